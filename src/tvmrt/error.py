@@ -1,0 +1,100 @@
+"""Errors raised by tvmrt.
+
+Every error tvmrt raises on purpose derives from :class:`TVMError`, which is a
+``RuntimeError`` like TVM's own. Each subclass also derives from the builtin that
+plain Python code would catch, so ``except ValueError`` keeps working::
+
+    TVMError (RuntimeError)
+    ├── InternalError                            a check of TVM's runtime failed (TVM's ICHECK)
+    ├── GraphFormatError (ValueError)            graph JSON is malformed or inconsistent
+    ├── ParamsFormatError (ValueError)           params blob: bad magic, truncated, bad dtype
+    ├── DataTypeError (ValueError)               a dtype string or code tvmrt does not know
+    ├── ArrayError (ValueError)                  an array has the wrong shape, dtype, device,
+    │                                            alignment or layout for where it is used
+    ├── FunctionNotFoundError (AttributeError)   a module or the registry lacks a function
+    ├── InputNotFoundError (LookupError)         an executor has no input or output by that key
+    ├── ModuleLoadError (OSError)                a file is not a loadable TVM module here
+    ├── DeviceUnavailableError                   no backend for a device, or no such device
+    ├── DeviceOutOfMemoryError (MemoryError)     an allocation failed on a device
+    └── KernelError                              a compiled kernel returned an error status
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "TVMError",
+    "InternalError",
+    "GraphFormatError",
+    "ParamsFormatError",
+    "DataTypeError",
+    "ArrayError",
+    "FunctionNotFoundError",
+    "InputNotFoundError",
+    "ModuleLoadError",
+    "DeviceUnavailableError",
+    "DeviceOutOfMemoryError",
+    "KernelError",
+    "add_note",
+]
+
+
+class TVMError(RuntimeError):
+    """Base class of every error tvmrt raises on purpose."""
+
+
+class InternalError(TVMError):
+    """A consistency check of the runtime failed (what TVM reports as ``InternalError``)."""
+
+
+class GraphFormatError(TVMError, ValueError):
+    """The graph JSON misses a field, has a value of the wrong type, or is inconsistent."""
+
+
+class ParamsFormatError(TVMError, ValueError):
+    """A params blob or tensor record is malformed: bad magic, truncated, or bad dtype."""
+
+
+class DataTypeError(TVMError, ValueError):
+    """A dtype string or (code, bits, lanes) triple that tvmrt cannot represent."""
+
+
+class ArrayError(TVMError, ValueError):
+    """An array does not fit where it is used (shape, dtype, device, alignment, layout)."""
+
+
+class FunctionNotFoundError(TVMError, AttributeError):
+    """A module or the global registry has no function with the requested name."""
+
+
+class InputNotFoundError(TVMError, LookupError):
+    """An executor has no input or output with the requested name or index."""
+
+    def __str__(self) -> str:
+        # LookupError would not quote, but KeyError would: keep the plain message either way.
+        return str(self.args[0]) if self.args else ""
+
+
+class ModuleLoadError(TVMError, OSError):
+    """A file cannot be loaded as a TVM module on this machine (format, platform, linker)."""
+
+
+class DeviceUnavailableError(TVMError):
+    """No backend is available for a device type, or the device does not exist."""
+
+
+class DeviceOutOfMemoryError(TVMError, MemoryError):
+    """Allocating memory on a device failed."""
+
+
+class KernelError(TVMError):
+    """A compiled kernel reported failure; the message is the kernel's own."""
+
+
+def add_note(exc: BaseException, note: str) -> None:
+    """Attach context to ``exc`` without changing its type (``BaseException.add_note``)."""
+    if hasattr(exc, "add_note"):
+        exc.add_note(note)
+    else:  # Python 3.10: emulate PEP 678 so tracebacks from 3.11+ tooling still show it
+        notes = list(getattr(exc, "__notes__", ()))
+        notes.append(note)
+        exc.__notes__ = notes  # type: ignore[attr-defined]

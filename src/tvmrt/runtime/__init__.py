@@ -1,0 +1,93 @@
+"""tvmrt.runtime: TVM's runtime API (``tvm.runtime``) without TVM.
+
+Devices, NDArrays and DLPack, packed functions and the global registry, modules and
+module loading, the params format, benchmarking and profiling reports.
+"""
+
+from __future__ import annotations
+
+from tvmrt.runtime import ndarray, profiling
+from tvmrt.runtime.benchmark import BenchmarkResult
+from tvmrt.runtime.device import (
+    Device,
+    DLDeviceType,
+    cl,
+    cpu,
+    cuda,
+    device,
+    ext_dev,
+    gpu,
+    hexagon,
+    metal,
+    mtl,
+    opencl,
+    rocm,
+    vpi,
+    vulkan,
+    webgpu,
+)
+from tvmrt.runtime.dtype import DataType, DataTypeCode
+from tvmrt.runtime.module import Module, PyModule, load_module, register_system_lib_func, system_lib
+from tvmrt.runtime.ndarray import NDArray, array, empty, from_dlpack
+from tvmrt.runtime.packed_func import PackedFunc
+from tvmrt.runtime.params import (
+    load_param_dict,
+    load_param_dict_from_file,
+    save_param_dict,
+    save_param_dict_to_file,
+)
+from tvmrt.runtime.registry import (
+    get_global_func,
+    list_global_func_names,
+    register_func,
+    remove_global_func,
+)
+from tvmrt.runtime.threads import num_threads
+
+__all__ = [
+    # devices
+    "Device",
+    "DLDeviceType",
+    "device",
+    "cpu",
+    "cuda",
+    "gpu",
+    "opencl",
+    "cl",
+    "vulkan",
+    "metal",
+    "mtl",
+    "vpi",
+    "rocm",
+    "ext_dev",
+    "hexagon",
+    "webgpu",
+    # data
+    "DataType",
+    "DataTypeCode",
+    "NDArray",
+    "empty",
+    "array",
+    "from_dlpack",
+    "ndarray",
+    # functions and modules
+    "PackedFunc",
+    "register_func",
+    "get_global_func",
+    "list_global_func_names",
+    "remove_global_func",
+    "Module",
+    "PyModule",
+    "load_module",
+    "system_lib",
+    "register_system_lib_func",
+    # params
+    "save_param_dict",
+    "load_param_dict",
+    "save_param_dict_to_file",
+    "load_param_dict_from_file",
+    # timing
+    "BenchmarkResult",
+    "num_threads",
+    "profiling",
+]

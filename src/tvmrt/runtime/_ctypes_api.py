@@ -1,0 +1,123 @@
+"""ctypes mirrors of the C structures compiled kernels and DLPack exchange read.
+
+Layouts are for LP64 platforms (x86-64 and aarch64 Linux); see docs/abi.md §1.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+__all__ = [
+    "DLDevice",
+    "DLDataType",
+    "DLTensor",
+    "DLManagedTensor",
+    "DLPackVersion",
+    "DLManagedTensorVersioned",
+    "DLTensorDeleter",
+    "DLVersionedDeleter",
+    "TVMValue",
+    "TVMParallelGroupEnv",
+    "TVMFFIAny",
+    "TVM_DLTENSOR_HANDLE",
+    "FFI_DLTENSOR_PTR",
+]
+
+TVM_DLTENSOR_HANDLE = 7  # legacy TVMArgTypeCode kTVMDLTensorHandle
+FFI_DLTENSOR_PTR = 7  # tvm-ffi TVMFFITypeIndex kTVMFFIDLTensorPtr
+
+
+class DLDevice(ctypes.Structure):
+    """``DLDevice``: device type and id (8 bytes)."""
+
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    """``DLDataType``: code, bits, lanes (4 bytes)."""
+
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    """``DLTensor`` (48 bytes); compiled kernels read these offsets directly."""
+
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+DLTensorDeleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+DLVersionedDeleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class DLManagedTensor(ctypes.Structure):
+    """``DLManagedTensor``: the payload of a ``"dltensor"`` capsule (DLPack < 1.0)."""
+
+    _fields_ = [
+        ("dl_tensor", DLTensor),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", DLTensorDeleter),
+    ]
+
+
+class DLPackVersion(ctypes.Structure):
+    """``DLPackVersion``: major and minor."""
+
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    """``DLManagedTensorVersioned``: the payload of a ``"dltensor_versioned"`` capsule."""
+
+    _fields_ = [
+        ("version", DLPackVersion),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", DLVersionedDeleter),
+        ("flags", ctypes.c_uint64),
+        ("dl_tensor", DLTensor),
+    ]
+
+
+class TVMValue(ctypes.Union):
+    """Legacy ``TVMValue``: the 8-byte union of the packed-function ABI."""
+
+    _fields_ = [
+        ("v_int64", ctypes.c_int64),
+        ("v_float64", ctypes.c_double),
+        ("v_handle", ctypes.c_void_p),
+        ("v_str", ctypes.c_char_p),
+    ]
+
+
+class TVMParallelGroupEnv(ctypes.Structure):
+    """``TVMParallelGroupEnv``: barrier handle and task count of one parallel launch."""
+
+    _fields_ = [("sync_handle", ctypes.c_void_p), ("num_task", ctypes.c_int32)]
+
+
+class _FFIAnyValue(ctypes.Union):
+    _fields_ = [
+        ("v_int64", ctypes.c_int64),
+        ("v_float64", ctypes.c_double),
+        ("v_ptr", ctypes.c_void_p),
+        ("v_dtype", DLDataType),
+        ("v_device", DLDevice),
+    ]
+
+
+class TVMFFIAny(ctypes.Structure):
+    """tvm-ffi ``TVMFFIAny`` (16 bytes): type index, padding, 8-byte value."""
+
+    _anonymous_ = ("value",)
+    _fields_ = [
+        ("type_index", ctypes.c_int32),
+        ("zero_padding", ctypes.c_uint32),
+        ("value", _FFIAnyValue),
+    ]

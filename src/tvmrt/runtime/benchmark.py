@@ -1,0 +1,181 @@
+"""``BenchmarkResult`` and the time evaluator behind ``Module.time_evaluator`` (spec §6.1)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from tvmrt.runtime.device import Device
+
+__all__ = ["BenchmarkResult", "time_evaluate", "Clock"]
+
+Clock = Callable[[], int]
+"""A monotonic clock in nanoseconds (``time.perf_counter_ns``); tests pass a fake one."""
+
+
+class BenchmarkResult:
+    """Timing of repeated runs, in seconds: ``mean``, ``median``, ``std``, ``min``, ``max``.
+
+    ``std`` is the population standard deviation (numpy's default), like TVM.
+
+    Parameters
+    ----------
+    results
+        Seconds per run for each repeat.
+
+    Examples
+    --------
+    >>> r = BenchmarkResult([1, 2, 2, 5])
+    >>> r.mean, r.median, r.std, r.min, r.max
+    (2.5, 2.0, 1.5, 1, 5)
+    """
+
+    def __init__(self, results: Sequence[float]) -> None:
+        self.results = tuple(results)
+        self.mean = float(np.mean(self.results))
+        self.std = float(np.std(self.results))
+        self.median = float(np.median(self.results))
+        self.min = min(self.results)
+        self.max = max(self.results)
+
+    def __repr__(self) -> str:
+        return (
+            f"BenchmarkResult(min={self.min}, mean={self.mean}, median={self.median}, "
+            f"max={self.max}, std={self.std}, results={self.results})"
+        )
+
+    def __str__(self) -> str:
+        return (
+            "Execution time summary:\n"
+            f"{'mean (ms)':^12} {'median (ms)':^12} {'max (ms)':^12} "
+            f"{'min (ms)':^12} {'std (ms)':^12}\n"
+            f"{self.mean * 1000:^12.4f} {self.median * 1000:^12.4f} {self.max * 1000:^12.4f} "
+            f"{self.min * 1000:^12.4f} {self.std * 1000:^12.4f}"
+            "               "
+        )
+
+
+class _Evaluator:
+    """State of one time evaluator: ``number`` grows under ``min_repeat_ms`` and stays grown."""
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        dev: Device,
+        number: int,
+        repeat: int,
+        min_repeat_ms: float,
+        limit_zero_time_iterations: int,
+        cooldown_interval_ms: float,
+        repeats_to_cooldown: int,
+        cache_flush_bytes: int,
+        f_preproc: Callable[..., Any] | None,
+        clock: Clock,
+        sleep: Callable[[float], None],
+    ) -> None:
+        if number <= 0 or repeat <= 0 or repeats_to_cooldown <= 0:
+            raise ValueError(
+                f"number ({number}), repeat ({repeat}) and repeats_to_cooldown "
+                f"({repeats_to_cooldown}) must be positive"
+            )
+        if min_repeat_ms < 0 or limit_zero_time_iterations < 0 or cooldown_interval_ms < 0:
+            raise ValueError(
+                "min_repeat_ms, limit_zero_time_iterations and cooldown_interval_ms must be >= 0"
+            )
+        self.func, self.dev = func, dev
+        self.number, self.repeat = number, repeat
+        self.min_repeat_ms = min_repeat_ms
+        self.limit_zero = limit_zero_time_iterations
+        self.cooldown_ms, self.repeats_to_cooldown = cooldown_interval_ms, repeats_to_cooldown
+        self.cache_flush_bytes = cache_flush_bytes
+        self.f_preproc = f_preproc
+        self.clock, self.sleep = clock, sleep
+
+    def __call__(self, *args: Any) -> BenchmarkResult:
+        self.func(*args)  # warm-up, discarded
+        flush = self._flush_buffers()
+        self.dev.sync()
+        results = []
+        for i in range(self.repeat):
+            if self.f_preproc is not None:
+                self.f_preproc(*args)
+            duration_ms = 0.0
+            zero_times = 0
+            while True:
+                if duration_ms > 0.0:
+                    self.number = int(
+                        max(
+                            self.min_repeat_ms / (duration_ms / self.number) + 1,
+                            self.number * 1.618,
+                        )
+                    )
+                if flush is not None:
+                    flush[0][...] = flush[1]
+                self.dev.sync()
+                start = self.clock()
+                for _ in range(self.number):
+                    self.func(*args)
+                self.dev.sync()
+                elapsed_ns = self.clock() - start
+                if elapsed_ns == 0:
+                    zero_times += 1
+                duration_ms = elapsed_ns / 1e6
+                if not (duration_ms < self.min_repeat_ms and zero_times < self.limit_zero):
+                    break
+            results.append(duration_ms / 1e3 / self.number)
+            if self.cooldown_ms > 0 and i % self.repeats_to_cooldown == 0:
+                self.sleep(self.cooldown_ms / 1000)
+        return BenchmarkResult(results)
+
+    def _flush_buffers(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
+        if self.cache_flush_bytes <= 0:
+            return None
+        n = max(self.cache_flush_bytes // 4, 1)
+        return np.zeros(n, dtype=np.int32), np.ones(n, dtype=np.int32)
+
+
+def time_evaluate(
+    func: Callable[..., Any],
+    dev: Device,
+    number: int = 10,
+    repeat: int = 1,
+    min_repeat_ms: float = 0,
+    limit_zero_time_iterations: int = 100,
+    cooldown_interval_ms: float = 0,
+    repeats_to_cooldown: int = 1,
+    cache_flush_bytes: int = 0,
+    f_preproc: Callable[..., Any] | None = None,
+    *,
+    clock: Clock = time.perf_counter_ns,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Callable[..., BenchmarkResult]:
+    """Wrap ``func`` in TVM's time evaluator; calling the result times ``func(*args)``.
+
+    One warm-up call, then ``repeat`` measurements of ``number`` calls each. When a
+    measurement is shorter than ``min_repeat_ms``, ``number`` grows (and stays grown)
+    and it is measured again; a zero-time measurement is retried at most
+    ``limit_zero_time_iterations`` times. After repeat ``i`` with
+    ``i % repeats_to_cooldown == 0`` the evaluator sleeps ``cooldown_interval_ms``.
+
+    Returns
+    -------
+    Callable[..., BenchmarkResult]
+        ``evaluator(*args)`` returns seconds per call for each repeat.
+    """
+    return _Evaluator(
+        func,
+        dev,
+        number,
+        repeat,
+        min_repeat_ms,
+        limit_zero_time_iterations,
+        cooldown_interval_ms,
+        repeats_to_cooldown,
+        cache_flush_bytes,
+        f_preproc,
+        clock,
+        sleep,
+    )

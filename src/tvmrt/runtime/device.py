@@ -1,0 +1,332 @@
+"""Devices: ``Device`` (DLPack's ``DLDevice``) and TVM's constructors ``cpu()``, ``cuda()``, ..."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from tvmrt.runtime._deprecate import warn_deprecated
+
+__all__ = [
+    "DLDeviceType",
+    "Device",
+    "DeviceLike",
+    "device",
+    "cpu",
+    "cuda",
+    "gpu",
+    "opencl",
+    "cl",
+    "vulkan",
+    "metal",
+    "mtl",
+    "vpi",
+    "rocm",
+    "ext_dev",
+    "hexagon",
+    "webgpu",
+]
+
+# Device types at and above this value are RPC sessions (TVM's kRPCSessMask).
+RPC_SESS_MASK = 128
+
+
+class DLDeviceType(enum.IntEnum):
+    """DLPack device types (``DLDeviceType``), keeping DLPack's ``kDL*`` names."""
+
+    kDLCPU = 1
+    kDLCUDA = 2
+    kDLCUDAHost = 3
+    kDLOpenCL = 4
+    kDLVulkan = 7
+    kDLMetal = 8
+    kDLVPI = 9
+    kDLROCM = 10
+    kDLROCMHost = 11
+    kDLExtDev = 12
+    kDLCUDAManaged = 13
+    kDLOneAPI = 14
+    kDLWebGPU = 15
+    kDLHexagon = 16
+
+
+MASK2STR: dict[int, str] = {
+    1: "cpu",
+    2: "cuda",
+    3: "cuda_host",
+    4: "opencl",
+    5: "aocl",
+    6: "sdaccel",
+    7: "vulkan",
+    8: "metal",
+    9: "vpi",
+    10: "rocm",
+    11: "rocm_host",
+    12: "ext_dev",
+    13: "cuda_managed",
+    14: "oneapi",
+    15: "webgpu",
+    16: "hexagon",
+}
+
+STR2MASK: dict[str, int] = {
+    "llvm": 1,
+    "stackvm": 1,
+    "cpu": 1,
+    "c": 1,
+    "test": 1,
+    "hybrid": 1,
+    "composite": 1,
+    "cuda": 2,
+    "nvptx": 2,
+    "cl": 4,
+    "opencl": 4,
+    "sdaccel": 4,
+    "aocl": 5,
+    "aocl_sw_emu": 5,
+    "vulkan": 7,
+    "metal": 8,
+    "vpi": 9,
+    "rocm": 10,
+    "ext_dev": 12,
+    "hexagon": 16,
+    "webgpu": 15,
+}
+
+
+class Device:
+    """A device: a DLPack device type and an index among devices of that type.
+
+    Equality and hashing use ``(device_type, device_id)``, like TVM. Properties that
+    describe an accelerator (``warp_size``, ``compute_version``...) are ``None`` where
+    the device kind has no such notion, as TVM returns for the CPU.
+
+    Examples
+    --------
+    >>> dev = Device(2, 1)
+    >>> dev, dev.device_type, dev.device_id
+    (cuda(1), 2, 1)
+    """
+
+    __slots__ = ("device_id", "device_type")
+
+    device_type: int
+    device_id: int
+
+    def __init__(self, device_type: int, device_id: int = 0) -> None:
+        object.__setattr__(self, "device_type", int(device_type))
+        object.__setattr__(self, "device_id", int(device_id))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Device is immutable; cannot set {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Device)
+            and self.device_type == other.device_type
+            and self.device_id == other.device_id
+        )
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash((self.device_type, self.device_id))
+
+    def __repr__(self) -> str:
+        if self.device_type >= RPC_SESS_MASK:
+            tbl_id = self.device_type // RPC_SESS_MASK - 1
+            dev_type = self.device_type % RPC_SESS_MASK
+            return f"remote[{tbl_id}]:{MASK2STR.get(dev_type, dev_type)}({self.device_id})"
+        return f"{MASK2STR.get(self.device_type, self.device_type)}({self.device_id})"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> tuple[Any, tuple[int, int]]:
+        return (Device, (self.device_type, self.device_id))
+
+    # -- introspection, served by the device's backend -------------------------------
+    def _attr(self, name: str) -> Any:
+        from tvmrt.runtime.device_api import find_device_api
+
+        api = find_device_api(self.device_type)
+        return None if api is None else api.attribute(self, name)
+
+    @property
+    def exist(self) -> bool:
+        """Whether this device exists on this machine (and tvmrt has a backend for it)."""
+        return bool(self._attr("exist"))
+
+    @property
+    def max_threads_per_block(self) -> int | None:
+        """Maximum threads per block; ``None`` on the CPU."""
+        return self._attr("max_threads_per_block")  # type: ignore[no-any-return]
+
+    @property
+    def warp_size(self) -> int | None:
+        """Threads per warp; ``None`` on the CPU."""
+        return self._attr("warp_size")  # type: ignore[no-any-return]
+
+    @property
+    def max_shared_memory_per_block(self) -> int | None:
+        """Shared memory per block in bytes; ``None`` on the CPU."""
+        return self._attr("max_shared_memory_per_block")  # type: ignore[no-any-return]
+
+    @property
+    def compute_version(self) -> str | None:
+        """Compute capability (e.g. ``"8.0"``); ``None`` on the CPU."""
+        return self._attr("compute_version")  # type: ignore[no-any-return]
+
+    @property
+    def device_name(self) -> str | None:
+        """Vendor's device name; ``None`` where unknown."""
+        return self._attr("device_name")  # type: ignore[no-any-return]
+
+    @property
+    def max_clock_rate(self) -> int | None:
+        """Clock rate in kHz; ``None`` on the CPU."""
+        return self._attr("max_clock_rate")  # type: ignore[no-any-return]
+
+    @property
+    def multi_processor_count(self) -> int | None:
+        """Number of multiprocessors; ``None`` on the CPU."""
+        return self._attr("multi_processor_count")  # type: ignore[no-any-return]
+
+    @property
+    def max_thread_dimensions(self) -> list[int] | None:
+        """Maximum block dimensions; ``None`` on the CPU."""
+        return self._attr("max_thread_dimensions")  # type: ignore[no-any-return]
+
+    @property
+    def api_version(self) -> int | None:
+        """Backend API version; ``None`` on the CPU."""
+        return self._attr("api_version")  # type: ignore[no-any-return]
+
+    @property
+    def driver_version(self) -> str | None:
+        """Driver version; ``None`` on the CPU."""
+        return self._attr("driver_version")  # type: ignore[no-any-return]
+
+    @property
+    def l2_cache_size_bytes(self) -> int | None:
+        """L2 cache size; ``None`` where unknown."""
+        return self._attr("l2_cache_size_bytes")  # type: ignore[no-any-return]
+
+    @property
+    def total_global_memory(self) -> int | None:
+        """Total device memory in bytes; ``None`` on the CPU."""
+        return self._attr("total_global_memory")  # type: ignore[no-any-return]
+
+    @property
+    def available_global_memory(self) -> int | None:
+        """Free device memory in bytes; ``None`` on the CPU."""
+        return self._attr("available_global_memory")  # type: ignore[no-any-return]
+
+    def sync(self) -> None:
+        """Wait until all work queued on this device has finished."""
+        from tvmrt.runtime.device_api import get_device_api
+
+        get_device_api(self).sync(self)
+
+
+DeviceLike = Device | str | int
+
+
+def device(dev_type: int | str | Device, dev_id: int = 0) -> Device:
+    """Make a Device from a type name (``"cuda"``, ``"cuda:1"``, ``"llvm"``) or type code.
+
+    Parameters
+    ----------
+    dev_type
+        A device type name, ``"name:id"``, a DLPack device type code, or a Device.
+    dev_id
+        Index of the device among devices of that type (ignored for ``"name:id"``).
+
+    Examples
+    --------
+    >>> device("cuda:1"), device("llvm"), device(2, 3)
+    (cuda(1), cpu(0), cuda(3))
+    """
+    if isinstance(dev_type, Device):
+        return dev_type
+    if isinstance(dev_type, str):
+        text = dev_type.split()[0] if dev_type.split() else dev_type
+        name, sep, index = text.partition(":")
+        if sep:
+            if not index.isdigit():
+                raise ValueError(f"device {dev_type!r}: index {index!r} is not a number")
+            dev_id = int(index)
+        if name not in STR2MASK:
+            raise ValueError(
+                f"unknown device type {name!r}; expected one of {', '.join(sorted(STR2MASK))}"
+            )
+        return Device(STR2MASK[name], dev_id)
+    if isinstance(dev_type, int) and not isinstance(dev_type, bool):
+        return Device(dev_type, dev_id)
+    raise TypeError(f"device type must be a str or int, got {type(dev_type).__name__}")
+
+
+def cpu(dev_id: int = 0) -> Device:
+    """The CPU device (``cpu(0)``)."""
+    return Device(DLDeviceType.kDLCPU, dev_id)
+
+
+def cuda(dev_id: int = 0) -> Device:
+    """A CUDA GPU."""
+    return Device(DLDeviceType.kDLCUDA, dev_id)
+
+
+def gpu(dev_id: int = 0) -> Device:
+    """Deprecated alias of :func:`cuda`."""
+    warn_deprecated("tvmrt.runtime.gpu()", instead="tvmrt.runtime.cuda()")
+    return cuda(dev_id)
+
+
+def rocm(dev_id: int = 0) -> Device:
+    """An AMD GPU (ROCm)."""
+    return Device(DLDeviceType.kDLROCM, dev_id)
+
+
+def opencl(dev_id: int = 0) -> Device:
+    """An OpenCL device."""
+    return Device(DLDeviceType.kDLOpenCL, dev_id)
+
+
+def cl(dev_id: int = 0) -> Device:
+    """Short alias of :func:`opencl`."""
+    return opencl(dev_id)
+
+
+def metal(dev_id: int = 0) -> Device:
+    """An Apple Metal device."""
+    return Device(DLDeviceType.kDLMetal, dev_id)
+
+
+def mtl(dev_id: int = 0) -> Device:
+    """Short alias of :func:`metal`."""
+    return metal(dev_id)
+
+
+def vpi(dev_id: int = 0) -> Device:
+    """A Verilog VPI simulation device."""
+    return Device(DLDeviceType.kDLVPI, dev_id)
+
+
+def vulkan(dev_id: int = 0) -> Device:
+    """A Vulkan device."""
+    return Device(DLDeviceType.kDLVulkan, dev_id)
+
+
+def ext_dev(dev_id: int = 0) -> Device:
+    """An extension device (e.g. an accelerator driven by a plug-in)."""
+    return Device(DLDeviceType.kDLExtDev, dev_id)
+
+
+def hexagon(dev_id: int = 0) -> Device:
+    """A Hexagon DSP."""
+    return Device(DLDeviceType.kDLHexagon, dev_id)
+
+
+def webgpu(dev_id: int = 0) -> Device:
+    """A WebGPU device."""
+    return Device(DLDeviceType.kDLWebGPU, dev_id)

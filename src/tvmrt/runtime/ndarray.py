@@ -1,0 +1,363 @@
+"""``NDArray``: a tensor in device memory, with TVM's API and DLPack exchange.
+
+Memory is 64-byte aligned when tvmrt allocates it (compiled kernels require that).
+Arrays made from another framework's memory (:func:`from_dlpack`) keep that memory and
+its alignment; the graph executor checks alignment wherever a kernel would see it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tvmrt.error import ArrayError
+from tvmrt.runtime._ctypes_api import DLDataType, DLDevice, DLTensor
+from tvmrt.runtime._deprecate import warn_deprecated
+from tvmrt.runtime.device import Device, DeviceLike, cpu, device
+from tvmrt.runtime.device_api import ALLOC_ALIGNMENT, get_device_api
+from tvmrt.runtime.dtype import DataType, DataTypeCode, DTypeLike
+
+__all__ = ["NDArray", "empty", "array", "from_dlpack", "ShapeLike"]
+
+ShapeLike = Sequence[int] | int
+
+
+def _as_shape(shape: ShapeLike) -> tuple[int, ...]:
+    dims = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
+    out = []
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, int | np.integer):
+            raise TypeError(f"shape {shape!r}: dimension {d!r} is not an integer")
+        if d < 0:
+            raise ValueError(f"shape {shape!r}: dimension {d} is negative")
+        out.append(int(d))
+    return tuple(out)
+
+
+def _numpy_shape(shape: tuple[int, ...], dtype: DataType) -> tuple[int, ...]:
+    return shape + (dtype.lanes,) if dtype.lanes > 1 else shape
+
+
+class NDArray:
+    """A tensor on a device: shape, dtype, device and (host-addressable) memory.
+
+    Create one with :func:`empty`, :func:`array` or :func:`from_dlpack`. Like TVM,
+    :meth:`numpy` returns a copy; :meth:`numpy_view` (tvmrt) and ``np.from_dlpack``
+    share memory instead.
+
+    Examples
+    --------
+    >>> a = array(np.arange(4, dtype="float32"))
+    >>> a.shape, a.dtype, a.device
+    ((4,), 'float32', cpu(0))
+    >>> a.numpy()
+    array([0., 1., 2., 3.], dtype=float32)
+    """
+
+    __slots__ = ("__weakref__", "_byte_offset", "_device", "_dl", "_dtype", "_np", "_owner")
+
+    _np: np.ndarray[Any, Any]
+    _dtype: DataType
+    _device: Device
+    _byte_offset: int
+    _owner: object
+    _dl: tuple[DLTensor, Any] | None
+
+    def __init__(self) -> None:
+        raise TypeError("use tvmrt.runtime.empty(), array() or from_dlpack() to make an NDArray")
+
+    @classmethod
+    def _wrap(
+        cls,
+        view: np.ndarray[Any, Any],
+        dtype: DataType,
+        dev: Device,
+        owner: object = None,
+        byte_offset: int = 0,
+    ) -> NDArray:
+        """Wrap a numpy view of the data (shape includes lanes) without copying."""
+        self = object.__new__(cls)
+        self._np = view
+        self._dtype = dtype
+        self._device = dev
+        self._owner = owner
+        self._byte_offset = byte_offset
+        self._dl = None
+        return self
+
+    # -- TVM properties ------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape as a tuple of ints (lanes of vector dtypes are not a dimension)."""
+        shape: tuple[int, ...] = self._np.shape
+        return shape[:-1] if self._dtype.lanes > 1 else shape
+
+    @property
+    def dtype(self) -> DataType:
+        """Element type (a ``str`` subclass: ``arr.dtype == "float32"``)."""
+        return self._dtype
+
+    @property
+    def device(self) -> Device:
+        """The device holding the data."""
+        return self._device
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self.shape)
+
+    @property
+    def byte_offset(self) -> int:
+        """Offset in bytes of the first element from the DLTensor's ``data`` pointer."""
+        return self._byte_offset
+
+    @property
+    def is_contiguous(self) -> bool:
+        """Whether elements are laid out densely in row-major order."""
+        return bool(self._np.flags.c_contiguous)
+
+    @property
+    def nbytes(self) -> int:
+        """Size of the data in bytes (TVM's ``GetDataSize``)."""
+        return math.prod(self.shape) * self._dtype.itemsize
+
+    @property
+    def data_ptr(self) -> int:
+        """Address of the first element (``data + byte_offset``)."""
+        return int(self._np.ctypes.data)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d NDArray")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return f"<tvmrt.NDArray shape={self.shape}, {self._device}>\n{self.numpy()!r}"
+
+    def __str__(self) -> str:
+        return str(self.numpy())
+
+    # -- data access -----------------------------------------------------------------
+    def numpy(self) -> np.ndarray[Any, Any]:
+        """A numpy copy of the data (vector dtypes gain a trailing lanes dimension)."""
+        return np.array(self._np, copy=True)
+
+    def asnumpy(self) -> np.ndarray[Any, Any]:
+        """Deprecated alias of :meth:`numpy`."""
+        warn_deprecated("NDArray.asnumpy()", instead="NDArray.numpy()")
+        return self.numpy()
+
+    def numpy_view(self) -> np.ndarray[Any, Any]:
+        """A numpy array sharing this array's memory (tvmrt extension; writes go through)."""
+        return self._np
+
+    def copyfrom(self, source_array: object) -> NDArray:
+        """Copy data into this array and return it.
+
+        An NDArray source must have exactly as many bytes (shape and dtype may differ,
+        as in TVM). Anything else is converted with numpy: its shape must equal this
+        array's shape, and its dtype is converted to this array's dtype.
+
+        Raises
+        ------
+        ArrayError
+            If the shape (numpy source) or the byte size (NDArray source) differs.
+        TypeError
+            If ``source_array`` is not array-like.
+        """
+        if isinstance(source_array, NDArray):
+            source_array.copyto(self)
+            return self
+        target = self._np
+        if not isinstance(source_array, np.ndarray):
+            try:
+                source_array = np.array(source_array, dtype=target.dtype)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(
+                    f"array must be an array_like data, type {type(source_array)} is not supported"
+                ) from exc
+        assert isinstance(source_array, np.ndarray)
+        if source_array.shape != target.shape:
+            raise ArrayError(
+                "array shape do not match the shape of NDArray "
+                f"{source_array.shape} vs {target.shape}"
+            )
+        _copy_numpy_into(target, source_array, self._dtype)
+        return self
+
+    def copyto(self, target: NDArray | DeviceLike) -> NDArray:
+        """Copy into ``target`` (an NDArray of equal byte size) or onto a new device."""
+        if isinstance(target, NDArray):
+            if target.nbytes != self.nbytes:
+                raise ArrayError(
+                    "TVMArrayCopyFromTo: The size in bytes must exactly match: "
+                    f"source {self.shape} {self.dtype} has {self.nbytes} bytes, "
+                    f"target {target.shape} {target.dtype} has {target.nbytes}"
+                )
+            src = self._np if self.is_contiguous else np.ascontiguousarray(self._np)
+            if target.is_contiguous:
+                target._np.reshape(-1).view(np.uint8)[...] = src.reshape(-1).view(np.uint8)
+            else:
+                raw = src.reshape(-1).view(np.uint8).view(target._np.dtype)
+                target._np[...] = raw.reshape(target._np.shape)
+            return target
+        out = empty(self.shape, self.dtype, device(target) if not isinstance(target, Device) else target)
+        return self.copyto(out)
+
+    def __setitem__(self, in_slice: object, value: object) -> None:
+        if not isinstance(in_slice, slice) or in_slice != slice(None):
+            raise ValueError("NDArray only supports assignment to the whole array: arr[:] = value")
+        if isinstance(value, NDArray):
+            if value is not self:
+                value.copyto(self)
+        elif isinstance(value, np.ndarray | list | tuple):
+            self.copyfrom(value)
+        else:
+            self._np[...] = value
+
+    def _create_view(
+        self, shape: ShapeLike, dtype: DTypeLike | None = None, relative_byte_offset: int = 0
+    ) -> NDArray:
+        """A view of this (contiguous) array's memory with another shape and dtype."""
+        if not self.is_contiguous:
+            raise ArrayError("cannot create a view of a non-contiguous NDArray")
+        new_dtype = self._dtype if dtype is None else DataType(dtype)
+        new_shape = _as_shape(shape)
+        nbytes = math.prod(new_shape) * new_dtype.itemsize
+        flat = self._np.reshape(-1).view(np.uint8)
+        if relative_byte_offset < 0 or relative_byte_offset + nbytes > flat.size:
+            raise ArrayError(
+                f"view with shape {new_shape} and dtype {new_dtype} at byte offset "
+                f"{relative_byte_offset} needs {nbytes} bytes, but the array has {flat.size}"
+            )
+        raw = flat[relative_byte_offset : relative_byte_offset + nbytes]
+        view = raw.view(new_dtype.numpy_dtype).reshape(_numpy_shape(new_shape, new_dtype))
+        return NDArray._wrap(view, new_dtype, self._device, self._owner or self, self._byte_offset)
+
+    # -- C view for compiled kernels ---------------------------------------------------
+    def _dltensor(self) -> DLTensor:
+        """This array as a ``DLTensor`` (cached; valid while the NDArray is alive)."""
+        if self._dl is None:
+            shape = self.shape
+            ndim = len(shape)
+            shape_arr = (ctypes.c_int64 * max(ndim, 1))(*shape)
+            strides_arr = None
+            if not self.is_contiguous:
+                step = self._np.itemsize * self._dtype.lanes
+                strides_arr = (ctypes.c_int64 * max(ndim, 1))(
+                    *(s // step for s in self._np.strides[:ndim])
+                )
+            dtype = self._dtype
+            code = dtype.type_code  # legacy encoding; the tvm-ffi path re-encodes bool
+            dl = DLTensor(
+                data=self.data_ptr - self._byte_offset,
+                device=DLDevice(self._device.device_type, self._device.device_id),
+                ndim=ndim,
+                dtype=DLDataType(code, dtype.bits, dtype.lanes),
+                shape=ctypes.cast(shape_arr, ctypes.POINTER(ctypes.c_int64)),
+                strides=None
+                if strides_arr is None
+                else ctypes.cast(strides_arr, ctypes.POINTER(ctypes.c_int64)),
+                byte_offset=self._byte_offset,
+            )
+            self._dl = (dl, (shape_arr, strides_arr))
+        return self._dl[0]
+
+    # -- DLPack ---------------------------------------------------------------------------
+    def __dlpack__(
+        self,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """Export as a DLPack capsule (zero-copy), per the Python array API standard."""
+        from tvmrt.runtime._dlpack import to_dlpack_capsule
+
+        return to_dlpack_capsule(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(device_type, device_id)`` of the data, per the Python array API standard."""
+        return (self._device.device_type, self._device.device_id)
+
+    def to_dlpack(self) -> Any:
+        """Export as a legacy ``"dltensor"`` capsule (TVM's ``NDArray.to_dlpack``)."""
+        return self.__dlpack__()
+
+
+def _copy_numpy_into(
+    target: np.ndarray[Any, Any], source: np.ndarray[Any, Any], dtype: DataType
+) -> None:
+    if dtype.type_code == DataTypeCode.BFLOAT and target.dtype == np.uint16:
+        if source.dtype.kind == "f":  # no ml_dtypes: round float32 to bfloat16 (nearest even)
+            bits = np.ascontiguousarray(source, dtype=np.float32).view(np.uint32)
+            rounded = bits + 0x7FFF + ((bits >> 16) & 1)
+            source = (rounded >> 16).astype(np.uint16)
+    np.copyto(target, source, casting="unsafe")
+
+
+def empty(
+    shape: ShapeLike,
+    dtype: DTypeLike = "float32",
+    device: DeviceLike = cpu(0),  # noqa: B008 - Device is immutable
+    mem_scope: str | None = None,
+) -> NDArray:
+    """A new array of uninitialised memory, 64-byte aligned.
+
+    Parameters
+    ----------
+    shape
+        Dimensions; an int for 1-D.
+    dtype
+        Element type, e.g. ``"float32"``.
+    device
+        Where to allocate (default ``cpu(0)``).
+    mem_scope
+        Memory scope; only the default (``None``/``"global"``) is supported.
+    """
+    if mem_scope not in (None, "", "global"):
+        raise ValueError(f"memory scope {mem_scope!r} is not supported; only 'global' is")
+    dev = _as_device(device)
+    dt = DataType(dtype)
+    shp = _as_shape(shape)
+    nbytes = math.prod(shp) * dt.itemsize
+    buf = get_device_api(dev).alloc(dev, nbytes, ALLOC_ALIGNMENT)
+    view = buf.view(dt.numpy_dtype).reshape(_numpy_shape(shp, dt))
+    return NDArray._wrap(view, dt, dev, buf)
+
+
+def array(
+    arr: object,
+    device: DeviceLike = cpu(0),  # noqa: B008 - Device is immutable
+    mem_scope: str | None = None,
+) -> NDArray:
+    """A new array holding a copy of ``arr`` (numpy array, nested list, or NDArray)."""
+    if isinstance(arr, NDArray):
+        return arr.copyto(empty(arr.shape, arr.dtype, device, mem_scope))
+    if not isinstance(arr, np.ndarray):
+        arr = np.array(arr)
+    assert isinstance(arr, np.ndarray)
+    dtype = DataType(arr.dtype)
+    return empty(arr.shape, dtype, device, mem_scope).copyfrom(arr)
+
+
+def from_dlpack(ext_tensor: object) -> NDArray:
+    """Wrap memory of any DLPack producer (numpy, torch, ...) without copying.
+
+    Parameters
+    ----------
+    ext_tensor
+        An object with ``__dlpack__``/``__dlpack_device__``, or a DLPack capsule.
+    """
+    from tvmrt.runtime._dlpack import from_dlpack as _impl
+
+    return _impl(ext_tensor)
+
+
+def _as_device(dev: DeviceLike) -> Device:
+    return dev if isinstance(dev, Device) else device(dev)

@@ -1,0 +1,3 @@
+"""Profiling reports (placeholder; being written)."""
+
+from __future__ import annotations

@@ -1,0 +1,127 @@
+"""The global function registry: TVM's ``register_func`` / ``get_global_func`` table.
+
+The registry is also how plug-ins are found: module loaders are registered as
+``runtime.module.loadfile_<format>`` and compiled kernels may call registered
+functions through ``TVMBackendGetFuncFromEnv``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar, overload
+
+from tvmrt.error import FunctionNotFoundError
+from tvmrt.runtime.packed_func import PackedFunc
+
+__all__ = [
+    "register_func",
+    "get_global_func",
+    "list_global_func_names",
+    "remove_global_func",
+]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+_functions: dict[str, PackedFunc] = {}
+_lock = threading.Lock()
+
+
+@overload
+def register_func(func_name: _F, f: None = None, override: bool = False) -> _F: ...
+@overload
+def register_func(
+    func_name: str, f: None = None, override: bool = False
+) -> Callable[[_F], _F]: ...
+@overload
+def register_func(func_name: str, f: _F, override: bool = False) -> _F: ...
+
+
+def register_func(
+    func_name: str | Callable[..., Any],
+    f: Callable[..., Any] | None = None,
+    override: bool = False,
+) -> Any:
+    """Register a global function under ``func_name``.
+
+    Use it directly, ``register_func("my.add", fn)``, or as a decorator, with a name
+    (``@register_func("my.add")``) or without (``@register_func`` uses ``__name__``).
+
+    Parameters
+    ----------
+    func_name
+        The name to register, or the function itself (decorator without arguments).
+    f
+        The function, for the direct form.
+    override
+        Replace an existing registration instead of raising.
+
+    Raises
+    ------
+    ValueError
+        If the name is taken and ``override`` is false.
+    """
+    if callable(func_name):
+        fn = func_name
+        _register(fn.__name__, fn, override)
+        return fn
+    if not isinstance(func_name, str):
+        raise TypeError(f"function name must be a str, got {type(func_name).__name__}")
+    name = func_name
+    if f is not None:
+        _register(name, f, override)
+        return f
+
+    def decorator(fn: _F) -> _F:
+        _register(name, fn, override)
+        return fn
+
+    return decorator
+
+
+def _register(name: str, fn: Callable[..., Any], override: bool) -> None:
+    packed = fn if isinstance(fn, PackedFunc) else PackedFunc(fn, name)
+    with _lock:
+        if name in _functions and not override:
+            raise ValueError(
+                f"global function {name!r} is already registered; pass override=True to replace it"
+            )
+        _functions[name] = packed
+
+
+@overload
+def get_global_func(name: str, allow_missing: Literal[False] = False) -> PackedFunc: ...
+@overload
+def get_global_func(name: str, allow_missing: bool) -> PackedFunc | None: ...
+
+
+def get_global_func(name: str, allow_missing: bool = False) -> PackedFunc | None:
+    """The global function ``name``; ``None`` if missing and ``allow_missing``.
+
+    Raises
+    ------
+    FunctionNotFoundError
+        If there is no such function and ``allow_missing`` is false.
+    """
+    func = _functions.get(name)
+    if func is None and not allow_missing:
+        raise FunctionNotFoundError(f"Cannot find global function {name}")
+    return func
+
+
+def list_global_func_names() -> list[str]:
+    """Names of all registered global functions, sorted."""
+    return sorted(_functions)
+
+
+def remove_global_func(name: str) -> None:
+    """Unregister ``name``.
+
+    Raises
+    ------
+    FunctionNotFoundError
+        If no function has that name.
+    """
+    with _lock:
+        if _functions.pop(name, None) is None:
+            raise FunctionNotFoundError(f"Cannot find global function {name}")
