@@ -167,7 +167,7 @@ def _from_numpy_name(dtype: object) -> str:
             if np_dtype == np.dtype(getattr(_ML_DTYPES, ml)):
                 return name
     if np_dtype.kind in "iufc":
-        return np_dtype.name
+        return str(np_dtype.name)
     raise DataTypeError(f"numpy dtype {np_dtype} has no TVM equivalent")
 
 

@@ -285,9 +285,8 @@ def load_module(path: str | os.PathLike[str], fmt: str = "") -> Module:
     kind = fmt or _format_of(text)
     loader = get_global_func(_LOADER_PREFIX + kind, allow_missing=True)
     if loader is None:
-        known = sorted(
-            n[len(_LOADER_PREFIX) :] for n in list_global_func_names() if n.startswith(_LOADER_PREFIX)
-        )
+        names = list_global_func_names()
+        known = sorted(n[len(_LOADER_PREFIX) :] for n in names if n.startswith(_LOADER_PREFIX))
         raise ModuleLoadError(
             f"cannot load {text!r}: no loader for file kind {kind!r}; "
             f"supported kinds are {', '.join(repr(k) for k in known)}"

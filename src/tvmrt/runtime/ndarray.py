@@ -39,7 +39,7 @@ def _as_shape(shape: ShapeLike) -> tuple[int, ...]:
 
 
 def _numpy_shape(shape: tuple[int, ...], dtype: DataType) -> tuple[int, ...]:
-    return shape + (dtype.lanes,) if dtype.lanes > 1 else shape
+    return (*shape, dtype.lanes) if dtype.lanes > 1 else shape
 
 
 class NDArray:
@@ -206,7 +206,7 @@ class NDArray:
                 raw = src.reshape(-1).view(np.uint8).view(target._np.dtype)
                 target._np[...] = raw.reshape(target._np.shape)
             return target
-        out = empty(self.shape, self.dtype, device(target) if not isinstance(target, Device) else target)
+        out = empty(self.shape, self.dtype, _as_device(target))
         return self.copyto(out)
 
     def __setitem__(self, in_slice: object, value: object) -> None:
@@ -293,11 +293,11 @@ class NDArray:
 def _copy_numpy_into(
     target: np.ndarray[Any, Any], source: np.ndarray[Any, Any], dtype: DataType
 ) -> None:
-    if dtype.type_code == DataTypeCode.BFLOAT and target.dtype == np.uint16:
-        if source.dtype.kind == "f":  # no ml_dtypes: round float32 to bfloat16 (nearest even)
-            bits = np.ascontiguousarray(source, dtype=np.float32).view(np.uint32)
-            rounded = bits + 0x7FFF + ((bits >> 16) & 1)
-            source = (rounded >> 16).astype(np.uint16)
+    no_ml_dtypes = dtype.type_code == DataTypeCode.BFLOAT and target.dtype == np.uint16
+    if no_ml_dtypes and source.dtype.kind == "f":  # round float32 to bfloat16, nearest even
+        bits = np.ascontiguousarray(source, dtype=np.float32).view(np.uint32)
+        rounded = bits + 0x7FFF + ((bits >> 16) & 1)
+        source = (rounded >> 16).astype(np.uint16)
     np.copyto(target, source, casting="unsafe")
 
 
@@ -356,7 +356,8 @@ def from_dlpack(ext_tensor: object) -> NDArray:
     """
     from tvmrt.runtime._dlpack import from_dlpack as _impl
 
-    return _impl(ext_tensor)
+    result: NDArray = _impl(ext_tensor)
+    return result
 
 
 def _as_device(dev: DeviceLike) -> Device:
