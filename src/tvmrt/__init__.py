@@ -7,7 +7,8 @@ changing the import.
 
 from __future__ import annotations
 
-from tvmrt import error, runtime
+from tvmrt import contrib, error, runtime
+from tvmrt.contrib import graph_executor  # registers the factory loaders
 from tvmrt.error import TVMError
 from tvmrt.runtime import (
     DataType,
@@ -35,6 +36,7 @@ __all__ = [
     "__version__",
     "error",
     "runtime",
+    "contrib",
     "nd",
     "TVMError",
     "DataType",

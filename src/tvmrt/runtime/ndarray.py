@@ -237,7 +237,8 @@ class NDArray:
             )
         raw = flat[relative_byte_offset : relative_byte_offset + nbytes]
         view = raw.view(new_dtype.numpy_dtype).reshape(_numpy_shape(new_shape, new_dtype))
-        return NDArray._wrap(view, new_dtype, self._device, self._owner or self, self._byte_offset)
+        owner = self if self._owner is None else self._owner
+        return NDArray._wrap(view, new_dtype, self._device, owner, self._byte_offset)
 
     # -- C view for compiled kernels ---------------------------------------------------
     def _dltensor(self) -> DLTensor:

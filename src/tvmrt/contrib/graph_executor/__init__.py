@@ -1,0 +1,353 @@
+"""TVM's graph executor (``tvm.contrib.graph_executor``) without TVM.
+
+Typical use, unchanged from TVM apart from the import::
+
+    from tvmrt.contrib import graph_executor
+    from tvmrt import runtime
+
+    lib = runtime.load_module("deploy_lib.so")
+    module = graph_executor.create(open("deploy_graph.json").read(), lib, runtime.cpu())
+    module.load_params(open("deploy_param.params", "rb").read())
+    module.run(data=x)
+    y = module.get_output(0).numpy()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tvmrt.contrib.graph_executor.executor import GraphExecutor
+from tvmrt.contrib.graph_executor.factory import GraphExecutorFactory
+from tvmrt.contrib.graph_executor.graph import Graph, parse_graph
+from tvmrt.contrib.graph_executor.storage import StoragePlan, plan_storage
+from tvmrt.error import InputNotFoundError
+from tvmrt.runtime.benchmark import BenchmarkResult
+from tvmrt.runtime.device import RPC_SESS_MASK, Device
+from tvmrt.runtime.module import Module
+from tvmrt.runtime.ndarray import NDArray
+from tvmrt.runtime.packed_func import PackedFunc
+
+__all__ = [
+    "create",
+    "get_device",
+    "GraphModule",
+    "GraphExecutor",
+    "GraphExecutorFactory",
+    "Graph",
+    "parse_graph",
+    "StoragePlan",
+    "plan_storage",
+]
+
+
+def get_device(
+    libmod: Module, device: Device | Sequence[Device]
+) -> tuple[list[Device], int, list[int]]:
+    """Normalise ``device`` (one Device or a list) as TVM does.
+
+    Returns
+    -------
+    tuple
+        ``(device_list, num_rpc_devices, [type0, id0, type1, id1, ...])``.
+
+    Raises
+    ------
+    ValueError
+        If ``device`` is not a Device or a list of Devices, or mixes RPC and local devices.
+    """
+    if isinstance(device, Device):
+        devices = [device]
+    elif isinstance(device, list | tuple) and device:
+        devices = list(device)
+    else:
+        raise ValueError("dev has to be the type of Device or a list of Device")
+    for dev in devices:
+        if not isinstance(dev, Device):
+            raise ValueError("dev has to be the type of Device or a list of Device")
+    num_rpc = sum(dev.device_type >= RPC_SESS_MASK for dev in devices)
+    if num_rpc and num_rpc != len(devices):
+        raise ValueError("Either all or none of the devices should be rpc.")
+    if num_rpc:
+        raise ValueError("RPC devices are not supported by tvmrt (no RPC runtime)")
+    flat = [v for dev in devices for v in (dev.device_type, dev.device_id)]
+    return devices, num_rpc, flat
+
+
+def create(graph_json_str: str, libmod: Module, device: Device | Sequence[Device]) -> GraphModule:
+    """Create a graph executor over the kernels of ``libmod``.
+
+    The graph is validated, storage is planned and allocated, and every kernel is looked
+    up and bound here, so a bad graph or a missing kernel fails now, not in ``run``.
+
+    Parameters
+    ----------
+    graph_json_str
+        The graph JSON text.
+    libmod
+        Module with the kernels (a loaded library, or a :class:`~tvmrt.runtime.PyModule`).
+    device
+        One Device, or a list for heterogeneous graphs (the first is the host/fallback).
+
+    Returns
+    -------
+    GraphModule
+        The executor's Python interface.
+
+    Raises
+    ------
+    GraphFormatError
+        If the graph is malformed.
+    FunctionNotFoundError
+        If ``libmod`` lacks a kernel the graph calls.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from tvmrt import runtime
+    >>> from tvmrt.testing import graphs, numpy_op_library
+    >>> m = create(graphs.add_one(4), numpy_op_library(), runtime.cpu())
+    >>> m.run(x=np.arange(4, dtype="float32"))
+    >>> m.get_output(0).numpy()
+    array([1., 2., 3., 4.], dtype=float32)
+    """
+    if not isinstance(graph_json_str, str):
+        raise TypeError(
+            "graph_json_str must be a str (the graph JSON text), "
+            f"got {type(graph_json_str).__name__}"
+        )
+    devices, _, _ = get_device(libmod, device)
+    return GraphModule(GraphExecutor(parse_graph(graph_json_str), libmod, devices))
+
+
+class GraphModule:
+    """Python interface of a graph executor module (TVM's ``GraphModule``).
+
+    Parameters
+    ----------
+    module
+        The executor module, e.g. ``lib["default"](dev)`` or the result of ``create``.
+
+    Attributes
+    ----------
+    module
+        The underlying executor module; ``module[name]`` gives its packed functions.
+    """
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self._set_input = module["set_input"]
+        self._set_input_zero_copy = module["set_input_zero_copy"]
+        self._set_output_zero_copy = module["set_output_zero_copy"]
+        self._run = module["run"]
+        self._get_output = module["get_output"]
+        self._get_input = module["get_input"]
+        self._get_num_outputs = module["get_num_outputs"]
+        self._get_input_index = module["get_input_index"]
+        self._get_input_info = module["get_input_info"]
+        self._get_output_info = module["get_output_info"]
+        self._get_num_inputs = module["get_num_inputs"]
+        self._load_params = module["load_params"]
+        self._share_params = module["share_params"]
+
+    @property
+    def executor(self) -> GraphExecutor:
+        """The :class:`GraphExecutor` behind this module (tvmrt extension)."""
+        if not isinstance(self.module, GraphExecutor):
+            raise TypeError(f"module {self.module.type_key!r} is not a tvmrt GraphExecutor")
+        return self.module
+
+    @property
+    def storage_plan(self) -> StoragePlan:
+        """Pools and their sizes (tvmrt extension)."""
+        return self.executor.plan
+
+    # -- inputs ------------------------------------------------------------------------
+    def set_input(self, key: int | str | None = None, value: object = None, **params: Any) -> None:
+        """Copy inputs into the graph.
+
+        Parameters
+        ----------
+        key
+            Input name or index.
+        value
+            numpy array (shape must match; dtype is converted), NDArray or DLPack tensor
+            (shape and dtype must match).
+        params
+            More inputs by name; names the graph lacks are ignored (as in TVM), larger
+            arrays are copied first.
+
+        Raises
+        ------
+        InputNotFoundError
+            If ``key`` names no input (a RuntimeError, as in TVM).
+        ArrayError
+            If a value's shape (or dtype, for arrays that are not numpy) does not match.
+        """
+        if key is not None:
+            ex = self.module
+            if isinstance(ex, GraphExecutor):
+                ex.set_input(key, value)
+            else:
+                if self._get_input(key) is None:
+                    raise InputNotFoundError(f"Could not find '{key}' in graph's inputs")
+                self._set_input(key, value)
+        if params:
+            names = sorted(params, key=lambda k: -_numel(params[k]))
+            for name in names:
+                if self._get_input(name) is not None:
+                    self._set_input(name, params[name])
+
+    def set_input_zero_copy(
+        self, key: int | str | None = None, value: object = None, **params: Any
+    ) -> None:
+        """Use the caller's memory as inputs, without copying.
+
+        The array must have the input's shape, dtype and device, be contiguous and
+        64-byte aligned (compiled kernels require it); every entry aliased with the
+        input (through ``__nop`` reshapes) follows. The binding lasts until rebound.
+        """
+        if key is not None:
+            self._set_input_zero_copy(key, value)
+        for name, val in params.items():
+            if self._get_input(name) is not None:
+                self._set_input_zero_copy(name, val)
+
+    def set_output_zero_copy(self, key: int | str, value: object) -> None:
+        """Make the graph write output ``key`` (index or ``"node:i"``) into ``value``."""
+        self._set_output_zero_copy(key, value)
+
+    def run(self, **input_dict: Any) -> None:
+        """Set ``input_dict`` (if any) and run the graph once."""
+        if input_dict:
+            self.set_input(**input_dict)
+        self._run()
+
+    def get_num_outputs(self) -> int:
+        """Number of outputs (heads)."""
+        return int(self._get_num_outputs())
+
+    def get_num_inputs(self) -> int:
+        """Number of inputs, params included."""
+        return int(self._get_num_inputs())
+
+    def get_input(self, index: int | str, out: NDArray | None = None) -> NDArray:
+        """Input ``index`` (alias of the graph's memory), or a copy into ``out``."""
+        arr = self._get_input(index)
+        if arr is None:
+            raise InputNotFoundError(f"Could not find '{index}' in graph's inputs")
+        if out is not None:
+            arr.copyto(out)
+            return out
+        return arr  # type: ignore[no-any-return]
+
+    def get_input_index(self, name: str) -> int:
+        """Index of input ``name``, or -1."""
+        return int(self._get_input_index(name))
+
+    def get_input_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
+        """``(shape_dict, dtype_dict)`` of inputs, without names loaded by ``load_params``."""
+        info = self._get_input_info()
+        return info["shape"], info["dtype"]
+
+    def get_output_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
+        """``(shape_dict, dtype_dict)`` of outputs, keyed by node name."""
+        info = self._get_output_info()
+        return info["shape"], info["dtype"]
+
+    def get_output_index(self, name: str) -> int:
+        """Index of the output named ``name`` (``"node"`` or ``"node:i"``), or -1."""
+        return int(self.module["get_output_index"](name))
+
+    def get_output(self, index: int | str, out: NDArray | None = None) -> NDArray:
+        """Output ``index``: an alias that the next ``run`` overwrites, or a copy into ``out``."""
+        if out is not None:
+            self._get_output(index, out)
+            return out
+        return self._get_output(index)  # type: ignore[no-any-return]
+
+    def debug_get_output(self, node: int | str, out: NDArray | None = None) -> NDArray:
+        """Not available here; use the debug executor."""
+        raise NotImplementedError("Please use debugger.debug_executor as graph_executor instead.")
+
+    def load_params(self, params_bytes: bytes | bytearray) -> None:
+        """Load a params blob (TVM's format); unknown names are ignored."""
+        self._load_params(bytearray(params_bytes))
+
+    def share_params(self, other: GraphModule, params_bytes: bytes | bytearray) -> None:
+        """Use ``other``'s arrays for the params named in ``params_bytes`` (weights held once)."""
+        self._share_params(other.module, bytearray(params_bytes))
+
+    def __getitem__(self, key: str) -> PackedFunc:
+        return self.module[key]
+
+    def benchmark(
+        self,
+        device: Device,
+        func_name: str = "run",
+        repeat: int = 5,
+        number: int = 5,
+        min_repeat_ms: float | None = None,
+        limit_zero_time_iterations: int = 100,
+        end_to_end: bool = False,
+        cooldown_interval_ms: float = 0,
+        repeats_to_cooldown: int = 1,
+        **kwargs: Any,
+    ) -> BenchmarkResult:
+        """Time the graph (TVM's ``GraphModule.benchmark``).
+
+        Parameters
+        ----------
+        device
+            Device to synchronise around measurements.
+        func_name
+            Function to time (``"run"``); ignored with ``end_to_end``.
+        repeat
+            Number of measurements returned.
+        number
+            Runs per measurement (grows to reach ``min_repeat_ms``).
+        min_repeat_ms
+            Minimum length of one measurement in ms (``None`` = 0).
+        limit_zero_time_iterations
+            Retries of a zero-time measurement.
+        end_to_end
+            Time copying inputs in, running and copying outputs to fresh host arrays.
+        cooldown_interval_ms
+            Sleep between measurements (not used with ``end_to_end``, as in TVM).
+        repeats_to_cooldown
+            Measurements between sleeps.
+        kwargs
+            Inputs, set once before timing (or on every run with ``end_to_end``).
+
+        Returns
+        -------
+        BenchmarkResult
+            Seconds per run, one value per measurement.
+        """
+        min_ms = 0 if min_repeat_ms is None else min_repeat_ms
+        if end_to_end:
+            flat = [v for item in kwargs.items() for v in item]
+            evaluator = self.module.time_evaluator(
+                "run_from_inputs", device, number, repeat, min_ms, limit_zero_time_iterations
+            )
+            return evaluator(device.device_type % RPC_SESS_MASK, device.device_id, *flat)
+        if kwargs:
+            self.set_input(**kwargs)
+        evaluator = self.module.time_evaluator(
+            func_name,
+            device,
+            number,
+            repeat,
+            min_ms,
+            limit_zero_time_iterations,
+            cooldown_interval_ms,
+            repeats_to_cooldown,
+        )
+        return evaluator()
+
+
+def _numel(value: object) -> int:
+    shape = getattr(value, "shape", None)
+    return int(np.prod(shape)) if shape is not None else int(np.size(value))  # type: ignore[arg-type]

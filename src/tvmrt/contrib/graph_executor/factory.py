@@ -1,0 +1,147 @@
+"""``GraphExecutorFactory``: graph JSON + params + kernel library in one module (spec §2.13).
+
+This is the root module of a library exported by TVM's ``relay.build(...).export_library``:
+``lib["default"](dev)`` creates an executor with the embedded params. Libraries saved
+by TVM <= 0.7 call it ``GraphRuntimeFactory``; both names load.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from tvmrt.contrib.graph_executor.executor import GraphExecutor
+from tvmrt.contrib.graph_executor.graph import parse_graph
+from tvmrt.error import FunctionNotFoundError, ModuleLoadError, TVMError
+from tvmrt.runtime._stream import ByteReader, ByteWriter
+from tvmrt.runtime.device import Device
+from tvmrt.runtime.module import Module
+from tvmrt.runtime.ndarray import NDArray
+from tvmrt.runtime.packed_func import PackedFunc
+from tvmrt.runtime.params import read_ndarray, write_ndarray
+from tvmrt.runtime.registry import get_global_func, register_func
+
+__all__ = ["GraphExecutorFactory", "load_factory_binary", "save_factory_binary"]
+
+
+class GraphExecutorFactory(Module):
+    """A factory of graph executors over its imported kernel library.
+
+    Parameters
+    ----------
+    graph_json
+        The graph JSON text.
+    params
+        Name → array, bound to the inputs of each executor the factory creates.
+    module_name
+        Name of the creating function (``"default"``).
+    lib
+        The kernel library; it becomes the factory's first import.
+
+    Notes
+    -----
+    Executors created by one factory use the factory's param arrays without copying
+    them (as :meth:`GraphModule.share_params` does), so weights are held once however
+    many executors are created. A param changed with ``set_input`` on one executor is
+    therefore changed for all of them.
+    """
+
+    def __init__(
+        self,
+        graph_json: str,
+        params: Mapping[str, NDArray],
+        module_name: str = "default",
+        lib: Module | None = None,
+    ) -> None:
+        super().__init__()
+        self.graph_json = graph_json
+        self.params = dict(params)
+        self.module_name = module_name
+        self._graph = parse_graph(graph_json)
+        if lib is not None:
+            self.import_module(lib)
+
+    @property
+    def type_key(self) -> str:
+        return "GraphExecutorFactory"
+
+    @property
+    def lib(self) -> Module:
+        """The kernel library (first import)."""
+        if not self._imports:
+            raise ModuleLoadError("the graph executor factory has no kernel library imported")
+        return self._imports[0]
+
+    def _get_function(self, name: str) -> PackedFunc | None:
+        table: dict[str, Callable[..., Any]] = {
+            self.module_name: self.create_executor,
+            "get_graph_json": lambda: self.graph_json,
+            "get_graph_params": lambda: dict(self.params),
+            "remove_params": self.remove_params,
+            "debug_create": self.debug_create,
+            "cuda_graph_create": self._cuda_graph_create,
+        }
+        func = table.get(name)
+        return None if func is None else PackedFunc(func, name)
+
+    def create_executor(self, *devices: Device) -> GraphExecutor:
+        """A new executor on ``devices`` with this factory's params bound."""
+        if not devices:
+            raise TypeError(f"{self.module_name}() needs at least one device")
+        return GraphExecutor(self._graph, self.lib, list(devices), preset=self.params)
+
+    def debug_create(self, module_name: str, *devices: Device) -> Module:
+        """A debug executor (``GraphExecutorDebug``) with this factory's params."""
+        if module_name != self.module_name:
+            raise TVMError(
+                f"debug_create: the factory holds model {self.module_name!r}, not "
+                f"{module_name!r} (Currently we only support single model for now.)"
+            )
+        create = get_global_func("tvm.graph_executor_debug.create", allow_missing=True)
+        if create is None:
+            import tvmrt.contrib.debugger.debug_executor  # noqa: F401 - registers it
+
+            create = get_global_func("tvm.graph_executor_debug.create")
+        executor = create(self.graph_json, self.lib, *devices)
+        for name, arr in self.params.items():
+            executor.get_function("set_input")(name, arr)
+        assert isinstance(executor, Module)
+        return executor
+
+    def remove_params(self) -> GraphExecutorFactory:
+        """The same factory without params (ship the weights separately)."""
+        return GraphExecutorFactory(self.graph_json, {}, self.module_name, self.lib)
+
+    def _cuda_graph_create(self, *devices: Device) -> Module:
+        raise FunctionNotFoundError(
+            "Cannot find function tvm.graph_executor_cuda_graph.create in registry: "
+            "tvmrt has no CUDA graph executor"
+        )
+
+
+def load_factory_binary(reader: ByteReader) -> GraphExecutorFactory:
+    """Read a factory's ``SaveToBinary`` payload (spec §2.13) from ``reader``."""
+    graph_json = reader.string("graph_json")
+    count = reader.count("number of params", 8)
+    names = reader.strings("param names")
+    if len(names) != count:
+        raise reader.fail(f"factory lists {count} params but {len(names)} names")
+    arrays = [read_ndarray(reader) for _ in range(count)]
+    module_name = reader.string("module_name")
+    return GraphExecutorFactory(graph_json, dict(zip(names, arrays, strict=True)), module_name)
+
+
+def save_factory_binary(factory: GraphExecutorFactory) -> bytes:
+    """The factory's ``SaveToBinary`` payload, as TVM writes it."""
+    writer = ByteWriter()
+    writer.string(factory.graph_json)
+    writer.u64(len(factory.params))
+    writer.strings(list(factory.params))
+    for arr in factory.params.values():
+        write_ndarray(writer, arr)
+    writer.string(factory.module_name)
+    return bytes(writer.buffer)
+
+
+register_func("runtime.module.loadbinary_GraphExecutorFactory", load_factory_binary, override=True)
+register_func("runtime.module.loadbinary_GraphRuntimeFactory", load_factory_binary, override=True)
