@@ -8,6 +8,7 @@ plain Python code would catch, so ``except ValueError`` keeps working::
     ├── InternalError                            a check of TVM's runtime failed (TVM's ICHECK)
     ├── GraphFormatError (ValueError)            graph JSON is malformed or inconsistent
     ├── ParamsFormatError (ValueError)           params blob: bad magic, truncated, bad dtype
+    ├── ReportFormatError (ValueError)           profiling report JSON is malformed
     ├── DataTypeError (ValueError)               a dtype string or code tvmrt does not know
     ├── ArrayError (ValueError)                  an array has the wrong shape, dtype, device,
     │                                            alignment or layout for where it is used
@@ -26,6 +27,7 @@ __all__ = [
     "InternalError",
     "GraphFormatError",
     "ParamsFormatError",
+    "ReportFormatError",
     "DataTypeError",
     "ArrayError",
     "FunctionNotFoundError",
@@ -52,6 +54,10 @@ class GraphFormatError(TVMError, ValueError):
 
 class ParamsFormatError(TVMError, ValueError):
     """A params blob or tensor record is malformed: bad magic, truncated, or bad dtype."""
+
+
+class ReportFormatError(TVMError, ValueError):
+    """A profiling report's JSON is malformed or has a metric of an unknown type."""
 
 
 class DataTypeError(TVMError, ValueError):

@@ -34,7 +34,7 @@ class BenchmarkResult:
     """
 
     def __init__(self, results: Sequence[float]) -> None:
-        self.results = tuple(results)
+        self.results = results  # kept as given, like TVM (a tuple from the time evaluator)
         self.mean = float(np.mean(self.results))
         self.std = float(np.std(self.results))
         self.median = float(np.median(self.results))
@@ -128,7 +128,7 @@ class _Evaluator:
             results.append(duration_ms / 1e3 / self.number)
             if self.cooldown_ms > 0 and i % self.repeats_to_cooldown == 0:
                 self.sleep(self.cooldown_ms / 1000)
-        return BenchmarkResult(results)
+        return BenchmarkResult(tuple(results))  # struct.unpack gives TVM a tuple
 
     def _flush_buffers(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
         if self.cache_flush_bytes <= 0:
