@@ -30,12 +30,12 @@ from tvmrt.error import (
     TVMError,
     add_note,
 )
+from tvmrt.runtime import params as _params
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.device_api import ALLOC_ALIGNMENT
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, empty, from_dlpack
 from tvmrt.runtime.packed_func import BoundCall, PackedFunc
-from tvmrt.runtime import params as _params
 
 __all__ = ["GraphExecutor", "OpBinding", "as_ndarray"]
 
