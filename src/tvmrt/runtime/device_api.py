@@ -42,7 +42,9 @@ def aligned_empty(nbytes: int, alignment: int = ALLOC_ALIGNMENT) -> np.ndarray[A
     except MemoryError as exc:
         raise DeviceOutOfMemoryError(f"allocating {nbytes} bytes of host memory failed") from exc
     start = -raw.ctypes.data % alignment
-    return raw[start : start + nbytes]
+    # np.ndarray keeps the offset even for zero bytes, where slicing would not
+    aligned: np.ndarray[Any, Any] = np.ndarray((nbytes,), np.uint8, buffer=raw, offset=start)
+    return aligned
 
 
 class DeviceAPI(abc.ABC):

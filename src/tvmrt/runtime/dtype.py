@@ -201,6 +201,8 @@ def _format(code: int, bits: int, lanes: int) -> str:
         return "bool"
     if code == DataTypeCode.HANDLE and bits == 0 and lanes == 0:
         return ""
+    if code == DataTypeCode.HANDLE and bits == 64 and lanes == 1:
+        return "handle"
     if code in (DataTypeCode.E4M3_FLOAT8, DataTypeCode.E5M2_FLOAT8):
         base = "e4m3_float8" if code == DataTypeCode.E4M3_FLOAT8 else "e5m2_float8"
         return base if lanes == 1 else f"{base}x{lanes}"

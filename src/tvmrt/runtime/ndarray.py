@@ -235,7 +235,7 @@ class NDArray:
                 f"view with shape {new_shape} and dtype {new_dtype} at byte offset "
                 f"{relative_byte_offset} needs {nbytes} bytes, but the array has {flat.size}"
             )
-        raw = flat[relative_byte_offset : relative_byte_offset + nbytes]
+        raw = np.ndarray((nbytes,), np.uint8, buffer=flat, offset=relative_byte_offset)
         view = raw.view(new_dtype.numpy_dtype).reshape(_numpy_shape(new_shape, new_dtype))
         owner = self if self._owner is None else self._owner
         return NDArray._wrap(view, new_dtype, self._device, owner, self._byte_offset)

@@ -9,17 +9,20 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from tvmrt.runtime.ndarray import NDArray
 
-__all__ = ["PackedFunc", "BoundCall"]
+__all__ = ["PackedFunc", "BoundCall", "PreparedCall"]
 
 BoundCall = Callable[[], object]
 """A zero-argument callable that runs one function on arguments fixed in advance."""
+
+PreparedCall = tuple[Callable[..., object], tuple[Any, ...]]
+"""A callable and the exact arguments to call it with: ``fn(*args)`` runs the kernel."""
 
 
 class PackedFunc:
     """A function callable from Python and bindable by the graph executor.
 
     The base class wraps a Python callable. Compiled-library loaders subclass it and
-    override :meth:`__call__` and :meth:`bind_arrays` to go through the kernel ABI.
+    override :meth:`__call__` and :meth:`prepare_call` to go through the kernel ABI.
 
     Parameters
     ----------
@@ -46,14 +49,23 @@ class PackedFunc:
     def __call__(self, *args: Any) -> Any:
         return self._func(*args)
 
-    def bind_arrays(self, args: Sequence[NDArray]) -> BoundCall:
+    def prepare_call(self, args: Sequence[NDArray]) -> PreparedCall:
         """Prepare a call on fixed tensor arguments, for a loop that runs it many times.
 
-        The graph executor binds every kernel once at creation; ``run()`` then only
-        calls the returned objects. Compiled functions pack their C argument arrays
-        here, so nothing is converted per call.
+        Returns ``(fn, fn_args)`` such that ``fn(*fn_args)`` runs this function on
+        ``args``. The graph executor prepares every kernel once at creation, and
+        ``run()`` is a loop of ``fn(*fn_args)``. Compiled functions pack their C
+        argument arrays here, so nothing is converted per call. A subclass overrides
+        this or :meth:`bind_arrays`.
         """
-        return functools.partial(self._func, *args)
+        if type(self).bind_arrays is not PackedFunc.bind_arrays:
+            return (self.bind_arrays(args), ())
+        return (self._func, tuple(args))
+
+    def bind_arrays(self, args: Sequence[NDArray]) -> BoundCall:
+        """Like :meth:`prepare_call`, as one zero-argument callable."""
+        fn, fn_args = self.prepare_call(args)
+        return functools.partial(fn, *fn_args)
 
     def __repr__(self) -> str:
         return f"PackedFunc({self.name!r})"

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from tvmrt.contrib.graph_executor.graph import Graph, Node
+from tvmrt.contrib.graph_executor.program import compile_steps, failed_step
 from tvmrt.contrib.graph_executor.storage import StoragePlan, plan_storage
 from tvmrt.error import (
     ArrayError,
@@ -35,7 +36,7 @@ from tvmrt.runtime.device import Device
 from tvmrt.runtime.device_api import ALLOC_ALIGNMENT
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, empty, from_dlpack
-from tvmrt.runtime.packed_func import BoundCall, PackedFunc
+from tvmrt.runtime.packed_func import BoundCall, PackedFunc, PreparedCall
 
 __all__ = ["GraphExecutor", "OpBinding", "as_ndarray"]
 
@@ -52,8 +53,14 @@ class OpBinding:
     node: Node
     arg_eids: tuple[int, ...]
     func: PackedFunc | None
-    call: BoundCall
+    step: PreparedCall
     args: tuple[NDArray, ...]
+
+    @property
+    def call(self) -> BoundCall:
+        """The step as one zero-argument callable."""
+        fn, fn_args = self.step
+        return functools.partial(fn, *fn_args)
 
 
 def as_ndarray(value: object) -> NDArray | None:
@@ -114,9 +121,9 @@ class GraphExecutor(Module):
         for op in self._ops:
             for eid in set(op.arg_eids):
                 self._ops_by_eid[eid].append(op)
-        self._calls: list[BoundCall] = []
-        self._call_owner: dict[int, OpBinding] = {}
-        self._refresh_calls()
+        self._step_ops: list[OpBinding] = []
+        self._program: Callable[[], None] = _noop
+        self._refresh_steps()
 
     # -- set-up ------------------------------------------------------------------------
     @property
@@ -204,7 +211,7 @@ class GraphExecutor(Module):
                 f"node {nid} ({node.name!r}): __copy takes one input and one output, "
                 f"got {len(node.inputs)} and {node.num_outputs}"
             )
-        op = OpBinding(nid, node, arg_eids, func, _noop, ())
+        op = OpBinding(nid, node, arg_eids, func, (_noop, ()), ())
         self._bind(op)
         return op
 
@@ -215,7 +222,7 @@ class GraphExecutor(Module):
         op.args = args
         name = op.node.func_name
         if name == "__nop":
-            op.call = _noop
+            op.step = (_noop, ())
         elif name == "__copy":
             src, dst = args
             if src.nbytes != dst.nbytes:
@@ -223,15 +230,15 @@ class GraphExecutor(Module):
                     f"node {op.node_id} ({op.node.name!r}): __copy from {src.shape} {src.dtype} "
                     f"to {dst.shape} {dst.dtype}: the size in bytes must exactly match"
                 )
-            op.call = functools.partial(src.copyto, dst)
+            op.step = (src.copyto, (dst,))
         else:
             assert op.func is not None
-            op.call = op.func.bind_arrays(args)
+            op.step = op.func.prepare_call(args)
         self.node_calls[op.node_id] = op.call
 
-    def _refresh_calls(self) -> None:
-        self._calls = [op.call for op in self._ops if op.node.func_name != "__nop"]
-        self._call_owner = {id(op.call): op for op in self._ops}
+    def _refresh_steps(self) -> None:
+        self._step_ops = [op for op in self._ops if op.node.func_name != "__nop"]
+        self._program = compile_steps([op.step for op in self._step_ops])
 
     # -- running -------------------------------------------------------------------------
     def run(self) -> None:
@@ -241,22 +248,21 @@ class GraphExecutor(Module):
                 "this graph executor is already running in another thread; use one "
                 "executor per thread (share weights between them with share_params)"
             )
-        call: BoundCall | None = None
         try:
-            for call in self._calls:
-                call()
+            self._program()
         except KernelError as exc:
-            raise KernelError(f"{self._where(call)}: {exc}") from exc
+            raise KernelError(f"{self._where(exc)}: {exc}") from exc
         except Exception as exc:
-            add_note(exc, f"while running {self._where(call)}")
+            add_note(exc, f"while running {self._where(exc)}")
             raise
         finally:
             self._run_lock.release()
 
-    def _where(self, call: object) -> str:
-        op = self._call_owner.get(id(call))
-        if op is None:
+    def _where(self, exc: BaseException) -> str:
+        index = failed_step(self._program, exc.__traceback__)
+        if index is None or not 0 <= index < len(self._step_ops):
             return "the graph"
+        op = self._step_ops[index]
         return f"node {op.node_id} {op.node.name!r} (kernel {op.node.func_name!r})"
 
     # -- inputs and outputs ----------------------------------------------------------------
@@ -379,7 +385,7 @@ class GraphExecutor(Module):
         ops = {id(op): op for e in touched for op in self._ops_by_eid.get(e, ())}
         for op in ops.values():
             self._bind(op)
-        self._refresh_calls()
+        self._refresh_steps()
 
     def set_input_zero_copy(self, key: int | str, value: object) -> None:
         """Use ``value``'s memory as input ``key`` (no copy); checks alignment and layout."""
