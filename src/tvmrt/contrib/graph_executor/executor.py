@@ -31,12 +31,12 @@ from tvmrt.error import (
     TVMError,
     add_note,
 )
-from tvmrt.runtime import params as _params
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.device_api import ALLOC_ALIGNMENT
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, empty, from_dlpack
 from tvmrt.runtime.packed_func import BoundCall, PackedFunc, PreparedCall
+from tvmrt.runtime.params import load_param_dict, read_param_names
 
 __all__ = ["GraphExecutor", "OpBinding", "as_ndarray"]
 
@@ -429,7 +429,7 @@ class GraphExecutor(Module):
 
     def load_params(self, params_bytes: bytes | bytearray) -> None:
         """Copy every param of a params blob whose name is an input; other names are ignored."""
-        for name, arr in _params.load_param_dict(params_bytes).items():
+        for name, arr in load_param_dict(params_bytes).items():
             self._param_names.add(name)
             if name in self._input_map:
                 self.set_input(name, arr)
@@ -440,7 +440,7 @@ class GraphExecutor(Module):
             raise TypeError(
                 f"share_params needs another graph executor, got {type(other).__name__}"
             )
-        for name in _params.read_param_names(params_bytes):
+        for name in read_param_names(params_bytes):
             if name not in self._input_map or name not in other._input_map:
                 continue
             eid = self.input_entry(name)
