@@ -14,7 +14,12 @@ __all__ = ["DataType", "DataTypeCode", "DTypeLike"]
 
 
 class DataTypeCode(enum.IntEnum):
-    """DLPack type codes (``DLDataTypeCode``) with TVM's names."""
+    """Type codes: DLPack's (``DLDataTypeCode``) up to bool, then tvmrt's for float8.
+
+    TVM v0.19 numbered ``e4m3_float8``/``e5m2_float8`` 6 and 7, which DLPack later gave
+    to bool and other float8 kinds; tvmrt keeps one meaning per number and converts at
+    the edges (DLTensors for legacy kernels, DLPack export).
+    """
 
     INT = 0
     UINT = 1

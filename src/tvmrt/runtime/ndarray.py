@@ -38,6 +38,10 @@ def _as_shape(shape: ShapeLike) -> tuple[int, ...]:
     return tuple(out)
 
 
+# tvmrt numbers float8 types after DLPack's bool (6); TVM v0.19 used 6 and 7 for them.
+_TVM_LEGACY_CODES = {DataTypeCode.E4M3_FLOAT8: 6, DataTypeCode.E5M2_FLOAT8: 7}
+
+
 def _numpy_shape(shape: tuple[int, ...], dtype: DataType) -> tuple[int, ...]:
     return (*shape, dtype.lanes) if dtype.lanes > 1 else shape
 
@@ -254,7 +258,8 @@ class NDArray:
                     *(s // step for s in self._np.strides[:ndim])
                 )
             dtype = self._dtype
-            code = dtype.type_code  # legacy encoding; the tvm-ffi path re-encodes bool
+            # TVM v0.19's own codes (kernels compare dtypes exactly); tvm-ffi re-encodes bool
+            code = _TVM_LEGACY_CODES.get(dtype.type_code, dtype.type_code)
             dl = DLTensor(
                 data=self.data_ptr - self._byte_offset,
                 device=DLDevice(self._device.device_type, self._device.device_id),
