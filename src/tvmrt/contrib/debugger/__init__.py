@@ -1,0 +1,20 @@
+"""TVM's graph debug executor (``tvm.contrib.debugger``): per-node timing, outputs, profiles.
+
+Importing this package registers the global function ``tvm.graph_executor_debug.create``.
+"""
+
+from __future__ import annotations
+
+from tvmrt.contrib.debugger import debug_executor, debug_result
+from tvmrt.contrib.debugger.debug_executor import GraphModuleDebug, create
+from tvmrt.contrib.debugger.debug_result import DebugResult
+from tvmrt.contrib.debugger.executor import GraphExecutorDebug
+
+__all__ = [
+    "debug_executor",
+    "debug_result",
+    "create",
+    "GraphModuleDebug",
+    "GraphExecutorDebug",
+    "DebugResult",
+]
