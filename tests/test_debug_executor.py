@@ -585,8 +585,10 @@ def test_global_create_function() -> None:
         assert ex.devices == (runtime.cpu(0),)
     with pytest.raises(TypeError, match="needs at least one device"):
         create(graphs.add_one(N), lib)
-    with pytest.raises(TypeError, match="device type 1 must be followed by a device id"):
+    with pytest.raises(TypeError, match=r"expected Devices or device type and id pairs, got \[1\]"):
         create(graphs.add_one(N), lib, 1)
+    plain = runtime.get_global_func("tvm.graph_executor.create")(graphs.add_one(N), lib, 1, 0)
+    assert type(plain).__name__ == "GraphExecutor"
 
 
 def test_create_checks_arguments(tmp_path: Path) -> None:

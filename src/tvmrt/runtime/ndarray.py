@@ -39,7 +39,7 @@ def _as_shape(shape: ShapeLike) -> tuple[int, ...]:
 
 
 # tvmrt numbers float8 types after DLPack's bool (6); TVM v0.19 used 6 and 7 for them.
-_TVM_LEGACY_CODES = {DataTypeCode.E4M3_FLOAT8: 6, DataTypeCode.E5M2_FLOAT8: 7}
+_TVM_LEGACY_CODES: dict[int, int] = {DataTypeCode.E4M3_FLOAT8: 6, DataTypeCode.E5M2_FLOAT8: 7}
 
 
 def _numpy_shape(shape: tuple[int, ...], dtype: DataType) -> tuple[int, ...]:

@@ -36,7 +36,7 @@ import struct
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tvmrt.contrib.graph_executor.executor import GraphExecutor
+from tvmrt.contrib.graph_executor.executor import GraphExecutor, devices_from_packed_args
 from tvmrt.contrib.graph_executor.graph import Graph, parse_graph
 from tvmrt.error import ArrayError, InternalError, TVMError, add_note
 from tvmrt.runtime.benchmark import time_evaluate
@@ -453,68 +453,13 @@ class GraphExecutorDebug(GraphExecutor):
         return table
 
 
-def _devices_from_args(args: Sequence[object]) -> list[Device]:
-    """Devices from Device objects and/or ``device_type, device_id`` integer pairs."""
-    devices: list[Device] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if isinstance(arg, Device):
-            devices.append(arg)
-            i += 1
-            continue
-        if isinstance(arg, bool) or not isinstance(arg, numbers.Integral):
-            raise TypeError(
-                f"tvm.graph_executor_debug.create: argument {i + 2} must be a Device or a "
-                f"device type, got {type(arg).__name__}"
-            )
-        dev_id = args[i + 1] if i + 1 < len(args) else None
-        if isinstance(dev_id, bool) or not isinstance(dev_id, numbers.Integral):
-            raise TypeError(
-                f"tvm.graph_executor_debug.create: device type {arg} must be followed by "
-                "a device id"
-            )
-        devices.append(Device(int(arg), int(dev_id)))
-        i += 2
-    return devices
-
-
 def create_debug_executor(graph_json: str, lib: Module, *args: object) -> GraphExecutorDebug:
     """The global function ``tvm.graph_executor_debug.create``.
 
-    Parameters
-    ----------
-    graph_json
-        The graph JSON text.
-    lib
-        Module with the kernels.
-    args
-        Devices: Device objects or ``device_type, device_id`` pairs, optionally after a
-        linked-param lookup function (accepted and ignored: tvmrt links no params).
-
-    Returns
-    -------
-    GraphExecutorDebug
-        The debug executor module.
+    Takes the arguments of ``tvm.graph_executor.create``
+    (:func:`~tvmrt.contrib.graph_executor.executor.devices_from_packed_args`).
     """
-    if not isinstance(graph_json, str):
-        raise TypeError(
-            f"tvm.graph_executor_debug.create: graph_json must be a str, "
-            f"got {type(graph_json).__name__}"
-        )
-    if not isinstance(lib, Module):
-        raise TypeError(
-            f"tvm.graph_executor_debug.create: lib must be a Module, got {type(lib).__name__}"
-        )
-    rest = list(args)
-    if rest and callable(rest[0]):
-        rest.pop(0)  # TVM's lookup_linked_param function
-    devices = _devices_from_args(rest)
-    if not devices:
-        raise TypeError(
-            "tvm.graph_executor_debug.create needs at least one device (a Device or a "
-            f"device type and id), got {len(args) + 2} arguments in all"
-        )
+    devices = devices_from_packed_args("tvm.graph_executor_debug.create", graph_json, lib, args)
     return GraphExecutorDebug(parse_graph(graph_json), lib, devices)
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from tvmrt.contrib.graph_executor.executor import GraphExecutor
+from tvmrt.contrib.graph_executor.executor import GraphExecutor, create_executor
 from tvmrt.contrib.graph_executor.factory import GraphExecutorFactory
 from tvmrt.contrib.graph_executor.graph import Graph, parse_graph
 from tvmrt.contrib.graph_executor.storage import StoragePlan, plan_storage
@@ -29,6 +29,7 @@ from tvmrt.runtime.device import RPC_SESS_MASK, Device
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.packed_func import PackedFunc
+from tvmrt.runtime.registry import register_func
 
 __all__ = [
     "create",
@@ -41,6 +42,9 @@ __all__ = [
     "StoragePlan",
     "plan_storage",
 ]
+
+
+register_func("tvm.graph_executor.create", create_executor, override=True)
 
 
 def get_device(
