@@ -1,7 +1,31 @@
-"""Build configuration that pyproject.toml cannot express: the native backend library."""
+"""Build configuration that pyproject.toml cannot express: the native backend library.
+
+``tvmrt._native_backend`` is a small C library (``src/tvmrt/_native/backend.c``) with the
+services compiled kernels call back into: workspace allocation, the parallel thread pool
+and the error slot. Python loads it with ctypes (see ``tvmrt.runtime._backend``); the
+module-init function only makes it importable. It uses Python's limited API, so one
+build serves every CPython version.
+"""
 
 from __future__ import annotations
 
-from setuptools import setup
+import sys
 
-setup()
+from setuptools import Extension, setup
+
+# The source is C99 + pthreads; no -std flag, so newer Python headers get the compiler's default.
+_CFLAGS = ["-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+_LIBS = ["pthread"] if sys.platform.startswith("linux") else []
+
+native_backend = Extension(
+    "tvmrt._native_backend",
+    sources=["src/tvmrt/_native/backend.c"],
+    extra_compile_args=_CFLAGS,
+    libraries=_LIBS,
+    define_macros=[("Py_LIMITED_API", "0x030A0000")],
+    py_limited_api=True,
+    optional=sys.platform == "win32",  # no pthreads there: install without kernel support
+)
+
+# Tag wheels abi3 (one wheel per platform for every CPython >= 3.10).
+setup(ext_modules=[native_backend], options={"bdist_wheel": {"py_limited_api": "cp310"}})

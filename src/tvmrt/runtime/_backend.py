@@ -1,15 +1,432 @@
-"""Backend services for compiled kernels (workspace, parallel launch, errors).
+"""Backend services for compiled kernels: workspace, parallel launch, errors, function lookup.
 
-Placeholder until the native backend lands: only the thread count is known.
+The services live in a small C library built with the package (``tvmrt._native_backend``,
+source ``src/tvmrt/_native/backend.c``): a 64-byte aligned caching workspace allocator, a
+persistent pthread pool for ``TVMBackendParallelLaunch``, and the thread-local error slot.
+Loaders write the addresses from :func:`slot_addresses` into a kernel library's
+``__TVMBackend*`` slots; kernels then call into C without touching Python.
+
+The library is loaded with ``RTLD_LOCAL``. :func:`make_global` promotes it to
+``RTLD_GLOBAL`` when a library is about to be loaded that *imports* the backend
+functions by name (C-target kernels: undefined ``TVMBackendAllocWorkspace``, ...), so that
+the dynamic linker resolves them here. Promotion is deferred until needed because once
+global, these definitions also take precedence for libraries loaded later (for example
+``libtvm_runtime.so`` if real TVM is imported in the same process); the tvm-ffi error
+entry points are exported under ``tvmrt_``-prefixed names for the same reason.
+
+Only ``TVMBackendGetFuncFromEnv`` and ``TVMFuncCall`` (``call_packed`` externs, rare)
+come back into Python, through ctypes callbacks that are kept alive for the life of the
+process.
 """
 
 from __future__ import annotations
 
+import ctypes
+import importlib.util
+import os
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tvmrt.error import ModuleLoadError, TVMError
+from tvmrt.runtime._ctypes_api import TVMValue
 from tvmrt.runtime.threads import default_num_threads
 
-__all__ = ["num_threads"]
+if TYPE_CHECKING:
+    from tvmrt.runtime.module import Module
+    from tvmrt.runtime.packed_func import PackedFunc
+
+__all__ = [
+    "BackendStats",
+    "available",
+    "library_path",
+    "native_library",
+    "make_global",
+    "num_threads",
+    "set_num_threads",
+    "set_spin_count",
+    "slot_addresses",
+    "ffi_error_addresses",
+    "take_last_error",
+    "take_last_error_with_kind",
+    "set_last_error",
+    "stats",
+    "reset_stats",
+    "release_workspace_cache",
+    "register_module_context",
+]
+
+_EXTENSION = "tvmrt._native_backend"
+
+# Context slots a kernel library may define ("__" + name), and the C function for each.
+SLOT_FUNCTIONS = (
+    "TVMFuncCall",
+    "TVMAPISetLastError",
+    "TVMBackendGetFuncFromEnv",
+    "TVMBackendAllocWorkspace",
+    "TVMBackendFreeWorkspace",
+    "TVMBackendParallelLaunch",
+    "TVMBackendParallelBarrier",
+)
+# Functions a C-target kernel library may import by name (resolved once the backend is global).
+PROVIDED_SYMBOLS = frozenset(SLOT_FUNCTIONS)
+
+_STAT_NAMES = (
+    "workspace_allocs",
+    "workspace_frees",
+    "workspace_system_allocs",
+    "workspace_bytes_cached",
+    "workspace_bytes_in_use",
+    "launches",
+    "serial_launches",
+    "barriers",
+)
+
+_GetFuncCallback = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)
+)
+_FuncCallCallback = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.c_void_p,
+    ctypes.POINTER(TVMValue),
+    ctypes.POINTER(ctypes.c_int),
+    ctypes.c_int,
+    ctypes.POINTER(TVMValue),
+    ctypes.POINTER(ctypes.c_int),
+)
+
+_lock = threading.RLock()
+_lib: ctypes.CDLL | None = None
+_path: str | None = None
+_global = False
+_callbacks: list[Any] = []  # ctypes callback objects: must outlive every kernel library
+
+# module-context tokens written into __tvm_module_ctx, and function handles for TVMFuncCall
+_modules: dict[int, Module] = {}
+_handles: dict[int, PackedFunc] = {}
+_handle_of: dict[tuple[int, str], int] = {}
+_ret_keepalive = threading.local()
+
+
+@dataclass(frozen=True)
+class BackendStats:
+    """Counters of the native backend since the last :func:`reset_stats`.
+
+    Attributes
+    ----------
+    workspace_allocs, workspace_frees
+        ``TVMBackendAllocWorkspace`` / ``FreeWorkspace`` calls.
+    workspace_system_allocs
+        Allocations the cache could not serve (each one a ``posix_memalign``).
+    workspace_bytes_cached
+        Bytes held in the per-thread free lists now (a gauge, not reset).
+    workspace_bytes_in_use
+        Bytes handed out and not freed yet (a gauge, not reset).
+    launches
+        ``TVMBackendParallelLaunch`` calls.
+    serial_launches
+        Launches that ran on the calling thread alone (one thread, nested or concurrent).
+    barriers
+        ``TVMBackendParallelBarrier`` calls.
+    """
+
+    workspace_allocs: int
+    workspace_frees: int
+    workspace_system_allocs: int
+    workspace_bytes_cached: int
+    workspace_bytes_in_use: int
+    launches: int
+    serial_launches: int
+    barriers: int
+
+
+def library_path() -> str:
+    """Path of the native backend library.
+
+    Raises
+    ------
+    ModuleLoadError
+        If the package was installed without building it.
+    """
+    global _path
+    if _path is None:
+        spec = importlib.util.find_spec(_EXTENSION)
+        if spec is None or spec.origin is None:
+            raise ModuleLoadError(
+                f"the native backend {_EXTENSION!r} is not built; reinstall tvmrt with a C "
+                "compiler available (pip install -e . builds it)"
+            )
+        _path = spec.origin
+    return _path
+
+
+def native_library() -> ctypes.CDLL:
+    """The loaded native backend (loaded on first use)."""
+    lib = _lib
+    if lib is not None:
+        return lib
+    with _lock:
+        if _lib is None:
+            _load(library_path())
+        assert _lib is not None
+        return _lib
+
+
+def available() -> bool:
+    """Whether the native backend can be loaded."""
+    try:
+        native_library()
+    except (ModuleLoadError, OSError):
+        return False
+    return True
+
+
+def _load(path: str) -> None:
+    global _lib
+    try:
+        lib = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
+    except OSError as exc:
+        raise ModuleLoadError(f"cannot load the native backend {path!r}: {exc}") from exc
+    c_int, c_void_p, c_char_p = ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p
+    lib.tvmrt_get_num_threads.restype = c_int
+    lib.tvmrt_get_num_threads.argtypes = []
+    lib.tvmrt_set_num_threads.restype = c_int
+    lib.tvmrt_set_num_threads.argtypes = [c_int]
+    lib.tvmrt_set_spin_count.restype = None
+    lib.tvmrt_set_spin_count.argtypes = [c_int]
+    lib.tvmrt_take_last_error.restype = c_char_p
+    lib.tvmrt_take_last_error.argtypes = [ctypes.POINTER(c_char_p)]
+    lib.TVMAPISetLastError.restype = None
+    lib.TVMAPISetLastError.argtypes = [c_char_p]
+    lib.tvmrt_get_stats.restype = c_int
+    lib.tvmrt_get_stats.argtypes = [ctypes.POINTER(ctypes.c_int64), c_int]
+    lib.tvmrt_reset_stats.restype = None
+    lib.tvmrt_reset_stats.argtypes = []
+    lib.tvmrt_release_workspace_cache.restype = None
+    lib.tvmrt_release_workspace_cache.argtypes = []
+    lib.tvmrt_set_env_callbacks.restype = None
+    lib.tvmrt_set_env_callbacks.argtypes = [c_void_p, c_void_p]
+    lib.tvmrt_time_call_sequence.restype = ctypes.c_int64
+    lib.tvmrt_time_empty_launch.restype = ctypes.c_double
+    lib.tvmrt_time_empty_launch.argtypes = [c_int]
+    lib.tvmrt_time_workspace.restype = ctypes.c_double
+    lib.tvmrt_time_workspace.argtypes = [ctypes.c_uint64, c_int]
+    getfunc = _GetFuncCallback(_get_func_from_env)
+    funccall = _FuncCallCallback(_func_call)
+    _callbacks.extend([getfunc, funccall])
+    lib.tvmrt_set_env_callbacks(ctypes.cast(getfunc, c_void_p), ctypes.cast(funccall, c_void_p))
+    _lib = lib
+
+
+def make_global() -> None:
+    """Make the backend's symbols visible to libraries loaded from now on (``RTLD_GLOBAL``).
+
+    Needed before loading a library that imports ``TVMBackendAllocWorkspace`` & co. by name
+    (C-target kernels) instead of using the ``__TVMBackend*`` slots.
+    """
+    global _global
+    native_library()
+    with _lock:
+        if not _global:
+            mode = os.RTLD_NOW | os.RTLD_GLOBAL | getattr(os, "RTLD_NOLOAD", 0)
+            ctypes.CDLL(library_path(), mode=mode)
+            _global = True
+
+
+# -- threads ----------------------------------------------------------------------------
 
 
 def num_threads() -> int:
-    """Threads of the worker pool."""
-    return default_num_threads()
+    """Threads of the worker pool (the launching thread included)."""
+    try:
+        lib = native_library()
+    except ModuleLoadError:
+        return default_num_threads()
+    return int(lib.tvmrt_get_num_threads())
+
+
+def set_num_threads(n: int) -> None:
+    """Resize the worker pool to ``n`` threads (``0``: back to the environment's default).
+
+    The default is ``TVM_NUM_THREADS``, else ``OMP_NUM_THREADS``, else the CPUs this
+    process may run on. A launch in progress finishes first.
+
+    Raises
+    ------
+    ValueError
+        If ``n`` is negative.
+    TVMError
+        If called from inside a parallel task.
+    """
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"number of threads must be an int, got {type(n).__name__}")
+    if n < 0:
+        raise ValueError(f"number of threads must be >= 0 (0 = default), got {n}")
+    if native_library().tvmrt_set_num_threads(n) < 0:
+        raise TVMError(take_last_error())
+
+
+def set_spin_count(n: int) -> None:
+    """Iterations an idle worker spins before it sleeps (TVM's ``TVM_THREAD_POOL_SPIN_COUNT``)."""
+    native_library().tvmrt_set_spin_count(max(int(n), 0))
+
+
+# -- context slots and errors ----------------------------------------------------------------
+
+
+def slot_addresses() -> dict[str, int]:
+    """C addresses to write into a kernel library's context slots.
+
+    Returns
+    -------
+    dict[str, int]
+        Slot name without the ``__`` prefix (``"TVMBackendAllocWorkspace"``) → address.
+    """
+    lib = native_library()
+    out = {}
+    for name in SLOT_FUNCTIONS:
+        address = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+        assert address is not None
+        out[name] = address
+    return out
+
+
+def ffi_error_addresses() -> dict[str, int]:
+    """C addresses of the tvm-ffi error setters, for the tvm-ffi loader.
+
+    Keys are tvm-ffi's names; the functions have the same signatures but are exported as
+    ``tvmrt_ffi_error_set_raised_from_cstr[_parts]`` so that a later ``import tvm_ffi``
+    is not interposed. The loader writes ``TVMFFIErrorSetRaisedFromCStr`` into the
+    ``__TVMFFIErrorSetRaisedFromCStr`` slot and patches the GOT entry of an undefined
+    ``TVMFFIErrorSetRaisedFromCStrParts``; :func:`take_last_error_with_kind` then returns
+    ``(kind, message)``.
+    """
+    lib = native_library()
+    names = {
+        "TVMFFIErrorSetRaisedFromCStr": "tvmrt_ffi_error_set_raised_from_cstr",
+        "TVMFFIErrorSetRaisedFromCStrParts": "tvmrt_ffi_error_set_raised_from_cstr_parts",
+    }
+    out = {}
+    for ffi_name, name in names.items():
+        address = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+        assert address is not None
+        out[ffi_name] = address
+    return out
+
+
+def take_last_error_with_kind() -> tuple[str, str]:
+    """This thread's last kernel error as ``(kind, message)``, clearing it.
+
+    ``kind`` is ``""`` for legacy kernels (``TVMAPISetLastError``) and the error class
+    name (``"ValueError"``) for tvm-ffi kernels; ``message`` is ``""`` if none was set.
+    """
+    kind = ctypes.c_char_p()
+    message = native_library().tvmrt_take_last_error(ctypes.byref(kind))
+    if message is None:
+        return "", ""
+    text = message.decode("utf-8", errors="replace")
+    return (kind.value or b"").decode("utf-8", errors="replace"), text
+
+
+def take_last_error() -> str:
+    """This thread's last kernel error message, clearing it (``""`` if none)."""
+    return take_last_error_with_kind()[1]
+
+
+def set_last_error(message: str) -> None:
+    """Store ``message`` in this thread's error slot (what a failing kernel does)."""
+    native_library().TVMAPISetLastError(message.encode("utf-8", errors="replace"))
+
+
+# -- statistics ----------------------------------------------------------------------------
+
+
+def stats() -> BackendStats:
+    """Current counters of the native backend."""
+    values = (ctypes.c_int64 * len(_STAT_NAMES))()
+    native_library().tvmrt_get_stats(values, len(_STAT_NAMES))
+    return BackendStats(**{name: int(v) for name, v in zip(_STAT_NAMES, values, strict=True)})
+
+
+def reset_stats() -> None:
+    """Zero the event counters (the byte gauges keep their values)."""
+    native_library().tvmrt_reset_stats()
+
+
+def release_workspace_cache() -> None:
+    """Free the calling thread's cached workspace blocks."""
+    native_library().tvmrt_release_workspace_cache()
+
+
+# -- function environment (TVMBackendGetFuncFromEnv / TVMFuncCall) ----------------------------
+
+
+def register_module_context(module: Module) -> int:
+    """A token for ``__tvm_module_ctx``: kernels pass it back to ``TVMBackendGetFuncFromEnv``.
+
+    The module is kept alive for the life of the process, like its library.
+    """
+    with _lock:
+        token = len(_modules) + 1
+        _modules[token] = module
+        return token
+
+
+def _handle_for(token: int, name: str, func: PackedFunc) -> int:
+    with _lock:
+        handle = _handle_of.get((token, name))
+        if handle is None:
+            handle = len(_handles) + 1
+            _handles[handle] = func
+            _handle_of[(token, name)] = handle
+        return handle
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _get_func_from_env(mod_ctx: int | None, name: bytes | None, out: Any) -> int:
+    try:
+        from tvmrt.runtime.registry import get_global_func
+
+        fname = (name or b"").decode("utf-8", errors="replace")
+        token = mod_ctx or 0
+        module = _modules.get(token)
+        func = module._find_function(fname, True) if module is not None else None
+        if func is None:
+            func = get_global_func(fname, allow_missing=True)
+        if func is None:
+            set_last_error(
+                f"cannot find function {fname!r} in the kernel library, its imports or the "
+                "global registry"
+            )
+            return -1
+        out[0] = _handle_for(token, fname, func)
+        return 0
+    except BaseException as exc:  # a ctypes callback must not raise: report it to the kernel
+        set_last_error(_error_text(exc))
+        return -1
+
+
+def _func_call(
+    handle: int | None, args: Any, codes: Any, num_args: int, ret_val: Any, ret_code: Any
+) -> int:
+    try:
+        from tvmrt.runtime.loaders import _values
+
+        func = _handles.get(handle or 0)
+        if func is None:
+            set_last_error(f"TVMFuncCall: invalid function handle {handle}")
+            return -1
+        raw = getattr(func, "raw_call", None)
+        if raw is not None:  # a compiled kernel: hand the C arguments straight through
+            return int(raw(args, codes, num_args, ret_val, ret_code))
+        values = [_values.from_tvm_value(args[i], codes[i]) for i in range(num_args)]
+        result = func(*values)
+        keep = _values.to_tvm_value(result, ret_val, ret_code)
+        _ret_keepalive.value = keep  # a returned string must outlive this call
+        return 0
+    except BaseException as exc:  # a ctypes callback must not raise: report it to the kernel
+        set_last_error(_error_text(exc))
+        return -1

@@ -1,3 +1,15 @@
-"""Built-in module loaders, registered as ``runtime.module.loadfile_<kind>`` on import."""
+"""Built-in module loaders, registered as ``runtime.module.loadfile_<kind>`` on import.
+
+* ``so`` (also ``.dll``/``.dylib`` names): legacy kernel libraries, :mod:`.library`
+* ``tar`` and ``o``: ``export_library`` archives and objects, linked first, :mod:`.link`
+
+:mod:`.binary` identifies files and reads ELF symbols without loading them;
+:mod:`.blob` parses the module blob (``__tvm_dev_mblob``) a library carries.
+"""
 
 from __future__ import annotations
+
+from tvmrt.runtime.loaders import binary, blob, library, link
+from tvmrt.runtime.loaders.library import LegacyPackedFunc, LibraryModule
+
+__all__ = ["binary", "blob", "library", "link", "LegacyPackedFunc", "LibraryModule"]

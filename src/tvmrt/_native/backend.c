@@ -1,0 +1,907 @@
+/*
+ * tvmrt native backend: the services compiled TVM kernels call back into.
+ *
+ * One implementation serves every kernel ABI (legacy packed functions and tvm-ffi):
+ *
+ *   TVMBackendAllocWorkspace / TVMBackendFreeWorkspace   64-byte aligned, per-thread LIFO
+ *                                                         free lists keyed by size
+ *   TVMBackendParallelLaunch / TVMBackendParallelBarrier  persistent pthread pool
+ *   TVMAPISetLastError                                    thread-local error slot
+ *   TVMBackendGetFuncFromEnv / TVMFuncCall                forwarded to callbacks that the
+ *                                                         Python side installs
+ *
+ * The functions carry TVM's exact C names and signatures (docs/abi.md §2.2, §2.6). The
+ * Python side writes their addresses into a kernel library's `__TVMBackend*` slots, and
+ * C-target kernels that reference the names as undefined symbols resolve against this
+ * library once Python has made it global (RTLD_GLOBAL).
+ *
+ * The tvm-ffi error entry points are deliberately NOT exported under tvm-ffi's names
+ * (TVMFFIErrorSetRaisedFromCStr[Parts]): if this library were global before a later
+ * `import tvm_ffi`, libtvm_ffi's own calls could bind to these definitions (symbol
+ * interposition, docs/abi.md §7 pitfall 7). They are `tvmrt_ffi_error_set_raised_*`
+ * instead, with the same signatures; the tvm-ffi loader writes their addresses into the
+ * `__TVMFFIErrorSetRaisedFromCStr` slot and patches the GOT entry of an undefined
+ * `TVMFFIErrorSetRaisedFromCStrParts`.
+ *
+ * Portable C99 plus pthreads and the GCC/Clang __atomic and __thread builtins; Linux
+ * and macOS.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+#define kDLCPU 1
+#define WS_ALIGN 64
+#define WS_HEADER 64
+#define WS_MAGIC_USED 0x7476726d55534544ULL /* "tvrmUSED" */
+#define WS_MAGIC_FREE 0x7476726d46524545ULL /* "tvrmFREE" */
+#define MAX_THREADS 1024
+#define ERROR_KIND_MAX 64
+
+/* ------------------------------------------------------------------------------------ */
+/* Types of the C ABI                                                                    */
+
+typedef struct {
+  void* sync_handle;
+  int32_t num_task;
+} TVMParallelGroupEnv;
+
+typedef int (*FTVMParallelLambda)(int task_id, TVMParallelGroupEnv* penv, void* cdata);
+
+typedef union {
+  int64_t v_int64;
+  double v_float64;
+  void* v_handle;
+  const char* v_str;
+} TVMValue;
+
+typedef int (*tvmrt_getfunc_cb)(void* mod_ctx, const char* name, void** out);
+typedef int (*tvmrt_funccall_cb)(void* handle, TVMValue* args, int* codes, int num_args,
+                                 TVMValue* ret_val, int* ret_code);
+typedef int (*TVMBackendPackedCFunc)(TVMValue* args, int* codes, int num_args,
+                                     TVMValue* ret_val, int* ret_code, void* resource);
+
+/* ------------------------------------------------------------------------------------ */
+/* Atomics and spinning                                                                  */
+
+#define LOAD(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
+#define LOAD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+#define STORE_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define FETCH_ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* Iterations a waiting thread spins (yielding every 64) before it blocks. */
+static int g_spin_count = 200000;
+
+/* ------------------------------------------------------------------------------------ */
+/* Statistics: per-thread counters (no atomic read-modify-write on the hot path), summed  */
+/* over all threads when queried                                                          */
+
+enum {
+  ST_WS_ALLOCS,
+  ST_WS_FREES,
+  ST_WS_SYSTEM_ALLOCS,
+  ST_WS_BYTES_CACHED,
+  ST_WS_BYTES_IN_USE,
+  ST_LAUNCHES,
+  ST_SERIAL_LAUNCHES,
+  ST_BARRIERS,
+  ST_COUNT
+};
+
+
+/* ------------------------------------------------------------------------------------ */
+/* Per-thread state: error slot and workspace cache                                      */
+
+typedef struct ws_header {
+  uint64_t magic;
+  size_t size; /* usable bytes, a multiple of WS_ALIGN */
+  struct ws_header* next;
+} ws_header;
+
+typedef struct {
+  size_t size;
+  ws_header* head;
+} ws_bin;
+
+typedef struct thread_state_s {
+  char* err;
+  size_t err_cap;
+  int err_set;
+  char err_kind[ERROR_KIND_MAX];
+  ws_bin* bins;
+  int nbins;
+  int bins_cap;
+  int last_bin;
+  size_t cached_bytes;
+  int in_task; /* running a parallel task: nested launches run serially */
+  int64_t stats[ST_COUNT]; /* written by the owning thread only */
+  struct thread_state_s* prev;
+  struct thread_state_s* next;
+} thread_state;
+
+static pthread_mutex_t g_threads_mu = PTHREAD_MUTEX_INITIALIZER;
+static thread_state* g_threads;       /* live thread states, for statistics */
+static int64_t g_retired[ST_COUNT];   /* counts of threads that have exited */
+static int64_t g_baseline[ST_COUNT];  /* event counts at the last reset */
+
+/* Add v to the calling thread's counter i: a plain load and store (only the owner writes). */
+#define COUNT(ts, i, v)                                                                      \
+  __atomic_store_n(&(ts)->stats[i], __atomic_load_n(&(ts)->stats[i], __ATOMIC_RELAXED) + (v), \
+                   __ATOMIC_RELAXED)
+
+static pthread_key_t g_tls_key;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static __thread thread_state* tls_state;
+
+/* A thread caches at most this many bytes of freed workspace; beyond, frees go to the OS. */
+static size_t g_cache_limit = (size_t)1 << 30;
+
+static void ws_release_cache(thread_state* ts) {
+  int i;
+  for (i = 0; i < ts->nbins; ++i) {
+    ws_header* h = ts->bins[i].head;
+    while (h != NULL) {
+      ws_header* next = h->next;
+      COUNT(ts, ST_WS_BYTES_CACHED, -(int64_t)h->size);
+      free(h);
+      h = next;
+    }
+    ts->bins[i].head = NULL;
+  }
+  ts->cached_bytes = 0;
+}
+
+static void thread_state_destroy(void* p) {
+  thread_state* ts = (thread_state*)p;
+  int i;
+  if (ts == NULL) return;
+  ws_release_cache(ts);
+  pthread_mutex_lock(&g_threads_mu);
+  for (i = 0; i < ST_COUNT; ++i) g_retired[i] += ts->stats[i];
+  if (ts->prev != NULL) ts->prev->next = ts->next;
+  else g_threads = ts->next;
+  if (ts->next != NULL) ts->next->prev = ts->prev;
+  pthread_mutex_unlock(&g_threads_mu);
+  free(ts->bins);
+  free(ts->err);
+  free(ts);
+  tls_state = NULL;
+}
+
+static void pool_init_sync(void);
+static void pool_atfork_child(void);
+
+static void global_init(void) {
+  const char* spin = getenv("TVM_THREAD_POOL_SPIN_COUNT");
+  pthread_key_create(&g_tls_key, thread_state_destroy);
+  pool_init_sync();
+  if (spin != NULL && *spin != '\0') {
+    long v = strtol(spin, NULL, 10);
+    if (v >= 0 && v <= 100000000L) g_spin_count = (int)v;
+  }
+  pthread_atfork(NULL, NULL, pool_atfork_child);
+}
+
+static thread_state* get_state(void) {
+  thread_state* ts = tls_state;
+  if (ts != NULL) return ts;
+  pthread_once(&g_once, global_init);
+  ts = (thread_state*)calloc(1, sizeof(thread_state));
+  if (ts == NULL) return NULL;
+  ts->last_bin = -1;
+  pthread_mutex_lock(&g_threads_mu);
+  ts->next = g_threads;
+  if (g_threads != NULL) g_threads->prev = ts;
+  g_threads = ts;
+  pthread_mutex_unlock(&g_threads_mu);
+  pthread_setspecific(g_tls_key, ts);
+  tls_state = ts;
+  return ts;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Error slot                                                                            */
+
+static void set_error_kind(thread_state* ts, const char* kind) {
+  size_t n = 0;
+  if (kind != NULL) {
+    n = strlen(kind);
+    if (n >= ERROR_KIND_MAX) n = ERROR_KIND_MAX - 1;
+    memcpy(ts->err_kind, kind, n);
+  }
+  ts->err_kind[n] = '\0';
+}
+
+static int error_reserve(thread_state* ts, size_t n) {
+  if (n + 1 > ts->err_cap) {
+    size_t cap = ts->err_cap ? ts->err_cap : 256;
+    char* buf;
+    while (cap < n + 1) cap *= 2;
+    buf = (char*)realloc(ts->err, cap);
+    if (buf == NULL) return -1;
+    ts->err = buf;
+    ts->err_cap = cap;
+  }
+  return 0;
+}
+
+static void set_error_parts(const char* kind, const char** parts, int32_t nparts) {
+  thread_state* ts = get_state();
+  size_t total = 0, off = 0;
+  int32_t i;
+  if (ts == NULL) return;
+  for (i = 0; i < nparts; ++i) total += parts[i] ? strlen(parts[i]) : 0;
+  if (error_reserve(ts, total) != 0) {
+    /* keep the start of the message at least */
+    total = ts->err_cap ? ts->err_cap - 1 : 0;
+    if (total == 0) return;
+  }
+  for (i = 0; i < nparts && off < total; ++i) {
+    size_t n;
+    if (parts[i] == NULL) continue;
+    n = strlen(parts[i]);
+    if (n > total - off) n = total - off;
+    memcpy(ts->err + off, parts[i], n);
+    off += n;
+  }
+  ts->err[off] = '\0';
+  ts->err_set = 1;
+  set_error_kind(ts, kind);
+}
+
+static void set_error(const char* kind, const char* msg) { set_error_parts(kind, &msg, 1); }
+
+static void set_device_error(const char* func, int device_type) {
+  char buf[256];
+  snprintf(buf, sizeof(buf),
+           "%s: device type %d is not supported; tvmrt allocates workspace on the CPU "
+           "(device type 1) only",
+           func, device_type);
+  set_error("", buf);
+}
+
+/* TVM's legacy error setter (a kernel calls it, then returns -1). */
+EXPORT void TVMAPISetLastError(const char* msg) { set_error("", msg ? msg : ""); }
+
+/* tvm-ffi's TVMFFIErrorSetRaisedFromCStr, under a private name (see the file comment). */
+EXPORT void tvmrt_ffi_error_set_raised_from_cstr(const char* kind, const char* msg) {
+  set_error(kind, msg ? msg : "");
+}
+
+/* tvm-ffi's TVMFFIErrorSetRaisedFromCStrParts, under a private name. */
+EXPORT void tvmrt_ffi_error_set_raised_from_cstr_parts(const char* kind, const char** parts,
+                                                        int32_t num_parts) {
+  set_error_parts(kind, parts, num_parts < 0 ? 0 : num_parts);
+}
+
+/* The message of this thread's last error (NULL if none) and its kind ("" for legacy);
+ * clears the slot. The text stays valid until the next error on this thread. */
+EXPORT const char* tvmrt_take_last_error(const char** kind) {
+  thread_state* ts = get_state();
+  if (ts == NULL || !ts->err_set) {
+    if (kind != NULL) *kind = "";
+    return NULL;
+  }
+  ts->err_set = 0;
+  if (kind != NULL) *kind = ts->err_kind;
+  return ts->err;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Workspace                                                                             */
+
+static ws_bin* ws_find_bin(thread_state* ts, size_t size, int create) {
+  int i;
+  if (ts->last_bin >= 0 && ts->bins[ts->last_bin].size == size) return &ts->bins[ts->last_bin];
+  for (i = 0; i < ts->nbins; ++i) {
+    if (ts->bins[i].size == size) {
+      ts->last_bin = i;
+      return &ts->bins[i];
+    }
+  }
+  if (!create) return NULL;
+  if (ts->nbins == ts->bins_cap) {
+    int cap = ts->bins_cap ? ts->bins_cap * 2 : 16;
+    ws_bin* bins = (ws_bin*)realloc(ts->bins, (size_t)cap * sizeof(ws_bin));
+    if (bins == NULL) return NULL;
+    ts->bins = bins;
+    ts->bins_cap = cap;
+  }
+  ts->bins[ts->nbins].size = size;
+  ts->bins[ts->nbins].head = NULL;
+  ts->last_bin = ts->nbins;
+  return &ts->bins[ts->nbins++];
+}
+
+EXPORT void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes,
+                                      int dtype_code_hint, int dtype_bits_hint) {
+  thread_state* ts;
+  ws_bin* bin;
+  ws_header* h;
+  size_t size;
+  void* raw = NULL;
+  (void)device_id;
+  (void)dtype_code_hint;
+  (void)dtype_bits_hint;
+  ts = get_state();
+  if (ts == NULL) {
+    set_error("", "TVMBackendAllocWorkspace: out of memory for the thread state");
+    return NULL;
+  }
+  COUNT(ts, ST_WS_ALLOCS, 1);
+  if (device_type != kDLCPU) {
+    set_device_error("TVMBackendAllocWorkspace", device_type);
+    return NULL;
+  }
+  if (nbytes > (uint64_t)SIZE_MAX - 2 * WS_ALIGN) {
+    char buf[128];
+    snprintf(buf, sizeof(buf), "TVMBackendAllocWorkspace: cannot allocate %llu bytes",
+             (unsigned long long)nbytes);
+    set_error("", buf);
+    return NULL;
+  }
+  size = ((size_t)nbytes + WS_ALIGN - 1) & ~(size_t)(WS_ALIGN - 1);
+  if (size == 0) size = WS_ALIGN;
+  bin = ws_find_bin(ts, size, 0);
+  if (bin != NULL && bin->head != NULL) {
+    h = bin->head;
+    bin->head = h->next;
+    ts->cached_bytes -= size;
+    COUNT(ts, ST_WS_BYTES_CACHED, -(int64_t)size);
+  } else {
+    if (posix_memalign(&raw, WS_ALIGN, size + WS_HEADER) != 0 || raw == NULL) {
+      char buf[160];
+      snprintf(buf, sizeof(buf), "TVMBackendAllocWorkspace: out of memory allocating %llu bytes",
+               (unsigned long long)nbytes);
+      set_error("", buf);
+      return NULL;
+    }
+    h = (ws_header*)raw;
+    h->size = size;
+    COUNT(ts, ST_WS_SYSTEM_ALLOCS, 1);
+  }
+  h->magic = WS_MAGIC_USED;
+  h->next = NULL;
+  COUNT(ts, ST_WS_BYTES_IN_USE, (int64_t)size);
+  return (char*)h + WS_HEADER;
+}
+
+EXPORT int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) {
+  thread_state* ts;
+  ws_header* h;
+  ws_bin* bin;
+  (void)device_id;
+  ts = get_state();
+  if (ts != NULL) COUNT(ts, ST_WS_FREES, 1);
+  if (ptr == NULL) return 0;
+  if (device_type != kDLCPU) {
+    set_device_error("TVMBackendFreeWorkspace", device_type);
+    return -1;
+  }
+  if (((uintptr_t)ptr & (WS_ALIGN - 1)) != 0) {
+    set_error("", "TVMBackendFreeWorkspace: pointer was not returned by TVMBackendAllocWorkspace");
+    return -1;
+  }
+  h = (ws_header*)((char*)ptr - WS_HEADER);
+  if (h->magic == WS_MAGIC_FREE) {
+    set_error("", "TVMBackendFreeWorkspace: workspace freed twice");
+    return -1;
+  }
+  if (h->magic != WS_MAGIC_USED) {
+    set_error("", "TVMBackendFreeWorkspace: pointer was not returned by TVMBackendAllocWorkspace");
+    return -1;
+  }
+  if (ts == NULL) {
+    h->magic = 0;
+    free(h);
+    return 0;
+  }
+  COUNT(ts, ST_WS_BYTES_IN_USE, -(int64_t)h->size);
+  bin = ts->cached_bytes + h->size <= g_cache_limit
+            ? ws_find_bin(ts, h->size, 1)
+            : NULL;
+  if (bin == NULL) {
+    h->magic = 0;
+    free(h);
+    return 0;
+  }
+  h->magic = WS_MAGIC_FREE;
+  h->next = bin->head; /* LIFO: the most recently freed block is reused first */
+  bin->head = h;
+  ts->cached_bytes += h->size;
+  COUNT(ts, ST_WS_BYTES_CACHED, (int64_t)h->size);
+  return 0;
+}
+
+/* Free the calling thread's cached workspace blocks. */
+EXPORT void tvmrt_release_workspace_cache(void) {
+  thread_state* ts = get_state();
+  if (ts != NULL) ws_release_cache(ts);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Thread pool                                                                           */
+
+typedef struct {
+  int count;
+  int generation;
+} barrier_t;
+
+typedef struct {
+  pthread_mutex_t mu;
+  pthread_cond_t work_cv;
+  pthread_cond_t done_cv;
+  int num_threads;    /* configured size, including the launching thread; 0 = not decided */
+  int num_workers;    /* worker threads running */
+  pthread_t* threads;
+  int busy;           /* a launch owns the pool */
+  int shutdown;
+  uint64_t generation; /* bumped to publish a job */
+  int sleepers;        /* workers blocked on work_cv */
+  int launcher_waiting;
+  int pending; /* workers that have not finished the current job */
+  int failed;
+  /* the current job (written before `generation` is bumped) */
+  FTVMParallelLambda flambda;
+  void* cdata;
+  TVMParallelGroupEnv env;
+  barrier_t barrier;
+  char* first_error;
+} pool_t;
+
+static pool_t g_pool; /* mutex and condition variables are set up by global_init() */
+static pthread_mutex_t g_config_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int parse_positive(const char* text) {
+  char* end = NULL;
+  long v;
+  if (text == NULL || *text == '\0') return 0;
+  errno = 0;
+  v = strtol(text, &end, 10);
+  if (errno != 0 || end == text || v <= 0) return 0;
+  return v > MAX_THREADS ? MAX_THREADS : (int)v;
+}
+
+/* TVM_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs this process may run on. */
+static int default_num_threads(void) {
+  int n = parse_positive(getenv("TVM_NUM_THREADS"));
+  long cpus;
+  if (n > 0) return n;
+  n = parse_positive(getenv("OMP_NUM_THREADS"));
+  if (n > 0) return n;
+#if defined(__linux__) && defined(CPU_COUNT)
+  {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+      n = CPU_COUNT(&set);
+      if (n > 0) return n > MAX_THREADS ? MAX_THREADS : n;
+    }
+  }
+#endif
+  cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cpus < 1) return 1;
+  return cpus > MAX_THREADS ? MAX_THREADS : (int)cpus;
+}
+
+EXPORT int tvmrt_get_num_threads(void) {
+  int n = LOAD(&g_pool.num_threads);
+  if (n > 0) return n;
+  pthread_mutex_lock(&g_config_mu);
+  if (g_pool.num_threads <= 0) STORE(&g_pool.num_threads, default_num_threads());
+  n = g_pool.num_threads;
+  pthread_mutex_unlock(&g_config_mu);
+  return n;
+}
+
+/* Wait until *p != old (spin, then block on cv, announcing through *waiters). */
+static void wait_change_u64(uint64_t* p, uint64_t old, int* waiters, pthread_cond_t* cv) {
+  int i;
+  for (i = 0; i < g_spin_count; ++i) {
+    if (LOAD_ACQ(p) != old) return;
+    if ((i & 63) == 63) sched_yield();
+    else cpu_relax();
+  }
+  pthread_mutex_lock(&g_pool.mu);
+  FETCH_ADD(waiters, 1);
+  while (LOAD(p) == old) pthread_cond_wait(cv, &g_pool.mu);
+  FETCH_ADD(waiters, -1);
+  pthread_mutex_unlock(&g_pool.mu);
+}
+
+static void record_task_error(const char* fallback) {
+  thread_state* ts = get_state();
+  const char* msg = (ts != NULL && ts->err_set) ? ts->err : fallback;
+  pthread_mutex_lock(&g_pool.mu);
+  if (g_pool.first_error == NULL) {
+    size_t n = strlen(msg);
+    g_pool.first_error = (char*)malloc(n + 1);
+    if (g_pool.first_error != NULL) memcpy(g_pool.first_error, msg, n + 1);
+  }
+  pthread_mutex_unlock(&g_pool.mu);
+  if (ts != NULL) ts->err_set = 0;
+  STORE(&g_pool.failed, 1);
+}
+
+typedef struct {
+  int index;
+  uint64_t start_generation;
+} worker_arg;
+
+static void* worker_main(void* p) {
+  worker_arg arg = *(worker_arg*)p;
+  uint64_t seen = arg.start_generation;
+  thread_state* ts;
+  free(p);
+  ts = get_state();
+  for (;;) {
+    wait_change_u64(&g_pool.generation, seen, &g_pool.sleepers, &g_pool.work_cv);
+    seen = LOAD_ACQ(&g_pool.generation);
+    if (LOAD(&g_pool.shutdown)) break;
+    if (arg.index < g_pool.env.num_task) {
+      int rc;
+      if (ts != NULL) ts->in_task = 1;
+      rc = g_pool.flambda(arg.index, &g_pool.env, g_pool.cdata);
+      if (ts != NULL) ts->in_task = 0;
+      if (rc != 0) record_task_error("a parallel task failed without an error message");
+    }
+    if (FETCH_ADD(&g_pool.pending, -1) == 1 && LOAD(&g_pool.launcher_waiting)) {
+      pthread_mutex_lock(&g_pool.mu);
+      pthread_cond_broadcast(&g_pool.done_cv);
+      pthread_mutex_unlock(&g_pool.mu);
+    }
+  }
+  return NULL;
+}
+
+static void publish(void) {
+  FETCH_ADD(&g_pool.generation, 1);
+  if (LOAD(&g_pool.sleepers) > 0) {
+    pthread_mutex_lock(&g_pool.mu);
+    pthread_cond_broadcast(&g_pool.work_cv);
+    pthread_mutex_unlock(&g_pool.mu);
+  }
+}
+
+/* Stop and join the workers. The caller owns the pool (busy). */
+static void pool_stop(void) {
+  int i;
+  if (g_pool.num_workers == 0) return;
+  STORE(&g_pool.shutdown, 1);
+  publish();
+  for (i = 0; i < g_pool.num_workers; ++i) pthread_join(g_pool.threads[i], NULL);
+  free(g_pool.threads);
+  g_pool.threads = NULL;
+  g_pool.num_workers = 0;
+  STORE(&g_pool.shutdown, 0);
+}
+
+/* Start `count` workers (indices 1..count). The caller owns the pool. Returns 0 on success. */
+static int pool_start(int count) {
+  sigset_t all, old;
+  int i;
+  g_pool.threads = (pthread_t*)calloc((size_t)count, sizeof(pthread_t));
+  if (g_pool.threads == NULL) return -1;
+  /* Workers block every signal, so that signals reach the interpreter's threads. */
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  for (i = 0; i < count; ++i) {
+    worker_arg* arg = (worker_arg*)malloc(sizeof(worker_arg));
+    if (arg == NULL) break;
+    arg->index = i + 1;
+    arg->start_generation = LOAD(&g_pool.generation);
+    if (pthread_create(&g_pool.threads[i], NULL, worker_main, arg) != 0) {
+      free(arg);
+      break;
+    }
+    g_pool.num_workers = i + 1;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (g_pool.num_workers != count) {
+    pool_stop();
+    return -1;
+  }
+  return 0;
+}
+
+static void pool_init_sync(void) {
+  pthread_mutex_init(&g_pool.mu, NULL);
+  pthread_cond_init(&g_pool.work_cv, NULL);
+  pthread_cond_init(&g_pool.done_cv, NULL);
+}
+
+static void pool_atfork_child(void) {
+  /* The child has only the forking thread: forget the workers (they do not exist). */
+  pool_init_sync();
+  pthread_mutex_init(&g_config_mu, NULL);
+  pthread_mutex_init(&g_threads_mu, NULL);
+  g_pool.threads = NULL;
+  g_pool.num_workers = 0;
+  g_pool.busy = 0;
+  g_pool.shutdown = 0;
+  g_pool.sleepers = 0;
+  g_pool.launcher_waiting = 0;
+  g_pool.pending = 0;
+}
+
+static int try_acquire_pool(void) {
+  int expected = 0;
+  return __atomic_compare_exchange_n(&g_pool.busy, &expected, 1, 0, __ATOMIC_ACQUIRE,
+                                     __ATOMIC_RELAXED);
+}
+
+static void release_pool(void) { __atomic_store_n(&g_pool.busy, 0, __ATOMIC_RELEASE); }
+
+static int run_serial(FTVMParallelLambda flambda, void* cdata, thread_state* ts) {
+  TVMParallelGroupEnv env;
+  int rc, was_in_task = ts != NULL ? ts->in_task : 0;
+  env.sync_handle = NULL;
+  env.num_task = 1;
+  if (ts != NULL) COUNT(ts, ST_SERIAL_LAUNCHES, 1);
+  if (ts != NULL) ts->in_task = 1;
+  rc = flambda(0, &env, cdata);
+  if (ts != NULL) ts->in_task = was_in_task;
+  return rc;
+}
+
+EXPORT int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task) {
+  thread_state* ts = get_state();
+  int total = tvmrt_get_num_threads();
+  int n, rc, i;
+  if (ts != NULL) COUNT(ts, ST_LAUNCHES, 1);
+  if (flambda == NULL) {
+    set_error("", "TVMBackendParallelLaunch: the task function is NULL");
+    return -1;
+  }
+  /* One thread, a nested launch, or the pool busy with another thread's launch: run here. */
+  if (total <= 1 || num_task == 1 || (ts != NULL && ts->in_task) || !try_acquire_pool()) {
+    return run_serial(flambda, cdata, ts);
+  }
+  total = LOAD(&g_pool.num_threads); /* may have changed before the pool was ours */
+  n = (num_task <= 0 || num_task > total) ? total : num_task;
+  if (n <= 1) {
+    release_pool();
+    return run_serial(flambda, cdata, ts);
+  }
+  if (g_pool.num_workers != total - 1) {
+    pool_stop();
+    if (pool_start(total - 1) != 0) {
+      release_pool();
+      return run_serial(flambda, cdata, ts);
+    }
+  }
+  g_pool.flambda = flambda;
+  g_pool.cdata = cdata;
+  g_pool.env.sync_handle = &g_pool.barrier;
+  g_pool.env.num_task = n;
+  g_pool.barrier.count = 0;
+  g_pool.barrier.generation = 0;
+  g_pool.failed = 0;
+  g_pool.first_error = NULL;
+  STORE(&g_pool.pending, g_pool.num_workers);
+  publish();
+
+  if (ts != NULL) ts->in_task = 1;
+  rc = flambda(0, &g_pool.env, cdata);
+  if (ts != NULL) ts->in_task = 0;
+
+  /* wait for the workers: spin, then block */
+  for (i = 0; i < g_spin_count && LOAD_ACQ(&g_pool.pending) != 0; ++i) {
+    if ((i & 63) == 63) sched_yield();
+    else cpu_relax();
+  }
+  if (LOAD(&g_pool.pending) != 0) {
+    pthread_mutex_lock(&g_pool.mu);
+    STORE(&g_pool.launcher_waiting, 1);
+    while (LOAD(&g_pool.pending) != 0) pthread_cond_wait(&g_pool.done_cv, &g_pool.mu);
+    STORE(&g_pool.launcher_waiting, 0);
+    pthread_mutex_unlock(&g_pool.mu);
+  }
+  if (rc == 0 && LOAD(&g_pool.failed)) {
+    set_error("", g_pool.first_error ? g_pool.first_error : "a parallel task failed");
+    rc = -1;
+  }
+  free(g_pool.first_error);
+  g_pool.first_error = NULL;
+  release_pool();
+  return rc;
+}
+
+EXPORT int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv) {
+  barrier_t* b;
+  int gen, i;
+  thread_state* ts = get_state();
+  (void)task_id;
+  if (ts != NULL) COUNT(ts, ST_BARRIERS, 1);
+  if (penv == NULL || penv->num_task <= 1) return 0;
+  b = (barrier_t*)penv->sync_handle;
+  if (b == NULL) {
+    set_error("", "TVMBackendParallelBarrier: the group has no barrier");
+    return -1;
+  }
+  gen = LOAD_ACQ(&b->generation);
+  if (FETCH_ADD(&b->count, 1) == penv->num_task - 1) {
+    STORE(&b->count, 0);
+    STORE_REL(&b->generation, gen + 1);
+    return 0;
+  }
+  for (i = 0; LOAD_ACQ(&b->generation) == gen; ++i) {
+    if ((i & 63) == 63 || i > g_spin_count) sched_yield();
+    else cpu_relax();
+  }
+  return 0;
+}
+
+/* Set the pool size (n <= 0: back to TVM_NUM_THREADS / OMP_NUM_THREADS / CPUs). Waits for a
+ * running launch to finish. Returns the new size, or -1 when called from a parallel task. */
+EXPORT int tvmrt_set_num_threads(int n) {
+  thread_state* ts = get_state();
+  if (ts != NULL && ts->in_task) {
+    set_error("", "tvmrt_set_num_threads: cannot resize the pool from inside a parallel task");
+    return -1;
+  }
+  pthread_mutex_lock(&g_config_mu);
+  while (!try_acquire_pool()) sched_yield();
+  if (n <= 0) n = default_num_threads();
+  if (n > MAX_THREADS) n = MAX_THREADS;
+  if (n != g_pool.num_threads) pool_stop();
+  STORE(&g_pool.num_threads, n);
+  release_pool();
+  pthread_mutex_unlock(&g_config_mu);
+  return n;
+}
+
+EXPORT void tvmrt_set_spin_count(int n) { g_spin_count = n < 0 ? 0 : n; }
+
+EXPORT int tvmrt_get_spin_count(void) { return g_spin_count; }
+
+/* ------------------------------------------------------------------------------------ */
+/* Function environment, forwarded to callbacks installed by the Python side             */
+
+static tvmrt_getfunc_cb g_getfunc;
+static tvmrt_funccall_cb g_funccall;
+
+EXPORT void tvmrt_set_env_callbacks(tvmrt_getfunc_cb getfunc, tvmrt_funccall_cb funccall) {
+  g_getfunc = getfunc;
+  g_funccall = funccall;
+}
+
+EXPORT int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name, void** out) {
+  if (g_getfunc == NULL) {
+    set_error("", "TVMBackendGetFuncFromEnv: the tvmrt function environment is not set up");
+    return -1;
+  }
+  return g_getfunc(mod_node, func_name, out);
+}
+
+EXPORT int TVMFuncCall(void* func, TVMValue* args, int* arg_type_codes, int num_args,
+                       TVMValue* ret_val, int* ret_type_code) {
+  if (g_funccall == NULL) {
+    set_error("", "TVMFuncCall: the tvmrt function environment is not set up");
+    return -1;
+  }
+  return g_funccall(func, args, arg_type_codes, num_args, ret_val, ret_type_code);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Statistics and measurement helpers (tests and benchmarks)                             */
+
+static int is_gauge(int i) { return i == ST_WS_BYTES_CACHED || i == ST_WS_BYTES_IN_USE; }
+
+static void sum_stats(int64_t* total) {
+  thread_state* ts;
+  int i;
+  for (i = 0; i < ST_COUNT; ++i) total[i] = g_retired[i];
+  for (ts = g_threads; ts != NULL; ts = ts->next) {
+    for (i = 0; i < ST_COUNT; ++i) total[i] += __atomic_load_n(&ts->stats[i], __ATOMIC_RELAXED);
+  }
+}
+
+/* Copy up to n counters into out; returns the number of counters. */
+EXPORT int tvmrt_get_stats(int64_t* out, int n) {
+  int64_t total[ST_COUNT];
+  int i;
+  pthread_mutex_lock(&g_threads_mu);
+  sum_stats(total);
+  for (i = 0; i < ST_COUNT; ++i) {
+    if (!is_gauge(i)) total[i] -= g_baseline[i];
+  }
+  pthread_mutex_unlock(&g_threads_mu);
+  for (i = 0; i < n && i < ST_COUNT; ++i) out[i] = total[i];
+  return ST_COUNT;
+}
+
+/* Zero the event counters (not the byte gauges). */
+EXPORT void tvmrt_reset_stats(void) {
+  pthread_mutex_lock(&g_threads_mu);
+  sum_stats(g_baseline);
+  pthread_mutex_unlock(&g_threads_mu);
+}
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+/* Call `count` legacy packed functions back to back with prebuilt arguments, `repeat`
+ * times, without the interpreter in between. Returns the elapsed nanoseconds, or -1 if a
+ * call failed (its error is set). Used to measure the cost of dispatching from Python. */
+EXPORT int64_t tvmrt_time_call_sequence(int count, void** funcs, void** args, void** codes,
+                                        int* num_args, int repeat) {
+  TVMValue ret;
+  int ret_code, r, i;
+  uint64_t start = now_ns();
+  for (r = 0; r < repeat; ++r) {
+    for (i = 0; i < count; ++i) {
+      TVMBackendPackedCFunc f = (TVMBackendPackedCFunc)funcs[i];
+      ret_code = 4;
+      if (f((TVMValue*)args[i], (int*)codes[i], num_args[i], &ret, &ret_code, NULL) != 0)
+        return -1;
+    }
+  }
+  return (int64_t)(now_ns() - start);
+}
+
+static int empty_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
+  (void)task_id;
+  (void)penv;
+  (void)cdata;
+  return 0;
+}
+
+/* Nanoseconds per empty parallel launch (the pool's own overhead), over `repeat` launches. */
+EXPORT double tvmrt_time_empty_launch(int repeat) {
+  int r;
+  uint64_t start;
+  if (repeat <= 0) return 0.0;
+  start = now_ns();
+  for (r = 0; r < repeat; ++r) TVMBackendParallelLaunch(empty_task, NULL, 0);
+  return (double)(now_ns() - start) / repeat;
+}
+
+/* Nanoseconds per workspace alloc+free pair of `nbytes`, over `repeat` pairs. */
+EXPORT double tvmrt_time_workspace(uint64_t nbytes, int repeat) {
+  int r;
+  uint64_t start;
+  if (repeat <= 0) return 0.0;
+  start = now_ns();
+  for (r = 0; r < repeat; ++r) {
+    void* p = TVMBackendAllocWorkspace(kDLCPU, 0, nbytes, 2, 32);
+    if (p == NULL) return -1.0;
+    TVMBackendFreeWorkspace(kDLCPU, 0, p);
+  }
+  return (double)(now_ns() - start) / repeat;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Python extension stub: the library is used through ctypes; importing it is harmless.  */
+
+static struct PyModuleDef native_backend_module = {
+    PyModuleDef_HEAD_INIT, "_native_backend",
+    "tvmrt's native backend for compiled kernels (used through ctypes).", -1, NULL, NULL, NULL,
+    NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__native_backend(void) { return PyModule_Create(&native_backend_module); }

@@ -1,0 +1,228 @@
+"""Load ``export_library`` archives and object files: ``loadfile_tar`` and ``loadfile_o``.
+
+TVM can export a model as a ``.tar`` of object files (``lib0.o``, ``devc.o`` holding the
+module blob) or as one ``.o``. Like TVM, tvmrt links them into a shared library with the
+system C compiler (``$CC``, else ``cc``, ``gcc`` or ``clang``; ``-shared -fPIC``), then
+loads that. Each object is checked to be an ELF object file for this machine first.
+
+Linked libraries are cached in ``$TVMRT_CACHE_DIR`` (default ``~/.cache/tvmrt``), keyed by
+the sha256 of the input file, and written with an atomic rename, so concurrent processes
+are safe and a second load links nothing.
+
+Archive members are read into memory with size limits and written under generated names:
+paths in the archive are never used, and links or devices are refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path, PurePosixPath
+
+from tvmrt.error import ModuleLoadError
+from tvmrt.runtime.loaders.binary import (
+    BinaryInfo,
+    check_host_compatible,
+    identify_bytes,
+    with_article,
+)
+from tvmrt.runtime.module import Module
+from tvmrt.runtime.registry import register_func
+
+__all__ = ["cache_dir", "find_compiler", "link_objects", "load_archive", "load_object"]
+
+MAX_MEMBERS = 1024
+MAX_MEMBER_BYTES = 1 << 30
+MAX_TOTAL_BYTES = 2 << 30
+_RECIPE = "tvmrt-link-v1"  # part of the cache key: bump when the link command changes
+_LINK_TIMEOUT_S = 600
+
+
+def cache_dir() -> Path:
+    """Where linked libraries are cached: ``$TVMRT_CACHE_DIR``, else ``~/.cache/tvmrt``."""
+    configured = os.environ.get("TVMRT_CACHE_DIR", "").strip()
+    if configured:
+        return Path(configured).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "tvmrt"
+
+
+def find_compiler() -> list[str] | None:
+    """The C compiler command: ``$CC`` (may carry flags), else ``cc``, ``gcc`` or ``clang``."""
+    configured = os.environ.get("CC", "").strip()
+    if configured:
+        command = shlex.split(configured)
+        if command and shutil.which(command[0]):
+            return command
+        return None
+    for name in ("cc", "gcc", "clang"):
+        found = shutil.which(name)
+        if found:
+            return [found]
+    return None
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256(_RECIPE.encode())
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _check_object(data: bytes, name: str, source: str) -> None:
+    info: BinaryInfo = identify_bytes(data[:4096])
+    if info.format == "elf":
+        check_host_compatible(info, source, "object file")
+        return
+    suffix = PurePosixPath(name).suffix
+    if suffix in (".c", ".cc", ".cpp"):
+        raise ModuleLoadError(
+            f"cannot load {source!r}: member {name!r} is C source (a target='c' export); "
+            "compiling it needs TVM's headers, which tvmrt does not ship"
+        )
+    raise ModuleLoadError(
+        f"cannot load {source!r}: member {name!r} is not an object file (it is "
+        f"{with_article(info.describe())})"
+    )
+
+
+def _read_members(path: str) -> list[tuple[str, bytes]]:
+    """``(name, bytes)`` of every regular file in the archive, checked and size-limited."""
+    members: list[tuple[str, bytes]] = []
+    total = 0
+    try:
+        with tarfile.open(path, "r:*") as archive:
+            for index, member in enumerate(archive):
+                if index >= MAX_MEMBERS:
+                    raise ModuleLoadError(
+                        f"cannot load {path!r}: the archive has more than {MAX_MEMBERS} members"
+                    )
+                if member.isdir():
+                    continue
+                if not member.isreg():
+                    raise ModuleLoadError(
+                        f"cannot load {path!r}: member {member.name!r} is a link or special "
+                        "file; only regular files are accepted"
+                    )
+                parts = PurePosixPath(member.name).parts
+                if member.name.startswith("/") or ".." in parts:
+                    raise ModuleLoadError(
+                        f"cannot load {path!r}: member {member.name!r} has an unsafe path"
+                    )
+                if member.size > MAX_MEMBER_BYTES or total + member.size > MAX_TOTAL_BYTES:
+                    raise ModuleLoadError(
+                        f"cannot load {path!r}: member {member.name!r} ({member.size} bytes) "
+                        "exceeds the archive size limits"
+                    )
+                stream = archive.extractfile(member)
+                if stream is None:
+                    continue
+                data = stream.read(member.size + 1)
+                if len(data) != member.size:
+                    raise ModuleLoadError(
+                        f"cannot load {path!r}: member {member.name!r} is truncated"
+                    )
+                total += len(data)
+                members.append((member.name, data))
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        if isinstance(exc, ModuleLoadError):
+            raise
+        raise ModuleLoadError(f"cannot load {path!r}: not a readable tar archive: {exc}") from exc
+    if not members:
+        raise ModuleLoadError(f"cannot load {path!r}: the archive holds no object files")
+    return members
+
+
+def link_objects(objects: list[tuple[str, bytes]], key: str, source: str) -> Path:
+    """Link object files into a cached shared library and return its path.
+
+    Parameters
+    ----------
+    objects
+        ``(name, bytes)`` of each object file (names only label messages).
+    key
+        Cache key (hex digest of the input).
+    source
+        The input file, for messages.
+
+    Raises
+    ------
+    ModuleLoadError
+        If no compiler is found, the cache is not writable, or linking fails.
+    """
+    directory = cache_dir() / "linked"
+    target = directory / f"{key}.so"
+    if target.is_file():
+        return target
+    compiler = find_compiler()
+    if compiler is None:
+        raise ModuleLoadError(
+            f"cannot load {source!r}: it holds object files that must be linked into a shared "
+            "library, and no C compiler was found; install gcc or clang, or set $CC"
+        )
+    try:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise ModuleLoadError(
+            f"cannot load {source!r}: cannot create the cache folder {str(directory)!r} "
+            f"({exc.strerror}); set $TVMRT_CACHE_DIR to a writable folder"
+        ) from exc
+    with tempfile.TemporaryDirectory(prefix="tvmrt-link-") as work:
+        inputs = []
+        for i, (_, data) in enumerate(objects):
+            obj = Path(work) / f"member{i}.o"
+            obj.write_bytes(data)
+            inputs.append(str(obj))
+        fd, partial = tempfile.mkstemp(dir=directory, prefix=f".{key}.", suffix=".tmp")
+        os.close(fd)
+        command = [*compiler, "-shared", "-fPIC", "-o", partial, *inputs, "-lm"]
+        try:
+            result = subprocess.run(
+                command, capture_output=True, text=True, timeout=_LINK_TIMEOUT_S, check=False
+            )
+            if result.returncode != 0:
+                output = (result.stderr or result.stdout).strip()[-2000:]
+                raise ModuleLoadError(
+                    f"cannot load {source!r}: linking its object files failed "
+                    f"({shlex.join(command[:1])} exited with {result.returncode}): {output}"
+                )
+            os.chmod(partial, 0o755)
+            os.replace(partial, target)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise ModuleLoadError(f"cannot load {source!r}: linking failed: {exc}") from exc
+        finally:
+            if os.path.exists(partial):
+                os.unlink(partial)
+    return target
+
+
+def load_archive(path: str) -> Module:
+    """Load an ``export_library`` tar archive (``runtime.module.loadfile_tar``)."""
+    from tvmrt.runtime.loaders.library import load_shared_library
+
+    members = _read_members(path)
+    for name, data in members:
+        _check_object(data, name, path)
+    linked = link_objects(members, _sha256(Path(path)), path)
+    return load_shared_library(str(linked), source=path)
+
+
+def load_object(path: str) -> Module:
+    """Load a single object file (``runtime.module.loadfile_o``)."""
+    from tvmrt.runtime.loaders.library import load_shared_library
+
+    data = Path(path).read_bytes()
+    _check_object(data, Path(path).name, path)
+    linked = link_objects([(Path(path).name, data)], _sha256(Path(path)), path)
+    return load_shared_library(str(linked), source=path)
+
+
+register_func("runtime.module.loadfile_tar", load_archive, override=True)
+register_func("runtime.module.loadfile_o", load_object, override=True)
