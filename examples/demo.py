@@ -71,12 +71,11 @@ def mobilenet_demo() -> None:
         return
     start = time.perf_counter()
     lib = runtime.load_module(folder / "deploy_lib.so")
-    module = graph_executor.create(
-        (folder / "deploy_graph.json").read_text(), lib, runtime.cpu()
-    )
+    module = graph_executor.create((folder / "deploy_graph.json").read_text(), lib, runtime.cpu())
     module.load_params((folder / "deploy_param.params").read_bytes())
-    print(f"loaded in {(time.perf_counter() - start) * 1e3:.0f} ms "
-          f"({runtime.num_threads()} threads)")
+    print(
+        f"loaded in {(time.perf_counter() - start) * 1e3:.0f} ms ({runtime.num_threads()} threads)"
+    )
     golden = np.load(folder / "golden.npz")
     module.run(data=golden["data"])
     out = module.get_output(0).numpy()
@@ -93,9 +92,13 @@ def mobilenet_demo() -> None:
         )
         debug.load_params((folder / "deploy_param.params").read_bytes())
         report = debug.profile(data=golden["data"])
-        lines = str(report).splitlines()
-        print("\nper-node profile (5 slowest kernels):")
-        print("\n".join(lines[:6]))
+    slowest = sorted(report.calls, key=lambda c: -c["Duration (us)"].microseconds)[:5]
+    print(f"\nper-node profile: {len(report.calls)} kernels timed; the 5 slowest:")
+    for call in slowest:
+        print(
+            f"  {call['Duration (us)'].microseconds:9.1f} us  {call['Percent'].percent:5.1f} %  "
+            f"{call['Name']}"
+        )
 
 
 def main() -> int:

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import tvmrt.runtime as rt
+from tvmrt import error as rt_error
 from tvmrt.contrib import graph_executor
 from tvmrt.error import ModuleLoadError
 from tvmrt.runtime import _backend
@@ -180,3 +181,43 @@ def test_iris_factory_graph_and_params_match_the_blob(artifacts):
     executor = graph_executor.GraphModule(lib["default"](rt.cpu()))
     for name, arr in params.items():
         np.testing.assert_array_equal(executor.get_input(name).numpy(), arr)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_debug_executor_times_every_kernel(artifacts, model, tmp_path):
+    from tvmrt.contrib.debugger import debug_executor
+
+    folder = artifacts / model
+    graph_json = (folder / "deploy_graph.json").read_text()
+    lib = rt.load_module(folder / "deploy_lib.so")
+    debug = debug_executor.create(graph_json, lib, rt.cpu(), dump_root=str(tmp_path))
+    debug.load_params((folder / "deploy_param.params").read_bytes())
+    golden = np.load(folder / "golden.npz")
+    debug.set_input("data", golden["data"])
+    per_node = debug.run_individual(number=1, repeat=1)
+    ops = [i for i, n in enumerate(json.loads(graph_json)["nodes"]) if n["op"] == "tvm_op"]
+    assert all(per_node[i][0] > 0 for i in ops)
+    report = debug.profile(data=golden["data"])
+    names = [str(call["Name"]) for call in report.calls]
+    kernels = [json.loads(graph_json)["nodes"][i]["attrs"]["func_name"] for i in ops]
+    assert names == kernels  # one row per tvm_op, in graph order
+    assert all(call["Duration (us)"].microseconds > 0 for call in report.calls)
+    np.testing.assert_allclose(
+        debug.get_output(0).numpy(), golden["output_0"], rtol=1e-6, atol=1e-7
+    )
+
+
+def test_kernel_error_carries_its_message_and_node(artifacts):
+    folder = artifacts / "mobilenet_v1"
+    doc = json.loads((folder / "deploy_graph.json").read_text())
+    doc["attrs"]["shape"][1][0] = [1, 3, 224, 225]  # the input, wider than compiled for
+    lib = rt.load_module(folder / "deploy_lib.so")
+    module = graph_executor.create(json.dumps(doc), lib, rt.cpu())
+    first = next(n for n in doc["nodes"] if n["op"] == "tvm_op")
+    with pytest.raises(rt_error.KernelError) as info:
+        module.run()
+    message = str(info.value)
+    assert message.startswith(
+        f"node 1 {first['name']!r} (kernel {first['attrs']['func_name']!r}): "
+    )
+    assert "shape" in message.lower()  # the kernel's own assertion text
