@@ -1,0 +1,97 @@
+"""The ``tvmrt`` command line: run, bench, profile, inspect and compile artifacts."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+from collections.abc import Sequence
+
+from tvmrt.cli import bench, inspect_cmd, profile, run
+from tvmrt.cli._common import UsageError
+from tvmrt.error import (
+    ArrayError,
+    DataTypeError,
+    GraphFormatError,
+    InputNotFoundError,
+    ModuleLoadError,
+    ParamsFormatError,
+    TVMError,
+)
+
+__all__ = ["main", "build_parser"]
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+# Problems with what the user handed us (files, arguments): exit status 2.
+_INPUT_ERRORS = (
+    UsageError,
+    FileNotFoundError,
+    IsADirectoryError,
+    ModuleLoadError,
+    GraphFormatError,
+    ParamsFormatError,
+    DataTypeError,
+    ArrayError,
+    InputNotFoundError,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every verb."""
+    parser = argparse.ArgumentParser(
+        prog="tvmrt",
+        description="Run TVM-compiled models (graph JSON + kernel library + params) without TVM.",
+        epilog="run 'tvmrt VERB --help' for a verb's options and examples. exit status: "
+        "0 ok, 1 the model failed (or inspect found problems), 2 bad arguments or input files.",
+    )
+    parser.add_argument("--verbose", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--version", action="version", version=f"tvmrt {_version()}")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    for module in (run, bench, profile, inspect_cmd):
+        module.register(verbs)
+    try:
+        compiler_cli = importlib.import_module("tvmrt.compiler.cli")
+    except ImportError:  # the compiler package is optional at import time
+        pass
+    else:
+        compiler_cli.register_cli(verbs)
+    return parser
+
+
+def _version() -> str:
+    from tvmrt import __version__
+
+    return __version__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.verb is None:
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        status: int = args.handler(args)
+    except KeyboardInterrupt:
+        print("tvmrt: interrupted", file=sys.stderr)
+        return 130
+    except _INPUT_ERRORS as exc:
+        return _report(exc, args.verbose, EXIT_USAGE)
+    except (TVMError, OSError, ValueError, RuntimeError) as exc:
+        return _report(exc, args.verbose, EXIT_FAILURE)
+    return status
+
+
+def _report(exc: BaseException, verbose: bool, status: int) -> int:
+    if verbose:
+        traceback.print_exception(exc)
+    message = str(exc).strip().replace("\n", " ") or type(exc).__name__
+    notes = getattr(exc, "__notes__", [])
+    suffix = f" ({'; '.join(notes)})" if notes else ""
+    print(f"tvmrt: error: {message}{suffix}", file=sys.stderr)
+    if not verbose:
+        print("(run with --verbose for the traceback)", file=sys.stderr)
+    return status

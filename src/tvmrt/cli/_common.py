@@ -1,0 +1,161 @@
+"""What the run, bench and profile verbs share: artifact options, inputs, outputs."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tvmrt.artifact import ArtifactFiles, LoadedModel, find_artifact, load_artifact
+from tvmrt.runtime import _backend
+from tvmrt.runtime.device import Device
+from tvmrt.runtime.device import device as make_device
+from tvmrt.runtime.dtype import DataType
+
+__all__ = ["UsageError", "add_artifact_arguments", "add_input_arguments", "load", "make_inputs"]
+
+
+class UsageError(Exception):
+    """A bad argument or input file: printed as one line, exit code 2."""
+
+
+def add_artifact_arguments(parser: argparse.ArgumentParser) -> None:
+    """ARTIFACT plus --graph/--lib/--params, --device and --threads."""
+    parser.add_argument(
+        "artifact",
+        nargs="?",
+        help="folder with graph JSON + library + params, or a factory library (.so/.tar)",
+    )
+    parser.add_argument("--graph", metavar="FILE", help="graph JSON (overrides the folder's)")
+    parser.add_argument("--lib", metavar="FILE", help="kernel library .so/.tar/.o")
+    parser.add_argument("--params", metavar="FILE", help="params blob (TVM's .params format)")
+    parser.add_argument("--device", default="cpu", help="device, e.g. cpu (default) or cuda:0")
+    parser.add_argument(
+        "--threads", type=int, metavar="N", help="threads for parallel kernels (default: all cores)"
+    )
+
+
+def add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    """-i/--input and --fill/--seed."""
+    parser.add_argument(
+        "-i",
+        "--input",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="inputs: a .npz (arrays by input name), a .npy for the only input, or "
+        "NAME=FILE.npy; repeatable",
+    )
+    parser.add_argument(
+        "--fill",
+        choices=("zeros", "ones", "random"),
+        default="random",
+        help="values for inputs not given with -i (default: random)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed for --fill random (default 0)")
+
+
+def load(
+    args: argparse.Namespace,
+    loader: Callable[[ArtifactFiles, Device], LoadedModel] = load_artifact,
+) -> tuple[LoadedModel, float]:
+    """Resolve and load the artifact; returns the model and the load time in seconds."""
+    if args.artifact is None and args.lib is None:
+        raise UsageError("give an ARTIFACT (folder or factory library) or --lib")
+    if args.threads is not None:
+        if args.threads < 1:
+            raise UsageError(f"--threads must be at least 1, got {args.threads}")
+        _backend.set_num_threads(args.threads)
+    try:
+        dev = make_device(args.device)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    files = find_artifact(args.artifact, args.graph, args.lib, args.params)
+    start = time.perf_counter()
+    model = loader(files, dev)
+    return model, time.perf_counter() - start
+
+
+def make_inputs(model: LoadedModel, args: argparse.Namespace) -> dict[str, np.ndarray[Any, Any]]:
+    """Arrays for every user input: from -i files, else filled per --fill."""
+    wanted = model.user_inputs()
+    given: dict[str, np.ndarray[Any, Any]] = {}
+    for spec in args.input:
+        given.update(_read_input_spec(spec, wanted))
+    unknown = sorted(set(given) - set(wanted))
+    if unknown:
+        raise UsageError(
+            f"input(s) {unknown} are not inputs of the model; inputs are {sorted(wanted)}"
+        )
+    rng = np.random.default_rng(args.seed)
+    out = {}
+    for name, (shape, dtype) in wanted.items():
+        if name in given:
+            arr = given[name]
+            if arr.shape != shape:
+                raise UsageError(f"input {name!r} has shape {arr.shape}, the model expects {shape}")
+            out[name] = arr
+        else:
+            out[name] = _fill(shape, dtype, args.fill, rng)
+    return out
+
+
+def _read_input_spec(
+    spec: str, wanted: Mapping[str, tuple[tuple[int, ...], str]]
+) -> dict[str, np.ndarray[Any, Any]]:
+    name, sep, file = spec.partition("=")
+    path = Path(file if sep else spec)
+    if not path.is_file():
+        raise UsageError(f"input file {str(path)!r} does not exist")
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read input file {str(path)!r}: {exc}") from None
+    if isinstance(loaded, np.lib.npyio.NpzFile):
+        with loaded:
+            if sep:
+                raise UsageError(f"{spec!r}: NAME=FILE takes a .npy file, not a .npz")
+            return {key: loaded[key] for key in loaded.files}
+    if sep:
+        return {name: loaded}
+    if len(wanted) != 1:
+        raise UsageError(
+            f"{str(path)!r} holds one array but the model has {len(wanted)} inputs "
+            f"({sorted(wanted)}); use NAME=FILE.npy or a .npz"
+        )
+    return {next(iter(wanted)): loaded}
+
+
+def _fill(
+    shape: tuple[int, ...], dtype: str, how: str, rng: np.random.Generator
+) -> np.ndarray[Any, Any]:
+    np_dtype = DataType(dtype).numpy_dtype
+    if how == "zeros":
+        return np.zeros(shape, np_dtype)
+    if how == "ones":
+        return np.ones(shape, np_dtype)
+    if np_dtype.kind == "f":
+        return rng.standard_normal(shape).astype(np_dtype)
+    if np_dtype.kind == "b":
+        return rng.integers(0, 2, shape).astype(np_dtype)
+    info = np.iinfo(np_dtype)
+    low, high = max(int(info.min), -100), min(int(info.max), 100)
+    return rng.integers(low, high, shape, endpoint=True).astype(np_dtype)
+
+
+def set_inputs(model: LoadedModel, inputs: Mapping[str, np.ndarray[Any, Any]]) -> None:
+    """Copy every array into the model's input of that name."""
+    for name, arr in inputs.items():
+        model.module.set_input(name, arr)
+
+
+def describe_array(arr: np.ndarray[Any, Any], limit: int = 5) -> str:
+    """``shape dtype [v0, v1, ...]`` for summaries."""
+    flat = arr.reshape(-1)
+    values = ", ".join(f"{v:.6g}" if arr.dtype.kind == "f" else str(v) for v in flat[:limit])
+    more = ", ..." if flat.size > limit else ""
+    return f"{tuple(arr.shape)} {arr.dtype} [{values}{more}]"

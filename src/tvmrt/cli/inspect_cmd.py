@@ -1,0 +1,106 @@
+"""``tvmrt inspect``: what an artifact is and whether it can run here, executing none of it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from tvmrt.artifact import find_artifact, inspect_artifact
+from tvmrt.cli._common import UsageError
+
+EXAMPLES = """examples:
+  tvmrt inspect model_dir/
+  tvmrt inspect deploy_lib.tar --json
+  tvmrt inspect --graph g.json --lib lib.so --params p.params
+
+exit status: 0 if the artifact can run here, 1 if something would stop it (listed).
+"""
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``inspect`` verb."""
+    parser = subparsers.add_parser(
+        "inspect",
+        help="describe an artifact without running any of its code",
+        description="Describe a graph-executor artifact (ABI, architecture, inputs, outputs, "
+        "kernels, params, planned memory) and list what would stop it from running here. "
+        "Only headers, symbol tables, the graph and the params are read: nothing from the "
+        "artifact executes.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("artifact", nargs="?", help="folder or factory library")
+    parser.add_argument("--graph", metavar="FILE", help="graph JSON")
+    parser.add_argument("--lib", metavar="FILE", help="kernel library")
+    parser.add_argument("--params", metavar="FILE", help="params blob")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.set_defaults(handler=inspect)
+
+
+def inspect(args: argparse.Namespace) -> int:
+    """Inspect and print; exit 1 when the artifact cannot run here."""
+    if args.artifact is None and args.lib is None:
+        raise UsageError("give an ARTIFACT (folder or factory library) or --lib")
+    report = inspect_artifact(find_artifact(args.artifact, args.graph, args.lib, args.params))
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(_text(report))
+    return 0 if report["runnable"] else 1
+
+
+_SHOWN = 8
+
+
+def _mb(nbytes: int) -> str:
+    return f"{nbytes / 1e6:.2f} MB" if nbytes >= 1e5 else f"{nbytes} bytes"
+
+
+def _text(report: dict[str, Any]) -> str:
+    lines = []
+    lib = report["library"]
+    lines.append(f"library:  {report['files']['lib']}")
+    lines.append(f"  kind:   {lib['kind']}")
+    if "abi" in lib:
+        lines.append(f"  ABI:    {_ABI_TEXT.get(lib['abi'], lib['abi'])}")
+    if "functions" in lib:
+        lines.append(f"  exports {lib['functions']} function(s)")
+    if "embedded" in lib:
+        lines.append(f"  embeds: {lib['embedded']}")
+    graph = report.get("graph")
+    if graph:
+        lines.append(
+            f"graph:    {graph['nodes']} nodes, {graph['operators']} operators, "
+            f"{len(graph['kernels'])} distinct kernels"
+        )
+        for title, key in (("inputs", "inputs"), ("outputs", "outputs")):
+            lines.append(f"{title}:")
+            items = graph[key]
+            for item in items[:_SHOWN]:
+                lines.append(f"  {item['name']}: {tuple(item['shape'])} {item['dtype']}")
+            if len(items) > _SHOWN:
+                lines.append(f"  ... and {len(items) - _SHOWN} more (--json lists them all)")
+        storage = graph["storage"]
+        lines.append(
+            f"memory:   {storage['pools']} pools, {_mb(storage['bytes'])} planned "
+            f"({_mb(storage['bytes_without_reuse'])} without reuse; "
+            f"plan by {storage['planned_by']})"
+        )
+    params = report["params"]
+    lines.append(f"params:   {params['count']} tensors, {_mb(params['bytes'])}")
+    host = report["host"]
+    if report["problems"]:
+        lines.append(f"cannot run here ({host['machine']}, {host['os']}):")
+        lines.extend(f"  - {p}" for p in report["problems"])
+    else:
+        lines.append(f"runs here ({host['machine']}, {host['os']}): yes")
+    return "\n".join(lines)
+
+
+_ABI_TEXT = {
+    "legacy": "legacy packed functions (TVM <= 0.20, NNVM/Relay era)",
+    "tvm-ffi": "tvm-ffi (TVM >= 0.22)",
+    "tvm-ffi-0.21": "tvm-ffi, TVM 0.21 naming",
+    "none": "none (not a TVM module)",
+}

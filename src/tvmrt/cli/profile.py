@@ -1,0 +1,83 @@
+"""``tvmrt profile``: per-node times from the debug executor."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from tvmrt.artifact import load_artifact
+from tvmrt.cli._common import (
+    UsageError,
+    add_artifact_arguments,
+    add_input_arguments,
+    load,
+    make_inputs,
+    set_inputs,
+)
+
+EXAMPLES = """examples:
+  tvmrt profile model_dir/                     # per-node table, slowest first, with %
+  tvmrt profile model_dir/ --csv > nodes.csv   # TVM's Report as CSV (or --json)
+  tvmrt profile model_dir/ --trace trace.json  # Chrome trace: open in ui.perfetto.dev
+  tvmrt profile model_dir/ --dump dbg/         # TVM's debug dump folder (graph, trace, tensors)
+"""
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``profile`` verb."""
+    parser = subparsers.add_parser(
+        "profile",
+        help="time every node with the debug executor",
+        description="Time every node of the graph with the debug executor and print the "
+        "nodes slowest first, with their share of the total.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_artifact_arguments(parser)
+    add_input_arguments(parser)
+    parser.add_argument(
+        "--number", type=int, default=10, metavar="N", help="runs per node timing (10)"
+    )
+    parser.add_argument("--repeat", type=int, default=1, metavar="R", help="timings per node (1)")
+    fmt = parser.add_mutually_exclusive_group()
+    fmt.add_argument("--csv", action="store_true", help="print TVM's profiling Report as CSV")
+    fmt.add_argument("--json", action="store_true", help="print TVM's profiling Report as JSON")
+    parser.add_argument("--trace", metavar="FILE", help="write a Chrome trace (Perfetto) here")
+    parser.add_argument("--dump", metavar="DIR", help="keep TVM's debug dump folder here")
+    parser.set_defaults(handler=profile)
+
+
+def profile(args: argparse.Namespace) -> int:
+    """Load as a debug executor, time every node, print."""
+    if args.number < 1 or args.repeat < 1:
+        raise UsageError("--number and --repeat must be at least 1")
+    dump_root = args.dump or tempfile.mkdtemp(prefix="tvmrt_profile_")
+    try:
+        model, _ = load(args, loader=lambda files, dev: load_artifact(files, dev, True, dump_root))
+        inputs = make_inputs(model, args)
+        module: Any = model.module
+        set_inputs(model, inputs)
+        table = io.StringIO()
+        with contextlib.redirect_stdout(table):
+            module.run(number=args.number, repeat=args.repeat)
+        if args.trace:
+            trace = Path(module._dump_path) / "_tvmdbg_execution_trace.json"
+            shutil.copyfile(trace, args.trace)
+        if args.csv or args.json:
+            report = module.profile()
+            print(report.csv() if args.csv else report.json())
+        else:
+            print(table.getvalue().rstrip("\n"))
+        if args.trace and not (args.csv or args.json):
+            print(f"Chrome trace written to {args.trace} (open it in ui.perfetto.dev)")
+        if args.dump and not (args.csv or args.json):
+            print(f"debug dump kept in {module._dump_path}")
+    finally:
+        if not args.dump:
+            shutil.rmtree(dump_root, ignore_errors=True)
+    return 0
