@@ -200,9 +200,11 @@ def test_plain_shared_library_is_not_a_tvm_module(tmp_path):
         rt.load_module(build_shared(PLAIN_C, tmp_path, "plain"))
 
 
-def test_tvm_ffi_library_is_refused_for_now(tmp_path):
-    with pytest.raises(ModuleLoadError, match=r"built by TVM >= 0.21 \(the tvm-ffi ABI"):
-        rt.load_module(build_shared(FFI_C, tmp_path, "ffi"))
+def test_tvm_ffi_library_goes_to_the_ffi_loader(tmp_path):
+    module = rt.load_module(build_shared(FFI_C, tmp_path, "ffi"))
+    assert type(module).__name__ == "FFILibraryModule"
+    assert module.function_names == ["add"]
+    assert module["add"]() is None
 
 
 def test_unresolvable_imports_are_refused(tmp_path):

@@ -3,8 +3,11 @@
 The services live in a small C library built with the package (``tvmrt._native_backend``,
 source ``src/tvmrt/_native/backend.c``): a 64-byte aligned caching workspace allocator, a
 persistent pthread pool for ``TVMBackendParallelLaunch``, and the thread-local error slot.
-Loaders write the addresses from :func:`slot_addresses` into a kernel library's
-``__TVMBackend*`` slots; kernels then call into C without touching Python.
+One implementation serves both kernel ABIs. Loaders write the addresses from
+:func:`slot_addresses` (legacy) or :func:`ffi_symbol_addresses` (tvm-ffi) into a kernel
+library's ``__TVMBackend*`` / ``__TVMFFI*`` slots, or into the GOT entries of the names it
+imports; kernels then call into C without touching Python. :func:`make_kernel_call`
+builds the native object the graph executor calls once per tvm-ffi kernel.
 
 The library is loaded with ``RTLD_LOCAL``. :func:`make_global` promotes it to
 ``RTLD_GLOBAL`` when a library is about to be loaded that *imports* the backend
@@ -25,6 +28,7 @@ import ctypes
 import importlib.util
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +51,8 @@ __all__ = [
     "set_spin_count",
     "slot_addresses",
     "ffi_error_addresses",
+    "ffi_symbol_addresses",
+    "make_kernel_call",
     "take_last_error",
     "take_last_error_with_kind",
     "set_last_error",
@@ -70,6 +76,23 @@ SLOT_FUNCTIONS = (
 )
 # Functions a C-target kernel library may import by name (resolved once the backend is global).
 PROVIDED_SYMBOLS = frozenset(SLOT_FUNCTIONS)
+
+# What tvm-ffi kernel libraries may call, by the C name they use (as a "__" + name slot, or
+# as an undefined import whose GOT entry the loader patches), and the backend function
+# serving it. The lookups (call_packed externs) report an error: tvmrt has no tvm-ffi
+# function objects to give kernels.
+FFI_FUNCTIONS = {
+    "TVMBackendAllocWorkspace": "TVMBackendAllocWorkspace",
+    "TVMBackendFreeWorkspace": "TVMBackendFreeWorkspace",
+    "TVMBackendParallelLaunch": "TVMBackendParallelLaunch",
+    "TVMBackendParallelBarrier": "TVMBackendParallelBarrier",
+    "TVMFFIErrorSetRaisedFromCStr": "tvmrt_ffi_error_set_raised_from_cstr",
+    "TVMFFIErrorSetRaisedFromCStrParts": "tvmrt_ffi_error_set_raised_from_cstr_parts",
+    "TVMFFIHandleInitOnce": "tvmrt_ffi_handle_init_once",
+    "TVMBackendGetFuncFromEnv": "tvmrt_ffi_get_func_from_env",
+    "TVMFFIEnvModLookupFromImports": "tvmrt_ffi_env_mod_lookup_from_imports",
+    "TVMFFIFunctionCall": "tvmrt_ffi_function_call",
+}
 
 _STAT_NAMES = (
     "workspace_allocs",
@@ -207,6 +230,7 @@ def _load(path: str) -> None:
     lib.tvmrt_set_env_callbacks.restype = None
     lib.tvmrt_set_env_callbacks.argtypes = [c_void_p, c_void_p]
     lib.tvmrt_time_call_sequence.restype = ctypes.c_int64
+    lib.tvmrt_time_ffi_call_sequence.restype = ctypes.c_int64
     lib.tvmrt_time_empty_launch.restype = ctypes.c_double
     lib.tvmrt_time_empty_launch.argtypes = [c_int]
     lib.tvmrt_time_workspace.restype = ctypes.c_double
@@ -312,6 +336,41 @@ def ffi_error_addresses() -> dict[str, int]:
         assert address is not None
         out[ffi_name] = address
     return out
+
+
+def ffi_symbol_addresses() -> dict[str, int]:
+    """C addresses of the services a tvm-ffi kernel library may use, by tvm-ffi's names.
+
+    Keys are the names of :data:`FFI_FUNCTIONS`: a loader writes each address into the
+    ``"__" + name`` slot where the library defines one, and into the GOT entry of an
+    undefined ``name``. The error setters and the lookups are exported under private
+    ``tvmrt_ffi_*`` names (see :func:`ffi_error_addresses`).
+    """
+    lib = native_library()
+    out = {}
+    for ffi_name, name in FFI_FUNCTIONS.items():
+        address = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+        assert address is not None
+        out[ffi_name] = address
+    return out
+
+
+def make_kernel_call(
+    func: int, args: int, num_args: int, result: int, on_error: Callable[[], object], keep: object
+) -> Callable[[], None]:
+    """A prepared tvm-ffi kernel call: calling it (no arguments) runs the kernel.
+
+    Calling it releases the GIL and runs ``func(NULL, args, num_args, result)`` in C
+    (``result`` is reset to None first); a non-zero status calls ``on_error()``, which must
+    raise. ``keep`` holds the memory behind ``args`` and ``result`` for the object's life.
+    About 50 ns per call, where a ctypes call costs 280-350 ns (bench/README.md).
+    """
+    native_library()  # the services the kernel calls into are set up
+    extension: Any = importlib.import_module(_EXTENSION)
+    call: Callable[[], None] = extension.make_kernel_call(
+        func, args, num_args, result, on_error, keep
+    )
+    return call
 
 
 def take_last_error_with_kind() -> tuple[str, str]:

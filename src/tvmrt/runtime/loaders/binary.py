@@ -24,6 +24,7 @@ from tvmrt.error import ModuleLoadError
 __all__ = [
     "BinaryInfo",
     "ElfFile",
+    "ElfRelocation",
     "ElfSymbol",
     "TvmSymbols",
     "host_machine",
@@ -357,8 +358,24 @@ def _os_name(system: str) -> str:
 # -- ELF symbol tables ------------------------------------------------------------------
 
 _SHT_SYMTAB = 2
+_SHT_RELA = 4
+_SHT_DYNAMIC = 6
 _SHT_NOBITS = 8
+_SHT_REL = 9
 _SHT_DYNSYM = 11
+_PT_GNU_RELRO = 0x6474E552
+_DT_BIND_NOW = 24
+_DT_FLAGS = 30
+_DT_FLAGS_1 = 0x6FFFFFFB
+_DF_BIND_NOW = 0x8
+_DF_1_NOW = 0x1
+# (e_machine name) -> {relocation type: kind} for the GOT entries a loader may patch
+_RELOC_KINDS = {
+    "x86-64": {6: "glob_dat", 7: "jump_slot"},
+    "x86": {6: "glob_dat", 7: "jump_slot"},
+    "aarch64": {1025: "glob_dat", 1026: "jump_slot"},
+    "riscv": {5: "jump_slot"},
+}
 _SHN_UNDEF = 0
 _SHN_LORESERVE = 0xFF00
 _SHN_XINDEX = 0xFFFF
@@ -403,6 +420,28 @@ class ElfSymbol:
     def is_function(self) -> bool:
         """Whether the symbol is code."""
         return self.type in ("func", "ifunc")
+
+
+@dataclass(frozen=True)
+class ElfRelocation:
+    """A dynamic relocation: where the dynamic loader writes what.
+
+    Attributes
+    ----------
+    offset
+        Address of the patched word, relative to the library's load base.
+    type
+        The machine-specific relocation type.
+    kind
+        ``"jump_slot"`` (a PLT entry's GOT word), ``"glob_dat"`` (a GOT word) or ``"other"``.
+    symbol
+        Name of the symbol it refers to (``""`` if none).
+    """
+
+    offset: int
+    type: int
+    kind: str
+    symbol: str
 
 
 @dataclass(frozen=True)
@@ -573,6 +612,65 @@ class ElfFile:
         raw = self.read_symbol(symbol, min(n, limit))
         return raw.split(b"\x00", 1)[0].decode("utf-8", errors="replace")
 
+    def relocations(self) -> list[ElfRelocation]:
+        """The dynamic relocations (``.rela.dyn``, ``.rela.plt``, ...) against dynamic symbols."""
+        kinds = _RELOC_KINDS.get(self.info.machine, {})
+        out = []
+        for section in self.sections:
+            if section.type not in (_SHT_RELA, _SHT_REL) or section.link >= len(self.sections):
+                continue
+            table = self.sections[section.link]
+            if table.type != _SHT_DYNSYM:
+                continue
+            names = [""] + [s.name for s in self._read_symbols(table)]
+            rela = section.type == _SHT_RELA
+            fmt = ("QQq" if rela else "QQ") if self._is64 else ("IIi" if rela else "II")
+            size = struct.calcsize(self._order + fmt)
+            for i in range(section.size // size):
+                offset, info = self._unpack(fmt, section.offset + i * size, "relocation")[:2]
+                sym, rtype = (
+                    (info >> 32, info & 0xFFFFFFFF) if self._is64 else (info >> 8, info & 0xFF)
+                )
+                if sym >= len(names):
+                    raise self._corrupt(f"relocation {i} names missing symbol {sym}")
+                out.append(ElfRelocation(offset, rtype, kinds.get(rtype, "other"), names[sym]))
+        return out
+
+    def binds_now(self) -> bool:
+        """Whether the library asks for immediate binding (linked with ``-z now``)."""
+        for section in self.sections:
+            if section.type != _SHT_DYNAMIC:
+                continue
+            fmt = "qQ" if self._is64 else "iI"
+            size = struct.calcsize(self._order + fmt)
+            for i in range(section.size // size):
+                tag, value = self._unpack(fmt, section.offset + i * size, "dynamic entry")
+                if tag == 0:
+                    break
+                if tag == _DT_BIND_NOW or (tag == _DT_FLAGS and value & _DF_BIND_NOW):
+                    return True
+                if tag == _DT_FLAGS_1 and value & _DF_1_NOW:
+                    return True
+        return False
+
+    def relro_ranges(self) -> list[tuple[int, int]]:
+        """``[start, end)`` addresses that become read-only after relocation (``PT_GNU_RELRO``)."""
+        if self._is64:
+            phoff = self._unpack("Q", 0x20, "ELF header")[0]
+            phentsize, phnum = self._unpack("HH", 0x36, "ELF header")
+            fmt, fields = "IIQQQQQQ", (3, 6)  # p_vaddr, p_memsz
+        else:
+            phoff = self._unpack("I", 0x1C, "ELF header")[0]
+            phentsize, phnum = self._unpack("HH", 0x2A, "ELF header")
+            fmt, fields = "IIIIIIII", (2, 5)
+        out = []
+        for i in range(phnum if phoff else 0):
+            header = self._unpack(fmt, phoff + i * phentsize, "program header")
+            if header[0] == _PT_GNU_RELRO:
+                start = header[fields[0]]
+                out.append((start, start + header[fields[1]]))
+        return out
+
 
 # -- what kind of TVM module a library is ------------------------------------------------
 
@@ -597,6 +695,9 @@ _LEGACY_UNDEFINED = {
 }
 _FFI021_MARKERS = {"__tvm_ffi_library_ctx", "__tvm_ffi_library_bin"}
 _FFI_MARKERS = {"__tvm_ffi__library_ctx", "__tvm_ffi__library_bin", "__tvm_ffi_main"}
+FFI_PREFIX = "__tvm_ffi_"
+# TVMFFIErrorSetRaisedFromCStrParts is called directly since TVM 0.24 (prefixed names)
+_FFI_DIRECT_IMPORTS = {"TVMFFIErrorSetRaisedFromCStrParts"}
 _KERNEL_PREFIXES = ("tvmgen_", "fused_", "fuse_")
 _NOT_PACKED = {"_init", "_fini"}
 
@@ -608,12 +709,14 @@ class TvmSymbols:
     Attributes
     ----------
     abi
-        ``"legacy"`` (TVM <= 0.20 packed functions), ``"tvm-ffi-0.21"``, ``"tvm-ffi"``
-        (>= 0.22) or ``"none"`` (not a TVM module).
+        ``"legacy"`` (TVM <= 0.20 packed functions), ``"tvm-ffi-0.21"`` (tvm-ffi calling
+        convention, functions under their plain names), ``"tvm-ffi"`` (>= 0.22,
+        ``__tvm_ffi_<name>``) or ``"none"`` (not a TVM module).
     functions
         Names of the exported functions that can be packed functions.
     slots
-        The ``__TVM*`` context slots the library defines.
+        The context slots the library defines: data symbols named ``__TVM...``
+        (``__TVMBackendAllocWorkspace``, ``__TVMFFIErrorSetRaisedFromCStr``, ...).
     undefined
         Names the library imports (functions and data it expects someone to provide).
     has_entry
@@ -646,13 +749,21 @@ def scan_tvm_symbols(symbols: Iterable[ElfSymbol]) -> TvmSymbols:
             and (not s.name.startswith("__") or s.name.startswith("__tvm"))
         )
     )
-    ffi_functions = any(n.startswith("__tvm_ffi_") for n in functions)
-    if defined & _FFI021_MARKERS:
-        abi = "tvm-ffi-0.21"
-    elif (
-        defined & _FFI_MARKERS or ffi_functions or "TVMFFIErrorSetRaisedFromCStrParts" in undefined
-    ):
+    ffi_functions = any(n.startswith(FFI_PREFIX) for n in functions)
+    slots = tuple(
+        sorted(
+            s.name
+            for s in symbols
+            if s.defined and s.name.startswith("__TVM") and not s.is_function and s.bind != "local"
+        )
+    )
+    ffi_021 = any(n.startswith("__TVMFFI") for n in slots) or any(
+        n.startswith("TVMFFI") for n in undefined
+    )
+    if defined & _FFI_MARKERS or ffi_functions or _FFI_DIRECT_IMPORTS.intersection(undefined):
         abi = "tvm-ffi"
+    elif defined & _FFI021_MARKERS or ffi_021:
+        abi = "tvm-ffi-0.21"
     elif (
         defined & _LEGACY_MARKERS
         or _LEGACY_UNDEFINED.intersection(undefined)
@@ -672,7 +783,7 @@ def scan_tvm_symbols(symbols: Iterable[ElfSymbol]) -> TvmSymbols:
     return TvmSymbols(
         abi=abi,
         functions=functions,
-        slots=tuple(s for s in LEGACY_SLOTS if s in defined),
+        slots=slots,
         undefined=undefined,
         has_entry="__tvm_main__" in defined or "__tvm_ffi_main" in defined,
         blob_symbol=blob,

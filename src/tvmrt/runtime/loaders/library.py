@@ -1,4 +1,8 @@
-"""Load legacy (TVM <= 0.20) kernel libraries: ``runtime.module.loadfile_so``.
+"""Load kernel libraries: ``runtime.module.loadfile_so``.
+
+Legacy libraries (TVM <= 0.20, packed functions) are loaded here; tvm-ffi libraries
+(TVM >= 0.21) are recognised by their symbols in step 2 and handed to
+:mod:`tvmrt.runtime.loaders.ffi`.
 
 The steps follow TVM's ``dso_library.cc`` / ``library_module.cc`` (docs/abi.md §6.1), with
 checks first so that a wrong file fails with a clear :class:`~tvmrt.error.ModuleLoadError`
@@ -256,8 +260,9 @@ def load_shared_library(path: str, source: str | None = None) -> Module:
     Raises
     ------
     ModuleLoadError
-        If the file is not a shared library for this machine, not a TVM module, uses
-        the tvm-ffi ABI, imports symbols nobody provides, or its module blob is unusable.
+        If the file is not a shared library for this machine, not a TVM module, was built
+        for an ABI version tvmrt does not support, imports symbols nobody provides, or
+        its module blob is unusable.
     """
     shown = source or path
     info = identify(path)
@@ -279,6 +284,11 @@ def load_shared_library(path: str, source: str | None = None) -> Module:
         elf, dynsym, symbols, entry, parsed = None, [], None, None, None
     if symbols is not None:
         _check_abi(symbols, shown)
+        if symbols.abi.startswith("tvm-ffi"):
+            from tvmrt.runtime.loaders.ffi import load_ffi_library
+
+            assert elf is not None
+            return load_ffi_library(path, shown, elf, dynsym, symbols)
         if _backend.PROVIDED_SYMBOLS.intersection(symbols.undefined):
             _backend.make_global()  # C-target kernels import the backend by name
     slots = _backend.slot_addresses()  # loads the native backend before the library
@@ -303,11 +313,6 @@ def _check_abi(symbols: TvmSymbols, shown: str) -> None:
             f"cannot load {shown!r}: the shared library is not a TVM module (it has none of "
             "TVM's symbols such as __tvm_main__, __tvm_module_ctx, __tvm_dev_mblob or "
             "__TVMAPISetLastError, and no TVM kernel names)"
-        )
-    if symbols.abi.startswith("tvm-ffi"):
-        raise ModuleLoadError(
-            f"cannot load {shown!r}: it was built by TVM >= 0.21 (the tvm-ffi ABI, "
-            f"{symbols.abi}); tvmrt loads legacy libraries from TVM <= 0.20 only so far"
         )
 
 
@@ -345,12 +350,17 @@ def _process_scope() -> ctypes.CDLL:
     return ctypes.CDLL(None)
 
 
-def _check_imports_resolve(lib: ctypes.CDLL, dynsym: list[ElfSymbol], shown: str) -> None:
-    """Fail now, not with a dead process at the first call, if an import cannot be bound."""
+def _check_imports_resolve(
+    lib: ctypes.CDLL, dynsym: list[ElfSymbol], shown: str, provided: frozenset[str] = frozenset()
+) -> None:
+    """Fail now, not with a dead process at the first call, if an import cannot be bound.
+
+    ``provided`` names imports the loader redirects itself (GOT patching).
+    """
     process = _process_scope()
     missing = []
     for symbol in dynsym:
-        if symbol.defined or symbol.bind == "weak" or not symbol.name:
+        if symbol.defined or symbol.bind == "weak" or not symbol.name or symbol.name in provided:
             continue
         try:
             lib[symbol.name]

@@ -16,12 +16,14 @@ paths in the archive are never used, and links or devices are refused.
 from __future__ import annotations
 
 import hashlib
+import lzma
 import os
 import shlex
 import shutil
 import subprocess
 import tarfile
 import tempfile
+import zlib
 from pathlib import Path, PurePosixPath
 
 from tvmrt.error import ModuleLoadError
@@ -131,7 +133,7 @@ def _read_members(path: str) -> list[tuple[str, bytes]]:
                     )
                 total += len(data)
                 members.append((member.name, data))
-    except (tarfile.TarError, EOFError, OSError) as exc:
+    except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
         if isinstance(exc, ModuleLoadError):
             raise
         raise ModuleLoadError(f"cannot load {path!r}: not a readable tar archive: {exc}") from exc

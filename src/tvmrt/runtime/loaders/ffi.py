@@ -1,0 +1,594 @@
+"""Load tvm-ffi kernel libraries (TVM >= 0.21): ``tvm.compile(...).export_library(...)`` output.
+
+Since TVM 0.21 compiled kernels use tvm-ffi's calling convention (docs/abi.md §3):
+``int f(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result)``, exported
+as ``__tvm_ffi_<name>`` (TVM >= 0.22) or under the plain name (0.21). tvmrt runs them on
+its own, without ``apache-tvm-ffi``, over the same native backend as legacy kernels:
+
+1. the symbols say which ABI (:func:`~tvmrt.runtime.loaders.binary.scan_tvm_symbols`); a
+   library that needs a context symbol or runtime function tvmrt does not know was built
+   for a tvm-ffi version tvmrt does not support, and is refused;
+2. ``__tvm_ffi__library_bin`` (>= 0.22 layout) or ``__tvm_ffi_library_bin`` (0.21, legacy
+   layout) is parsed from the file;
+3. the imports tvmrt supplies (``TVMFFIErrorSetRaisedFromCStrParts``; ``TVMBackend*`` of
+   ``target="c"`` kernels) are found among the GOT relocations, and every other import
+   must resolve;
+4. the file's bytes, exactly as checked, are loaded from a private in-memory copy
+   (``memfd``; else the file itself) with ``RTLD_LAZY | RTLD_LOCAL``: the instance is
+   tvmrt's alone, so ``tvm_ffi.load_module`` of the same file in the same process gets its
+   own, untouched by tvmrt;
+5. before any kernel runs, the GOT entries of those imports and the ``__TVMBackend*`` /
+   ``__TVMFFI*`` context slots are pointed at the native backend (workspace, thread pool,
+   thread-local error slot), and a module token goes into ``__tvm_ffi__library_ctx``.
+
+Calls: :meth:`FFIKernelFunc.prepare_call` builds the ``TVMFFIAny`` array once (type index 7,
+``DLTensor*`` with DLPack dtype codes: bool is ``(6, 8, 1)``) and returns a native call
+object; a failing kernel raises :class:`~tvmrt.error.KernelError` with the kernel's
+``"<kind>: <message>"``.
+
+Why not ``apache-tvm-ffi`` (bench/README.md, "ffi_dispatch"): one call costs ~50 ns here
+against ~125 ns through ``tvm_ffi`` (and ~225-290 ns through ctypes); tvm_ffi alone
+crashes the error path of 0.22-0.23 kernels and the workspace calls of ``target="c"``
+kernels; registering tvmrt's services in tvm_ffi's global context-symbol registry would
+also change every library a user's ``tvm``/``tvm_ffi`` loads later; and there is no
+3.3 MB dependency.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+
+from tvmrt.error import FunctionNotFoundError, KernelError, ModuleLoadError
+from tvmrt.runtime import _backend
+from tvmrt.runtime._ctypes_api import FFI_DLTENSOR_PTR, DLDataType, DLTensor, TVMFFIAny
+from tvmrt.runtime._dlpack import _dlpack_dtype
+from tvmrt.runtime.device import Device
+from tvmrt.runtime.dtype import DataType
+from tvmrt.runtime.loaders.binary import FFI_PREFIX, ElfFile, ElfSymbol, TvmSymbols
+from tvmrt.runtime.loaders.blob import ParsedBlob, assemble_modules, parse_module_blob
+from tvmrt.runtime.module import Module
+from tvmrt.runtime.ndarray import NDArray
+from tvmrt.runtime.packed_func import PackedFunc, PreparedCall
+
+__all__ = ["FFIKernelFunc", "FFILibraryModule", "load_ffi_library", "kernel_call_parts"]
+
+_MAIN = "__tvm_ffi_main"
+_SPECIAL = "__tvm_ffi__"  # __tvm_ffi__library_ctx, __tvm_ffi__metadata_<f>, ...
+_CTX_SYMBOLS = ("__tvm_ffi__library_ctx", "__tvm_ffi_library_ctx")
+_BIN = "__tvm_ffi__library_bin"
+_BIN_021 = "__tvm_ffi_library_bin"
+_ALIGNMENT = 64
+_SUPPORTED = "the tvm-ffi ABI of TVM 0.21 to 0.27"
+
+# TVMFFITypeIndex values (unchanged since v0.21)
+_NONE, _INT, _BOOL, _FLOAT, _OPAQUE_PTR, _DATATYPE, _DEVICE = 0, 1, 2, 3, 4, 5, 6
+_RAW_STR, _SMALL_STR, _FIRST_OBJECT = 8, 11, 64
+
+# int (*)(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result)
+_SafeCall = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p
+)
+
+
+def _error_text(name: str, kind: str, message: str) -> str:
+    message = message.rstrip()
+    if not message:
+        return f"function {name!r} failed without setting an error message"
+    return f"{kind}: {message}" if kind else message
+
+
+def _ffi_dltensor(arr: NDArray) -> DLTensor:
+    """A ``DLTensor`` for tvm-ffi kernels: DLPack dtype codes, data pointer already offset."""
+    legacy = arr._dltensor()  # owns the shape/strides arrays (cached on the NDArray)
+    code, bits, lanes = _dlpack_dtype(arr.dtype)
+    return DLTensor(
+        data=arr.data_ptr or None,
+        device=legacy.device,
+        ndim=legacy.ndim,
+        dtype=DLDataType(code, bits, lanes),
+        shape=legacy.shape,
+        strides=legacy.strides,
+        byte_offset=0,
+    )
+
+
+def _check_tensor(arr: NDArray, index: int, name: str) -> None:
+    from tvmrt.runtime.loaders.library import _check_aligned
+
+    _check_aligned(arr, index, name)
+
+
+def _set_any(slot: TVMFFIAny, arg: object, index: int, name: str, keep: list[object]) -> None:
+    """Encode ``arg`` into ``slot``; objects the kernel will point into go to ``keep``."""
+    if isinstance(arg, NDArray):
+        _check_tensor(arg, index, name)
+        dl = _ffi_dltensor(arg)
+        slot.type_index, slot.v_ptr = FFI_DLTENSOR_PTR, ctypes.addressof(dl)
+        keep.extend((arg, dl))
+    elif arg is None:
+        slot.type_index = _NONE
+    elif isinstance(arg, bool | np.bool_):
+        slot.type_index, slot.v_int64 = _BOOL, int(arg)
+    elif isinstance(arg, int | np.integer):
+        slot.type_index, slot.v_int64 = _INT, int(arg)
+    elif isinstance(arg, float | np.floating):
+        slot.type_index, slot.v_float64 = _FLOAT, float(arg)
+    elif isinstance(arg, DataType):
+        code, bits, lanes = _dlpack_dtype(arg)
+        slot.type_index, slot.v_dtype = _DATATYPE, DLDataType(code, bits, lanes)
+    elif isinstance(arg, Device):
+        slot.type_index = _DEVICE
+        slot.v_device.device_type, slot.v_device.device_id = arg.device_type, arg.device_id
+    elif isinstance(arg, str):
+        data = ctypes.create_string_buffer(arg.encode("utf-8"))
+        slot.type_index, slot.v_ptr = _RAW_STR, ctypes.addressof(data)
+        keep.append(data)
+    else:
+        raise TypeError(
+            f"function {name!r}: argument {index} of type {type(arg).__name__} cannot be passed "
+            "to a tvm-ffi kernel; expected an NDArray, int, float, bool, str, DataType, Device "
+            "or None"
+        )
+
+
+def _decode(result: TVMFFIAny, name: str) -> object:
+    index = result.type_index
+    if index == _NONE:
+        return None
+    if index == _INT:
+        return int(result.v_int64)
+    if index == _BOOL:
+        return bool(result.v_int64)
+    if index == _FLOAT:
+        return float(result.v_float64)
+    if index == _OPAQUE_PTR:
+        return result.v_ptr
+    if index == _SMALL_STR:
+        raw = ctypes.string_at(ctypes.addressof(result) + 8, min(result.zero_padding, 7))
+        return raw.decode("utf-8", errors="replace")
+    # an object reference: releasing it needs libtvm_ffi, which tvmrt does not use
+    raise TypeError(
+        f"function {name!r} returned a tvm-ffi value of type index {index}; tvmrt receives "
+        "only None, int, bool, float, pointers and short strings from kernels"
+    )
+
+
+class FFIKernelFunc(PackedFunc):
+    """A function of a tvm-ffi kernel library (``TVMFFISafeCallType``).
+
+    Parameters
+    ----------
+    address
+        Address of the C function.
+    name
+        Its name in the module (``add`` for the symbol ``__tvm_ffi_add``).
+    library
+        The module it belongs to (kept alive with the function).
+    """
+
+    __slots__ = ("address", "library")
+
+    def __init__(self, address: int, name: str, library: Module) -> None:
+        super().__init__(_SafeCall(address), name)
+        self.address = address
+        self.library = library
+
+    def _raise_error(self) -> NoReturn:
+        kind, message = _backend.take_last_error_with_kind()
+        raise KernelError(_error_text(self.name, kind, message))
+
+    def __call__(self, *args: Any) -> Any:
+        """Call with tensors (as ``DLTensor*``), ints, floats, bools, strings or ``None``.
+
+        Raises
+        ------
+        KernelError
+            If the kernel reports an error, e.g. ``"ValueError: Invalid A.shape[0] ..."``.
+        ArrayError
+            If a tensor's data is not 64-byte aligned (the kernels assume it).
+        """
+        n = len(args)
+        values = (TVMFFIAny * max(n, 1))()
+        keep: list[object] = []
+        for i, arg in enumerate(args):
+            _set_any(values[i], arg, i, self.name, keep)
+        result = TVMFFIAny()
+        if self._func(None, values, n, ctypes.byref(result)) != 0:
+            self._raise_error()
+        del keep
+        return _decode(result, self.name)
+
+    def prepare_call(self, args: Sequence[NDArray]) -> PreparedCall:
+        """Build the ``TVMFFIAny`` array once; ``fn()`` then runs the kernel from C.
+
+        ``fn`` is a native call object (see :func:`tvmrt.runtime._backend.make_kernel_call`)
+        that owns the argument memory and keeps ``args`` alive; it raises
+        :class:`KernelError` when the kernel fails.
+
+        Raises
+        ------
+        TypeError
+            If an argument is not an NDArray.
+        ArrayError
+            If a tensor's data is not 64-byte aligned.
+        """
+        n = len(args)
+        values = (TVMFFIAny * max(n, 1))()
+        keep: list[object] = []
+        for i, arg in enumerate(args):
+            if not isinstance(arg, NDArray):
+                raise TypeError(
+                    f"function {self.name!r}: argument {i} must be an NDArray, "
+                    f"got {type(arg).__name__}"
+                )
+            _set_any(values[i], arg, i, self.name, keep)
+        result = TVMFFIAny()
+        keep.extend((values, result, self))
+        call = _backend.make_kernel_call(
+            self.address,
+            ctypes.addressof(values),
+            n,
+            ctypes.addressof(result),
+            self._raise_error,
+            tuple(keep),
+        )
+        return (call, ())
+
+    def __repr__(self) -> str:
+        return f"FFIKernelFunc({self.name!r}, {self.address:#x})"
+
+
+def kernel_call_parts(prepared: PreparedCall) -> tuple[int, int, int] | None:
+    """``(function, TVMFFIAny* args, num_args)`` of a prepared tvm-ffi kernel call.
+
+    ``None`` if ``prepared`` did not come from :meth:`FFIKernelFunc.prepare_call`. The
+    benchmark replays calls from C with these.
+    """
+    fn, fn_args = prepared
+    parts = getattr(fn, "parts", None)
+    if fn_args or type(fn).__name__ != "KernelCall" or parts is None:
+        return None
+    func, args, num_args, _ = parts()
+    return int(func), int(args), int(num_args)
+
+
+class FFILibraryModule(Module):
+    """A loaded tvm-ffi kernel library: one function per exported kernel.
+
+    Parameters
+    ----------
+    path
+        The file, for messages.
+    lib
+        The ``dlopen``-ed library.
+    symbols
+        What its dynamic symbols say.
+    entry
+        The entry function's symbol (``__tvm_ffi_main``, or the name in ``__tvm_main__``
+        for TVM 0.21), if any.
+    skipped
+        Kinds of the modules in ``__tvm_ffi__library_bin`` that tvmrt does not load.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        lib: ctypes.CDLL,
+        symbols: TvmSymbols,
+        entry: str | None,
+        skipped: Sequence[str] = (),
+    ) -> None:
+        super().__init__()
+        self.path = path
+        self.abi = symbols.abi
+        self._lib = lib
+        self._entry = entry
+        self.skipped_modules = tuple(skipped)
+        if symbols.abi == "tvm-ffi":
+            self._symbols = {
+                name[len(FFI_PREFIX) :]: name
+                for name in symbols.functions
+                if name.startswith(FFI_PREFIX) and not name.startswith(_SPECIAL) and name != _MAIN
+            }
+        else:  # 0.21: plain names
+            self._symbols = {n: n for n in symbols.functions if not n.startswith("__")}
+        self._cache: dict[str, FFIKernelFunc] = {}
+
+    @property
+    def type_key(self) -> str:
+        return "library"
+
+    @property
+    def format(self) -> str:
+        return "so"
+
+    @property
+    def function_names(self) -> list[str]:
+        """Names of the exported kernels (without the ``__tvm_ffi_`` prefix)."""
+        return sorted(self._symbols)
+
+    def __repr__(self) -> str:
+        return f"FFILibraryModule({self.path!r}, abi={self.abi!r})"
+
+    def get_function(self, name: str, query_imports: bool = False) -> PackedFunc:
+        try:
+            return super().get_function(name, query_imports)
+        except FunctionNotFoundError:
+            if not self.skipped_modules:
+                raise
+            raise FunctionNotFoundError(
+                f"Module has no function '{name}' (the library also holds modules tvmrt "
+                f"does not load: {', '.join(self.skipped_modules)})"
+            ) from None
+
+    def _get_function(self, name: str) -> PackedFunc | None:
+        func = self._cache.get(name)
+        if func is not None:
+            return func
+        symbol = self._entry if name in (self.entry_name, "main") else self._symbols.get(name)
+        if symbol is None:
+            return None
+        try:
+            address = ctypes.cast(self._lib[symbol], ctypes.c_void_p).value
+        except AttributeError:
+            return None
+        if not address:
+            return None
+        func = FFIKernelFunc(address, name, self)
+        self._cache[name] = func
+        return func
+
+
+# -- loading ------------------------------------------------------------------------------
+
+
+def load_ffi_library(
+    path: str, shown: str, elf: ElfFile, dynsym: list[ElfSymbol], symbols: TvmSymbols
+) -> Module:
+    """Load a tvm-ffi kernel library whose symbols were read already; return the root module.
+
+    Parameters
+    ----------
+    path
+        The shared library.
+    shown
+        The name for messages (the user's file when ``path`` was linked from it).
+    elf, dynsym, symbols
+        The parsed file, its dynamic symbols and what they say.
+
+    Raises
+    ------
+    ModuleLoadError
+        If the library was built for a tvm-ffi ABI version tvmrt does not support, needs
+        symbols nobody provides, or its embedded modules are unreadable.
+    """
+    from tvmrt.runtime.loaders import library
+
+    addresses = _backend.ffi_symbol_addresses()  # loads the native backend first
+    _check_supported(symbols, addresses, shown)
+    entry, skipped, parsed = _read_library_bin(elf, dynsym, symbols, shown)
+    patches = _plan_patches(elf, symbols, addresses, shown)
+    lib = _dlopen_private(path, elf, shown)
+    library._check_imports_resolve(lib, dynsym, shown, provided=frozenset(addresses))
+    _apply_patches(lib, elf, dynsym, patches, shown)
+    for slot in symbols.slots:  # every slot is one of ours (_check_supported)
+        ctypes.c_void_p.in_dll(lib, slot).value = addresses[slot[2:]]
+    module = FFILibraryModule(shown, lib, symbols, entry, skipped)
+    for name in _CTX_SYMBOLS:
+        try:
+            ctx = ctypes.c_void_p.in_dll(lib, name)
+        except ValueError:
+            continue
+        ctx.value = _backend.register_module_context(module)
+    return assemble_modules(parsed, module) if parsed is not None else module
+
+
+def _check_supported(symbols: TvmSymbols, addresses: dict[str, int], shown: str) -> None:
+    """Refuse, before loading, a library that needs services tvmrt does not know."""
+    unknown = [s for s in symbols.slots if s[2:] not in addresses]
+    unknown += [
+        name
+        for name in symbols.undefined
+        if name.startswith(("TVMFFI", "TVMBackend", "TVMAPI", "TVMFunc", "TVMArray"))
+        and name not in addresses
+    ]
+    if unknown:
+        raise ModuleLoadError(
+            f"cannot load {shown!r}: it was built for a tvm-ffi ABI version tvmrt does not "
+            f"support (tvmrt runs {_SUPPORTED}); it needs runtime symbols tvmrt does not "
+            f"provide: {', '.join(sorted(unknown))}"
+        )
+    if symbols.abi == "tvm-ffi-0.21" and not any(not n.startswith("__") for n in symbols.functions):
+        raise ModuleLoadError(
+            f"cannot load {shown!r}: it looks like a TVM 0.21 tvm-ffi library but exports no "
+            "kernel functions"
+        )
+
+
+def _read_library_bin(
+    elf: ElfFile, dynsym: list[ElfSymbol], symbols: TvmSymbols, shown: str
+) -> tuple[str | None, list[str], ParsedBlob | None]:
+    """``(entry symbol, skipped module kinds, parsed 0.21 blob or None)``, read from the file."""
+    defined = {s.name: s for s in dynsym if s.defined}
+    parsed: ParsedBlob | None = None
+    skipped: list[str] = []
+    if symbols.abi == "tvm-ffi":
+        entry = _MAIN if _MAIN in defined and defined[_MAIN].is_function else None
+        if _BIN in defined:
+            skipped = _skipped_kinds(_read_sized(elf, defined[_BIN]), f"{_BIN} of {shown!r}")
+        return entry, skipped, None
+    entry = None
+    if "__tvm_main__" in defined:  # 0.21 still names the entry in a char array
+        entry = elf.read_cstring(defined["__tvm_main__"]) or None
+    if _BIN_021 in defined:  # 0.21 wrote the legacy blob layout under the new name
+        data = _read_sized(elf, defined[_BIN_021])
+        parsed = parse_module_blob(data, f"{_BIN_021} of {shown!r}")
+    return entry, skipped, parsed
+
+
+def _read_sized(elf: ElfFile, symbol: ElfSymbol) -> bytes:
+    head = elf.read_symbol(symbol, 8)
+    return elf.read_symbol(symbol, 8 + int.from_bytes(head, "little"))
+
+
+def _skipped_kinds(data: bytes, what: str) -> list[str]:
+    """Validate a >= 0.22 ``__tvm_ffi__library_bin``; the kinds of its non-library modules.
+
+    Layout: ``u64 nbytes | vec<u64> indptr | vec<u64> children | (str kind [str bytes])*``;
+    every payload is length-prefixed, so modules tvmrt cannot load are skipped.
+    """
+    from tvmrt.runtime._stream import ByteReader
+
+    outer = ByteReader(data, what, ModuleLoadError)
+    reader = ByteReader(outer.blob("library binary"), what, ModuleLoadError)
+    indptr = reader.u64s("import tree indptr")
+    children = reader.u64s("import tree child indices")
+    if not indptr or indptr[0] != 0 or indptr[-1] != len(children):
+        raise reader.fail(f"invalid import tree indptr {indptr[:8]}")
+    if any(c >= len(indptr) - 1 for c in children):
+        raise reader.fail("an import tree child index is out of range")
+    kinds = []
+    libs = 0
+    for index in range(len(indptr) - 1):
+        kind = reader.string(f"kind of module {index}")
+        if kind == "_lib":
+            libs += 1
+        else:
+            reader.blob(f"bytes of module {index} ({kind!r})")
+            kinds.append(kind)
+    if libs != 1:
+        raise reader.fail(f"expected one '_lib' module, found {libs}")
+    if reader.remaining:
+        raise reader.fail(f"{reader.remaining} bytes are left over after the last module")
+    return kinds
+
+
+# -- imports: GOT patching ----------------------------------------------------------------
+
+
+def _plan_patches(
+    elf: ElfFile, symbols: TvmSymbols, addresses: dict[str, int], shown: str
+) -> list[tuple[int, str]]:
+    """``(GOT offset, name)`` for every import tvmrt supplies; refuse what cannot be patched."""
+    needed = [name for name in symbols.undefined if name in addresses]
+    if not needed:
+        return []
+    relocs = [r for r in elf.relocations() if r.symbol in needed]
+    patches = [(r.offset, r.symbol) for r in relocs if r.kind in ("jump_slot", "glob_dat")]
+    eager = {r.symbol for r in relocs if r.kind == "glob_dat"}
+    if elf.binds_now() or os.environ.get("LD_BIND_NOW"):
+        eager.update(needed)
+    process = ctypes.CDLL(None)
+    blocked = []
+    for name in sorted(eager):
+        try:
+            process[name]
+        except AttributeError:
+            blocked.append(name)
+    if blocked:
+        raise ModuleLoadError(
+            f"cannot load {shown!r}: it imports {', '.join(blocked)}, which tvmrt supplies by "
+            "patching the library's lazy bindings before its first call, but the dynamic "
+            "loader must bind them at load time (LD_BIND_NOW is set, the library was linked "
+            "with -z now, or it takes their address); unset LD_BIND_NOW or rebuild it"
+        )
+    unpatched = sorted(set(needed) - {name for _, name in patches})
+    if unpatched:
+        raise ModuleLoadError(
+            f"cannot load {shown!r}: tvmrt cannot redirect its imports {', '.join(unpatched)} "
+            f"(no relocation it knows on {elf.info.machine})"
+        )
+    return patches
+
+
+def _apply_patches(
+    lib: ctypes.CDLL,
+    elf: ElfFile,
+    dynsym: list[ElfSymbol],
+    patches: list[tuple[int, str]],
+    shown: str,
+) -> None:
+    if not patches:
+        return
+    base = _load_base(lib, dynsym, shown)
+    addresses = _backend.ffi_symbol_addresses()
+    relro = elf.relro_ranges()
+    mprotect = ctypes.CDLL(None, use_errno=True).mprotect
+    mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    mprotect.restype = ctypes.c_int
+    page = os.sysconf("SC_PAGE_SIZE")
+    for offset, name in patches:
+        where = base + offset
+        # RELRO pages (full RELRO, -z now) are read-only once the loader is done
+        protected = any(start <= offset < end for start, end in relro)
+        if protected and mprotect(where & ~(page - 1), page, 3) != 0:  # PROT_READ | PROT_WRITE
+            raise ModuleLoadError(
+                f"cannot load {shown!r}: cannot make the GOT entry of {name} writable: "
+                f"{os.strerror(ctypes.get_errno())}"
+            )
+        ctypes.c_void_p.from_address(where).value = addresses[name]
+        if protected:
+            mprotect(where & ~(page - 1), page, 1)  # PROT_READ
+
+
+def _load_base(lib: ctypes.CDLL, dynsym: list[ElfSymbol], shown: str) -> int:
+    """The library's load address: where its defined symbols are, less their link-time values.
+
+    Every symbol must agree: otherwise ``lib`` is not the file that was checked.
+    """
+    bases = set()
+    for symbol in dynsym:
+        if symbol.defined and symbol.value and symbol.bind != "local" and symbol.type != "tls":
+            try:
+                address = ctypes.cast(lib[symbol.name], ctypes.c_void_p).value
+            except AttributeError:
+                continue
+            if address:
+                bases.add(address - symbol.value)
+    if len(bases) != 1:
+        raise ModuleLoadError(
+            f"cannot load {shown!r}: the loaded library does not match the file's symbols"
+        )
+    return bases.pop()
+
+
+# -- a private instance -------------------------------------------------------------------
+
+
+_private_fds: list[int] = []  # memfds of loaded libraries: open for the life of the process
+
+
+def _dlopen_private(path: str, elf: ElfFile, shown: str) -> ctypes.CDLL:
+    """``dlopen`` the checked bytes from a private in-memory file (else ``path`` itself).
+
+    A private instance has its own GOT and context slots: tvmrt's patches never reach a
+    ``tvm_ffi.load_module`` of the same file, and the bytes loaded are the bytes checked.
+    The memfd stays open: the dynamic loader knows a library by its path, and a closed
+    ``/proc/self/fd/N`` would be reused by the next file opened on ``N``.
+    """
+    mode = os.RTLD_LAZY | os.RTLD_LOCAL
+    memfd_create = getattr(os, "memfd_create", None)
+    if memfd_create is not None and os.path.isdir("/proc/self/fd"):
+        fd = -1
+        try:
+            fd = memfd_create(f"tvmrt:{Path(shown).name}", getattr(os, "MFD_CLOEXEC", 0))
+            view = memoryview(elf.data)
+            while view:
+                view = view[os.write(fd, view) :]
+            lib = ctypes.CDLL(f"/proc/self/fd/{fd}", mode=mode)
+        except OSError:
+            if fd >= 0:  # no memfd, or not executable here (noexec policies): load the file
+                os.close(fd)
+        else:
+            _private_fds.append(fd)
+            return lib
+    try:
+        return ctypes.CDLL(path, mode=mode)
+    except OSError as exc:
+        raise ModuleLoadError(f"cannot load {shown!r}: {exc}") from exc
