@@ -1,0 +1,78 @@
+"""Fuzz targets: every parser that reads untrusted bytes, with the one rule they must keep.
+
+Each target takes bytes and may raise only a tvmrt error (``TVMError``); any other
+exception, a crash, a hang or a runaway allocation is a bug. The same targets run under
+atheris (``fuzz/run.py``, long runs outside the test suite) and under hypothesis in the
+test suite (``tests/test_fuzz.py``, short runs on every CI).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+
+from tvmrt.contrib.graph_executor import parse_graph
+from tvmrt.error import TVMError
+from tvmrt.runtime._stream import ByteReader
+from tvmrt.runtime.loaders import binary
+from tvmrt.runtime.loaders.blob import parse_module_blob
+from tvmrt.runtime.params import load_param_dict
+
+__all__ = ["TARGETS", "TVMError"]
+
+
+def graph_json(data: bytes) -> None:
+    """The graph JSON parser and validator."""
+    parse_graph(data)
+
+
+def params(data: bytes) -> None:
+    """The params blob reader."""
+    load_param_dict(data)
+
+
+def module_blob(data: bytes) -> None:
+    """The ``__tvm_dev_mblob`` parser (incl. the GraphExecutorFactory payload)."""
+    parse_module_blob(data, "fuzzed blob")
+
+
+def elf(data: bytes) -> None:
+    """File identification and ELF symbol tables (what inspect and the loaders read first)."""
+    info = binary.identify_bytes(data[:4096])
+    if info.format == "elf":
+        elf_file = binary.ElfFile(data, "fuzzed.so")
+        for dynamic in (True, False):
+            symbols = elf_file.symbols(dynamic=dynamic)
+            binary.scan_tvm_symbols(symbols)
+            for symbol in symbols[:8]:
+                if symbol.defined:
+                    elf_file.read_symbol(symbol, 64)
+
+
+def archive(data: bytes) -> None:
+    """Reading and checking an export tar's members, as the .tar loader does before linking."""
+    from tvmrt.runtime.loaders import link
+
+    with tempfile.NamedTemporaryFile(suffix=".tar") as handle:
+        handle.write(data)
+        handle.flush()
+        for name, member in link._read_members(handle.name):
+            link._check_object(member, name, handle.name)
+
+
+def stream(data: bytes) -> None:
+    """The dmlc stream reader on its own (strings, vectors, counts)."""
+    reader = ByteReader(data, "fuzzed stream", TVMError)
+    while reader.remaining:
+        reader.strings("strings")
+        reader.u64s("u64s")
+
+
+TARGETS: dict[str, Callable[[bytes], None]] = {
+    "graph_json": graph_json,
+    "params": params,
+    "module_blob": module_blob,
+    "elf": elf,
+    "archive": archive,
+    "stream": stream,
+}
