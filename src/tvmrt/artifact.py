@@ -28,7 +28,7 @@ from tvmrt.error import ModuleLoadError, TVMError
 from tvmrt.runtime.device import Device, cpu
 from tvmrt.runtime.module import Module, load_module
 from tvmrt.runtime.ndarray import NDArray
-from tvmrt.runtime.params import load_param_dict, read_param_names
+from tvmrt.runtime.params import load_param_dict, mapped_file, read_param_names
 
 __all__ = ["ArtifactFiles", "LoadedModel", "find_artifact", "load_artifact", "inspect_artifact"]
 
@@ -167,7 +167,6 @@ def load_artifact(
     """
     dev = device or cpu()
     lib = load_module(files.lib)
-    params_blob = files.params.read_bytes() if files.params else None
     names: set[str] = set()
     if files.graph is not None:
         graph_json = files.graph.read_text()
@@ -189,9 +188,10 @@ def load_artifact(
         module = GraphModule(lib["default"](dev))
     else:
         module = create(graph_json, lib, dev)
-    if params_blob is not None:
-        module.load_params(params_blob)
-        names.update(read_param_names(params_blob))
+    if files.params is not None:
+        module.load_params_from_file(files.params)
+        with mapped_file(files.params) as data:
+            names.update(read_param_names(data))
     return LoadedModel(module, lib, files, frozenset(names))
 
 

@@ -29,12 +29,14 @@ Decisions where TVM is lenient or ambiguous:
 
 from __future__ import annotations
 
+import contextlib
 import math
+import mmap
 import os
 import struct
 import sys
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -55,6 +57,10 @@ __all__ = [
     "NDARRAY_MAGIC",
     "MAX_NDIM",
     "read_ndarray",
+    "read_record",
+    "TensorRecord",
+    "iter_param_records",
+    "mapped_file",
     "write_ndarray",
     "read_named_ndarrays",
     "read_param_dict",
@@ -78,8 +84,26 @@ _dtype_cache: dict[tuple[int, int, int], DataType] = {}
 
 
 # -- reading -------------------------------------------------------------------------------
-def read_ndarray(reader: ByteReader, name: str | None = None) -> NDArray:
-    """Read one tensor record (spec §4.3) into a new 64-byte aligned CPU NDArray.
+@dataclass(frozen=True)
+class TensorRecord:
+    """One tensor record, parsed and checked but not copied: ``data`` views the input."""
+
+    name: str
+    dtype: DataType
+    shape: tuple[int, ...]
+    data: memoryview
+
+    def copy_into(self, target: np.ndarray[Any, Any]) -> None:
+        """Copy the data into ``target`` (a writable array of exactly ``len(data)`` bytes)."""
+        if self.data.nbytes:
+            dst = target.reshape(-1)
+            dst.view(np.uint8)[...] = np.frombuffer(self.data, dtype=np.uint8)
+            if _BIG_ENDIAN_HOST:  # pragma: no cover - the file is little-endian
+                dst.byteswap(inplace=True)
+
+
+def read_record(reader: ByteReader, name: str | None = None) -> TensorRecord:
+    """Parse one tensor record (spec §4.3) without copying its data.
 
     Parameters
     ----------
@@ -93,7 +117,7 @@ def read_ndarray(reader: ByteReader, name: str | None = None) -> NDArray:
     ParamsFormatError
         (The reader's error class.) Bad magic, a device other than CPU, a bad ndim,
         shape or dtype, a ``data_byte_size`` that disagrees with the shape, or
-        truncated input. Checked before anything is allocated.
+        truncated input.
     """
     label = "tensor" if name is None else f"tensor {name!r}"
     start = reader.offset
@@ -135,12 +159,17 @@ def read_ndarray(reader: ByteReader, name: str | None = None) -> NDArray:
     if count == 0 and math.prod(d for d in shape if d) * dtype.itemsize > sys.maxsize:
         raise reader.fail(f"{label} shape {shape} is too large for numpy", shape_at)
     data = reader.raw(nbytes, f"{label} data")
-    arr = empty(shape, dtype)
-    if nbytes:
-        dst = arr.numpy_view().reshape(-1)
-        dst.view(np.uint8)[...] = np.frombuffer(data, dtype=np.uint8)
-        if _BIG_ENDIAN_HOST:  # pragma: no cover - the file is little-endian
-            dst.byteswap(inplace=True)
+    return TensorRecord(name or "", dtype, tuple(shape), data)
+
+
+def read_ndarray(reader: ByteReader, name: str | None = None) -> NDArray:
+    """Read one tensor record (spec §4.3) into a new 64-byte aligned CPU NDArray.
+
+    Everything is checked (see :func:`read_record`) before anything is allocated.
+    """
+    record = read_record(reader, name)
+    arr = empty(record.shape, record.dtype)
+    record.copy_into(arr.numpy_view())
     return arr
 
 
@@ -211,6 +240,44 @@ def read_param_dict(reader: ByteReader) -> dict[str, NDArray]:
     return read_named_ndarrays(reader, _read_header(reader))
 
 
+def iter_param_records(param_bytes: bytes | bytearray | memoryview) -> Iterator[TensorRecord]:
+    """Yield the tensor records of a params blob one by one, without copying any data.
+
+    For loading straight into existing memory (the graph executor's ``load_params``): a
+    record is checked completely before it is yielded, and a malformed record raises
+    when it is reached.
+
+    Raises
+    ------
+    ParamsFormatError
+        If the blob is malformed or truncated.
+    """
+    reader = ByteReader(_as_view(param_bytes), "params blob", ParamsFormatError)
+    for name in _read_header(reader):
+        yield read_record(reader, name)
+
+
+@contextlib.contextmanager
+def mapped_file(path: str | os.PathLike[str]) -> Iterator[memoryview]:
+    """The bytes of ``path`` as a read-only memory map (nothing is read up front)."""
+    with open(path, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size == 0:
+            yield memoryview(b"")
+            return
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        view = memoryview(mapped)
+        try:
+            yield view
+        finally:
+            try:
+                view.release()
+                mapped.close()
+            except BufferError:
+                # slices are still referenced (e.g. by a traceback being raised): the
+                # map closes when they are collected; never mask the original error
+                pass
+
+
 def read_param_names(param_bytes: bytes | bytearray | memoryview) -> list[str]:
     """The names of a params blob, in file order, without reading its tensors.
 
@@ -265,8 +332,8 @@ def load_param_dict_from_file(path: str | os.PathLike[str]) -> dict[str, NDArray
     ParamsFormatError
         If the file's contents are malformed; the message names the file.
     """
-    data = Path(path).read_bytes()
-    return _load(data, f"params file {os.fspath(path)!r}")
+    with mapped_file(path) as data:  # tensors are copied out; the file is never read whole
+        return _load(data, f"params file {os.fspath(path)!r}")
 
 
 def _load(param_bytes: object, what: str) -> dict[str, NDArray]:

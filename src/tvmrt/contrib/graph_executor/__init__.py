@@ -14,6 +14,7 @@ Typical use, unchanged from TVM apart from the import::
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -279,6 +280,10 @@ class GraphModule:
     def load_params(self, params_bytes: bytes | bytearray) -> None:
         """Load a params blob (TVM's format); unknown names are ignored."""
         self._load_params(bytearray(params_bytes))
+
+    def load_params_from_file(self, path: str | os.PathLike[str]) -> None:
+        """Load a ``.params`` file, memory-mapped: the file is never read whole (tvmrt)."""
+        self.module["load_params_from_file"](os.fspath(path))
 
     def share_params(self, other: GraphModule, params_bytes: bytes | bytearray) -> None:
         """Use ``other``'s arrays for the params named in ``params_bytes`` (weights held once)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -36,7 +37,7 @@ from tvmrt.runtime.device_api import ALLOC_ALIGNMENT
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, empty, from_dlpack
 from tvmrt.runtime.packed_func import BoundCall, PackedFunc, PreparedCall
-from tvmrt.runtime.params import load_param_dict, read_param_names
+from tvmrt.runtime.params import iter_param_records, mapped_file, read_param_names
 
 __all__ = [
     "GraphExecutor",
@@ -433,12 +434,31 @@ class GraphExecutor(Module):
         """Input ``key`` as an alias of the executor's memory."""
         return self.entries[self.input_entry(key)]
 
-    def load_params(self, params_bytes: bytes | bytearray) -> None:
-        """Copy every param of a params blob whose name is an input; other names are ignored."""
-        for name, arr in load_param_dict(params_bytes).items():
-            self._param_names.add(name)
-            if name in self._input_map:
-                self.set_input(name, arr)
+    def load_params(self, params_bytes: bytes | bytearray | memoryview) -> None:
+        """Copy every param of a params blob whose name is an input; other names are ignored.
+
+        Each tensor is copied straight from the blob into the input's memory (no
+        intermediate arrays), so loading holds the weights once.
+        """
+        for record in iter_param_records(params_bytes):
+            self._param_names.add(record.name)
+            index = self._input_map.get(record.name)
+            if index is None:
+                continue
+            eid = self.graph.entry_id(self.graph.arg_nodes[index])
+            target = self.entries[eid]
+            if record.shape != target.shape or record.dtype != target.dtype:
+                raise ArrayError(
+                    f"param {record.name!r} has shape {record.shape} and dtype "
+                    f"{record.dtype}, but the graph's input has shape {target.shape} and "
+                    f"dtype {target.dtype}"
+                )
+            record.copy_into(target.numpy_view())
+
+    def load_params_from_file(self, path: str | os.PathLike[str]) -> None:
+        """:meth:`load_params` from a ``.params`` file, memory-mapped rather than read."""
+        with mapped_file(path) as data:
+            self.load_params(data)
 
     def share_params(self, other: GraphExecutor, params_bytes: bytes | bytearray) -> None:
         """Use ``other``'s input arrays for every input named in ``params_bytes`` (no copy)."""
@@ -558,6 +578,7 @@ class GraphExecutor(Module):
             "run": self.run,
             "run_from_inputs": run_from_inputs,
             "load_params": self.load_params,
+            "load_params_from_file": self.load_params_from_file,
             "share_params": share_params,
             "get_input_index": get_input_index,
             "get_output_index": get_output_index,
