@@ -42,7 +42,9 @@ def test_register_direct_decorator_and_override():
     for name in ("test.reg.direct", "test.reg.decorated", "test_reg_by_name"):
         runtime.remove_global_func(name)
     assert runtime.get_global_func("test.reg.direct", allow_missing=True) is None
-    with pytest.raises(FunctionNotFoundError, match=r"Cannot find global function test\.reg\.direct"):
+    with pytest.raises(
+        FunctionNotFoundError, match=r"Cannot find global function test\.reg\.direct"
+    ):
         runtime.get_global_func("test.reg.direct")
     with pytest.raises(FunctionNotFoundError):
         runtime.remove_global_func("test.reg.direct")
@@ -105,7 +107,8 @@ def test_load_module_errors(tmp_path: Path):
         ModuleLoadError, match=r"no loader for file kind 'weird'; supported kinds are"
     ):
         runtime.load_module(weird)
-    with pytest.raises(OSError, match="no loader"):  # ModuleLoadError is an OSError, like ctypes' load errors
+    # ModuleLoadError is an OSError, like ctypes' own load errors
+    with pytest.raises(OSError, match="no loader"):
         runtime.load_module(weird)
 
 
