@@ -135,7 +135,16 @@ def test_end_to_end_graph_simple(input_a: np.ndarray[Any, Any]) -> None:
 
 
 @pytest.mark.slow
-def test_run_single_node(input_a: np.ndarray[Any, Any]) -> None:
+def test_run_single_node(input_a: np.ndarray[Any, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    cooldowns: list[float] = []
+    real_sleep = time.sleep
+
+    def recording_sleep(seconds: float) -> None:
+        if seconds >= 0.5:  # the evaluator's cooldowns, not the kernel's own 0.01 s naps
+            cooldowns.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(time, "sleep", recording_sleep)
     # TVM's kernel sleeps 0.25 s; 0.01 s keeps every assertion meaningful and saves ~40 s.
     mod = debug_executor.create(graphs.add_one(N), _sleepy_myadd(0.01), runtime.cpu(0))
     try:
@@ -158,17 +167,22 @@ def test_run_single_node(input_a: np.ndarray[Any, Any]) -> None:
         assert time.time() - start >= 0.5
 
         start = time.time()
+        cooldowns.clear()
         mod.run_individual_node(1, repeat=2, min_repeat_ms=500, cooldown_interval_ms=1000)
         elapsed_with_def_rep = time.time() - start
         assert elapsed_with_def_rep >= 3
+        assert cooldowns == [1.0, 1.0]  # after every repeat
 
         start = time.time()
+        cooldowns.clear()
         mod.run_individual_node(
             1, repeat=2, min_repeat_ms=500, cooldown_interval_ms=1000, repeats_to_cooldown=2
         )
         elapsed_with_rep_2 = time.time() - start
         assert elapsed_with_rep_2 >= 2
-        assert elapsed_with_rep_2 < elapsed_with_def_rep
+        # TVM asserts elapsed_with_rep_2 < elapsed_with_def_rep; on a loaded machine the
+        # sleeping kernel's timing noise exceeds the 1 s difference, so count the sleeps
+        assert cooldowns == [1.0]  # after repeat 0 only
 
         with pytest.raises(TVMError):
             mod.run_individual_node(2)

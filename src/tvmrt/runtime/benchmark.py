@@ -149,8 +149,8 @@ def time_evaluate(
     cache_flush_bytes: int = 0,
     f_preproc: Callable[..., Any] | None = None,
     *,
-    clock: Clock = time.perf_counter_ns,
-    sleep: Callable[[float], None] = time.sleep,
+    clock: Clock | None = None,
+    sleep: Callable[[float], None] | None = None,
 ) -> Callable[..., BenchmarkResult]:
     """Wrap ``func`` in TVM's time evaluator; calling the result times ``func(*args)``.
 
@@ -159,6 +159,8 @@ def time_evaluate(
     and it is measured again; a zero-time measurement is retried at most
     ``limit_zero_time_iterations`` times. After repeat ``i`` with
     ``i % repeats_to_cooldown == 0`` the evaluator sleeps ``cooldown_interval_ms``.
+    ``clock`` (ns) and ``sleep`` default to ``time.perf_counter_ns`` and ``time.sleep``,
+    looked up when called.
 
     Returns
     -------
@@ -176,6 +178,6 @@ def time_evaluate(
         repeats_to_cooldown,
         cache_flush_bytes,
         f_preproc,
-        clock,
-        sleep,
+        clock or time.perf_counter_ns,
+        sleep or time.sleep,
     )
