@@ -56,8 +56,8 @@ def archive(data: bytes) -> None:
     with tempfile.NamedTemporaryFile(suffix=".tar") as handle:
         handle.write(data)
         handle.flush()
-        for name, member in link._read_members(handle.name):
-            link._check_object(member, name, handle.name)
+        for name, member in link.read_members(handle.name):
+            link.check_object(member, name, handle.name)
 
 
 def stream(data: bytes) -> None:

@@ -294,7 +294,7 @@ def _inspect_tar(
     from tvmrt.runtime.loaders import binary, link
 
     try:
-        members = link._read_members(str(path))
+        members = link.read_members(str(path))
     except ModuleLoadError as exc:
         problems.append(str(exc))
         return None, None

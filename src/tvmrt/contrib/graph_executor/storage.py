@@ -118,10 +118,14 @@ def plan_by_liveness(graph: Graph) -> tuple[int, ...]:
     pinned: set[int] = set()  # pools that are never reused
     refcount: dict[int, int] = defaultdict(int)
     free: list[int] = []
-    dev_of = graph.device_types
+    pool_device: list[int] = []
+
+    def device_of(eid: int) -> int:
+        return graph.device_types[eid] if graph.device_types else 0
 
     def new_pool(eid: int) -> int:
         sizes.append(graph.entry_nbytes(eid))
+        pool_device.append(device_of(eid))
         return len(sizes) - 1
 
     releases: dict[int, list[int]] = defaultdict(list)
@@ -136,7 +140,8 @@ def plan_by_liveness(graph: Graph) -> tuple[int, ...]:
                 ref = node.inputs[k]
                 sid = sids[graph.entry_id(ref.node_id, ref.index)]
             else:
-                reused = _take_free(free, sizes, graph.entry_nbytes(eid), dev_of, sids, eid)
+                nbytes = graph.entry_nbytes(eid)
+                reused = _take_free(free, sizes, nbytes, pool_device, device_of(eid))
                 sid = new_pool(eid) if reused is None else reused
                 sizes[sid] = max(sizes[sid], graph.entry_nbytes(eid))
             sids[eid] = sid
@@ -151,22 +156,15 @@ def plan_by_liveness(graph: Graph) -> tuple[int, ...]:
 
 
 def _take_free(
-    free: list[int],
-    sizes: list[int],
-    nbytes: int,
-    dev_of: tuple[int, ...] | None,
-    sids: list[int],
-    eid: int,
+    free: list[int], sizes: list[int], nbytes: int, pool_device: list[int], device: int
 ) -> int | None:
-    best = None
+    """The free pool on ``device`` that fits ``nbytes`` most tightly, else the largest one."""
+    best: tuple[tuple[int, int], int] | None = None
     for i, sid in enumerate(free):
-        if dev_of is not None:
-            owner = sids.index(sid)
-            if dev_of[owner] != dev_of[eid]:
-                continue
-        # prefer the smallest pool that fits, else the largest (it grows least)
+        if pool_device[sid] != device:
+            continue
         fits = sizes[sid] >= nbytes
-        key = (0, sizes[sid]) if fits else (1, -sizes[sid])
+        key = (0, sizes[sid]) if fits else (1, -sizes[sid])  # a larger pool grows least
         if best is None or key < best[0]:
             best = (key, i)
     if best is None:

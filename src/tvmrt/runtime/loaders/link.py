@@ -36,7 +36,15 @@ from tvmrt.runtime.loaders.binary import (
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.registry import register_func
 
-__all__ = ["cache_dir", "find_compiler", "link_objects", "load_archive", "load_object"]
+__all__ = [
+    "cache_dir",
+    "find_compiler",
+    "read_members",
+    "check_object",
+    "link_objects",
+    "load_archive",
+    "load_object",
+]
 
 MAX_MEMBERS = 1024
 MAX_MEMBER_BYTES = 1 << 30
@@ -78,7 +86,8 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _check_object(data: bytes, name: str, source: str) -> None:
+def check_object(data: bytes, name: str, source: str) -> None:
+    """Raise ModuleLoadError unless member ``name`` of ``source`` is an object for this host."""
     info: BinaryInfo = identify_bytes(data[:4096])
     if info.format == "elf":
         check_host_compatible(info, source, "object file")
@@ -95,7 +104,7 @@ def _check_object(data: bytes, name: str, source: str) -> None:
     )
 
 
-def _read_members(path: str) -> list[tuple[str, bytes]]:
+def read_members(path: str) -> list[tuple[str, bytes]]:
     """``(name, bytes)`` of every regular file in the archive, checked and size-limited."""
     members: list[tuple[str, bytes]] = []
     total = 0
@@ -209,9 +218,9 @@ def load_archive(path: str) -> Module:
     """Load an ``export_library`` tar archive (``runtime.module.loadfile_tar``)."""
     from tvmrt.runtime.loaders.library import load_shared_library
 
-    members = _read_members(path)
+    members = read_members(path)
     for name, data in members:
-        _check_object(data, name, path)
+        check_object(data, name, path)
     linked = link_objects(members, _sha256(Path(path)), path)
     return load_shared_library(str(linked), source=path)
 
@@ -221,7 +230,7 @@ def load_object(path: str) -> Module:
     from tvmrt.runtime.loaders.library import load_shared_library
 
     data = Path(path).read_bytes()
-    _check_object(data, Path(path).name, path)
+    check_object(data, Path(path).name, path)
     linked = link_objects([(Path(path).name, data)], _sha256(Path(path)), path)
     return load_shared_library(str(linked), source=path)
 
