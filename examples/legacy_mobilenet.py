@@ -1,4 +1,4 @@
-"""tvmrt demo: run real TVM artifacts with no TVM installed.
+"""Run real TVM artifacts with no TVM installed.
 
 1. A hand-made graph (a small MLP) over numpy kernels, with its weights saved and
    loaded in TVM's params format, checked against plain numpy.
@@ -6,7 +6,7 @@
    ../shared/artifacts), checked against the outputs TVM v0.19 produced, timed, and
    profiled node by node with the debug executor.
 
-Run with ``make demo`` (or ``.venv/bin/python examples/demo.py``).
+Run with ``.venv/bin/python examples/legacy_mobilenet.py``.
 """
 
 from __future__ import annotations

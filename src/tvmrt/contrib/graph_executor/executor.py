@@ -61,7 +61,6 @@ class OpBinding:
     arg_eids: tuple[int, ...]
     func: PackedFunc | None
     step: PreparedCall
-    args: tuple[NDArray, ...]
 
     @property
     def call(self) -> BoundCall:
@@ -218,7 +217,7 @@ class GraphExecutor(Module):
                 f"node {nid} ({node.name!r}): __copy takes one input and one output, "
                 f"got {len(node.inputs)} and {node.num_outputs}"
             )
-        op = OpBinding(nid, node, arg_eids, func, (_noop, ()), ())
+        op = OpBinding(nid, node, arg_eids, func, (_noop, ()))
         self._bind(op)
         return op
 
@@ -226,7 +225,6 @@ class GraphExecutor(Module):
         args = tuple(self.entries[e] for e in op.arg_eids)
         if op.node.flatten_data:
             args = tuple(a._create_view((math.prod(a.shape),)) for a in args)
-        op.args = args
         name = op.node.func_name
         if name == "__nop":
             op.step = (_noop, ())
