@@ -7,6 +7,8 @@ changing the import.
 
 from __future__ import annotations
 
+from typing import Any
+
 from tvmrt import contrib, error, runtime
 from tvmrt.contrib import graph_executor  # registers the factory loaders
 from tvmrt.error import TVMError
@@ -32,8 +34,21 @@ from tvmrt.runtime import ndarray as nd
 
 __version__ = "0.1.0"
 
+
+def compile(model: Any, *args: Any, **kwargs: Any) -> Any:
+    """Compile an ONNX model into a graph-executor artifact (``tvmrt.compiler.compile``).
+
+    Imports TVM on call only (the ``compile`` extra: ``pip install 'tvmrt[compile]'``);
+    see :func:`tvmrt.compiler.compile` for the parameters.
+    """
+    from tvmrt.compiler import compile as compile_model
+
+    return compile_model(model, *args, **kwargs)
+
+
 __all__ = [
     "__version__",
+    "compile",
     "error",
     "runtime",
     "contrib",

@@ -17,7 +17,9 @@ plain Python code would catch, so ``except ValueError`` keeps working::
     ├── ModuleLoadError (OSError)                a file is not a loadable TVM module here
     ├── DeviceUnavailableError                   no backend for a device, or no such device
     ├── DeviceOutOfMemoryError (MemoryError)     an allocation failed on a device
-    └── KernelError                              a compiled kernel returned an error status
+    ├── KernelError                              a compiled kernel returned an error status
+    └── CompileError (ValueError)                tvmrt.compile cannot turn a model into a
+                                                 graph-executor artifact
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ __all__ = [
     "DeviceUnavailableError",
     "DeviceOutOfMemoryError",
     "KernelError",
+    "CompileError",
     "add_note",
 ]
 
@@ -94,6 +97,14 @@ class DeviceOutOfMemoryError(TVMError, MemoryError):
 
 class KernelError(TVMError):
     """A compiled kernel reported failure; the message is the kernel's own."""
+
+
+class CompileError(TVMError, ValueError):
+    """``tvmrt.compile`` cannot turn a model into a graph-executor artifact.
+
+    The model uses something a static graph cannot express (symbolic shapes, control flow,
+    packed-function calls), the frontend rejects an operator, or a build step failed.
+    """
 
 
 def add_note(exc: BaseException, note: str) -> None:
