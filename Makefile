@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-demo
 
 .PHONY: test demo lint typecheck pytest bench clean
 
@@ -15,8 +16,8 @@ $(STAMP): $(BIN)/python pyproject.toml setup.py $(wildcard src/tvmrt/_native/*.c
 	touch $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench examples
-	$(BIN)/ruff format --check src tests bench examples
+	$(BIN)/ruff check src tests bench examples fuzz
+	$(BIN)/ruff format --check src tests bench examples fuzz
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -26,8 +27,12 @@ pytest: $(STAMP)
 
 test: lint typecheck pytest
 
-demo: $(STAMP)
-	$(BIN)/python examples/demo.py
+$(DEMO_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[demo]'
+	touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
+	$(BIN)/python examples/digits/demo.py build/digits
 
 bench: $(STAMP)
 	$(BIN)/python bench/params_io.py
