@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tvmrt.contrib.graph_executor import GraphModule, create
+from tvmrt.contrib.graph_executor import GraphExecutorFactory, GraphModule, create
 from tvmrt.contrib.graph_executor.graph import Graph, parse_graph
 from tvmrt.contrib.graph_executor.storage import plan_storage
 from tvmrt.error import ModuleLoadError, TVMError
@@ -275,17 +275,24 @@ def _inspect_library(
 
 
 def _read_factory(elf: Any, symbols: list[Any], shown: str, problems: list[str]) -> Any:
+    """The GraphExecutorFactory embedded in a library's module blob (either layout), or None."""
     from tvmrt.runtime.loaders.blob import parse_module_blob
+    from tvmrt.runtime.loaders.ffi import parse_library_bin
 
-    blob_symbol = next((s for s in symbols if s.name == "__tvm_dev_mblob" and s.defined), None)
-    if blob_symbol is None:
-        return None
+    defined = {s.name: s for s in symbols if s.defined}
     try:
-        parsed = parse_module_blob(elf.read_symbol(blob_symbol), f"__tvm_dev_mblob of {shown!r}")
-    except ModuleLoadError as exc:
+        if "__tvm_dev_mblob" in defined:
+            blob = elf.read_sized_blob(defined["__tvm_dev_mblob"])
+            modules: list[Any] = parse_module_blob(blob, f"__tvm_dev_mblob of {shown!r}").modules
+        elif "__tvm_ffi__library_bin" in defined:
+            blob = elf.read_sized_blob(defined["__tvm_ffi__library_bin"])
+            modules = parse_library_bin(blob, f"__tvm_ffi__library_bin of {shown!r}").entries
+        else:
+            return None
+    except TVMError as exc:
         problems.append(str(exc))
         return None
-    return next((m for m in parsed.modules if m is not None and hasattr(m, "graph_json")), None)
+    return next((m for m in modules if isinstance(m, GraphExecutorFactory)), None)
 
 
 def _inspect_tar(

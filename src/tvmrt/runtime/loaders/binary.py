@@ -598,6 +598,11 @@ class ElfFile:
             )
         return self.data[section.offset + start : section.offset + start + n]
 
+    def read_sized_blob(self, symbol: ElfSymbol) -> bytes:
+        """A module-blob symbol: ``u64 nbytes`` then the payload, read from the file."""
+        head = self.read_symbol(symbol, 8)
+        return self.read_symbol(symbol, 8 + int.from_bytes(head, "little"))
+
     def read_cstring(self, symbol: ElfSymbol, limit: int = 4096) -> str:
         """The NUL-terminated string a ``char[]`` symbol holds (like ``__tvm_main__``).
 

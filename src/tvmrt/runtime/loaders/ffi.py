@@ -39,6 +39,7 @@ from __future__ import annotations
 import ctypes
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -372,7 +373,8 @@ def load_ffi_library(
 
     addresses = _backend.ffi_symbol_addresses()  # loads the native backend first
     _check_supported(symbols, addresses, shown)
-    entry, skipped, parsed = _read_library_bin(elf, dynsym, symbols, shown)
+    entry, bin_modules, parsed = _read_library_bin(elf, dynsym, symbols, shown)
+    skipped = bin_modules.skipped if bin_modules is not None else []
     patches = _plan_patches(elf, symbols, addresses, shown)
     lib = _dlopen_private(path, elf, shown)
     library._check_imports_resolve(lib, dynsym, shown, provided=frozenset(addresses))
@@ -386,6 +388,8 @@ def load_ffi_library(
         except ValueError:
             continue
         ctx.value = _backend.register_module_context(module)
+    if bin_modules is not None:
+        return bin_modules.assemble(module)
     return assemble_modules(parsed, module) if parsed is not None else module
 
 
@@ -413,37 +417,68 @@ def _check_supported(symbols: TvmSymbols, addresses: dict[str, int], shown: str)
 
 def _read_library_bin(
     elf: ElfFile, dynsym: list[ElfSymbol], symbols: TvmSymbols, shown: str
-) -> tuple[str | None, list[str], ParsedBlob | None]:
-    """``(entry symbol, skipped module kinds, parsed 0.21 blob or None)``, read from the file."""
+) -> tuple[str | None, LibraryBin | None, ParsedBlob | None]:
+    """``(entry symbol, >= 0.22 library bin, parsed 0.21 blob)``, read from the file."""
     defined = {s.name: s for s in dynsym if s.defined}
     parsed: ParsedBlob | None = None
-    skipped: list[str] = []
     if symbols.abi == "tvm-ffi":
         entry = _MAIN if _MAIN in defined and defined[_MAIN].is_function else None
+        bin_modules = None
         if _BIN in defined:
-            skipped = _skipped_kinds(_read_sized(elf, defined[_BIN]), f"{_BIN} of {shown!r}")
-        return entry, skipped, None
+            data = elf.read_sized_blob(defined[_BIN])
+            bin_modules = parse_library_bin(data, f"{_BIN} of {shown!r}")
+        return entry, bin_modules, None
     entry = None
     if "__tvm_main__" in defined:  # 0.21 still names the entry in a char array
         entry = elf.read_cstring(defined["__tvm_main__"]) or None
     if _BIN_021 in defined:  # 0.21 wrote the legacy blob layout under the new name
-        data = _read_sized(elf, defined[_BIN_021])
+        data = elf.read_sized_blob(defined[_BIN_021])
         parsed = parse_module_blob(data, f"{_BIN_021} of {shown!r}")
-    return entry, skipped, parsed
+    return entry, None, parsed
 
 
-def _read_sized(elf: ElfFile, symbol: ElfSymbol) -> bytes:
-    head = elf.read_symbol(symbol, 8)
-    return elf.read_symbol(symbol, 8 + int.from_bytes(head, "little"))
+@dataclass
+class LibraryBin:
+    """The modules of a >= 0.22 ``__tvm_ffi__library_bin``, before the library is attached.
+
+    ``entries[i]`` is ``None`` for ``_lib`` (the library itself), a loaded Module for a
+    kind tvmrt has a ``runtime.module.loadbinary_<kind>`` loader for (e.g. the
+    ``GraphExecutorFactory`` of a ``tvmrt.compile`` single-file artifact), or the kind's
+    name for a module tvmrt skips (e.g. ``relax.VMExecutable``).
+    """
+
+    entries: list[Module | str | None]
+    indptr: list[int]
+    children: list[int]
+
+    @property
+    def skipped(self) -> list[str]:
+        """Kinds of the modules that were not loaded."""
+        return [e for e in self.entries if isinstance(e, str)]
+
+    def assemble(self, library: Module) -> Module:
+        """Link the imports with ``library`` as ``_lib``; the root, or ``library`` if skipped."""
+        modules = [library if e is None else e for e in self.entries]
+        for i, module in enumerate(modules):
+            if isinstance(module, str):
+                continue
+            for j in self.children[self.indptr[i] : self.indptr[i + 1]]:
+                child = modules[j]
+                if not isinstance(child, str) and child is not module:
+                    module.import_module(child)
+        root = modules[0]
+        return library if isinstance(root, str) else root
 
 
-def _skipped_kinds(data: bytes, what: str) -> list[str]:
-    """Validate a >= 0.22 ``__tvm_ffi__library_bin``; the kinds of its non-library modules.
+def parse_library_bin(data: bytes, what: str) -> LibraryBin:
+    """Parse a >= 0.22 ``__tvm_ffi__library_bin``, loading the modules tvmrt can load.
 
     Layout: ``u64 nbytes | vec<u64> indptr | vec<u64> children | (str kind [str bytes])*``;
-    every payload is length-prefixed, so modules tvmrt cannot load are skipped.
+    every payload is length-prefixed, so modules tvmrt cannot load are skipped. Loading a
+    module here only parses its bytes: nothing from the library executes.
     """
     from tvmrt.runtime._stream import ByteReader
+    from tvmrt.runtime.registry import get_global_func
 
     outer = ByteReader(data, what, ModuleLoadError)
     reader = ByteReader(outer.blob("library binary"), what, ModuleLoadError)
@@ -453,20 +488,29 @@ def _skipped_kinds(data: bytes, what: str) -> list[str]:
         raise reader.fail(f"invalid import tree indptr {indptr[:8]}")
     if any(c >= len(indptr) - 1 for c in children):
         raise reader.fail("an import tree child index is out of range")
-    kinds = []
-    libs = 0
+    entries: list[Module | str | None] = []
     for index in range(len(indptr) - 1):
         kind = reader.string(f"kind of module {index}")
         if kind == "_lib":
-            libs += 1
-        else:
-            reader.blob(f"bytes of module {index} ({kind!r})")
-            kinds.append(kind)
-    if libs != 1:
-        raise reader.fail(f"expected one '_lib' module, found {libs}")
+            entries.append(None)
+            continue
+        payload = reader.blob(f"bytes of module {index} ({kind!r})")
+        loader = get_global_func(f"runtime.module.loadbinary_{kind}", allow_missing=True)
+        if loader is None:
+            entries.append(kind)
+            continue
+        sub = ByteReader(payload, f"{what}: module {index} ({kind!r})", ModuleLoadError)
+        module = loader(sub)
+        if not isinstance(module, Module):
+            raise reader.fail(f"the loader of {kind!r} returned {type(module).__name__}")
+        if sub.remaining:
+            raise sub.fail(f"{sub.remaining} bytes are left over after the module")
+        entries.append(module)
+    if entries.count(None) != 1:
+        raise reader.fail(f"expected one '_lib' module, found {entries.count(None)}")
     if reader.remaining:
         raise reader.fail(f"{reader.remaining} bytes are left over after the last module")
-    return kinds
+    return LibraryBin(entries, indptr, children)
 
 
 # -- imports: GOT patching ----------------------------------------------------------------

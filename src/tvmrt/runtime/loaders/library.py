@@ -334,14 +334,9 @@ def _read_from_file(
     parsed = None
     blob = _find(dynsym, "__tvm_dev_mblob")
     if blob is not None:
-        data = elf.read_symbol(blob, blob.size) if blob.size else _read_sized(elf, blob)
+        data = elf.read_symbol(blob, blob.size) if blob.size else elf.read_sized_blob(blob)
         parsed = parse_module_blob(data, f"__tvm_dev_mblob of {shown!r}")
     return entry, parsed
-
-
-def _read_sized(elf: ElfFile, symbol: ElfSymbol) -> bytes:
-    head = elf.read_symbol(symbol, 8)
-    return elf.read_symbol(symbol, 8 + int.from_bytes(head, "little"))
 
 
 @functools.cache
