@@ -28,7 +28,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from tvmrt.compiler._tvm import require_tvm
-from tvmrt.compiler.storage import plan_storage
+from tvmrt.contrib.graph_executor.storage import assign_storage_ids
 from tvmrt.error import CompileError, DataTypeError
 from tvmrt.runtime.dtype import DataType
 
@@ -458,7 +458,7 @@ class _Emitter:
             return row_ptr[e.node_id] + e.index
 
         entries = [e for node in self.nodes for e in node.outputs]
-        storage = plan_storage(
+        storage = assign_storage_ids(
             nbytes=[e.nbytes for e in entries],
             producers=[
                 (

@@ -9,12 +9,19 @@ pool whose last reader has already run.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tvmrt.contrib.graph_executor.graph import Graph
 from tvmrt.error import GraphFormatError
 
-__all__ = ["PoolEntry", "StoragePlan", "plan_storage", "plan_by_liveness"]
+__all__ = [
+    "PoolEntry",
+    "StoragePlan",
+    "plan_storage",
+    "plan_by_liveness",
+    "assign_storage_ids",
+]
 
 
 @dataclass(frozen=True)
@@ -100,50 +107,85 @@ def plan_storage(graph: Graph, fallback_device_type: int) -> StoragePlan:
 
 
 def plan_by_liveness(graph: Graph) -> tuple[int, ...]:
-    """Assign storage ids by liveness for a graph that has none.
-
-    Graph inputs and outputs get private pools; a ``__nop`` output shares its input's
-    pool; any other entry takes a free pool of the same device (best fit by size) or
-    a new one. A pool is free again once the last node reading it has run.
-    """
-    n_entries = graph.num_entries
-    heads = {graph.entry_id(h.node_id, h.index) for h in graph.heads}
-    last_use = [-1] * n_entries
+    """Assign storage ids by liveness for a graph that has none (see :func:`assign_storage_ids`)."""
+    producers = []
     for nid, node in enumerate(graph.nodes):
-        for ref in node.inputs:
-            eid = graph.entry_id(ref.node_id, ref.index)
-            last_use[eid] = max(last_use[eid], nid)
-    sids = [-1] * n_entries
+        first = graph.entry_id(nid)
+        count = node.num_outputs if node.is_op else 1
+        producers.append(
+            (
+                list(range(first, first + count)),
+                [graph.entry_id(r.node_id, r.index) for r in node.inputs],
+                not node.is_op,
+                node.func_name == "__nop",
+            )
+        )
+    nbytes = [graph.entry_nbytes(e) for e in range(graph.num_entries)]
+    heads = [graph.entry_id(h.node_id, h.index) for h in graph.heads]
+    return tuple(assign_storage_ids(nbytes, producers, heads, graph.device_types))
+
+
+Producer = tuple[Sequence[int], Sequence[int], bool, bool]
+"""A node for :func:`assign_storage_ids`: output entry ids, input entry ids, is_null, is_nop."""
+
+
+def assign_storage_ids(
+    nbytes: Sequence[int],
+    producers: Sequence[Producer],
+    heads: Sequence[int],
+    devices: Sequence[int] | None = None,
+) -> list[int]:
+    """Storage ids by liveness, with the conventions of TVM's graph memory planner.
+
+    Graph inputs, params and outputs get private pools; a ``__nop`` output shares its
+    input's pool; any other entry takes a free pool of its device (best fit by size) or
+    a new one. A pool is free again once the last node reading it has run, and a node's
+    outputs are placed before its inputs are released, so a kernel never writes where it
+    reads (TIR kernels are compiled ``noalias``). Ids are numbered in first-use order.
+
+    Parameters
+    ----------
+    nbytes
+        Size of each entry, by entry id.
+    producers
+        Per node in execution order: ``(outputs, inputs, is_null, is_nop)`` entry ids.
+    heads
+        Entry ids of the graph outputs.
+    devices
+        Device type of each entry (pools never cross devices); ``None``: one device.
+    """
+    last_use = [-1] * len(nbytes)
+    for nid, (_, inputs, _, _) in enumerate(producers):
+        for e in inputs:
+            last_use[e] = max(last_use[e], nid)
+    head_set = set(heads)
+    sids = [-1] * len(nbytes)
     sizes: list[int] = []
+    pool_device: list[int] = []
     pinned: set[int] = set()  # pools that are never reused
     refcount: dict[int, int] = defaultdict(int)
     free: list[int] = []
-    pool_device: list[int] = []
+    releases: dict[int, list[int]] = defaultdict(list)
 
     def device_of(eid: int) -> int:
-        return graph.device_types[eid] if graph.device_types else 0
+        return devices[eid] if devices else 0
 
     def new_pool(eid: int) -> int:
-        sizes.append(graph.entry_nbytes(eid))
+        sizes.append(nbytes[eid])
         pool_device.append(device_of(eid))
         return len(sizes) - 1
 
-    releases: dict[int, list[int]] = defaultdict(list)
-    for nid, node in enumerate(graph.nodes):
-        first = graph.entry_id(nid)
-        outputs = range(first, first + (node.num_outputs if node.is_op else 1))
+    for nid, (outputs, inputs, is_null, is_nop) in enumerate(producers):
         for k, eid in enumerate(outputs):
-            if not node.is_op or eid in heads:
+            if is_null or eid in head_set:
                 sid = new_pool(eid)
                 pinned.add(sid)
-            elif node.func_name == "__nop" and k < len(node.inputs):
-                ref = node.inputs[k]
-                sid = sids[graph.entry_id(ref.node_id, ref.index)]
+            elif is_nop and k < len(inputs):
+                sid = sids[inputs[k]]
             else:
-                nbytes = graph.entry_nbytes(eid)
-                reused = _take_free(free, sizes, nbytes, pool_device, device_of(eid))
+                reused = _take_free(free, sizes, nbytes[eid], pool_device, device_of(eid))
                 sid = new_pool(eid) if reused is None else reused
-                sizes[sid] = max(sizes[sid], graph.entry_nbytes(eid))
+                sizes[sid] = max(sizes[sid], nbytes[eid])
             sids[eid] = sid
             # an entry nobody reads frees its pool once its own node has run
             refcount[sid] += 1
@@ -152,7 +194,7 @@ def plan_by_liveness(graph: Graph) -> tuple[int, ...]:
             refcount[sid] -= 1
             if refcount[sid] == 0 and sid not in pinned:
                 free.append(sid)
-    return tuple(sids)
+    return sids
 
 
 def _take_free(
