@@ -16,8 +16,8 @@ $(STAMP): $(BIN)/python pyproject.toml setup.py $(wildcard src/tvmrt/_native/*.c
 	touch $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench examples fuzz
-	$(BIN)/ruff format --check src tests bench examples fuzz
+	$(BIN)/ruff check src tests bench examples fuzz scripts
+	$(BIN)/ruff format --check src tests bench examples fuzz scripts
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -70,3 +70,13 @@ def test_tvm_style_top_level():
     assert tvmrt.TVMError is error.TVMError
     assert tvmrt.contrib.graph_executor.create is not None
     assert isinstance(tvmrt.__version__, str)
+
+
+def test_api_reference_is_up_to_date():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "gen_api_docs.py"
+    done = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

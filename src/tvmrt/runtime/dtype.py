@@ -120,7 +120,7 @@ class DataType(str):
             return cached
         code, bits, lanes = _parse(key)
         self = super().__new__(cls, _format(code, bits, lanes))
-        self.type_code, self.bits, self.lanes = code, bits, lanes
+        self.type_code, self.bits, self.lanes = int(code), bits, lanes
         cls._cache[key] = self
         return self
 

@@ -56,7 +56,7 @@ class NDArray:
     Examples
     --------
     >>> a = array(np.arange(4, dtype="float32"))
-    >>> a.shape, a.dtype, a.device
+    >>> a.shape, str(a.dtype), a.device
     ((4,), 'float32', cpu(0))
     >>> a.numpy()
     array([0., 1., 2., 3.], dtype=float32)
