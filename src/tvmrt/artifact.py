@@ -189,8 +189,8 @@ def load_artifact(
     else:
         module = create(graph_json, lib, dev)
     if files.params is not None:
-        module.load_params_from_file(files.params)
-        with mapped_file(files.params) as data:
+        with mapped_file(files.params) as data:  # mapped once, copied once into the inputs
+            module.load_params(data)
             names.update(read_param_names(data))
     return LoadedModel(module, lib, files, frozenset(names))
 

@@ -277,17 +277,19 @@ class GraphModule:
         """Not available here; use the debug executor."""
         raise NotImplementedError("Please use debugger.debug_executor as graph_executor instead.")
 
-    def load_params(self, params_bytes: bytes | bytearray) -> None:
+    def load_params(self, params_bytes: bytes | bytearray | memoryview) -> None:
         """Load a params blob (TVM's format); unknown names are ignored."""
-        self._load_params(bytearray(params_bytes))
+        self._load_params(params_bytes)  # read in place: no copy of the blob
 
     def load_params_from_file(self, path: str | os.PathLike[str]) -> None:
         """Load a ``.params`` file, memory-mapped: the file is never read whole (tvmrt)."""
         self.module["load_params_from_file"](os.fspath(path))
 
-    def share_params(self, other: GraphModule, params_bytes: bytes | bytearray) -> None:
+    def share_params(
+        self, other: GraphModule, params_bytes: bytes | bytearray | memoryview
+    ) -> None:
         """Use ``other``'s arrays for the params named in ``params_bytes`` (weights held once)."""
-        self._share_params(other.module, bytearray(params_bytes))
+        self._share_params(other.module, params_bytes)
 
     def __getitem__(self, key: str) -> PackedFunc:
         return self.module[key]

@@ -458,7 +458,9 @@ class GraphExecutor(Module):
         with mapped_file(path) as data:
             self.load_params(data)
 
-    def share_params(self, other: GraphExecutor, params_bytes: bytes | bytearray) -> None:
+    def share_params(
+        self, other: GraphExecutor, params_bytes: bytes | bytearray | memoryview
+    ) -> None:
         """Use ``other``'s input arrays for every input named in ``params_bytes`` (no copy)."""
         if not isinstance(other, GraphExecutor):
             raise TypeError(
@@ -560,7 +562,7 @@ class GraphExecutor(Module):
         def run_from_inputs(dev_type: int, dev_id: int, *kv: object) -> list[NDArray]:
             return self.run_from_inputs(Device(dev_type, dev_id), *kv)
 
-        def share_params(other: Module, params: bytes | bytearray) -> None:
+        def share_params(other: Module, params: bytes | bytearray | memoryview) -> None:
             if other.type_key != "GraphExecutor":
                 raise TypeError(f"share_params needs a GraphExecutor, got {other.type_key!r}")
             self.share_params(other, params)  # type: ignore[arg-type]
