@@ -53,6 +53,7 @@ from tvmrt.runtime.device import Device
 from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.loaders.binary import FFI_PREFIX, ElfFile, ElfSymbol, TvmSymbols
 from tvmrt.runtime.loaders.blob import ParsedBlob, assemble_modules, parse_module_blob
+from tvmrt.runtime.loaders.library import KernelLibrary
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.packed_func import PackedFunc, PreparedCall
@@ -259,7 +260,7 @@ def kernel_call_parts(prepared: PreparedCall) -> tuple[int, int, int] | None:
     return int(func), int(args), int(num_args)
 
 
-class FFILibraryModule(Module):
+class FFILibraryModule(KernelLibrary):
     """A loaded tvm-ffi kernel library: one function per exported kernel.
 
     Parameters
@@ -285,10 +286,8 @@ class FFILibraryModule(Module):
         entry: str | None,
         skipped: Sequence[str] = (),
     ) -> None:
-        super().__init__()
-        self.path = path
+        super().__init__(path, lib)
         self.abi = symbols.abi
-        self._lib = lib
         self._entry = entry
         self.skipped_modules = tuple(skipped)
         if symbols.abi == "tvm-ffi":
@@ -299,15 +298,6 @@ class FFILibraryModule(Module):
             }
         else:  # 0.21: plain names
             self._symbols = {n: n for n in symbols.functions if not n.startswith("__")}
-        self._cache: dict[str, FFIKernelFunc] = {}
-
-    @property
-    def type_key(self) -> str:
-        return "library"
-
-    @property
-    def format(self) -> str:
-        return "so"
 
     @property
     def function_names(self) -> list[str]:
@@ -328,22 +318,11 @@ class FFILibraryModule(Module):
                 f"does not load: {', '.join(self.skipped_modules)})"
             ) from None
 
-    def _get_function(self, name: str) -> PackedFunc | None:
-        func = self._cache.get(name)
-        if func is not None:
-            return func
-        symbol = self._entry if name in (self.entry_name, "main") else self._symbols.get(name)
-        if symbol is None:
-            return None
-        try:
-            address = ctypes.cast(self._lib[symbol], ctypes.c_void_p).value
-        except AttributeError:
-            return None
-        if not address:
-            return None
-        func = FFIKernelFunc(address, name, self)
-        self._cache[name] = func
-        return func
+    def _symbol_for(self, name: str) -> str | None:
+        return self._entry if name in (self.entry_name, "main") else self._symbols.get(name)
+
+    def _wrap(self, address: int, symbol: str, name: str) -> PackedFunc:
+        return FFIKernelFunc(address, name, self)
 
 
 # -- loading ------------------------------------------------------------------------------

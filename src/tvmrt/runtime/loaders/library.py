@@ -44,7 +44,13 @@ from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.packed_func import PackedFunc, PreparedCall
 from tvmrt.runtime.registry import register_func
 
-__all__ = ["LibraryModule", "LegacyPackedFunc", "load_shared_library", "native_call_parts"]
+__all__ = [
+    "KernelLibrary",
+    "LibraryModule",
+    "LegacyPackedFunc",
+    "load_shared_library",
+    "native_call_parts",
+]
 
 # int f(TVMValue* args, int* type_codes, int num_args, TVMValue* ret, int* ret_code,
 #       void* resource_handle). Declared without argtypes: ctypes then passes the prebuilt
@@ -173,7 +179,54 @@ def native_call_parts(prepared: PreparedCall) -> tuple[int, int, int, int] | Non
     return address, ctypes.addressof(values), ctypes.addressof(codes), int(n)
 
 
-class LibraryModule(Module):
+class KernelLibrary(Module):
+    """A ``dlopen``-ed kernel library: each function is found by symbol once, then cached.
+
+    Subclasses map a function name to its symbol (:meth:`_symbol_for`) and wrap the
+    address in their ABI's PackedFunc (:meth:`_wrap`).
+    """
+
+    def __init__(self, path: str, lib: ctypes.CDLL) -> None:
+        super().__init__()
+        self.path = path
+        self._lib = lib
+        self._cache: dict[str, PackedFunc] = {}
+
+    @property
+    def type_key(self) -> str:
+        return "library"
+
+    @property
+    def format(self) -> str:
+        return "so"
+
+    def _symbol_for(self, name: str) -> str | None:
+        """The symbol of function ``name``, or None if the library has no such function."""
+        raise NotImplementedError
+
+    def _wrap(self, address: int, symbol: str, name: str) -> PackedFunc:
+        """The PackedFunc calling the function at ``address``."""
+        raise NotImplementedError
+
+    def _get_function(self, name: str) -> PackedFunc | None:
+        func = self._cache.get(name)
+        if func is not None:
+            return func
+        symbol = self._symbol_for(name)
+        if symbol is None:
+            return None
+        try:
+            address = ctypes.cast(self._lib[symbol], ctypes.c_void_p).value
+        except AttributeError:
+            return None
+        if not address:
+            return None
+        func = self._wrap(address, symbol, name)
+        self._cache[name] = func
+        return func
+
+
+class LibraryModule(KernelLibrary):
     """A loaded legacy kernel library: one packed function per exported kernel symbol.
 
     Parameters
@@ -192,21 +245,10 @@ class LibraryModule(Module):
     def __init__(
         self, path: str, lib: ctypes.CDLL, symbols: TvmSymbols | None, entry: str | None
     ) -> None:
-        super().__init__()
-        self.path = path
-        self._lib = lib
+        super().__init__(path, lib)
         self._symbols = symbols
         self._function_names = frozenset(symbols.functions) if symbols is not None else None
         self._entry = entry
-        self._cache: dict[str, LegacyPackedFunc] = {}
-
-    @property
-    def type_key(self) -> str:
-        return "library"
-
-    @property
-    def format(self) -> str:
-        return "so"
 
     @property
     def entry_name_in_library(self) -> str | None:
@@ -221,27 +263,16 @@ class LibraryModule(Module):
     def __repr__(self) -> str:
         return f"LibraryModule({self.path!r})"
 
-    def _get_function(self, name: str) -> PackedFunc | None:
-        func = self._cache.get(name)
-        if func is not None:
-            return func
-        symbol = name
-        if name == self.entry_name:
-            if self._entry is None:
-                return None
-            symbol = self._entry
+    def _symbol_for(self, name: str) -> str | None:
+        symbol = self._entry if name == self.entry_name else name
+        if symbol is None:
+            return None
         if self._function_names is not None and symbol not in self._function_names:
             return None  # not ours (dlsym would also find libc's functions) or not code
-        try:
-            pointer = self._lib[symbol]
-        except AttributeError:
-            return None
-        address = ctypes.cast(pointer, ctypes.c_void_p).value
-        if not address:
-            return None
-        func = LegacyPackedFunc(address, symbol, self)
-        self._cache[name] = func
-        return func
+        return symbol
+
+    def _wrap(self, address: int, symbol: str, name: str) -> PackedFunc:
+        return LegacyPackedFunc(address, symbol, self)
 
 
 # -- loading ------------------------------------------------------------------------------
