@@ -111,6 +111,7 @@ class GraphExecutor(Module):
         self.devices = tuple(devices)
         self.plan: StoragePlan = plan_storage(graph, self.devices[0].device_type)
         self._run_lock = threading.Lock()
+        self._packed: dict[str, PackedFunc] | None = None
         self._param_names: set[str] = set()
         self._input_map = {graph.nodes[nid].name: i for i, nid in enumerate(graph.arg_nodes)}
         self._output_map = {
@@ -517,8 +518,9 @@ class GraphExecutor(Module):
 
     # -- TVM's packed-function table ---------------------------------------------------------
     def _get_function(self, name: str) -> PackedFunc | None:
-        factory = self._packed_functions().get(name)
-        return None if factory is None else PackedFunc(factory, name)
+        if self._packed is None:  # built on first lookup, once per executor
+            self._packed = {n: PackedFunc(f, n) for n, f in self._packed_functions().items()}
+        return self._packed.get(name)
 
     def _packed_functions(self) -> dict[str, Callable[..., Any]]:
         def set_input(key: int | str, value: object) -> None:
