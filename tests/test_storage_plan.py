@@ -17,15 +17,16 @@ from tvmrt.testing import GraphBuilder, graphs, numpy_op_library
 
 def test_pool_is_max_of_its_entries_rounded_to_four_bytes():
     b = GraphBuilder()
-    x = b.input("x", (3,), "int8", storage_id=0)
-    (y,) = b.op("a", "copy", [x], [(3,)], "int8", storage_ids=[1])
-    (z,) = b.op("b", "copy", [y], [(5,)], "int8", storage_ids=[0])
-    b.output(z)
+    x = b.input("x", (3,), "int8", storage_id=2)
+    (y,) = b.op("a", "copy", [x], [(5,)], "int8", storage_ids=[0])
+    (z,) = b.op("b", "copy", [y], [(3,)], "int8", storage_ids=[1])
+    (w,) = b.op("c", "copy", [z], [(3,)], "int8", storage_ids=[0])
+    b.output(w)
     plan = plan_storage(parse_graph(b.to_json()), 1)
-    assert [p.nbytes for p in plan.pools] == [5, 3]
-    assert [p.alloc_bytes for p in plan.pools] == [8, 4]
-    assert plan.total_bytes == 12
-    assert plan.num_pools == 2
+    assert [p.nbytes for p in plan.pools] == [5, 3, 3]
+    assert [p.alloc_bytes for p in plan.pools] == [8, 4, 4]
+    assert plan.total_bytes == 16
+    assert plan.num_pools == 3
 
 
 def test_unused_storage_id_gets_an_empty_pool():
