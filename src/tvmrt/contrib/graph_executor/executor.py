@@ -29,7 +29,7 @@ from tvmrt.contrib.graph_executor.checks import (
 )
 from tvmrt.contrib.graph_executor.graph import Graph, Node, parse_graph
 from tvmrt.contrib.graph_executor.packed import devices_from_packed_args, packed_functions
-from tvmrt.contrib.graph_executor.program import compile_steps, failed_step
+from tvmrt.contrib.graph_executor.program import compile_steps, failed_step, replace_step
 from tvmrt.contrib.graph_executor.storage import StoragePlan, check_host_memory, plan_storage
 from tvmrt.error import (
     ArgumentTypeError,
@@ -68,6 +68,7 @@ class OpBinding:
     arg_eids: tuple[int, ...]
     func: PackedFunc | None
     step: PreparedCall
+    step_index: int = -1  # position in the run program; -1: not in it (``__nop``)
 
     @property
     def call(self) -> BoundCall:
@@ -265,6 +266,8 @@ class GraphExecutor(Module):
 
     def _refresh_steps(self) -> None:
         self._step_ops = [op for op in self._ops if op.node.func_name != "__nop"]
+        for k, op in enumerate(self._step_ops):
+            op.step_index = k
         self._program = compile_steps([op.step for op in self._step_ops])
 
     # -- running -------------------------------------------------------------------------
@@ -403,12 +406,17 @@ class GraphExecutor(Module):
         touched: set[int] = set()
         for eid, arr in bindings:
             for member in self._alias_groups[eid]:
-                self.entries[member] = arr._create_view(g.shapes[member], g.dltypes[member])
+                shape, dtype = g.shapes[member], g.dltypes[member]
+                same = arr.shape == shape and arr.dtype == dtype
+                self.entries[member] = arr if same else arr._create_view(shape, dtype)
                 touched.add(member)
         ops = {id(op): op for e in touched for op in self._ops_by_eid.get(e, ())}
+        in_place = True
         for op in ops.values():
             self._bind(op)
-        if bindings:
+            if op.step_index >= 0:
+                in_place = replace_step(self._program, op.step_index, op.step) and in_place
+        if not in_place:
             self._refresh_steps()
 
     def set_input_zero_copy(self, key: int | str, value: object) -> None:

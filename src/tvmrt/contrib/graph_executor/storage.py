@@ -9,9 +9,8 @@ pool whose last reader has already run.
 from __future__ import annotations
 
 import bisect
-import itertools
 import os
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -241,27 +240,41 @@ def assign_storage_ids(
 
 
 class _FreePools:
-    """Free pools per device, sorted by (size, order freed): best fit in O(log n) + memmove."""
+    """Free pools per device: a FIFO per pool size plus the sorted list of sizes present.
+
+    Best fit is a bisection over the distinct sizes (few in practice), so taking and
+    freeing a pool costs O(log sizes), however many pools are free.
+    """
 
     def __init__(self) -> None:
-        self._by_device: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
-        self._order = itertools.count()
+        self._sizes: dict[int, list[int]] = defaultdict(list)  # device -> sorted sizes
+        self._queues: dict[tuple[int, int], deque[int]] = {}  # (device, size) -> sids
 
     def put(self, device: int, size: int, sid: int) -> None:
-        bisect.insort(self._by_device[device], (size, next(self._order), sid))
+        queue = self._queues.get((device, size))
+        if queue is None:
+            queue = self._queues[(device, size)] = deque()
+            bisect.insort(self._sizes[device], size)
+        queue.append(sid)
 
     def take(self, device: int, nbytes: int) -> int | None:
         """The smallest free pool that fits ``nbytes``, else the largest (it grows least).
 
         Among pools of equal size the one freed first wins.
         """
-        pools = self._by_device.get(device)
-        if not pools:
+        sizes = self._sizes.get(device)
+        if not sizes:
             return None
-        i = bisect.bisect_left(pools, (nbytes, -1, -1))
-        if i == len(pools):  # nothing fits: the first-freed of the largest pools
-            i = bisect.bisect_left(pools, (pools[-1][0], -1, -1))
-        return pools.pop(i)[2]
+        i = bisect.bisect_left(sizes, nbytes)
+        if i == len(sizes):  # nothing fits
+            i -= 1
+        size = sizes[i]
+        queue = self._queues[(device, size)]
+        sid = queue.popleft()
+        if not queue:
+            del self._queues[(device, size)]
+            del sizes[i]
+        return sid
 
 
 def host_memory_bytes() -> int | None:
