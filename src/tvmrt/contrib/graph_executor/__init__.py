@@ -24,6 +24,7 @@ from tvmrt.contrib.graph_executor.checks import unknown_input
 from tvmrt.contrib.graph_executor.executor import GraphExecutor, create_executor
 from tvmrt.contrib.graph_executor.factory import GraphExecutorFactory
 from tvmrt.contrib.graph_executor.graph import Graph, parse_graph
+from tvmrt.contrib.graph_executor.keys import GraphKeys
 from tvmrt.contrib.graph_executor.storage import StoragePlan, plan_storage
 from tvmrt.runtime.benchmark import BenchmarkResult
 from tvmrt.runtime.device import RPC_SESS_MASK, Device
@@ -38,6 +39,7 @@ __all__ = [
     "GraphModule",
     "GraphExecutor",
     "GraphExecutorFactory",
+    "GraphKeys",
     "Graph",
     "parse_graph",
     "StoragePlan",

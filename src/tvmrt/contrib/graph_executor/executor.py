@@ -21,13 +21,11 @@ from typing import Any
 import numpy as np
 
 from tvmrt.contrib.graph_executor.checks import (
-    check_index,
     external_problem,
     is_read_only,
-    unknown_input,
-    unknown_output,
 )
 from tvmrt.contrib.graph_executor.graph import Graph, Node, parse_graph
+from tvmrt.contrib.graph_executor.keys import GraphKeys
 from tvmrt.contrib.graph_executor.packed import devices_from_packed_args, packed_functions
 from tvmrt.contrib.graph_executor.program import compile_steps, failed_step, replace_step
 from tvmrt.contrib.graph_executor.storage import StoragePlan, check_host_memory, plan_storage
@@ -88,7 +86,7 @@ def as_ndarray(value: object) -> NDArray | None:
     return None
 
 
-class GraphExecutor(Module):
+class GraphExecutor(Module, GraphKeys):
     """Executes a graph over the kernels of ``lib`` on ``devices`` (the first is the host).
 
     Parameters
@@ -102,6 +100,9 @@ class GraphExecutor(Module):
     preset
         Arrays to bind to inputs of the same name without copying (the factory's
         params): inputs bound this way get no pool of their own.
+
+    Input and output keys (``input_index``, ``output_index``, ``input_info``, ...) come
+    from :class:`~tvmrt.contrib.graph_executor.keys.GraphKeys`.
     """
 
     def __init__(
@@ -121,11 +122,7 @@ class GraphExecutor(Module):
         check_host_memory(self.plan)
         self._run_lock = threading.Lock()
         self._packed: dict[str, PackedFunc] | None = None
-        self._param_names: set[str] = set()
-        self._input_map = {graph.nodes[nid].name: i for i, nid in enumerate(graph.arg_nodes)}
-        self._output_map = {
-            f"{graph.nodes[h.node_id].name}:{h.index}": i for i, h in enumerate(graph.heads)
-        }
+        self._init_keys(graph)
         self._alias_groups = self._find_alias_groups()
         self.entries: list[NDArray] = self._allocate(preset or {})
         self.node_calls: list[BoundCall | None] = [None] * len(graph.nodes)
@@ -295,51 +292,7 @@ class GraphExecutor(Module):
         op = self._step_ops[index]
         return f"node {op.node_id} {op.node.name!r} (kernel {op.node.func_name!r})"
 
-    # -- inputs and outputs ----------------------------------------------------------------
-    @property
-    def input_names(self) -> list[str]:
-        """Names of ``arg_nodes`` (inputs and params), by input index."""
-        return [self.graph.nodes[nid].name for nid in self.graph.arg_nodes]
-
-    def has_input(self, name: str) -> bool:
-        """Whether the graph has an input (data or weight) called ``name``."""
-        return name in self._input_map
-
-    def input_index(self, key: int | str) -> int:
-        """Input index of a name or index.
-
-        Raises InputNotFoundError (a LookupError) for an unknown name, InputIndexError
-        (also an IndexError) for an index out of range, ArgumentTypeError (a TypeError)
-        for any other key.
-        """
-        if isinstance(key, str):
-            index = self._input_map.get(key)
-            if index is None:
-                raise unknown_input(key, self.input_names)
-            return index
-        return check_index("input", key, len(self.graph.arg_nodes))
-
-    def input_entry(self, key: int | str) -> int:
-        """Entry id of an input."""
-        return self.graph.entry_id(self.graph.arg_nodes[self.input_index(key)])
-
-    def output_index(self, key: int | str) -> int:
-        """Output index of an index, an ``"name:i"`` key or a bare node name (last wins)."""
-        heads = self.graph.heads
-        if isinstance(key, str):
-            if key in self._output_map:
-                return self._output_map[key]
-            matches = [i for i, h in enumerate(heads) if self.graph.nodes[h.node_id].name == key]
-            if not matches:
-                raise unknown_output(key, list(self._output_map))
-            return matches[-1]
-        return check_index("output", key, len(heads))
-
-    def output_entry(self, key: int | str) -> int:
-        """Entry id of an output."""
-        head = self.graph.heads[self.output_index(key)]
-        return self.graph.entry_id(head.node_id, head.index)
-
+    # -- inputs and outputs (keys and info: GraphKeys) ---------------------------------------
     def set_input(self, key: int | str, value: object) -> None:
         """Copy ``value`` into input ``key``; NDArrays must match shape and dtype exactly."""
         eid = self.input_entry(key)
@@ -367,20 +320,6 @@ class GraphExecutor(Module):
             )
         return target
 
-    def _input_label(self, eid: int) -> str:
-        return repr(self.graph.nodes[self._node_of_entry(eid)].name)
-
-    def _node_of_entry(self, eid: int) -> int:
-        row = self.graph.node_row_ptr
-        lo, hi = 0, len(row) - 1
-        while lo < hi - 1:  # largest nid with row[nid] <= eid
-            mid = (lo + hi) // 2
-            if row[mid] <= eid:
-                lo = mid
-            else:
-                hi = mid
-        return lo
-
     def check_external(self, label: str, eid: int, arr: NDArray, written: bool = True) -> None:
         """Raise ArrayError unless ``arr`` can stand in for entry ``eid`` without copying.
 
@@ -401,7 +340,7 @@ class GraphExecutor(Module):
         self.rebind_many([(eid, arr)])
 
     def rebind_many(self, bindings: Sequence[tuple[int, NDArray]]) -> None:
-        """:meth:`rebind` for several entries, recompiling the run program once."""
+        """:meth:`rebind` for several entries; the run program is patched in place."""
         g = self.graph
         touched: set[int] = set()
         for eid, arr in bindings:
@@ -505,35 +444,8 @@ class GraphExecutor(Module):
             self.check_external(f"shared param {name!r}", eid, shared, written=False)
             bindings.append((eid, shared))
             names.append(name)
-        self.rebind_many(bindings)  # one recompile of the run program for all params
+        self.rebind_many(bindings)  # one pass over the touched kernels, no recompiling
         self._param_names.update(names)
-
-    def input_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
-        """Shapes and dtypes of inputs not loaded by :meth:`load_params`."""
-        shapes, dtypes = {}, {}
-        for nid in self.graph.arg_nodes:
-            name = self.graph.nodes[nid].name
-            if name in self._param_names:
-                continue
-            eid = self.graph.entry_id(nid)
-            shapes[name] = self.graph.shapes[eid]
-            dtypes[name] = str(self.graph.dltypes[eid])
-        return shapes, dtypes
-
-    def output_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
-        """Shapes and dtypes of outputs, keyed by node name (``"name:i"`` when it has several)."""
-        g = self.graph
-        counts: dict[int, int] = defaultdict(int)
-        for h in g.heads:
-            counts[h.node_id] += 1
-        shapes, dtypes = {}, {}
-        for h in g.heads:
-            name = g.nodes[h.node_id].name
-            key = name if counts[h.node_id] == 1 else f"{name}:{h.index}"
-            eid = g.entry_id(h.node_id, h.index)
-            shapes[key] = g.shapes[eid]
-            dtypes[key] = str(g.dltypes[eid])
-        return shapes, dtypes
 
     def run_from_inputs(self, host_device: Device, *key_values: object) -> list[NDArray]:
         """Set inputs from ``key, value`` pairs, run, and copy every output to the host."""
