@@ -73,3 +73,30 @@ def test_output_names_match_npz_and_conversions_are_reported(artifacts, tmp_path
         assert shown == list(saved.files) == ["fused_nn_softmax_0"]
         golden = np.load(artifacts / "mobilenet_v1" / "golden.npz")["output_0"]
         np.testing.assert_allclose(saved[shown[0]], golden, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("shape", "problem"),
+    [
+        (
+            (2**20, 2**24),
+            r"storage plan needs \d+\.\d GiB of host memory, more than this machine's",
+        ),
+        (
+            (2**31, 2**31),
+            r"attrs\['shape'\]\[0\]: shape \(2147483648, 2147483648\) of float32 takes",
+        ),
+    ],
+)
+def test_inspect_does_not_call_an_absurd_plan_runnable(artifacts, tmp_path, shape, problem):
+    from tvmrt.artifact import find_artifact, inspect_artifact
+    from tvmrt.testing import GraphBuilder
+
+    b = GraphBuilder()
+    x = b.input("data", shape)
+    b.output(x)
+    (tmp_path / "deploy_graph.json").write_text(b.to_json())
+    (tmp_path / "deploy_lib.so").symlink_to(artifacts / "mobilenet_v1" / "deploy_lib.so")
+    report = inspect_artifact(find_artifact(tmp_path))
+    assert not report["runnable"]
+    assert any(re.search(problem, p) for p in report["problems"]), report["problems"]
