@@ -205,7 +205,13 @@ class GraphModule:
                 self._set_input(name, params[name])
 
     def _check_input_name(self, key: object) -> None:
-        if isinstance(key, str) and self._get_input_index(key) < 0:
+        if not isinstance(key, str):
+            return  # indices are checked by the executor
+        ex = self.module
+        known = (
+            ex.has_input(key) if isinstance(ex, GraphExecutor) else self._get_input_index(key) >= 0
+        )
+        if not known:
             raise unknown_input(key, self._input_names())
 
     def _input_names(self) -> list[str]:
