@@ -307,3 +307,35 @@ def test_rebinding_outputs_twice_patches_the_run_program():
     mod.run(x=np.ones(16, "float32"))
     np.testing.assert_equal(first.numpy(), 1)  # written by the first run only
     np.testing.assert_equal(second.numpy(), 2)
+
+
+def test_load_params_into_read_only_memory_is_refused():
+    b = GraphBuilder()
+    x = b.input("x", (16,))
+    w = b.input("p0", (16,))
+    (y,) = b.op("add", "add", [x, w], [(16,)])
+    b.output(y)
+    mod = graph_executor.create(b.to_json(), numpy_op_library(), CPU)
+    mod.set_input_zero_copy("p0", runtime.from_dlpack(_aligned_readonly_from_bytes(16)))
+    with pytest.raises(ArrayError, match=r"input 'p0' is bound to read-only memory"):
+        mod.load_params(save_param_dict({"p0": np.ones(16, "float32")}))
+
+
+def test_replace_step_patches_in_place_or_asks_for_a_recompile():
+    from tvmrt.contrib.graph_executor.program import compile_steps, replace_step
+
+    calls: list[tuple[str, tuple[int, ...]]] = []
+
+    def f(*args: int) -> None:
+        calls.append(("f", args))
+
+    def g(*args: int) -> None:
+        calls.append(("g", args))
+
+    run = compile_steps([(f, (1, 2)), (f, (3,))])
+    assert replace_step(run, 0, (g, (5, 6)))
+    assert not replace_step(run, 1, (g, (7, 8)))  # other arity: the caller recompiles
+    assert not replace_step(run, 2, (g, ()))  # no such step
+    assert not replace_step(lambda: None, 0, (g, ()))  # not a compiled program
+    run()
+    assert calls == [("g", (5, 6)), ("f", (3,))]
