@@ -173,7 +173,9 @@ def test_get_output_is_an_alias_and_out_copies():
     mod.run(x=np.ones(4, "float32"))
     np.testing.assert_equal(alias.numpy(), 2)  # alias follows the latest run
     np.testing.assert_equal(copy.numpy(), 1)
-    with pytest.raises(ArrayError, match=r"out has shape \(5,\), expected \(4,\)"):
+    with pytest.raises(
+        ArrayError, match=r"out has shape \(5,\) and dtype float32, expected shape \(4,\)"
+    ):
         mod.get_output(0, runtime.empty((5,)))
 
 
@@ -186,7 +188,7 @@ def test_get_output_by_name_last_match_wins_and_invalid_name():
     mod = graph_executor.create(b.to_json(), numpy_op_library(), CPU)
     mod.run(x=np.array([-1, 1], "float32"))
     np.testing.assert_equal(mod.get_output("dup").numpy(), [0, 2])
-    with pytest.raises(InputNotFoundError, match=r"^Invalid output node:nope; outputs are"):
+    with pytest.raises(InputNotFoundError, match=r"^graph has no output 'nope'; outputs are"):
         mod.get_output("nope")
     with pytest.raises(IndexError, match=r"output index 2 is out of range: the graph has 2"):
         mod.get_output(2)
@@ -232,7 +234,9 @@ def test_get_input_out_copies_and_unknown_raises():
     out = runtime.empty((1, 10))
     assert mod.get_input("x", out) is out
     np.testing.assert_equal(out.numpy(), 7)
-    with pytest.raises(InputNotFoundError, match="Could not find 'q' in graph's inputs"):
+    with pytest.raises(
+        InputNotFoundError, match=r"^graph has no input 'q'; inputs are \['x', 'y'\]$"
+    ):
         mod.get_input("q")
 
 
@@ -240,7 +244,8 @@ def test_packed_function_table():
     mod = graph_executor.create(add_graph(), numpy_op_library(), CPU)
     assert mod.module.type_key == "GraphExecutor"
     mod["set_input"]("x", runtime.array(np.ones((1, 10), "float32")))
-    mod["set_input"]("unknown", runtime.array(np.ones((1, 10), "float32")))  # ignored, as in TVM
+    with pytest.raises(InputNotFoundError, match=r"^graph has no input 'unknown'; inputs are"):
+        mod["set_input"]("unknown", runtime.array(np.ones((1, 10), "float32")))
     mod["set_input"]("y", runtime.array(np.ones((1, 10), "float32")))
     mod["run"]()
     np.testing.assert_equal(mod["get_output"](0).numpy(), 2)
@@ -255,9 +260,9 @@ def test_packed_function_table():
         mod["nope"]
     with pytest.raises(ValueError, match="even number of key-value pairs"):
         mod["run_from_inputs"](1, 0, "x")
-    with pytest.raises(InputNotFoundError, match="q is not a valid input name"):
+    with pytest.raises(InputNotFoundError, match=r"^graph has no input 'q'; inputs are"):
         mod["run_from_inputs"](1, 0, "q", np.zeros((1, 10)))
-    with pytest.raises(TypeError, match="Input key is not a string"):
+    with pytest.raises(TypeError, match="input key must be a str, got int"):
         mod["get_input_index"](3)
 
 

@@ -12,20 +12,22 @@ from hypothesis import strategies as st
 from tvmrt import runtime
 from tvmrt.contrib import graph_executor
 from tvmrt.contrib.graph_executor import parse_graph, plan_storage
+from tvmrt.contrib.graph_executor.storage import assign_storage_ids
 from tvmrt.testing import GraphBuilder, graphs, numpy_op_library
 
 
 def test_pool_is_max_of_its_entries_rounded_to_four_bytes():
     b = GraphBuilder()
-    x = b.input("x", (3,), "int8", storage_id=0)
-    (y,) = b.op("a", "copy", [x], [(3,)], "int8", storage_ids=[1])
-    (z,) = b.op("b", "copy", [y], [(5,)], "int8", storage_ids=[0])
-    b.output(z)
+    x = b.input("x", (3,), "int8", storage_id=2)
+    (y,) = b.op("a", "copy", [x], [(5,)], "int8", storage_ids=[0])
+    (z,) = b.op("b", "copy", [y], [(3,)], "int8", storage_ids=[1])
+    (w,) = b.op("c", "copy", [z], [(3,)], "int8", storage_ids=[0])
+    b.output(w)
     plan = plan_storage(parse_graph(b.to_json()), 1)
-    assert [p.nbytes for p in plan.pools] == [5, 3]
-    assert [p.alloc_bytes for p in plan.pools] == [8, 4]
-    assert plan.total_bytes == 12
-    assert plan.num_pools == 2
+    assert [p.nbytes for p in plan.pools] == [5, 3, 3]
+    assert [p.alloc_bytes for p in plan.pools] == [8, 4, 4]
+    assert plan.total_bytes == 16
+    assert plan.num_pools == 3
 
 
 def test_unused_storage_id_gets_an_empty_pool():
@@ -103,3 +105,83 @@ def test_liveness_plan_never_overlaps_live_tensors(ops):
                 continue
             end1 = len(g.nodes) if e1 in heads else last.get(e1, born[e1])
             assert born[e2] >= end1, (e1, e2, sids)
+
+
+def _reference_best_fit(nbytes, producers, heads, devices=None):
+    """Issue 11 item 12's reference: the planner's rule written as a plain linear scan."""
+    last = [-1] * len(nbytes)
+    for nid, (_, inputs, _, _) in enumerate(producers):
+        for e in inputs:
+            last[e] = max(last[e], nid)
+    sids, sizes, pool_dev, pinned, free = [-1] * len(nbytes), [], [], set(), []
+    count: dict[int, int] = {}
+    releases: dict[int, list[int]] = {}
+    dev = (lambda e: devices[e]) if devices else (lambda e: 0)
+    for nid, (outputs, inputs, is_null, is_nop) in enumerate(producers):
+        for k, eid in enumerate(outputs):
+            if is_null or eid in heads:
+                sid = len(sizes)
+                sizes.append(nbytes[eid])
+                pool_dev.append(dev(eid))
+                pinned.add(sid)
+            elif is_nop and k < len(inputs):
+                sid = sids[inputs[k]]
+            else:
+                cands = [s for s in free if pool_dev[s] == dev(eid)]
+                fit = [s for s in cands if sizes[s] >= nbytes[eid]]
+                pick = min(fit, key=lambda s: sizes[s]) if fit else None
+                if pick is None and cands:
+                    pick = max(cands, key=lambda s: sizes[s])
+                if pick is None:
+                    sid = len(sizes)
+                    sizes.append(nbytes[eid])
+                    pool_dev.append(dev(eid))
+                else:
+                    free.remove(pick)
+                    sid = pick
+                sizes[sid] = max(sizes[sid], nbytes[eid])
+            sids[eid] = sid
+            count[sid] = count.get(sid, 0) + 1
+            releases.setdefault(max(last[eid], nid), []).append(sid)
+        for sid in releases.pop(nid, []):
+            count[sid] -= 1
+            if count[sid] == 0 and sid not in pinned:
+                free.append(sid)
+    return sids
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_planner_matches_a_linear_scan_reference(data):
+    n = data.draw(st.integers(1, 25))
+    nbytes: list[int] = []
+    producers = []
+    for nid in range(n):
+        k = data.draw(st.integers(1, 2))
+        outs = list(range(len(nbytes), len(nbytes) + k))
+        nbytes += [data.draw(st.sampled_from([4, 8, 8, 16, 100])) for _ in range(k)]
+        ins = [data.draw(st.integers(0, outs[0] - 1)) for _ in range(3)] if outs[0] else []
+        ins = ins[: data.draw(st.integers(0, 3))]
+        producers.append(
+            (outs, ins, nid == 0 or data.draw(st.booleans()), data.draw(st.booleans()))
+        )
+    heads = [data.draw(st.integers(0, len(nbytes) - 1))]
+    devices = data.draw(
+        st.none() | st.lists(st.sampled_from([1, 2]), min_size=len(nbytes), max_size=len(nbytes))
+    )
+    got = assign_storage_ids(nbytes, producers, heads, devices)
+    assert got == _reference_best_fit(nbytes, producers, heads, devices)
+
+
+def test_planner_reuses_pools_freed_together():
+    # 200 kernels read x, one joins them, a chain of 200 follows: the chain takes pools
+    # from the 200 freed at once (the case that was quadratic) instead of making new ones.
+    b = GraphBuilder()
+    x = b.input("x", (4,))
+    fan = [b.op(f"f{i}", "relu", [x], [(4,)])[0] for i in range(200)]
+    (ref,) = b.op("join", "add", fan, [(4,)])
+    for i in range(200):
+        (ref,) = b.op(f"c{i}", "relu", [ref], [(4,)])
+    b.output(ref)
+    plan = plan_storage(parse_graph(b.to_json(with_storage_ids=False)), 1)
+    assert plan.num_pools == 1 + 200 + 1 + 1  # x, the fan, the join, the output

@@ -23,6 +23,7 @@ from typing import Any
 
 from tvmrt.contrib.graph_executor import GraphExecutorFactory, GraphModule, create
 from tvmrt.contrib.graph_executor.graph import Graph, parse_graph
+from tvmrt.contrib.graph_executor.roles import runnability_problems
 from tvmrt.contrib.graph_executor.storage import plan_storage
 from tvmrt.error import ModuleLoadError, TVMError
 from tvmrt.runtime.device import Device, cpu
@@ -360,6 +361,7 @@ def _describe_graph(
         )
     device_types = graph.device_types or (1,)
     plan = plan_storage(graph, device_types[0])
+    problems.extend(runnability_problems(graph, plan, params))  # weights, memory
     naive = sum(graph.entry_nbytes(e) for e in range(graph.num_entries))
     return {
         "inputs": inputs,

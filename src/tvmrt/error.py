@@ -115,3 +115,11 @@ def add_note(exc: BaseException, note: str) -> None:
         notes = list(getattr(exc, "__notes__", ()))
         notes.append(note)
         exc.__notes__ = notes  # type: ignore[attr-defined]
+
+
+class InputIndexError(InputNotFoundError, IndexError):
+    """An input or output index is out of range (also an ``IndexError``)."""
+
+
+class ArgumentTypeError(TVMError, TypeError):
+    """An argument has the wrong type, e.g. an input key that is neither a name nor an index."""

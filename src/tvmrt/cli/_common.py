@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -11,12 +12,20 @@ from typing import Any
 import numpy as np
 
 from tvmrt.artifact import ArtifactFiles, LoadedModel, find_artifact, load_artifact
+from tvmrt.contrib.graph_executor.roles import classify_inputs
 from tvmrt.runtime import _backend
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.device import device as make_device
 from tvmrt.runtime.dtype import DataType
 
-__all__ = ["UsageError", "add_artifact_arguments", "add_input_arguments", "load", "make_inputs"]
+__all__ = [
+    "UsageError",
+    "add_artifact_arguments",
+    "add_input_arguments",
+    "load",
+    "make_inputs",
+    "conversions",
+]
 
 
 class UsageError(Exception):
@@ -57,6 +66,12 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
         help="values for inputs not given with -i (default: random)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed for --fill random (default 0)")
+    parser.add_argument(
+        "--allow-missing-params",
+        action="store_true",
+        help="run even when weights are missing or the params belong to another model "
+        "(missing weights get --fill values: the results are meaningless)",
+    )
 
 
 def load(
@@ -91,6 +106,7 @@ def make_inputs(model: LoadedModel, args: argparse.Namespace) -> dict[str, np.nd
         raise UsageError(
             f"input(s) {unknown} are not inputs of the model; inputs are {sorted(wanted)}"
         )
+    _check_weights(model, given, args)
     rng = np.random.default_rng(args.seed)
     out = {}
     for name, (shape, dtype) in wanted.items():
@@ -101,6 +117,38 @@ def make_inputs(model: LoadedModel, args: argparse.Namespace) -> dict[str, np.nd
             out[name] = arr
         else:
             out[name] = _fill(shape, dtype, args.fill, rng)
+    return out
+
+
+def _check_weights(
+    model: LoadedModel, given: Mapping[str, object], args: argparse.Namespace
+) -> None:
+    """Refuse missing or foreign weights unless --allow-missing-params (then warn)."""
+    roles = classify_inputs(model.module.executor.graph, set(model.param_names) | set(given))
+    problems = roles.problems()
+    if not problems:
+        return
+    if not getattr(args, "allow_missing_params", False):
+        raise UsageError(
+            "the weights do not match the model: "
+            + "; ".join(problems)
+            + ". Give the model's params (--params FILE), or pass --allow-missing-params "
+            "to run anyway"
+        )
+    for problem in problems:
+        print(f"warning: {problem}; running anyway (--allow-missing-params)", file=sys.stderr)
+
+
+def conversions(model: LoadedModel, inputs: Mapping[str, np.ndarray[Any, Any]]) -> list[str]:
+    """``input NAME: float64 converted to float32`` per input whose dtype set_input changes."""
+    wanted = model.user_inputs()
+    out = []
+    for name, arr in inputs.items():
+        if name not in wanted:
+            continue
+        dtype = wanted[name][1]
+        if arr.dtype != DataType(dtype).numpy_dtype:
+            out.append(f"input {name}: {arr.dtype} converted to {dtype}")
     return out
 
 

@@ -11,11 +11,13 @@ from tvmrt.cli._common import (
     UsageError,
     add_artifact_arguments,
     add_input_arguments,
+    conversions,
     describe_array,
     load,
     make_inputs,
     set_inputs,
 )
+from tvmrt.contrib.graph_executor.roles import output_labels
 
 EXAMPLES = """examples:
   tvmrt run model_dir/ --fill random
@@ -50,12 +52,14 @@ def run(args: argparse.Namespace) -> int:
     module = model.module
     set_inputs(model, inputs)
     module.run()
-    names = model.output_names()
+    names = output_labels(module.executor.graph)  # unique: screen and .npz agree
     outputs = {name: module.get_output(i).numpy() for i, name in enumerate(names)}
     print(f"loaded {model.files.lib.name} in {load_s * 1e3:.1f} ms")
     print("inputs:")
     for name, arr in inputs.items():
         print(f"  {name}: {describe_array(arr)}")
+    for note in conversions(model, inputs):
+        print(note)
     print("outputs:")
     for name, arr in outputs.items():
         print(f"  {name}: {describe_array(arr)}")
@@ -65,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         if not args.output.endswith(".npz"):
             raise UsageError(f"-o/--output must name a .npz file, got {args.output!r}")
-        arrays: dict[str, Any] = {n.replace(":", "_"): a for n, a in outputs.items()}
+        arrays: dict[str, Any] = dict(outputs)  # keys as printed above
         np.savez(args.output, **arrays)
         print(f"saved {len(outputs)} output(s) to {args.output}")
     return 0

@@ -20,11 +20,12 @@ from typing import Any
 
 import numpy as np
 
+from tvmrt.contrib.graph_executor.checks import unknown_input
 from tvmrt.contrib.graph_executor.executor import GraphExecutor, create_executor
 from tvmrt.contrib.graph_executor.factory import GraphExecutorFactory
 from tvmrt.contrib.graph_executor.graph import Graph, parse_graph
+from tvmrt.contrib.graph_executor.keys import GraphKeys
 from tvmrt.contrib.graph_executor.storage import StoragePlan, plan_storage
-from tvmrt.error import InputNotFoundError
 from tvmrt.runtime.benchmark import BenchmarkResult
 from tvmrt.runtime.device import RPC_SESS_MASK, Device
 from tvmrt.runtime.module import Module
@@ -38,6 +39,7 @@ __all__ = [
     "GraphModule",
     "GraphExecutor",
     "GraphExecutorFactory",
+    "GraphKeys",
     "Graph",
     "parse_graph",
     "StoragePlan",
@@ -181,29 +183,42 @@ class GraphModule:
             numpy array (shape must match; dtype is converted), NDArray or DLPack tensor
             (shape and dtype must match).
         params
-            More inputs by name; names the graph lacks are ignored (as in TVM), larger
-            arrays are copied first.
+            More inputs by name, larger arrays copied first. Unlike TVM, a name the
+            graph lacks is an error (a misspelled name would otherwise run on stale data).
 
         Raises
         ------
         InputNotFoundError
-            If ``key`` names no input (a RuntimeError, as in TVM).
+            If ``key`` or a name in ``params`` names no input (a RuntimeError, as in TVM);
+            nothing is set then.
         ArrayError
             If a value's shape (or dtype, for arrays that are not numpy) does not match.
         """
         if key is not None:
-            ex = self.module
-            if isinstance(ex, GraphExecutor):
-                ex.set_input(key, value)
-            else:
-                if self._get_input(key) is None:
-                    raise InputNotFoundError(f"Could not find '{key}' in graph's inputs")
-                self._set_input(key, value)
+            self._check_input_name(key)
+            self._set_input(key, value)
         if params:
+            for name in params:
+                self._check_input_name(name)
             names = sorted(params, key=lambda k: -_numel(params[k]))
             for name in names:
-                if self._get_input(name) is not None:
-                    self._set_input(name, params[name])
+                self._set_input(name, params[name])
+
+    def _check_input_name(self, key: object) -> None:
+        if not isinstance(key, str):
+            return  # indices are checked by the executor
+        ex = self.module
+        known = (
+            ex.has_input(key) if isinstance(ex, GraphExecutor) else self._get_input_index(key) >= 0
+        )
+        if not known:
+            raise unknown_input(key, self._input_names())
+
+    def _input_names(self) -> list[str]:
+        ex = self.module
+        if isinstance(ex, GraphExecutor):
+            return ex.input_names
+        return list(self.get_input_info()[0])
 
     def set_input_zero_copy(
         self, key: int | str | None = None, value: object = None, **params: Any
@@ -215,10 +230,12 @@ class GraphModule:
         input (through ``__nop`` reshapes) follows. The binding lasts until rebound.
         """
         if key is not None:
+            self._check_input_name(key)
             self._set_input_zero_copy(key, value)
+        for name in params:
+            self._check_input_name(name)
         for name, val in params.items():
-            if self._get_input(name) is not None:
-                self._set_input_zero_copy(name, val)
+            self._set_input_zero_copy(name, val)
 
     def set_output_zero_copy(self, key: int | str, value: object) -> None:
         """Make the graph write output ``key`` (index or ``"node:i"``) into ``value``."""
@@ -240,13 +257,11 @@ class GraphModule:
 
     def get_input(self, index: int | str, out: NDArray | None = None) -> NDArray:
         """Input ``index`` (alias of the graph's memory), or a copy into ``out``."""
-        arr = self._get_input(index)
-        if arr is None:
-            raise InputNotFoundError(f"Could not find '{index}' in graph's inputs")
+        self._check_input_name(index)
         if out is not None:
-            arr.copyto(out)
+            self._get_input(index, out)
             return out
-        return arr  # type: ignore[no-any-return]
+        return self._get_input(index)  # type: ignore[no-any-return]
 
     def get_input_index(self, name: str) -> int:
         """Index of input ``name``, or -1."""

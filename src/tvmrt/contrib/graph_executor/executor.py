@@ -20,20 +20,25 @@ from typing import Any
 
 import numpy as np
 
+from tvmrt.contrib.graph_executor.checks import (
+    external_problem,
+    is_read_only,
+)
 from tvmrt.contrib.graph_executor.graph import Graph, Node, parse_graph
-from tvmrt.contrib.graph_executor.program import compile_steps, failed_step
-from tvmrt.contrib.graph_executor.storage import StoragePlan, plan_storage
+from tvmrt.contrib.graph_executor.keys import GraphKeys
+from tvmrt.contrib.graph_executor.packed import devices_from_packed_args, packed_functions
+from tvmrt.contrib.graph_executor.program import compile_steps, failed_step, replace_step
+from tvmrt.contrib.graph_executor.storage import StoragePlan, check_host_memory, plan_storage
 from tvmrt.error import (
+    ArgumentTypeError,
     ArrayError,
     FunctionNotFoundError,
-    InputNotFoundError,
     InternalError,
     KernelError,
     TVMError,
     add_note,
 )
 from tvmrt.runtime.device import Device
-from tvmrt.runtime.device_api import ALLOC_ALIGNMENT
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, empty, from_dlpack
 from tvmrt.runtime.packed_func import BoundCall, PackedFunc, PreparedCall
@@ -61,6 +66,7 @@ class OpBinding:
     arg_eids: tuple[int, ...]
     func: PackedFunc | None
     step: PreparedCall
+    step_index: int = -1  # position in the run program; -1: not in it (``__nop``)
 
     @property
     def call(self) -> BoundCall:
@@ -80,7 +86,7 @@ def as_ndarray(value: object) -> NDArray | None:
     return None
 
 
-class GraphExecutor(Module):
+class GraphExecutor(Module, GraphKeys):
     """Executes a graph over the kernels of ``lib`` on ``devices`` (the first is the host).
 
     Parameters
@@ -94,6 +100,9 @@ class GraphExecutor(Module):
     preset
         Arrays to bind to inputs of the same name without copying (the factory's
         params): inputs bound this way get no pool of their own.
+
+    Input and output keys (``input_index``, ``output_index``, ``input_info``, ...) come
+    from :class:`~tvmrt.contrib.graph_executor.keys.GraphKeys`.
     """
 
     def __init__(
@@ -110,13 +119,10 @@ class GraphExecutor(Module):
         self.lib = lib
         self.devices = tuple(devices)
         self.plan: StoragePlan = plan_storage(graph, self.devices[0].device_type)
+        check_host_memory(self.plan)
         self._run_lock = threading.Lock()
         self._packed: dict[str, PackedFunc] | None = None
-        self._param_names: set[str] = set()
-        self._input_map = {graph.nodes[nid].name: i for i, nid in enumerate(graph.arg_nodes)}
-        self._output_map = {
-            f"{graph.nodes[h.node_id].name}:{h.index}": i for i, h in enumerate(graph.heads)
-        }
+        self._init_keys(graph)
         self._alias_groups = self._find_alias_groups()
         self.entries: list[NDArray] = self._allocate(preset or {})
         self.node_calls: list[BoundCall | None] = [None] * len(graph.nodes)
@@ -173,14 +179,25 @@ class GraphExecutor(Module):
     def _allocate(self, preset: Mapping[str, NDArray]) -> list[NDArray]:
         g, plan = self.graph, self.plan
         bound: dict[int, NDArray] = {}
+        copied: list[tuple[int, NDArray]] = []
         for name, arr in preset.items():
             index = self._input_map.get(name)
             if index is None:
-                continue
+                continue  # as TVM: params the graph does not use are ignored
             eid = g.entry_id(g.arg_nodes[index])
-            if self._fits(eid, arr) is None:
-                for member in self._alias_groups[eid]:
-                    bound[member] = arr._create_view(g.shapes[member], g.dltypes[member])
+            problem = self._fits(eid, arr, written=False)
+            if problem is None:
+                pass
+            elif arr.dtype == g.dltypes[eid] and arr.nbytes == g.entry_nbytes(eid):
+                copied.append((eid, arr))  # same bytes, other shape or layout: copy, as TVM
+                continue
+            else:
+                raise ArrayError(
+                    f"param {name!r} embedded in the factory does not fit the graph's input "
+                    f"{name!r}: {problem}"
+                )
+            for member in self._alias_groups[eid]:
+                bound[member] = arr._create_view(g.shapes[member], g.dltypes[member])
         needed = {plan.entry_storage[eid] for eid in range(g.num_entries) if eid not in bound}
         pools: dict[int, NDArray] = {}
         for pool in plan.pools:
@@ -197,6 +214,8 @@ class GraphExecutor(Module):
                 entries.append(pool_arr._create_view(g.shapes[eid], g.dltypes[eid]))
             except ArrayError as exc:  # cannot happen for a consistent plan
                 raise InternalError(f"entry {eid} does not fit its pool: {exc}") from exc
+        for eid, arr in copied:
+            arr.copyto(entries[eid])
         return entries
 
     def _make_op(self, nid: int, node: Node) -> OpBinding:
@@ -244,6 +263,8 @@ class GraphExecutor(Module):
 
     def _refresh_steps(self) -> None:
         self._step_ops = [op for op in self._ops if op.node.func_name != "__nop"]
+        for k, op in enumerate(self._step_ops):
+            op.step_index = k
         self._program = compile_steps([op.step for op in self._step_ops])
 
     # -- running -------------------------------------------------------------------------
@@ -271,62 +292,11 @@ class GraphExecutor(Module):
         op = self._step_ops[index]
         return f"node {op.node_id} {op.node.name!r} (kernel {op.node.func_name!r})"
 
-    # -- inputs and outputs ----------------------------------------------------------------
-    @property
-    def input_names(self) -> list[str]:
-        """Names of ``arg_nodes`` (inputs and params), by input index."""
-        return [self.graph.nodes[nid].name for nid in self.graph.arg_nodes]
-
-    def input_index(self, key: int | str) -> int:
-        """Input index of a name or index; raises InputNotFoundError / IndexError."""
-        if isinstance(key, str):
-            index = self._input_map.get(key)
-            if index is None:
-                raise InputNotFoundError(
-                    f"graph has no input {key!r}; inputs are {_preview(self.input_names)}"
-                )
-            return index
-        if isinstance(key, bool) or not isinstance(key, int | np.integer):
-            raise TypeError(f"input key must be a name or an index, got {type(key).__name__}")
-        n = len(self.graph.arg_nodes)
-        if not 0 <= key < n:
-            raise IndexError(f"input index {key} is out of range: the graph has {n} inputs")
-        return int(key)
-
-    def input_entry(self, key: int | str) -> int:
-        """Entry id of an input."""
-        return self.graph.entry_id(self.graph.arg_nodes[self.input_index(key)])
-
-    def output_index(self, key: int | str) -> int:
-        """Output index of an index, an ``"name:i"`` key or a bare node name (last wins)."""
-        heads = self.graph.heads
-        if isinstance(key, str):
-            if key in self._output_map:
-                return self._output_map[key]
-            matches = [i for i, h in enumerate(heads) if self.graph.nodes[h.node_id].name == key]
-            if not matches:
-                names = list(self._output_map)
-                raise InputNotFoundError(
-                    f"Invalid output node:{key}; outputs are {_preview(names)}"
-                )
-            return matches[-1]
-        if isinstance(key, bool) or not isinstance(key, int | np.integer):
-            raise TypeError(f"output key must be a name or an index, got {type(key).__name__}")
-        if not 0 <= key < len(heads):
-            raise IndexError(
-                f"output index {key} is out of range: the graph has {len(heads)} outputs"
-            )
-        return int(key)
-
-    def output_entry(self, key: int | str) -> int:
-        """Entry id of an output."""
-        head = self.graph.heads[self.output_index(key)]
-        return self.graph.entry_id(head.node_id, head.index)
-
+    # -- inputs and outputs (keys and info: GraphKeys) ---------------------------------------
     def set_input(self, key: int | str, value: object) -> None:
         """Copy ``value`` into input ``key``; NDArrays must match shape and dtype exactly."""
         eid = self.input_entry(key)
-        target = self.entries[eid]
+        target = self._writable_input(eid)
         source = as_ndarray(value)
         if source is not None:
             if source.shape != target.shape or source.dtype != target.dtype:
@@ -341,68 +311,65 @@ class GraphExecutor(Module):
         except ArrayError as exc:
             raise ArrayError(f"input {self._input_label(eid)}: {exc}") from None
 
-    def _input_label(self, eid: int) -> str:
-        return repr(self.graph.nodes[self._node_of_entry(eid)].name)
+    def _writable_input(self, eid: int) -> NDArray:
+        target = self.entries[eid]
+        if is_read_only(target):
+            raise ArrayError(
+                f"input {self._input_label(eid)} is bound to read-only memory "
+                "(set_input_zero_copy); bind writable memory to copy into it"
+            )
+        return target
 
-    def _node_of_entry(self, eid: int) -> int:
-        row = self.graph.node_row_ptr
-        lo, hi = 0, len(row) - 1
-        while lo < hi - 1:  # largest nid with row[nid] <= eid
-            mid = (lo + hi) // 2
-            if row[mid] <= eid:
-                lo = mid
-            else:
-                hi = mid
-        return lo
+    def check_external(self, label: str, eid: int, arr: NDArray, written: bool = True) -> None:
+        """Raise ArrayError unless ``arr`` can stand in for entry ``eid`` without copying.
 
-    def check_external(self, label: str, eid: int, arr: NDArray) -> None:
-        """Raise ArrayError unless ``arr`` can stand in for entry ``eid`` without copying."""
-        problem = self._fits(eid, arr)
+        ``written``: a kernel writes the entry, so read-only memory is refused.
+        """
+        problem = self._fits(eid, arr, written)
         if problem is not None:
             raise ArrayError(f"{label}: {problem}")
 
-    def _fits(self, eid: int, arr: NDArray) -> str | None:
+    def _fits(self, eid: int, arr: NDArray, written: bool) -> str | None:
         g = self.graph
-        want_dev = self.device_of_entry(eid)
-        if arr.shape != g.shapes[eid] or arr.dtype != g.dltypes[eid]:
-            return (
-                f"expected shape {g.shapes[eid]} and dtype {g.dltypes[eid]}, "
-                f"got shape {arr.shape} and dtype {arr.dtype}"
-            )
-        if arr.device != want_dev:
-            return f"expected an array on {want_dev}, got one on {arr.device}"
-        if not arr.is_contiguous:
-            return "the array is not contiguous (kernels need dense row-major data)"
-        if arr.data_ptr % ALLOC_ALIGNMENT:
-            return (
-                f"data at {arr.data_ptr:#x} is not {ALLOC_ALIGNMENT}-byte aligned, which "
-                "compiled kernels require; use set_input (it copies) or allocate with "
-                "tvmrt.runtime.empty"
-            )
-        return None
+        return external_problem(
+            arr, g.shapes[eid], g.dltypes[eid], self.device_of_entry(eid), written
+        )
 
     def rebind(self, eid: int, arr: NDArray) -> None:
         """Make entry ``eid`` and every entry aliased with it (``__nop``) use ``arr``'s memory."""
+        self.rebind_many([(eid, arr)])
+
+    def rebind_many(self, bindings: Sequence[tuple[int, NDArray]]) -> None:
+        """:meth:`rebind` for several entries; the run program is patched in place."""
         g = self.graph
         touched: set[int] = set()
-        for member in self._alias_groups[eid]:
-            self.entries[member] = arr._create_view(g.shapes[member], g.dltypes[member])
-            touched.add(member)
+        for eid, arr in bindings:
+            for member in self._alias_groups[eid]:
+                shape, dtype = g.shapes[member], g.dltypes[member]
+                same = arr.shape == shape and arr.dtype == dtype
+                self.entries[member] = arr if same else arr._create_view(shape, dtype)
+                touched.add(member)
         ops = {id(op): op for e in touched for op in self._ops_by_eid.get(e, ())}
+        in_place = True
         for op in ops.values():
             self._bind(op)
-        self._refresh_steps()
+            if op.step_index >= 0:
+                in_place = replace_step(self._program, op.step_index, op.step) and in_place
+        if not in_place:
+            self._refresh_steps()
 
     def set_input_zero_copy(self, key: int | str, value: object) -> None:
         """Use ``value``'s memory as input ``key`` (no copy); checks alignment and layout."""
         eid = self.input_entry(key)
         arr = as_ndarray(value)
         if arr is None:
-            raise TypeError(
+            raise ArgumentTypeError(
                 "set_input_zero_copy needs an NDArray or a DLPack tensor, "
                 f"got {type(value).__name__}"
             )
-        self.check_external(f"zero-copy input {self._input_label(eid)}", eid, arr)
+        # no kernel writes an input's pool (plan_storage refuses such plans)
+        label = f"zero-copy input {self._input_label(eid)}"
+        self.check_external(label, eid, arr, written=False)
         self.rebind(eid, arr)
 
     def set_output_zero_copy(self, key: int | str, value: object) -> None:
@@ -412,7 +379,7 @@ class GraphExecutor(Module):
         eid = self.graph.entry_id(head.node_id, head.index)
         arr = as_ndarray(value)
         if arr is None:
-            raise TypeError(
+            raise ArgumentTypeError(
                 "set_output_zero_copy needs an NDArray or a DLPack tensor, "
                 f"got {type(value).__name__}"
             )
@@ -445,7 +412,7 @@ class GraphExecutor(Module):
             if index is None:
                 continue
             eid = self.graph.entry_id(self.graph.arg_nodes[index])
-            target = self.entries[eid]
+            target = self._writable_input(eid)
             if record.shape != target.shape or record.dtype != target.dtype:
                 raise ArrayError(
                     f"param {record.name!r} has shape {record.shape} and dtype "
@@ -464,43 +431,21 @@ class GraphExecutor(Module):
     ) -> None:
         """Use ``other``'s input arrays for every input named in ``params_bytes`` (no copy)."""
         if not isinstance(other, GraphExecutor):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"share_params needs another graph executor, got {type(other).__name__}"
             )
+        bindings: list[tuple[int, NDArray]] = []
+        names: list[str] = []
         for name in read_param_names(params_bytes):
             if name not in self._input_map or name not in other._input_map:
                 continue
             eid = self.input_entry(name)
-            self.check_external(f"shared param {name!r}", eid, other.get_input(name))
-            self.rebind(eid, other.get_input(name))
-            self._param_names.add(name)
-
-    def input_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
-        """Shapes and dtypes of inputs not loaded by :meth:`load_params`."""
-        shapes, dtypes = {}, {}
-        for nid in self.graph.arg_nodes:
-            name = self.graph.nodes[nid].name
-            if name in self._param_names:
-                continue
-            eid = self.graph.entry_id(nid)
-            shapes[name] = self.graph.shapes[eid]
-            dtypes[name] = str(self.graph.dltypes[eid])
-        return shapes, dtypes
-
-    def output_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
-        """Shapes and dtypes of outputs, keyed by node name (``"name:i"`` when it has several)."""
-        g = self.graph
-        counts: dict[int, int] = defaultdict(int)
-        for h in g.heads:
-            counts[h.node_id] += 1
-        shapes, dtypes = {}, {}
-        for h in g.heads:
-            name = g.nodes[h.node_id].name
-            key = name if counts[h.node_id] == 1 else f"{name}:{h.index}"
-            eid = g.entry_id(h.node_id, h.index)
-            shapes[key] = g.shapes[eid]
-            dtypes[key] = str(g.dltypes[eid])
-        return shapes, dtypes
+            shared = other.get_input(name)
+            self.check_external(f"shared param {name!r}", eid, shared, written=False)
+            bindings.append((eid, shared))
+            names.append(name)
+        self.rebind_many(bindings)  # one pass over the touched kernels, no recompiling
+        self._param_names.update(names)
 
     def run_from_inputs(self, host_device: Device, *key_values: object) -> list[NDArray]:
         """Set inputs from ``key, value`` pairs, run, and copy every output to the host."""
@@ -510,8 +455,6 @@ class GraphExecutor(Module):
             )
         for i in range(0, len(key_values), 2):
             key = key_values[i]
-            if isinstance(key, str) and key not in self._input_map:
-                raise InputNotFoundError(f"{key} is not a valid input name")
             self.set_input(key, key_values[i + 1])  # type: ignore[arg-type]
         self.run()
         return [self.get_output(i).copyto(host_device) for i in range(len(self.graph.heads))]
@@ -523,125 +466,7 @@ class GraphExecutor(Module):
         return self._packed.get(name)
 
     def _packed_functions(self) -> dict[str, Callable[..., Any]]:
-        def set_input(key: int | str, value: object) -> None:
-            if isinstance(key, str) and key not in self._input_map:
-                return  # TVM's packed set_input ignores unknown names
-            self.set_input(key, value)
-
-        def get_input(key: int | str) -> NDArray | None:
-            if isinstance(key, str) and key not in self._input_map:
-                return None
-            return self.get_input(key)
-
-        def get_output(key: int | str, out: NDArray | None = None) -> NDArray | None:
-            arr = self.get_output(key)
-            if out is None:
-                return arr
-            _copy_checked(arr, out, f"get_output({key!r})")
-            return None
-
-        def get_input_index(name: object) -> int:
-            if not isinstance(name, str):
-                raise TypeError("Input key is not a string")
-            return self._input_map.get(name, -1)
-
-        def get_output_index(name: object) -> int:
-            if not isinstance(name, str):
-                raise TypeError("Output key is not a string")
-            try:
-                return self.output_index(name)
-            except InputNotFoundError:
-                return -1
-
-        def input_info() -> dict[str, dict[str, Any]]:
-            shapes, dtypes = self.input_info()
-            return {"shape": shapes, "dtype": dtypes}
-
-        def output_info() -> dict[str, dict[str, Any]]:
-            shapes, dtypes = self.output_info()
-            return {"shape": shapes, "dtype": dtypes}
-
-        def run_from_inputs(dev_type: int, dev_id: int, *kv: object) -> list[NDArray]:
-            return self.run_from_inputs(Device(dev_type, dev_id), *kv)
-
-        def share_params(other: Module, params: bytes | bytearray | memoryview) -> None:
-            if other.type_key != "GraphExecutor":
-                raise TypeError(f"share_params needs a GraphExecutor, got {other.type_key!r}")
-            self.share_params(other, params)  # type: ignore[arg-type]
-
-        return {
-            "set_input": set_input,
-            "set_input_zero_copy": self.set_input_zero_copy,
-            "set_output_zero_copy": self.set_output_zero_copy,
-            "get_output": get_output,
-            "get_input": get_input,
-            "get_num_outputs": lambda: len(self.graph.heads),
-            "get_num_inputs": lambda: len(self.graph.arg_nodes),
-            "run": self.run,
-            "run_from_inputs": run_from_inputs,
-            "load_params": self.load_params,
-            "load_params_from_file": self.load_params_from_file,
-            "share_params": share_params,
-            "get_input_index": get_input_index,
-            "get_output_index": get_output_index,
-            "get_input_info": input_info,
-            "get_output_info": output_info,
-        }
-
-
-def _copy_checked(src: NDArray, out: NDArray, what: str) -> None:
-    if out.shape != src.shape:
-        raise ArrayError(f"{what}: out has shape {out.shape}, expected {src.shape}")
-    src.copyto(out)
-
-
-def _preview(names: Sequence[str], limit: int = 10) -> str:
-    shown = ", ".join(repr(n) for n in names[:limit])
-    more = f", ... ({len(names)} in all)" if len(names) > limit else ""
-    return f"[{shown}{more}]"
-
-
-def devices_from_packed_args(
-    what: str, graph_json: object, lib: object, args: Sequence[object]
-) -> list[Device]:
-    """Check the arguments of TVM's packed ``create`` functions and return the devices.
-
-    ``args`` are Device objects and/or ``device_type, device_id`` integer pairs,
-    optionally after a linked-param lookup function (accepted and ignored: tvmrt
-    links no params).
-    """
-    if not isinstance(graph_json, str):
-        raise TypeError(f"{what}: graph_json must be a str, got {type(graph_json).__name__}")
-    if not isinstance(lib, Module):
-        raise TypeError(f"{what}: lib must be a Module, got {type(lib).__name__}")
-    rest = list(args)
-    if rest and callable(rest[0]) and not isinstance(rest[0], Device):
-        rest.pop(0)  # TVM's lookup_linked_param function
-    devices: list[Device] = []
-    i = 0
-    while i < len(rest):
-        arg = rest[i]
-        if isinstance(arg, Device):
-            devices.append(arg)
-            i += 1
-            continue
-        dev_id = rest[i + 1] if i + 1 < len(rest) else None
-        if not _is_int(arg) or not _is_int(dev_id):
-            raise TypeError(
-                f"{what}: expected Devices or device type and id pairs, got {rest[i : i + 2]!r}"
-            )
-        devices.append(Device(int(arg), int(dev_id)))  # type: ignore[call-overload]
-        i += 2
-    if not devices:
-        raise TypeError(
-            f"{what} needs at least one device (a Device or a device type and id), "
-            f"got {len(args) + 2} arguments in all"
-        )
-    return devices
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+        return packed_functions(self)
 
 
 def create_executor(graph_json: str, lib: Module, *args: object) -> GraphExecutor:

@@ -103,8 +103,11 @@ class GraphExecutorFactory(Module):
 
             create = get_global_func("tvm.graph_executor_debug.create")
         executor = create(self.graph_json, self.lib, *devices)
+        set_input = executor.get_function("set_input")
+        input_index = executor.get_function("get_input_index")
         for name, arr in self.params.items():
-            executor.get_function("set_input")(name, arr)
+            if input_index(name) >= 0:  # as TVM: params the graph does not use are ignored
+                set_input(name, arr)
         assert isinstance(executor, Module)
         return executor
 

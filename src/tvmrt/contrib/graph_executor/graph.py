@@ -25,6 +25,9 @@ _KNOWN_TOP = {"nodes", "arg_nodes", "node_row_ptr", "heads", "attrs", "metadata"
 _KNOWN_NODE = {"op", "name", "inputs", "attrs", "attr", "control_deps"}
 _OP_ATTRS = ("func_name", "num_inputs", "num_outputs", "flatten_data")
 _MAX_NDIM = 64
+# No machine addresses more than 2**48 bytes (x86-64 and AArch64 user space): a larger
+# entry is a corrupt or hostile graph, not a big model.
+MAX_ENTRY_BYTES = 1 << 48
 
 # NNVM's "dtype" attribute holds mshadow type flags instead of dtype strings.
 NNVM_TYPE_FLAGS = {
@@ -133,7 +136,8 @@ def _parse_op_int(attrs: Mapping[str, str], key: str, where: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        message = f"attrs[{key!r}] must be a decimal integer string, got {text!r}"
+        shown = repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text)} characters)"
+        message = f"attrs[{key!r}] must be a decimal integer string, got {shown}"
         raise _fail(where, message) from None
     if value < 0:
         raise _fail(where, f"attrs[{key!r}] must be >= 0, got {value}")
@@ -272,6 +276,13 @@ def _parse_attrs(
         bits = dt.bits * dt.lanes
         if not (bits % 8 == 0 or bits in (1, 4)):
             raise _fail(f"attrs['dltype'][{eid}]", f"{dt} has {bits} bits per element")
+        nbytes = math.prod(shapes[eid]) * dt.itemsize
+        if nbytes >= MAX_ENTRY_BYTES:
+            raise _fail(
+                f"attrs['shape'][{eid}]",
+                f"shape {shapes[eid]} of {dt} takes {nbytes} bytes; no machine can hold an "
+                f"entry of {MAX_ENTRY_BYTES} bytes (2**48) or more",
+            )
 
     sid_table = _table(attrs_obj, "storage_id", "list_int", False)
     sids = None
@@ -329,7 +340,7 @@ def parse_graph(graph_json: str | bytes | Mapping[str, Any]) -> Graph:
         text = graph_json if isinstance(graph_json, str) else graph_json.decode("utf-8", "replace")
         try:
             doc = json.loads(text)
-        except (json.JSONDecodeError, RecursionError) as exc:
+        except (ValueError, RecursionError) as exc:  # ValueError: also ints > 4300 digits
             raise GraphFormatError(f"graph JSON is not valid JSON: {exc}") from None
     else:
         doc = dict(graph_json)
@@ -358,6 +369,7 @@ def parse_graph(graph_json: str | bytes | Mapping[str, Any]) -> Graph:
             raise _fail(f"arg_nodes[{k}]", f"node {nid} does not exist ({len(nodes)} nodes)")
         if nodes[nid].is_op:
             raise _fail(f"arg_nodes[{k}]", f"node {nid} ({nodes[nid].name!r}) is not a null node")
+    _check_unique_inputs(nodes, arg_nodes)
     heads = tuple(
         _parse_entry(h, f"heads[{k}]") for k, h in enumerate(_as_list(top["heads"], "heads"))
     )
@@ -365,6 +377,20 @@ def parse_graph(graph_json: str | bytes | Mapping[str, Any]) -> Graph:
         _check_ref(head, nodes, f"heads[{k}]", len(nodes))
     shapes, dltypes, sids, devs, scopes = _parse_attrs(top["attrs"], row_ptr[-1])
     return Graph(nodes, arg_nodes, row_ptr, heads, shapes, dltypes, sids, devs, scopes, text)
+
+
+def _check_unique_inputs(nodes: Sequence[Node], arg_nodes: Sequence[int]) -> None:
+    """Inputs are set by name, so two inputs of one name would leave one unsettable."""
+    seen: dict[str, int] = {}
+    for nid in arg_nodes:
+        name = nodes[nid].name
+        first = seen.setdefault(name, nid)
+        if first != nid:
+            raise _fail(
+                "arg_nodes",
+                f"inputs {first} and {nid} are both named {name!r}; input names must be "
+                "unique (only one of them could be set)",
+            )
 
 
 def _node_row_ptr(value: object, nodes: Sequence[Node]) -> tuple[int, ...]:

@@ -13,9 +13,10 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any
 
-__all__ = ["compile_steps", "failed_step"]
+__all__ = ["compile_steps", "replace_step", "failed_step"]
 
 _FILENAME = "<tvmrt graph program>"
+_MARK = "__tvmrt_graph_program__"
 
 
 def compile_steps(
@@ -25,7 +26,7 @@ def compile_steps(
 
     Line ``k + 2`` of the generated function is step ``k`` (see :func:`failed_step`).
     """
-    namespace: dict[str, Any] = {}
+    namespace: dict[str, Any] = {_MARK: True}
     lines = ["def run():"]
     for k, (fn, args) in enumerate(steps):
         namespace[f"f{k}"] = fn
@@ -38,6 +39,28 @@ def compile_steps(
     exec(compile("\n".join(lines), _FILENAME, "exec"), namespace)
     run: Callable[[], None] = namespace["run"]
     return run
+
+
+def replace_step(
+    program: Callable[[], None], k: int, step: tuple[Callable[..., object], tuple[Any, ...]]
+) -> bool:
+    """Make step ``k`` of ``program`` call ``step`` instead, without recompiling.
+
+    The generated code looks its callables and arguments up by name in the program's
+    namespace, so rebinding one step is a few dict stores. Returns False (nothing
+    changed) if the new step takes a different number of arguments: recompile then.
+    """
+    namespace: dict[str, Any] = getattr(program, "__globals__", {})
+    fn, args = step
+    n = len(args)
+    if _MARK not in namespace or f"f{k}" not in namespace or f"a{k}_{n}" in namespace:
+        return False
+    if n and f"a{k}_{n - 1}" not in namespace:
+        return False
+    namespace[f"f{k}"] = fn
+    for j, arg in enumerate(args):
+        namespace[f"a{k}_{j}"] = arg
+    return True
 
 
 def failed_step(program: Callable[[], None], tb: TracebackType | None) -> int | None:

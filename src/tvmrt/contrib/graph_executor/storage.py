@@ -8,12 +8,14 @@ pool whose last reader has already run.
 
 from __future__ import annotations
 
-from collections import defaultdict
+import bisect
+import os
+from collections import defaultdict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tvmrt.contrib.graph_executor.graph import Graph
-from tvmrt.error import GraphFormatError
+from tvmrt.error import DeviceOutOfMemoryError, GraphFormatError
 
 __all__ = [
     "PoolEntry",
@@ -21,6 +23,9 @@ __all__ = [
     "plan_storage",
     "plan_by_liveness",
     "assign_storage_ids",
+    "check_input_pools",
+    "check_host_memory",
+    "host_memory_problem",
 ]
 
 
@@ -78,7 +83,8 @@ def plan_storage(graph: Graph, fallback_device_type: int) -> StoragePlan:
     Raises
     ------
     GraphFormatError
-        If one pool is assigned to entries on two different devices.
+        If one pool is assigned to entries on two different devices, or an input
+        (data or weight) shares its pool with an entry a kernel writes.
     """
     sids = graph.storage_ids if graph.storage_ids is not None else plan_by_liveness(graph)
     nbytes: dict[int, int] = {}
@@ -95,6 +101,8 @@ def plan_storage(graph: Graph, fallback_device_type: int) -> StoragePlan:
         scope = graph.storage_scopes[eid] if graph.storage_scopes else ""
         scopes[sid] = "" if scope == "global" else scope
         nbytes[sid] = max(nbytes.get(sid, 0), graph.entry_nbytes(eid))
+    if graph.storage_ids is not None:  # tvmrt's own plan pins inputs by construction
+        check_input_pools(graph, sids)
     size = max(sids, default=-1) + 1
     # A storage id nobody uses still gets an empty pool, as in TVM.
     pools = tuple(
@@ -104,6 +112,40 @@ def plan_storage(graph: Graph, fallback_device_type: int) -> StoragePlan:
         for sid in range(size)
     )
     return StoragePlan(pools, tuple(sids))
+
+
+def check_input_pools(graph: Graph, sids: Sequence[int]) -> None:
+    """Refuse a plan in which an input's pool is shared with anything but its reshapes.
+
+    A kernel writing into a weight's pool would overwrite the weight on every run, and
+    two inputs in one pool overwrite each other; only ``__nop`` outputs (which no kernel
+    writes) may alias an input.
+    """
+    owner: dict[int, int] = {}  # pool -> arg node using it
+    for nid in graph.arg_nodes:
+        sid = sids[graph.entry_id(nid)]
+        other = owner.setdefault(sid, nid)
+        if other != nid:
+            raise GraphFormatError(
+                f"graph JSON: inputs {graph.nodes[other].name!r} (node {other}) and "
+                f"{graph.nodes[nid].name!r} (node {nid}) share storage pool {sid}; every "
+                "input needs a pool of its own, or setting one overwrites the other"
+            )
+    if not owner:
+        return
+    for nid, node in enumerate(graph.nodes):
+        if not node.is_op or node.func_name == "__nop":
+            continue
+        for k in range(node.num_outputs):
+            sid = sids[graph.entry_id(nid, k)]
+            arg = owner.get(sid)
+            if arg is not None:
+                raise GraphFormatError(
+                    f"graph JSON: node {nid} ({node.name!r}) writes output {k} into storage "
+                    f"pool {sid}, which holds input {graph.nodes[arg].name!r} (node {arg}); "
+                    "every run would overwrite that input, so an input's pool may only be "
+                    "shared with __nop reshapes of it"
+                )
 
 
 def plan_by_liveness(graph: Graph) -> tuple[int, ...]:
@@ -164,7 +206,7 @@ def assign_storage_ids(
     pool_device: list[int] = []
     pinned: set[int] = set()  # pools that are never reused
     refcount: dict[int, int] = defaultdict(int)
-    free: list[int] = []
+    free = _FreePools()
     releases: dict[int, list[int]] = defaultdict(list)
 
     def device_of(eid: int) -> int:
@@ -183,7 +225,7 @@ def assign_storage_ids(
             elif is_nop and k < len(inputs):
                 sid = sids[inputs[k]]
             else:
-                reused = _take_free(free, sizes, nbytes[eid], pool_device, device_of(eid))
+                reused = free.take(device_of(eid), nbytes[eid])
                 sid = new_pool(eid) if reused is None else reused
                 sizes[sid] = max(sizes[sid], nbytes[eid])
             sids[eid] = sid
@@ -193,22 +235,70 @@ def assign_storage_ids(
         for sid in releases.pop(nid, []):
             refcount[sid] -= 1
             if refcount[sid] == 0 and sid not in pinned:
-                free.append(sid)
+                free.put(pool_device[sid], sizes[sid], sid)
     return sids
 
 
-def _take_free(
-    free: list[int], sizes: list[int], nbytes: int, pool_device: list[int], device: int
-) -> int | None:
-    """The free pool on ``device`` that fits ``nbytes`` most tightly, else the largest one."""
-    best: tuple[tuple[int, int], int] | None = None
-    for i, sid in enumerate(free):
-        if pool_device[sid] != device:
-            continue
-        fits = sizes[sid] >= nbytes
-        key = (0, sizes[sid]) if fits else (1, -sizes[sid])  # a larger pool grows least
-        if best is None or key < best[0]:
-            best = (key, i)
-    if best is None:
+class _FreePools:
+    """Free pools per device: a FIFO per pool size plus the sorted list of sizes present.
+
+    Best fit is a bisection over the distinct sizes (few in practice), so taking and
+    freeing a pool costs O(log sizes), however many pools are free.
+    """
+
+    def __init__(self) -> None:
+        self._sizes: dict[int, list[int]] = defaultdict(list)  # device -> sorted sizes
+        self._queues: dict[tuple[int, int], deque[int]] = {}  # (device, size) -> sids
+
+    def put(self, device: int, size: int, sid: int) -> None:
+        queue = self._queues.get((device, size))
+        if queue is None:
+            queue = self._queues[(device, size)] = deque()
+            bisect.insort(self._sizes[device], size)
+        queue.append(sid)
+
+    def take(self, device: int, nbytes: int) -> int | None:
+        """The smallest free pool that fits ``nbytes``, else the largest (it grows least).
+
+        Among pools of equal size the one freed first wins.
+        """
+        sizes = self._sizes.get(device)
+        if not sizes:
+            return None
+        i = bisect.bisect_left(sizes, nbytes)
+        if i == len(sizes):  # nothing fits
+            i -= 1
+        size = sizes[i]
+        queue = self._queues[(device, size)]
+        sid = queue.popleft()
+        if not queue:
+            del self._queues[(device, size)]
+            del sizes[i]
+        return sid
+
+
+def host_memory_bytes() -> int | None:
+    """Physical memory of this machine in bytes, or None where it cannot be read."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):  # pragma: no cover - non-POSIX hosts
         return None
-    return free.pop(best[1])
+
+
+def host_memory_problem(plan: StoragePlan, host_device_type: int = 1) -> str | None:
+    """Why the plan's host pools cannot be allocated on this machine, or None."""
+    need = plan.bytes_by_device().get(host_device_type, 0)
+    have = host_memory_bytes()
+    if have is None or need <= have:
+        return None
+    return (
+        f"the storage plan needs {need / 2**30:.1f} GiB of host memory, more than this "
+        f"machine's {have / 2**30:.1f} GiB"
+    )
+
+
+def check_host_memory(plan: StoragePlan, host_device_type: int = 1) -> None:
+    """Raise DeviceOutOfMemoryError if the host pools exceed this machine's memory."""
+    problem = host_memory_problem(plan, host_device_type)
+    if problem is not None:
+        raise DeviceOutOfMemoryError(f"cannot create the graph executor: {problem}")
