@@ -260,7 +260,7 @@ def _inspect_library(
         try:
             elf = binary.ElfFile.from_path(path)
             symbols = elf.symbols(dynamic=info.kind == "shared library")
-            tvm = binary.scan_tvm_symbols(symbols)
+            tvm = abi.scan_tvm_symbols(symbols)
             out["abi"] = tvm.abi
             out["functions"] = len(tvm.functions)
             exported = set(tvm.functions)
@@ -318,7 +318,7 @@ def _inspect_tar(
             continue
         elf = binary.ElfFile(data, f"{path}:{name}")
         symbols = elf.symbols(dynamic=False)
-        exported.update(binary.scan_tvm_symbols(symbols).functions)
+        exported.update(abi.scan_tvm_symbols(symbols).functions)
         factory = factory or _read_factory(elf, symbols, f"{path}:{name}", problems)
     out["members"] = [name for name, _ in members]
     out["machine"] = ", ".join(sorted(m for m in machines if m))

@@ -6,7 +6,11 @@ module loading, the params format, benchmarking and profiling reports.
 
 from __future__ import annotations
 
-from tvmrt.runtime import ndarray, profiling
+from tvmrt.runtime import (
+    executor,
+    ndarray,
+    profiling,
+)
 from tvmrt.runtime.benchmark import BenchmarkResult
 from tvmrt.runtime.device import (
     Device,
@@ -80,6 +84,7 @@ __all__ = [
     "PyModule",
     "load_module",
     "system_lib",
+    "executor",
     "register_system_lib_func",
     # params
     "save_param_dict",

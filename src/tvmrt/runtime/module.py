@@ -8,13 +8,20 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tvmrt.error import FunctionNotFoundError, ModuleLoadError
+from tvmrt.error import FunctionNotFoundError, ModuleFileNotFoundError, ModuleLoadError
 from tvmrt.runtime.benchmark import BenchmarkResult, time_evaluate
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.registry import get_global_func, list_global_func_names
 
-__all__ = ["Module", "PyModule", "load_module", "system_lib", "register_system_lib_func"]
+__all__ = [
+    "Module",
+    "PyModule",
+    "load_module",
+    "python_system_lib",
+    "system_lib",
+    "register_system_lib_func",
+]
 
 _LOADER_PREFIX = "runtime.module.loadfile_"
 
@@ -217,7 +224,7 @@ class PyModule(Module):
 
 
 class _SystemLib(PyModule):
-    """The process-wide module of statically registered functions (``system_lib()``)."""
+    """Functions registered from Python for :func:`system_lib` (TVM's static registration)."""
 
     def __init__(self) -> None:
         super().__init__(type_key="system_lib")
@@ -227,19 +234,35 @@ class _SystemLib(PyModule):
 _system_lib = _SystemLib()
 
 
-def system_lib(symbol_prefix: str = "") -> Module:
-    """The process-wide module of functions registered with :func:`register_system_lib_func`.
+def python_system_lib() -> PyModule:
+    """The functions added with :func:`register_system_lib_func` (looked up last)."""
+    return _system_lib
 
-    ``symbol_prefix`` selects functions registered under ``"<prefix>"``-prefixed names,
-    returned without the prefix; the default returns the whole library.
+
+def system_lib(symbol_prefix: str = "") -> Module:
+    """The process-wide system library (TVM's ``tvm.runtime.system_lib``).
+
+    It holds what code built with ``system-lib`` registered while it was loaded
+    (``load_module("deploy.so")`` of such a library, or a program linking it in), and the
+    functions added with :func:`register_system_lib_func`. A name is looked up as
+    ``symbol_prefix + name`` first, then as ``name`` (TVM v0.19's rules). When a module
+    blob was registered, the root of the module tree it describes is returned, so
+    ``system_lib()["default"](dev)`` creates the executor of a system-lib factory.
+
+    Parameters
+    ----------
+    symbol_prefix
+        The prefix the library was built with (``Runtime("cpp", {"system-lib": True,
+        "system-lib-prefix": ...})``); ``""`` for none.
+
+    Raises
+    ------
+    ModuleLoadError
+        If a registered module blob is corrupt.
     """
-    if not symbol_prefix:
-        return _system_lib
-    view = PyModule(type_key="system_lib")
-    for name, func in _system_lib._functions.items():
-        if name.startswith(symbol_prefix):
-            view.add_function(name[len(symbol_prefix) :], func)
-    return view
+    from tvmrt.runtime.loaders.systemlib import get_system_lib
+
+    return get_system_lib(symbol_prefix)
 
 
 def register_system_lib_func(name: str, func: Callable[..., Any]) -> None:
@@ -259,39 +282,46 @@ def _format_of(path: str) -> str:
 def load_module(path: str | os.PathLike[str], fmt: str = "") -> Module:
     """Load a module from a file (TVM's ``tvm.runtime.load_module``).
 
-    The file kind comes from ``fmt`` or the file's extension; the loader registered
-    as ``runtime.module.loadfile_<kind>`` reads it.
+    A loader registered as ``runtime.module.loadfile_<kind>`` for ``fmt`` or the file's
+    extension reads it; tvmrt's own loader (``so``, ``tar``, ``o``, ...) looks at the
+    file's contents, whatever its name, and hands it to the one loader for its form
+    (docs/artifacts.md lists them). The path is resolved first: a bare name like
+    ``"deploy.so"`` means the file in the current folder, never a system library.
 
     Parameters
     ----------
     path
         The file: a compiled library (``.so``), an exported archive (``.tar``), an
-        object file (``.o``), ...
+        object file (``.o``), a Model Library Format or tvmc package tar, ...
     fmt
         The file kind, overriding the extension.
 
     Raises
     ------
-    FileNotFoundError
-        If ``path`` does not exist.
+    ModuleFileNotFoundError
+        If ``path`` does not exist (a ``FileNotFoundError`` and a ``ValueError``).
     ModuleLoadError
         If no loader handles this kind of file, or the loader rejects it.
     """
-    import tvmrt.runtime.loaders  # noqa: F401 - registers the built-in loaders
+    from tvmrt.runtime.loaders import dispatch  # registers the built-in loaders
 
     text = os.fspath(path)
-    if not os.path.exists(text):
-        raise FileNotFoundError(f"module file {text!r} does not exist")
+    resolved = os.path.realpath(text)
+    if not os.path.isfile(resolved):
+        what = "is a folder, not a file" if os.path.isdir(resolved) else "does not exist"
+        raise ModuleFileNotFoundError(f"module file {text!r} {what}")
     kind = fmt or _format_of(text)
-    loader = get_global_func(_LOADER_PREFIX + kind, allow_missing=True)
+    loader = get_global_func(_LOADER_PREFIX + kind, allow_missing=True) if kind else None
     if loader is None:
+        if dispatch.recognises(resolved):
+            return dispatch.load(resolved, shown=text)
         names = list_global_func_names()
         known = sorted(n[len(_LOADER_PREFIX) :] for n in names if n.startswith(_LOADER_PREFIX))
         raise ModuleLoadError(
             f"cannot load {text!r}: no loader for file kind {kind!r}; "
             f"supported kinds are {', '.join(repr(k) for k in known)}"
         )
-    module = loader(text)
+    module = loader(resolved)
     if not isinstance(module, Module):
         raise ModuleLoadError(f"loader for {kind!r} returned {type(module).__name__}, not a Module")
     return module

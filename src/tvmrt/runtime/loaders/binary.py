@@ -1,5 +1,8 @@
 """Identify binary files and read ELF symbol tables without loading or running anything.
 
+This module knows file formats only (ELF, PE, Mach-O, archives); what the symbols mean for
+TVM (which ABI, which slots, which blob) is :mod:`tvmrt.runtime.loaders.abi`.
+
 Used before ``dlopen`` so that a file built for another machine or OS, a file that is not
 a library at all, or a library that is not a TVM module fails with a clear
 :class:`~tvmrt.error.ModuleLoadError` instead of an obscure loader message or a crash,
@@ -15,7 +18,6 @@ import platform
 import struct
 import sys
 import zlib
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,14 +28,12 @@ __all__ = [
     "ElfFile",
     "ElfRelocation",
     "ElfSymbol",
-    "TvmSymbols",
     "host_machine",
     "host_os",
     "identify",
     "identify_bytes",
     "check_host_compatible",
     "with_article",
-    "scan_tvm_symbols",
 ]
 
 _ELF_MAGIC = b"\x7fELF"
@@ -675,121 +675,3 @@ class ElfFile:
                 start = header[fields[0]]
                 out.append((start, start + header[fields[1]]))
         return out
-
-
-# -- what kind of TVM module a library is ------------------------------------------------
-
-LEGACY_SLOTS = (
-    "__TVMFuncCall",
-    "__TVMAPISetLastError",
-    "__TVMBackendGetFuncFromEnv",
-    "__TVMBackendAllocWorkspace",
-    "__TVMBackendFreeWorkspace",
-    "__TVMBackendParallelLaunch",
-    "__TVMBackendParallelBarrier",
-)
-_LEGACY_MARKERS = {"__tvm_main__", "__tvm_module_ctx", "__tvm_dev_mblob", *LEGACY_SLOTS}
-_LEGACY_UNDEFINED = {
-    "TVMAPISetLastError",
-    "TVMBackendAllocWorkspace",
-    "TVMBackendFreeWorkspace",
-    "TVMBackendGetFuncFromEnv",
-    "TVMFuncCall",
-    "TVMBackendParallelLaunch",
-    "TVMBackendParallelBarrier",
-}
-_FFI021_MARKERS = {"__tvm_ffi_library_ctx", "__tvm_ffi_library_bin"}
-_FFI_MARKERS = {"__tvm_ffi__library_ctx", "__tvm_ffi__library_bin", "__tvm_ffi_main"}
-FFI_PREFIX = "__tvm_ffi_"
-# TVMFFIErrorSetRaisedFromCStrParts is called directly since TVM 0.24 (prefixed names)
-_FFI_DIRECT_IMPORTS = {"TVMFFIErrorSetRaisedFromCStrParts"}
-_KERNEL_PREFIXES = ("tvmgen_", "fused_", "fuse_")
-_NOT_PACKED = {"_init", "_fini"}
-
-
-@dataclass(frozen=True)
-class TvmSymbols:
-    """What a library's dynamic symbols say about it as a TVM module.
-
-    Attributes
-    ----------
-    abi
-        ``"legacy"`` (TVM <= 0.20 packed functions), ``"tvm-ffi-0.21"`` (tvm-ffi calling
-        convention, functions under their plain names), ``"tvm-ffi"`` (>= 0.22,
-        ``__tvm_ffi_<name>``) or ``"none"`` (not a TVM module).
-    functions
-        Names of the exported functions that can be packed functions.
-    slots
-        The context slots the library defines: data symbols named ``__TVM...``
-        (``__TVMBackendAllocWorkspace``, ``__TVMFFIErrorSetRaisedFromCStr``, ...).
-    undefined
-        Names the library imports (functions and data it expects someone to provide).
-    has_entry
-        Whether ``__tvm_main__`` (legacy) or ``__tvm_ffi_main`` is defined.
-    blob_symbol
-        ``"__tvm_dev_mblob"`` or the tvm-ffi equivalent if present, else ``""``.
-    """
-
-    abi: str
-    functions: tuple[str, ...]
-    slots: tuple[str, ...]
-    undefined: tuple[str, ...]
-    has_entry: bool
-    blob_symbol: str
-
-
-def scan_tvm_symbols(symbols: Iterable[ElfSymbol]) -> TvmSymbols:
-    """Classify a library by its dynamic symbols (see :class:`TvmSymbols`)."""
-    symbols = list(symbols)
-    defined = {s.name for s in symbols if s.defined and s.bind != "local"}
-    undefined = tuple(sorted({s.name for s in symbols if not s.defined and s.name}))
-    functions = tuple(
-        sorted(
-            s.name
-            for s in symbols
-            if s.defined
-            and s.is_function
-            and s.bind != "local"
-            and s.name not in _NOT_PACKED
-            and (not s.name.startswith("__") or s.name.startswith("__tvm"))
-        )
-    )
-    ffi_functions = any(n.startswith(FFI_PREFIX) for n in functions)
-    slots = tuple(
-        sorted(
-            s.name
-            for s in symbols
-            if s.defined and s.name.startswith("__TVM") and not s.is_function and s.bind != "local"
-        )
-    )
-    ffi_021 = any(n.startswith("__TVMFFI") for n in slots) or any(
-        n.startswith("TVMFFI") for n in undefined
-    )
-    if defined & _FFI_MARKERS or ffi_functions or _FFI_DIRECT_IMPORTS.intersection(undefined):
-        abi = "tvm-ffi"
-    elif defined & _FFI021_MARKERS or ffi_021:
-        abi = "tvm-ffi-0.21"
-    elif (
-        defined & _LEGACY_MARKERS
-        or _LEGACY_UNDEFINED.intersection(undefined)
-        or any(n.startswith(_KERNEL_PREFIXES) for n in functions)
-    ):
-        abi = "legacy"
-    else:
-        abi = "none"
-    blob = next(
-        (
-            n
-            for n in ("__tvm_dev_mblob", "__tvm_ffi__library_bin", "__tvm_ffi_library_bin")
-            if n in defined
-        ),
-        "",
-    )
-    return TvmSymbols(
-        abi=abi,
-        functions=functions,
-        slots=slots,
-        undefined=undefined,
-        has_entry="__tvm_main__" in defined or "__tvm_ffi_main" in defined,
-        blob_symbol=blob,
-    )
