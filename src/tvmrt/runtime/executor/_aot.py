@@ -2,10 +2,11 @@
 
 A library built with ``Executor("aot")`` carries no graph: a generated entry function
 ``<mod_name>___tvm_main__`` (``tvmgen_default___tvm_main__``) calls the kernels in order,
-and ``get_c_metadata`` returns a C ``TVMMetadata`` struct naming the inputs and outputs (shape, dtype). Its module blob
-holds ``AotExecutorFactory`` (params, model name) importing ``metadata_module`` importing
-the kernel library. ``factory["default"](dev)`` creates an ``AotExecutor`` that owns one
-array per input and output and calls the entry with them (v0.19 ``aot_executor.cc``).
+and ``get_c_metadata`` returns a C ``TVMMetadata`` struct naming the inputs and outputs
+(shape, dtype). Its module blob holds ``AotExecutorFactory`` (params, model name)
+importing ``metadata_module`` importing the kernel library. ``factory["default"](dev)``
+creates an ``AotExecutor`` that owns one array per input and output and calls the entry
+with them (v0.19 ``aot_executor.cc``).
 """
 
 from __future__ import annotations
