@@ -214,6 +214,12 @@ def load_artifact(
         module = GraphModule(lib["default"](dev))
     else:
         module = create(graph_json, lib, dev)
+    if files.graph is not None:  # a TVM 0.7/0.8 link-params library holds its weights
+        from tvmrt.runtime.loaders.library import linked_params
+
+        for name, value in linked_params(lib, graph_json).items():
+            module.set_input(name, value)
+            names.add(name)
     if files.params is not None:
         with mapped_file(files.params) as data:  # mapped once, copied once into the inputs
             module.load_params(data)
