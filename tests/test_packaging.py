@@ -240,3 +240,86 @@ def test_refusals_name_the_form(tmp_path, make, form, message):
     assert found.form == form
     with pytest.raises(ModuleLoadError, match=message):
         runtime.load_module(path)
+
+
+SYSLIB_C = r"""
+#include "tvm/runtime/c_runtime_api.h"
+#include "tvm/runtime/c_backend_api.h"
+
+TVM_DLL int32_t %(name)s(TVMValue* args, int* codes, int num_args, TVMValue* ret,
+                         int* ret_code, void* resource) {
+  ret->v_int64 = args[0].v_int64 * %(factor)d;
+  *ret_code = kTVMArgInt;
+  return 0;
+}
+%(extra)s
+__attribute__((constructor)) static void register_me(void) {
+  TVMBackendRegisterSystemLibSymbol("%(registered)s", (void*)%(name)s);
+  %(call)s
+}
+"""
+
+
+def _system_lib(tmp_path: Path, stem: str, **fields: object) -> Path:
+    values = {"extra": "", "call": "", **fields}
+    c_file = tmp_path / f"{stem}.c"
+    c_file.write_text(SYSLIB_C % values)
+    out = tmp_path / f"{stem}.so"
+    compiler = link.find_compiler()
+    assert compiler is not None
+    subprocess.run(
+        [*compiler, "-shared", "-fPIC", f"-I{link.include_dir()}", "-o", str(out), str(c_file)],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+def _syslib(prefix: str = "") -> runtime.Module:
+    module = runtime.system_lib(prefix)
+    assert module.type_key == "system_lib"
+    return module
+
+
+def test_system_lib_prefix_then_unprefixed(tmp_path):
+    path = _system_lib(tmp_path, "pre", name="pk_triple", factor=3, registered="pkprefix_times")
+    assert dispatch.sniff(str(path)).form == "system-lib-so"
+    runtime.load_module(path)
+    assert _syslib("pkprefix_")["times"](5) == 15  # prefix + name
+    assert _syslib()["pkprefix_times"](2) == 6  # the full name, no prefix
+    other = _system_lib(tmp_path, "plain", name="pk_double", factor=2, registered="times")
+    runtime.load_module(other)
+    assert _syslib("pkprefix_")["times"](5) == 15  # the prefixed one wins
+    assert _syslib("nothere_")["times"](5) == 10  # unprefixed fallback
+    via_global = runtime.get_global_func("runtime.SystemLib")("pkprefix_")
+    assert via_global is runtime.system_lib("pkprefix_")
+
+
+def test_system_lib_needing_unknown_tvm_function_is_refused_before_loading(tmp_path):
+    """Its constructor would call the missing function inside dlopen and kill the process."""
+    path = _system_lib(
+        tmp_path,
+        "needs",
+        name="pk_needs",
+        factor=1,
+        registered="pk_needs",
+        extra="int TVMNoSuchRuntimeFunction(void);",
+        call="TVMNoSuchRuntimeFunction();",
+    )
+    with pytest.raises(ModuleLoadError, match=r"system-lib.*TVMNoSuchRuntimeFunction"):
+        runtime.load_module(path)
+    assert not _syslib().implements_function("pk_needs")
+
+
+def test_inspect_reads_symbols_of_foreign_tar_members(capsys):
+    folder = Path(__file__).resolve().parents[2] / "shared" / "artifacts" / "wrn-arm32"
+    if not folder.is_dir():
+        pytest.skip("wrn-arm32 artifact not available")
+    from tvmrt.cli import main as cli_main
+
+    assert cli_main(["inspect", str(folder), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["library"]["form"] == "export-tar"
+    assert report["library"]["functions"] > 0
+    assert any("built for arm" in p for p in report["problems"])
+    assert not any("lacks" in p for p in report["problems"])

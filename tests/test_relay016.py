@@ -165,7 +165,7 @@ def test_seed_system_module_flow(tmp_path):
         archive.add(members["devc.c"], arcname="devc.c")
     lib = runtime.load_module(str(build))
     system = runtime.system_lib()
-    assert system.type_key == "GraphExecutorFactory"  # the blob's root, as TVM returns it
+    assert system.implements_function("get_graph_json")  # the blob's root factory's functions
     assert runtime.get_global_func("runtime.SystemLib")()["default"] is not None
     m = graph_executor.GraphModule(system["default"](runtime.cpu(0)))
     m.set_input("data", _golden("systemlib-seed-flow")["data"])
@@ -182,12 +182,11 @@ def test_system_lib_lookup_rules():
     runtime.load_module(str(ROOT / "systemlib-so" / "deploy.so"))
     kernel = "tvmgen_default_fused_nn_softmax"
     for getter in (runtime.system_lib, runtime.get_global_func("module._GetSystemLib")):
-        root = getter()
-        library = root.imported_modules[0]
+        library = getter()
         assert library.type_key == "system_lib"
         assert library.implements_function(kernel)
     # a prefix is tried first, then the unprefixed name (v0.19 SystemLibrary::GetSymbol)
-    prefixed = runtime.system_lib("nosuchprefix_").imported_modules[0]
+    prefixed = runtime.system_lib("nosuchprefix_")
     assert prefixed.implements_function(kernel)
     assert runtime.system_lib() is runtime.system_lib()  # one module per prefix
     with pytest.raises(FunctionNotFoundError):

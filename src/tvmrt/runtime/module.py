@@ -246,7 +246,7 @@ def system_lib(symbol_prefix: str = "") -> Module:
     (``load_module("deploy.so")`` of such a library, or a program linking it in), and the
     functions added with :func:`register_system_lib_func`. A name is looked up as
     ``symbol_prefix + name`` first, then as ``name`` (TVM v0.19's rules). When a module
-    blob was registered, the root of the module tree it describes is returned, so
+    blob was registered, the functions of the module tree's root are found too, so
     ``system_lib()["default"](dev)`` creates the executor of a system-lib factory.
 
     Parameters

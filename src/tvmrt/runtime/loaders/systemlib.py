@@ -11,7 +11,9 @@ finds the function). This module turns the table into TVM's system library:
   (v0.19's ``SystemLibrary::GetSymbol``), and falls back to functions registered from
   Python with :func:`~tvmrt.runtime.module.register_system_lib_func`;
 * when a blob was registered, the module tree it describes is rebuilt around the system
-  library and its root is returned (``system_lib()["default"](dev)`` is the factory);
+  library, and the root's functions (a factory's ``default``, ``get_graph_json``, ...)
+  are found through the system library too: ``system_lib()["default"](dev)`` creates the
+  executor as in TVM, where ``system_lib()`` returns the root itself;
 * one module per prefix, rebuilt only when something new was registered;
 * ``runtime.SystemLib`` and ``module._GetSystemLib`` are the global functions.
 """
@@ -77,6 +79,7 @@ class SystemLibModule(Module):
         super().__init__()
         self.prefix = prefix
         self._cache: dict[str, PackedFunc] = {}
+        self.root: Module | None = None  # the blob's root module, if a blob was registered
 
     @property
     def type_key(self) -> str:
@@ -102,6 +105,10 @@ class SystemLibModule(Module):
             func = LegacyPackedFunc(address, name, self)
             self._cache[name] = func
             return func
+        if self.root is not None and self.root is not self:
+            found = self.root._get_function(name)
+            if found is not None:
+                return found
         python = python_system_lib()
         if self.prefix:
             found = python._get_function(self.prefix + name)
@@ -123,7 +130,8 @@ def _build(prefix: str) -> Module:
     if nbytes > _MAX_BLOB_BYTES:
         raise ModuleLoadError(f"{what} claims {nbytes} bytes: it is corrupt")
     data = ctypes.string_at(blob, 8 + nbytes)
-    return assemble_modules(parse_module_blob(data, what), library)
+    library.root = assemble_modules(parse_module_blob(data, what), library)
+    return library
 
 
 def get_system_lib(symbol_prefix: str = "") -> Module:
