@@ -23,7 +23,7 @@ from tvmrt import runtime
 from tvmrt.artifact import find_artifact, load_artifact
 from tvmrt.contrib import graph_executor
 from tvmrt.contrib.graph_executor.factory import GraphExecutorFactory, save_factory_binary
-from tvmrt.error import ModuleLoadError
+from tvmrt.error import FunctionNotFoundError, ModuleLoadError
 from tvmrt.runtime.loaders import abi, binary, dispatch, link
 from tvmrt.runtime.loaders.library import linked_params
 
@@ -323,3 +323,33 @@ def test_inspect_reads_symbols_of_foreign_tar_members(capsys):
     assert report["library"]["functions"] > 0
     assert any("built for arm" in p for p in report["problems"])
     assert not any("lacks" in p for p in report["problems"])
+
+
+def test_load_static_library_keeps_the_object(tmp_path):
+    members = {}
+    with tarfile.open(
+        Path(__file__).resolve().parents[2]
+        / "shared"
+        / "artifacts"
+        / "relay016"
+        / "systemlib-tar"
+        / "deploy.tar"
+    ) as archive:
+        for member in archive:
+            stream = archive.extractfile(member)
+            if stream is not None:
+                members[member.name] = stream.read()
+    obj = tmp_path / "lib0.o"
+    obj.write_bytes(members["lib0.o"])
+    kernels = ["tvmgen_default_fused_nn_softmax"]
+    lib = runtime.load_static_library(str(obj), kernels)
+    assert lib.type_key == "static_library"
+    assert lib["get_func_names"]() == kernels
+    assert lib.implements_function("tvmgen_default_fused_nn_softmax")
+    assert not lib.implements_function("tvmgen_default_fused_nn_max_pool2d")
+    with pytest.raises(FunctionNotFoundError):  # not linked: nothing to call, as in TVM
+        lib["tvmgen_default_fused_nn_softmax"]
+    lib.save(tmp_path / "copy.o")
+    assert (tmp_path / "copy.o").read_bytes() == members["lib0.o"]
+    with pytest.raises(ValueError, match="does not exist"):
+        runtime.load_static_library(str(tmp_path / "missing.o"), kernels)

@@ -31,7 +31,14 @@ from tvmrt.runtime.device import (
     webgpu,
 )
 from tvmrt.runtime.dtype import DataType, DataTypeCode
-from tvmrt.runtime.module import Module, PyModule, load_module, register_system_lib_func, system_lib
+from tvmrt.runtime.module import (
+    Module,
+    PyModule,
+    load_module,
+    load_static_library,
+    register_system_lib_func,
+    system_lib,
+)
 from tvmrt.runtime.ndarray import NDArray, array, empty, from_dlpack
 from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.params import (
@@ -84,6 +91,7 @@ __all__ = [
     "PyModule",
     "load_module",
     "system_lib",
+    "load_static_library",
     "executor",
     "register_system_lib_func",
     # params

@@ -12,13 +12,15 @@ from tvmrt.error import FunctionNotFoundError, ModuleFileNotFoundError, ModuleLo
 from tvmrt.runtime.benchmark import BenchmarkResult, time_evaluate
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.packed_func import PackedFunc
-from tvmrt.runtime.registry import get_global_func, list_global_func_names
+from tvmrt.runtime.registry import get_global_func, list_global_func_names, register_func
 
 __all__ = [
     "Module",
     "PyModule",
     "load_module",
+    "load_static_library",
     "python_system_lib",
+    "StaticLibraryModule",
     "system_lib",
     "register_system_lib_func",
 ]
@@ -269,6 +271,80 @@ def register_system_lib_func(name: str, func: Callable[..., Any]) -> None:
     """Add ``func`` to :func:`system_lib` under ``name`` (TVM's static registration)."""
     with _system_lib.lock:
         _system_lib.add_function(name, func)
+
+
+class StaticLibraryModule(Module):
+    """An object file kept as it is (TVM's ``static_library`` module).
+
+    It is not linked or loaded: it has no callable functions, only ``get_func_names``;
+    :meth:`implements_function` answers for the names it was given, and
+    :meth:`save` writes the object back (what ``export_library`` links into a library).
+
+    Parameters
+    ----------
+    data
+        The object file's bytes.
+    func_names
+        The functions it implements.
+    """
+
+    def __init__(self, data: bytes, func_names: list[str]) -> None:
+        super().__init__()
+        self.data = data
+        self.func_names = list(func_names)
+
+    @property
+    def type_key(self) -> str:
+        return "static_library"
+
+    def __repr__(self) -> str:
+        return f"StaticLibraryModule({len(self.data)} bytes, {self.func_names})"
+
+    def _get_function(self, name: str) -> PackedFunc | None:
+        if name == "get_func_names":
+            return PackedFunc(lambda: list(self.func_names), name)
+        return None
+
+    def implements_function(self, name: str, query_imports: bool = False) -> bool:
+        """Whether ``name`` is one of the functions the object implements."""
+        return name in self.func_names
+
+    def save(self, file_name: str | os.PathLike[str], fmt: str = "") -> None:
+        """Write the object file to ``file_name``."""
+        Path(file_name).write_bytes(self.data)
+
+
+def load_static_library(path: str | os.PathLike[str], func_names: list[str]) -> Module:
+    """Load the ``.o`` at ``path`` implementing ``func_names``, without linking it.
+
+    TVM's ``tvm.runtime.load_static_library``: the result stays a ``static_library``
+    module (see :class:`StaticLibraryModule`) instead of being relinked into a ``.so``.
+
+    Raises
+    ------
+    ModuleFileNotFoundError
+        If ``path`` does not exist.
+    TypeError
+        If ``func_names`` is not a list of strings.
+    """
+    text = os.fspath(path)
+    resolved = os.path.realpath(text)
+    if not os.path.isfile(resolved):
+        raise ModuleFileNotFoundError(f"static library {text!r} does not exist")
+    names = list(func_names)
+    if not all(isinstance(n, str) for n in names):
+        raise TypeError(f"func_names must be strings, got {names!r}")
+    return StaticLibraryModule(Path(resolved).read_bytes(), names)
+
+
+def _load_static_binary(reader: Any) -> StaticLibraryModule:
+    data = bytes(reader.blob("static library object"))
+    names = reader.strings("static library function names")
+    return StaticLibraryModule(data, names)
+
+
+register_func("runtime.ModuleLoadStaticLibrary", load_static_library, override=True)
+register_func("runtime.module.loadbinary_static_library", _load_static_binary, override=True)
 
 
 def _format_of(path: str) -> str:
