@@ -5,8 +5,10 @@ An artifact is one of
 * a folder holding a graph JSON, a kernel library and (usually) a params file, the
   layout of TVM's ``deploy_graph.json`` / ``deploy_lib.so`` / ``deploy_param.params``
   or tvmrt's ``deploy.json`` / ``deploy.so`` / ``deploy.params``;
-* one exported factory library (``.so``/``.tar``) whose module blob carries the graph
-  and the params (``lib["default"](dev)``);
+* one file the loader turns into a factory (``lib["default"](dev)``): an exported
+  factory library (``.so``/``.tar``/``.o``, system-lib builds included), an AOT build
+  (run through :class:`~tvmrt.runtime.executor.AotModule`), a Model Library Format tar or
+  a tvmc package (docs/artifacts.md lists the forms);
 * explicit files (``graph=``, ``lib=``, ``params=``).
 
 :func:`inspect_artifact` reads headers, symbol tables, the graph and the params without
