@@ -9,6 +9,7 @@ which also shows those headers serve C code written for TVM's.
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import struct
@@ -353,3 +354,45 @@ def test_load_static_library_keeps_the_object(tmp_path):
     assert (tmp_path / "copy.o").read_bytes() == members["lib0.o"]
     with pytest.raises(ValueError, match="does not exist"):
         runtime.load_static_library(str(tmp_path / "missing.o"), kernels)
+
+
+def _tar_of(path: Path, members: dict[str, bytes]) -> Path:
+    with tarfile.open(path, "w") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_foreign_code_in_mlf_and_tvmc_is_refused_naming_the_form(tmp_path):
+    shared = Path(__file__).resolve().parents[2] / "shared" / "artifacts"
+    arm_tar = shared / "wrn-arm32" / "wrn_8s_g0-rasp.tar"
+    aarch64_so = shared / "aarch64" / "deploy_lib.so"
+    if not arm_tar.is_file() or not aarch64_so.is_file():
+        pytest.skip("foreign artifacts not available")
+    with tarfile.open(arm_tar) as archive:
+        arm_object = next(
+            archive.extractfile(m).read()  # type: ignore[union-attr]
+            for m in archive
+            if m.isfile() and m.name.endswith(".o")
+        )
+    meta = json.dumps({"version": 7, "modules": {"default": {"executors": ["graph"]}}})
+    mlf = _tar_of(
+        tmp_path / "mlf.tar",
+        {
+            "./metadata.json": meta.encode(),
+            "./codegen/host/lib/default_lib0.o": arm_object,
+            "./executor-config/graph/default.graph": _graph(1).encode(),
+        },
+    )
+    assert dispatch.sniff(str(mlf)).form == "mlf"
+    with pytest.raises(ModuleLoadError, match=r"built for arm .*Model Library Format tar"):
+        runtime.load_module(mlf)
+    tvmc = _tar_of(
+        tmp_path / "module.tar",
+        {"mod.so": aarch64_so.read_bytes(), "mod.json": _graph(1).encode(), "mod.params": b""},
+    )
+    assert dispatch.sniff(str(tvmc)).form == "tvmc"
+    with pytest.raises(ModuleLoadError, match=r"built for aarch64 .*tvmc package"):
+        runtime.load_module(tvmc)

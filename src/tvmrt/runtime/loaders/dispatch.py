@@ -61,6 +61,8 @@ FORMS = {
     "other": "not a TVM module file",
 }
 _MAX_NAMES = link.MAX_MEMBERS
+# forms whose loading goes through several steps: a failure message gets the form added
+_NAMED_FORMS = ("mlf", "tvmc")
 
 
 @dataclass
@@ -243,7 +245,18 @@ def load(path: str, shown: str | None = None) -> Module:
         If the form cannot run here; the message names the form and the reason.
     """
     shown = shown or path
-    return _load_sniffed(sniff(path, shown), path, shown)
+    found = sniff(path, shown)
+    try:
+        return _load_sniffed(found, path, shown)
+    except ModuleLoadError as exc:
+        if (
+            found.form not in _NAMED_FORMS
+            or type(exc) is not ModuleLoadError
+            or FORMS[found.form].split(" (")[0] in str(exc)
+        ):
+            raise
+        # say which form failed (a link error of an MLF tar names only a member)
+        raise ModuleLoadError(f"{exc} ({shown!r} is a {FORMS[found.form]})") from exc
 
 
 def _loadfile(path: str) -> Module:
