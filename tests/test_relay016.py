@@ -300,3 +300,38 @@ def test_inspect_names_the_form(folder, file, form, runnable, capsys):
         assert "AOT" in report["library"]["form_text"]
     elif runnable:
         assert report["graph"]["outputs"][0]["shape"] == [1, 10]
+
+
+def test_system_lib_object_form(tmp_path):
+    """One relocatable object (lib0.o + devc.o merged with ``ld -r``) loads like the tar."""
+    import shutil
+    import subprocess
+
+    if shutil.which("ld") is None:
+        pytest.skip("no ld")
+    files = _members(ROOT / "systemlib-tar" / "deploy.tar", tmp_path / "m")
+    merged = tmp_path / "deploy.o"
+    subprocess.run(
+        ["ld", "-r", "-o", str(merged), str(files["lib0.o"]), str(files["devc.o"])], check=True
+    )
+    lib = runtime.load_module(merged)
+    assert lib.type_key == "GraphExecutorFactory"
+    m = graph_executor.GraphModule(runtime.system_lib()["default"](runtime.cpu(0)))
+    m.set_input("data", _golden("systemlib-tar")["data"])
+    m.run()
+    _check("systemlib-tar", "deploy.tar", m.get_output(0).numpy())
+
+
+def test_tvmc_classic_tar_variant(tmp_path):
+    """A tvmc package whose library is an export tar (``mod.tar``) instead of ``mod.so``."""
+    files = _members(ROOT / "tvmc-package" / "module.tar", tmp_path / "pkg")
+    package = tmp_path / "module.tar"
+    with tarfile.open(package, "w") as archive:
+        archive.add(ROOT / "systemlib-tar" / "deploy.tar", arcname="mod.tar")
+        archive.add(files["mod.json"], arcname="mod.json")
+        archive.add(files["mod.params"], arcname="mod.params")
+    lib = runtime.load_module(package)
+    m = graph_executor.GraphModule(lib["default"](runtime.cpu(0)))
+    m.set_input("data", _golden("tvmc-package")["data"])
+    m.run()
+    _check("tvmc-package", "module.tar", m.get_output(0).numpy())
