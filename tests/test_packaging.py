@@ -24,7 +24,7 @@ from tvmrt import runtime
 from tvmrt.artifact import find_artifact, load_artifact
 from tvmrt.contrib import graph_executor
 from tvmrt.contrib.graph_executor.factory import GraphExecutorFactory, save_factory_binary
-from tvmrt.error import FunctionNotFoundError, ModuleLoadError
+from tvmrt.error import FunctionNotFoundError, KernelError, ModuleLoadError
 from tvmrt.runtime.loaders import abi, binary, dispatch, link
 from tvmrt.runtime.loaders.library import linked_params
 
@@ -396,3 +396,40 @@ def test_foreign_code_in_mlf_and_tvmc_is_refused_naming_the_form(tmp_path):
     assert dispatch.sniff(str(tvmc)).form == "tvmc"
     with pytest.raises(ModuleLoadError, match=r"built for aarch64 .*tvmc package"):
         runtime.load_module(tvmc)
+
+
+SLOT_C = r"""
+#include "tvm/runtime/c_runtime_api.h"
+#include "tvm/runtime/c_backend_api.h"
+
+/* older system-lib builds call the runtime through registered slots */
+void (*__TVMAPISetLastError)(const char*) = 0;
+
+TVM_DLL int32_t pkslot_fail(TVMValue* args, int* codes, int num_args, TVMValue* ret,
+                            int* ret_code, void* resource) {
+  if (__TVMAPISetLastError == 0) return -2;
+  __TVMAPISetLastError("pkslot_fail: reported through the registered slot");
+  return -1;
+}
+
+__attribute__((constructor)) static void register_me(void) {
+  TVMBackendRegisterSystemLibSymbol("pkslot_fail", (void*)pkslot_fail);
+  TVMBackendRegisterSystemLibSymbol("__TVMAPISetLastError", (void*)&__TVMAPISetLastError);
+}
+"""
+
+
+def test_system_lib_slots_registered_by_old_builds_are_filled(tmp_path):
+    c_file = tmp_path / "slot.c"
+    c_file.write_text(SLOT_C)
+    out = tmp_path / "slot.so"
+    compiler = link.find_compiler()
+    assert compiler is not None
+    subprocess.run(
+        [*compiler, "-shared", "-fPIC", f"-I{link.include_dir()}", "-o", str(out), str(c_file)],
+        check=True,
+        capture_output=True,
+    )
+    runtime.load_module(out)
+    with pytest.raises(KernelError, match="reported through the registered slot"):
+        _syslib()["pkslot_fail"]()

@@ -119,6 +119,11 @@ class SystemLibModule(Module):
 
 def _build(prefix: str) -> Module:
     library = SystemLibModule(prefix)
+    # like TVM's InitContextFunctions over the registry: slots some builds register
+    for name, address in _backend.slot_addresses().items():
+        slot = library.symbol_address("__" + name)
+        if slot:
+            ctypes.c_void_p.from_address(slot).value = address
     ctx = library.symbol_address(_MODULE_CTX)
     if ctx:
         ctypes.c_void_p.from_address(ctx).value = _backend.register_module_context(library)
