@@ -397,6 +397,8 @@ def load_module(path: str | os.PathLike[str], fmt: str = "") -> Module:
             f"cannot load {text!r}: no loader for file kind {kind!r}; "
             f"supported kinds are {', '.join(repr(k) for k in known)}"
         )
+    if dispatch.is_builtin(loader):  # tvmrt's own: messages name the file as given
+        return dispatch.load(resolved, shown=text)
     module = loader(resolved)
     if not isinstance(module, Module):
         raise ModuleLoadError(f"loader for {kind!r} returned {type(module).__name__}, not a Module")

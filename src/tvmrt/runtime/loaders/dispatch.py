@@ -45,7 +45,7 @@ from tvmrt.runtime.loaders.binary import BinaryInfo, check_host_compatible, iden
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.registry import register_func
 
-__all__ = ["FORMS", "Sniffed", "sniff", "recognises", "load", "load_library"]
+__all__ = ["FORMS", "Sniffed", "is_builtin", "sniff", "recognises", "load", "load_library"]
 
 # form -> a phrase for messages and ``tvmrt inspect``
 FORMS = {
@@ -261,6 +261,11 @@ def load(path: str, shown: str | None = None) -> Module:
 
 def _loadfile(path: str) -> Module:
     return load(str(Path(path).resolve()), path)
+
+
+def is_builtin(loader: object) -> bool:
+    """Whether ``loader`` (a registry entry) is this dispatcher's ``loadfile_<kind>``."""
+    return getattr(loader, "_func", None) is _loadfile
 
 
 for _kind in ("so", "dll", "dylib", "tar", "o", "obj", "mlf"):
