@@ -335,3 +335,16 @@ def test_tvmc_classic_tar_variant(tmp_path):
     m.set_input("data", _golden("tvmc-package")["data"])
     m.run()
     _check("tvmc-package", "module.tar", m.get_output(0).numpy())
+
+
+def test_aot_cli_bench_and_whole_model_profile(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(ROOT / "aot-so")
+    assert cli_main(["bench", ".", "--repeat", "3", "--number", "2", "--json"]) == 0
+    capsys.readouterr()
+    assert cli_main(["profile", "deploy.so", "--json", "--trace", str(tmp_path / "t.json")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    (call,) = report["calls"]
+    assert call["Name"]["string"] == "tvmgen_default___tvm_main__"
+    assert report["configuration"]["Executor"]["string"] == "AOT"
+    trace = json.loads((tmp_path / "t.json").read_text())
+    assert [e["ph"] for e in trace["traceEvents"]] == ["B", "E"]

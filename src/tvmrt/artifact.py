@@ -27,6 +27,7 @@ from tvmrt.contrib.graph_executor import GraphModule, create
 from tvmrt.error import ModuleLoadError
 from tvmrt.runtime.device import Device, cpu
 from tvmrt.runtime.executor import AotExecutor, AotModule
+from tvmrt.runtime.executor.profile import AotProfiler
 from tvmrt.runtime.module import Module, load_module
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.params import mapped_file, read_param_names
@@ -130,11 +131,11 @@ class LoadedModel:
     @property
     def is_aot(self) -> bool:
         """Whether the model runs on TVM's AOT executor (no graph)."""
-        return isinstance(self.module, AotModule)
+        return isinstance(self.module, (AotModule, AotProfiler))
 
     def user_inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
         """Inputs that are not params: name → (shape, dtype)."""
-        if isinstance(self.module, AotModule):
+        if self.is_aot:
             aot = self.module.module
             assert isinstance(aot, AotExecutor)
             return {t.name: (t.shape, str(t.dtype)) for t in aot.inputs}
@@ -151,7 +152,7 @@ class LoadedModel:
 
     def output_names(self) -> list[str]:
         """One label per output (``"node:i"``; the metadata's names for an AOT build)."""
-        if isinstance(self.module, AotModule):
+        if self.is_aot:
             aot = self.module.module
             assert isinstance(aot, AotExecutor)
             return [t.name or f"output_{i}" for i, t in enumerate(aot.outputs)]
@@ -187,12 +188,10 @@ def load_artifact(
     lib = load_module(files.lib)
     names: set[str] = set()
     if lib.type_key == "AotExecutorFactory" and files.graph is None:
-        if debug:
-            raise ModuleLoadError(
-                f"{str(files.lib)!r} is an AOT build (no graph): it has no per-operator "
-                "debug executor; use `tvmrt bench` for whole-model timings"
-            )
-        return LoadedModel(AotModule(lib["default"](dev)), lib, files, frozenset())
+        executor = lib["default"](dev)
+        if debug:  # no graph, no per-operator timing: the whole model is one call
+            return LoadedModel(AotProfiler(executor, dump_root), lib, files, frozenset())
+        return LoadedModel(AotModule(executor), lib, files, frozenset())
     if files.graph is not None:
         graph_json = files.graph.read_text()
     elif lib.type_key in ("GraphExecutorFactory", "GraphRuntimeFactory"):
