@@ -14,7 +14,7 @@ from collections.abc import Callable
 from tvmrt.contrib.graph_executor import parse_graph
 from tvmrt.error import TVMError
 from tvmrt.runtime._stream import ByteReader
-from tvmrt.runtime.loaders import binary
+from tvmrt.runtime.loaders import abi, binary
 from tvmrt.runtime.loaders.blob import parse_module_blob
 from tvmrt.runtime.params import load_param_dict
 
@@ -43,7 +43,7 @@ def elf(data: bytes) -> None:
         elf_file = binary.ElfFile(data, "fuzzed.so")
         for dynamic in (True, False):
             symbols = elf_file.symbols(dynamic=dynamic)
-            binary.scan_tvm_symbols(symbols)
+            abi.scan_tvm_symbols(symbols)
             for symbol in symbols[:8]:
                 if symbol.defined:
                     elf_file.read_symbol(symbol, 64)

@@ -26,7 +26,7 @@ from tvmrt.error import KernelError, ModuleLoadError
 from tvmrt.runtime import _backend
 from tvmrt.runtime import ndarray as nd
 from tvmrt.runtime._stream import ByteWriter
-from tvmrt.runtime.loaders import FFILibraryModule, binary, link
+from tvmrt.runtime.loaders import FFILibraryModule, abi, binary, link
 from tvmrt.testing import GraphBuilder
 
 BUILD_SCRIPT = r"""
@@ -163,14 +163,14 @@ rng = np.random.default_rng(0)
 
 @pytest.mark.parametrize("name", KERNEL_LIBS)
 def test_fresh_builds_classify_as_tvm_ffi(kernels, name):
-    scan = binary.scan_tvm_symbols(binary.ElfFile.from_path(kernels / f"{name}.so").symbols())
+    scan = abi.scan_tvm_symbols(binary.ElfFile.from_path(kernels / f"{name}.so").symbols())
     assert scan.abi == "tvm-ffi"
     assert all(f.startswith("__tvm_ffi_") for f in scan.functions)
 
 
 def test_legacy_artifact_still_classifies_legacy(artifacts):
     elf = binary.ElfFile.from_path(artifacts / "mobilenet_v1" / "deploy_lib.so")
-    assert binary.scan_tvm_symbols(elf.symbols()).abi == "legacy"
+    assert abi.scan_tvm_symbols(elf.symbols()).abi == "legacy"
     module = rt.load_module(artifacts / "mobilenet_v1" / "deploy_lib.so")
     assert not isinstance(module, FFILibraryModule)
 
@@ -179,9 +179,9 @@ def test_symbols_and_function_names(kernels):
     net = load(kernels, "net")
     assert net.function_names == ["add4096", "conv_relu"]
     assert net.abi == "tvm-ffi"
-    scan = binary.scan_tvm_symbols(binary.ElfFile.from_path(kernels / "net.so").symbols())
+    scan = abi.scan_tvm_symbols(binary.ElfFile.from_path(kernels / "net.so").symbols())
     assert "__TVMBackendParallelLaunch" in scan.slots
-    c = binary.scan_tvm_symbols(binary.ElfFile.from_path(kernels / "ckern.so").symbols())
+    c = abi.scan_tvm_symbols(binary.ElfFile.from_path(kernels / "ckern.so").symbols())
     assert {"TVMBackendAllocWorkspace", "TVMFFIErrorSetRaisedFromCStrParts"} <= set(c.undefined)
 
 
@@ -503,7 +503,7 @@ def build_c(source: str, directory: Path, name: str) -> Path:
 
 def test_tvm_ffi_021_plain_names_and_slot_errors(tmp_path):
     path = build_c(V021_C, tmp_path, "v021")
-    scan = binary.scan_tvm_symbols(binary.ElfFile.from_path(path).symbols())
+    scan = abi.scan_tvm_symbols(binary.ElfFile.from_path(path).symbols())
     assert scan.abi == "tvm-ffi-0.21"
     module = rt.load_module(path)
     assert isinstance(module, FFILibraryModule)
@@ -537,7 +537,7 @@ def test_function_lookups_report_an_error(tmp_path):
 )
 def test_unsupported_abi_version_is_refused(tmp_path, source, symbol):
     path = build_c(source, tmp_path, "future")
-    assert binary.scan_tvm_symbols(binary.ElfFile.from_path(path).symbols()).abi == "tvm-ffi"
+    assert abi.scan_tvm_symbols(binary.ElfFile.from_path(path).symbols()).abi == "tvm-ffi"
     with pytest.raises(
         ModuleLoadError,
         match=rf"built for a tvm-ffi ABI version tvmrt does not support .*: {symbol}$",

@@ -5,8 +5,10 @@ An artifact is one of
 * a folder holding a graph JSON, a kernel library and (usually) a params file, the
   layout of TVM's ``deploy_graph.json`` / ``deploy_lib.so`` / ``deploy_param.params``
   or tvmrt's ``deploy.json`` / ``deploy.so`` / ``deploy.params``;
-* one exported factory library (``.so``/``.tar``) whose module blob carries the graph
-  and the params (``lib["default"](dev)``);
+* one file the loader turns into a factory (``lib["default"](dev)``): an exported
+  factory library (``.so``/``.tar``/``.o``, system-lib builds included), an AOT build
+  (run through :class:`~tvmrt.runtime.executor.AotModule`), a Model Library Format tar or
+  a tvmc package (docs/artifacts.md lists the forms);
 * explicit files (``graph=``, ``lib=``, ``params=``).
 
 :func:`inspect_artifact` reads headers, symbol tables, the graph and the params without
@@ -21,15 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tvmrt.contrib.graph_executor import GraphExecutorFactory, GraphModule, create
-from tvmrt.contrib.graph_executor.graph import Graph, parse_graph
-from tvmrt.contrib.graph_executor.roles import runnability_problems
-from tvmrt.contrib.graph_executor.storage import plan_storage
-from tvmrt.error import ModuleLoadError, TVMError
+from tvmrt.contrib.graph_executor import GraphModule, create
+from tvmrt.contrib.graph_executor.roles import output_labels
+from tvmrt.error import ModuleLoadError
 from tvmrt.runtime.device import Device, cpu
+from tvmrt.runtime.executor import AotExecutor, AotModule
+from tvmrt.runtime.executor.profile import AotProfiler
 from tvmrt.runtime.module import Module, load_module
 from tvmrt.runtime.ndarray import NDArray
-from tvmrt.runtime.params import load_param_dict, mapped_file, read_param_names
+from tvmrt.runtime.params import mapped_file, read_param_names
 
 __all__ = ["ArtifactFiles", "LoadedModel", "find_artifact", "load_artifact", "inspect_artifact"]
 
@@ -116,15 +118,28 @@ def find_artifact(
 
 @dataclass
 class LoadedModel:
-    """A loaded artifact: the executor, its library and what came from where."""
+    """A loaded artifact: the executor, its library and what came from where.
 
-    module: GraphModule
+    ``module`` is a :class:`GraphModule`, or an :class:`~tvmrt.runtime.executor.AotModule`
+    for an AOT build (same ``set_input``/``run``/``get_output``/``get_num_outputs``).
+    """
+
+    module: Any
     lib: Module
     files: ArtifactFiles
     param_names: frozenset[str] = field(default_factory=frozenset)
 
+    @property
+    def is_aot(self) -> bool:
+        """Whether the model runs on TVM's AOT executor (no graph)."""
+        return isinstance(self.module, (AotModule, AotProfiler))
+
     def user_inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
         """Inputs that are not params: name → (shape, dtype)."""
+        if self.is_aot:
+            aot = self.module.module
+            assert isinstance(aot, AotExecutor)
+            return {t.name: (t.shape, str(t.dtype)) for t in aot.inputs}
         executor = self.module.executor
         graph = executor.graph
         out = {}
@@ -137,9 +152,16 @@ class LoadedModel:
         return out
 
     def output_names(self) -> list[str]:
-        """One label per output (``"node:i"``)."""
-        graph = self.module.executor.graph
-        return [f"{graph.nodes[h.node_id].name}:{h.index}" for h in graph.heads]
+        """One unique label per output, the same on screen and as ``.npz`` keys.
+
+        Graph outputs are ``node_i`` (:func:`~tvmrt.contrib.graph_executor.roles.output_labels`);
+        an AOT build's come from its metadata.
+        """
+        if self.is_aot:
+            aot = self.module.module
+            assert isinstance(aot, AotExecutor)
+            return [t.name or f"output_{i}" for i, t in enumerate(aot.outputs)]
+        return output_labels(self.module.executor.graph)
 
 
 def load_artifact(
@@ -169,6 +191,11 @@ def load_artifact(
     dev = device or cpu()
     lib = load_module(files.lib)
     names: set[str] = set()
+    if lib.type_key == "AotExecutorFactory" and files.graph is None:
+        executor = lib["default"](dev)
+        if debug:  # no graph, no per-operator timing: the whole model is one call
+            return LoadedModel(AotProfiler(executor, dump_root), lib, files, frozenset())
+        return LoadedModel(AotModule(executor), lib, files, frozenset())
     if files.graph is not None:
         graph_json = files.graph.read_text()
     elif lib.type_key in ("GraphExecutorFactory", "GraphRuntimeFactory"):
@@ -189,6 +216,12 @@ def load_artifact(
         module = GraphModule(lib["default"](dev))
     else:
         module = create(graph_json, lib, dev)
+    if files.graph is not None:  # a TVM 0.7/0.8 link-params library holds its weights
+        from tvmrt.runtime.loaders.library import linked_params
+
+        for name, value in linked_params(lib, graph_json).items():
+            module.set_input(name, value)
+            names.add(name)
     if files.params is not None:
         with mapped_file(files.params) as data:  # mapped once, copied once into the inputs
             module.load_params(data)
@@ -200,184 +233,16 @@ def load_artifact(
 
 
 def inspect_artifact(files: ArtifactFiles) -> dict[str, Any]:
-    """Describe an artifact without executing any of its code.
+    """Describe an artifact without executing any of its code (:mod:`tvmrt.artifact_inspect`).
 
-    Returns a JSON-ready dict: the library (format, architecture, TVM ABI, kernels it
-    exports), the graph (inputs, outputs, nodes, kernels, storage plan), the params
-    (count, bytes), and ``problems``: everything that would stop it from running here.
+    Returns a JSON-ready dict: the library (its form as the loader's dispatcher sees it,
+    architecture, TVM ABI, kernels it exports), the graph (inputs, outputs, nodes, kernels,
+    storage plan), the params (count, bytes), and ``problems``: everything that would stop
+    it from running here (``runnable`` is true only when there is none).
     """
-    from tvmrt.runtime.loaders import binary
+    from tvmrt.artifact_inspect import inspect_files
 
-    problems: list[str] = []
-    report: dict[str, Any] = {"files": {k: str(v) for k, v in vars(files).items() if v}}
-    lib_info, exported, factory = _inspect_library(files.lib, problems)
-    report["library"] = lib_info
-    graph_json = files.graph.read_text() if files.graph else None
-    params: dict[str, NDArray] = {}
-    if factory is not None:
-        graph_json = graph_json or factory.graph_json
-        params.update(factory.params)
-        report["library"]["embedded"] = "graph executor factory (graph JSON and params)"
-    if files.params is not None:
-        try:
-            params.update(load_param_dict(files.params.read_bytes()))
-        except TVMError as exc:
-            problems.append(str(exc))
-    if graph_json is None:
-        problems.append("no graph JSON: the library carries none and none was given")
-    else:
-        try:
-            report["graph"] = _describe_graph(parse_graph(graph_json), params, exported, problems)
-        except TVMError as exc:
-            problems.append(str(exc))
-    report["params"] = {
-        "count": len(params),
-        "bytes": sum(a.nbytes for a in params.values()),
-    }
-    report["host"] = {"machine": binary.host_machine(), "os": binary.host_os()}
-    report["problems"] = problems
-    report["runnable"] = not problems
-    return report
-
-
-def _inspect_library(
-    path: Path, problems: list[str]
-) -> tuple[dict[str, Any], set[str] | None, Any]:
-    from tvmrt.runtime.loaders import binary
-
-    info = binary.identify(path)
-    out: dict[str, Any] = {"kind": info.describe(), "machine": info.machine}
-    exported: set[str] | None = None
-    factory = None
-    try:
-        expected = (
-            "object file" if info.format == "tar" or path.suffix == ".o" else "shared library"
-        )
-        if info.format != "tar":
-            binary.check_host_compatible(info, str(path), expected)
-    except ModuleLoadError as exc:
-        problems.append(str(exc))
-    if info.format == "elf":
-        try:
-            elf = binary.ElfFile.from_path(path)
-            symbols = elf.symbols(dynamic=info.kind == "shared library")
-            tvm = binary.scan_tvm_symbols(symbols)
-            out["abi"] = tvm.abi
-            out["functions"] = len(tvm.functions)
-            exported = set(tvm.functions)
-            if tvm.abi == "none":
-                problems.append(f"{str(path)!r} is not a TVM module (no TVM symbols)")
-            factory = _read_factory(elf, symbols, str(path), problems)
-        except ModuleLoadError as exc:
-            problems.append(str(exc))
-    elif info.format == "tar":
-        exported, factory = _inspect_tar(path, out, problems)
-    return out, exported, factory
-
-
-def _read_factory(elf: Any, symbols: list[Any], shown: str, problems: list[str]) -> Any:
-    """The GraphExecutorFactory embedded in a library's module blob (either layout), or None."""
-    from tvmrt.runtime.loaders.blob import parse_module_blob
-    from tvmrt.runtime.loaders.ffi import parse_library_bin
-
-    defined = {s.name: s for s in symbols if s.defined}
-    try:
-        if "__tvm_dev_mblob" in defined:
-            blob = elf.read_sized_blob(defined["__tvm_dev_mblob"])
-            modules: list[Any] = parse_module_blob(blob, f"__tvm_dev_mblob of {shown!r}").modules
-        elif "__tvm_ffi__library_bin" in defined:
-            blob = elf.read_sized_blob(defined["__tvm_ffi__library_bin"])
-            modules = parse_library_bin(blob, f"__tvm_ffi__library_bin of {shown!r}").entries
-        else:
-            return None
-    except TVMError as exc:
-        problems.append(str(exc))
-        return None
-    return next((m for m in modules if isinstance(m, GraphExecutorFactory)), None)
-
-
-def _inspect_tar(
-    path: Path, out: dict[str, Any], problems: list[str]
-) -> tuple[set[str] | None, Any]:
-    from tvmrt.runtime.loaders import binary, link
-
-    try:
-        members = link.read_members(str(path))
-    except ModuleLoadError as exc:
-        problems.append(str(exc))
-        return None, None
-    exported: set[str] = set()
-    factory = None
-    machines = set()
-    for name, data in members:
-        info = binary.identify_bytes(data[:4096])
-        machines.add(info.machine)
-        try:
-            binary.check_host_compatible(info, f"{path}:{name}", "object file")
-        except ModuleLoadError as exc:
-            problems.append(str(exc))
-            continue
-        elf = binary.ElfFile(data, f"{path}:{name}")
-        symbols = elf.symbols(dynamic=False)
-        exported.update(binary.scan_tvm_symbols(symbols).functions)
-        factory = factory or _read_factory(elf, symbols, f"{path}:{name}", problems)
-    out["members"] = [name for name, _ in members]
-    out["machine"] = ", ".join(sorted(m for m in machines if m))
-    out["functions"] = len(exported)
-    if link.find_compiler() is None:
-        problems.append("loading a .tar export links it with a C compiler, and none was found")
-    return exported, factory
-
-
-def _describe_graph(
-    graph: Graph, params: dict[str, NDArray], exported: set[str] | None, problems: list[str]
-) -> dict[str, Any]:
-    ops = [n for n in graph.nodes if n.is_op]
-    kernels = sorted({n.func_name for n in ops} - {"__nop", "__copy"})
-    if exported is not None:
-        missing = [k for k in kernels if k not in exported and f"__tvm_ffi_{k}" not in exported]
-        if missing:
-            shown = ", ".join(missing[:5])
-            problems.append(f"the library lacks {len(missing)} kernel(s) the graph calls: {shown}")
-    inputs: list[dict[str, Any]] = []
-    weights: list[dict[str, Any]] = []
-    for nid in graph.arg_nodes:
-        eid = graph.entry_id(nid)
-        entry = {
-            "name": graph.nodes[nid].name,
-            "shape": list(graph.shapes[eid]),
-            "dtype": str(graph.dltypes[eid]),
-        }
-        (weights if entry["name"] in params else inputs).append(entry)
-    outputs = []
-    for h in graph.heads:
-        eid = graph.entry_id(h.node_id, h.index)
-        outputs.append(
-            {
-                "name": f"{graph.nodes[h.node_id].name}:{h.index}",
-                "shape": list(graph.shapes[eid]),
-                "dtype": str(graph.dltypes[eid]),
-            }
-        )
-    device_types = graph.device_types or (1,)
-    plan = plan_storage(graph, device_types[0])
-    problems.extend(runnability_problems(graph, plan, params))  # weights, memory
-    naive = sum(graph.entry_nbytes(e) for e in range(graph.num_entries))
-    return {
-        "inputs": inputs,
-        "outputs": outputs,
-        "nodes": len(graph.nodes),
-        "operators": len(ops),
-        "kernels": kernels,
-        "params_in_graph": len(weights),
-        "storage": {
-            "pools": plan.num_pools,
-            "bytes": plan.total_bytes,
-            "bytes_without_reuse": naive,
-            "planned_by": "graph" if graph.storage_ids is not None else "tvmrt (liveness)",
-        },
-        "devices": sorted(set(device_types)),
-    }
+    return inspect_files(files)
 
 
 def dumps(report: dict[str, Any]) -> str:

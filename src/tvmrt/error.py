@@ -15,6 +15,7 @@ plain Python code would catch, so ``except ValueError`` keeps working::
     ├── FunctionNotFoundError (AttributeError)   a module or the registry lacks a function
     ├── InputNotFoundError (LookupError)         an executor has no input or output by that key
     ├── ModuleLoadError (OSError)                a file is not a loadable TVM module here
+    │   └── ModuleFileNotFoundError (FileNotFoundError, ValueError)  no such module file
     ├── DeviceUnavailableError                   no backend for a device, or no such device
     ├── DeviceOutOfMemoryError (MemoryError)     an allocation failed on a device
     ├── KernelError                              a compiled kernel returned an error status
@@ -35,6 +36,7 @@ __all__ = [
     "FunctionNotFoundError",
     "InputNotFoundError",
     "ModuleLoadError",
+    "ModuleFileNotFoundError",
     "DeviceUnavailableError",
     "DeviceOutOfMemoryError",
     "KernelError",
@@ -85,6 +87,10 @@ class InputNotFoundError(TVMError, LookupError):
 
 class ModuleLoadError(TVMError, OSError):
     """A file cannot be loaded as a TVM module on this machine (format, platform, linker)."""
+
+
+class ModuleFileNotFoundError(ModuleLoadError, FileNotFoundError, ValueError):
+    """``load_module`` was given a path with no file (TVM raised ``ValueError`` here)."""
 
 
 class DeviceUnavailableError(TVMError):

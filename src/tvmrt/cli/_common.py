@@ -124,7 +124,10 @@ def _check_weights(
     model: LoadedModel, given: Mapping[str, object], args: argparse.Namespace
 ) -> None:
     """Refuse missing or foreign weights unless --allow-missing-params (then warn)."""
-    roles = classify_inputs(model.module.executor.graph, set(model.param_names) | set(given))
+    executor = getattr(model.module, "executor", None)
+    if executor is None:  # an AOT module: its weights are linked into the library
+        return
+    roles = classify_inputs(executor.graph, set(model.param_names) | set(given))
     problems = roles.problems()
     if not problems:
         return

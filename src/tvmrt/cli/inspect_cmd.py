@@ -23,8 +23,10 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "inspect",
         help="describe an artifact without running any of its code",
-        description="Describe a graph-executor artifact (ABI, architecture, inputs, outputs, "
-        "kernels, params, planned memory) and list what would stop it from running here. "
+        description="Describe an artifact (its form: factory library, system-lib, AOT, object, "
+        "export tar, Model Library Format or tvmc package; ABI, architecture, inputs, "
+        "outputs, kernels, params, planned memory) and list what would stop it from running "
+        "here. "
         "Only headers, symbol tables, the graph and the params are read: nothing from the "
         "artifact executes.",
         epilog=EXAMPLES,
@@ -61,11 +63,19 @@ def _text(report: dict[str, Any]) -> str:
     lines = []
     lib = report["library"]
     lines.append(f"library:  {report['files']['lib']}")
+    if "form_text" in lib:
+        lines.append(f"  form:   {lib['form_text']} [{lib['form']}]")
     lines.append(f"  kind:   {lib['kind']}")
     if "abi" in lib:
         lines.append(f"  ABI:    {_ABI_TEXT.get(lib['abi'], lib['abi'])}")
+    if lib.get("system_lib"):
+        lines.append("  registers its functions at load (system-lib): runtime.system_lib()")
+    if "linked_params" in lib:
+        lines.append(f"  params: linked into the library ({lib['linked_params']})")
     if "functions" in lib:
         lines.append(f"  exports {lib['functions']} function(s)")
+    if "c_sources" in lib:
+        lines.append(f"  C sources (compiled at load): {', '.join(lib['c_sources'])}")
     if "embedded" in lib:
         lines.append(f"  embeds: {lib['embedded']}")
     graph = report.get("graph")

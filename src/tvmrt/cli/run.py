@@ -17,7 +17,6 @@ from tvmrt.cli._common import (
     make_inputs,
     set_inputs,
 )
-from tvmrt.contrib.graph_executor.roles import output_labels
 
 EXAMPLES = """examples:
   tvmrt run model_dir/ --fill random
@@ -52,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     module = model.module
     set_inputs(model, inputs)
     module.run()
-    names = output_labels(module.executor.graph)  # unique: screen and .npz agree
+    names = model.output_names()  # unique: screen and .npz agree
     outputs = {name: module.get_output(i).numpy() for i, name in enumerate(names)}
     print(f"loaded {model.files.lib.name} in {load_s * 1e3:.1f} ms")
     print("inputs:")

@@ -6,7 +6,11 @@ module loading, the params format, benchmarking and profiling reports.
 
 from __future__ import annotations
 
-from tvmrt.runtime import ndarray, profiling
+from tvmrt.runtime import (
+    executor,
+    ndarray,
+    profiling,
+)
 from tvmrt.runtime.benchmark import BenchmarkResult
 from tvmrt.runtime.device import (
     Device,
@@ -27,7 +31,14 @@ from tvmrt.runtime.device import (
     webgpu,
 )
 from tvmrt.runtime.dtype import DataType, DataTypeCode
-from tvmrt.runtime.module import Module, PyModule, load_module, register_system_lib_func, system_lib
+from tvmrt.runtime.module import (
+    Module,
+    PyModule,
+    load_module,
+    load_static_library,
+    register_system_lib_func,
+    system_lib,
+)
 from tvmrt.runtime.ndarray import NDArray, array, empty, from_dlpack
 from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.params import (
@@ -80,6 +91,8 @@ __all__ = [
     "PyModule",
     "load_module",
     "system_lib",
+    "load_static_library",
+    "executor",
     "register_system_lib_func",
     # params
     "save_param_dict",

@@ -8,13 +8,22 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tvmrt.error import FunctionNotFoundError, ModuleLoadError
+from tvmrt.error import FunctionNotFoundError, ModuleFileNotFoundError, ModuleLoadError
 from tvmrt.runtime.benchmark import BenchmarkResult, time_evaluate
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.packed_func import PackedFunc
-from tvmrt.runtime.registry import get_global_func, list_global_func_names
+from tvmrt.runtime.registry import get_global_func, list_global_func_names, register_func
 
-__all__ = ["Module", "PyModule", "load_module", "system_lib", "register_system_lib_func"]
+__all__ = [
+    "Module",
+    "PyModule",
+    "load_module",
+    "load_static_library",
+    "python_system_lib",
+    "StaticLibraryModule",
+    "system_lib",
+    "register_system_lib_func",
+]
 
 _LOADER_PREFIX = "runtime.module.loadfile_"
 
@@ -217,7 +226,7 @@ class PyModule(Module):
 
 
 class _SystemLib(PyModule):
-    """The process-wide module of statically registered functions (``system_lib()``)."""
+    """Functions registered from Python for :func:`system_lib` (TVM's static registration)."""
 
     def __init__(self) -> None:
         super().__init__(type_key="system_lib")
@@ -227,25 +236,115 @@ class _SystemLib(PyModule):
 _system_lib = _SystemLib()
 
 
-def system_lib(symbol_prefix: str = "") -> Module:
-    """The process-wide module of functions registered with :func:`register_system_lib_func`.
+def python_system_lib() -> PyModule:
+    """The functions added with :func:`register_system_lib_func` (looked up last)."""
+    return _system_lib
 
-    ``symbol_prefix`` selects functions registered under ``"<prefix>"``-prefixed names,
-    returned without the prefix; the default returns the whole library.
+
+def system_lib(symbol_prefix: str = "") -> Module:
+    """The process-wide system library (TVM's ``tvm.runtime.system_lib``).
+
+    It holds what code built with ``system-lib`` registered while it was loaded
+    (``load_module("deploy.so")`` of such a library, or a program linking it in), and the
+    functions added with :func:`register_system_lib_func`. A name is looked up as
+    ``symbol_prefix + name`` first, then as ``name`` (TVM v0.19's rules). When a module
+    blob was registered, the functions of the module tree's root are found too, so
+    ``system_lib()["default"](dev)`` creates the executor of a system-lib factory.
+
+    Parameters
+    ----------
+    symbol_prefix
+        The prefix the library was built with (``Runtime("cpp", {"system-lib": True,
+        "system-lib-prefix": ...})``); ``""`` for none.
+
+    Raises
+    ------
+    ModuleLoadError
+        If a registered module blob is corrupt.
     """
-    if not symbol_prefix:
-        return _system_lib
-    view = PyModule(type_key="system_lib")
-    for name, func in _system_lib._functions.items():
-        if name.startswith(symbol_prefix):
-            view.add_function(name[len(symbol_prefix) :], func)
-    return view
+    from tvmrt.runtime.loaders.systemlib import get_system_lib
+
+    return get_system_lib(symbol_prefix)
 
 
 def register_system_lib_func(name: str, func: Callable[..., Any]) -> None:
     """Add ``func`` to :func:`system_lib` under ``name`` (TVM's static registration)."""
     with _system_lib.lock:
         _system_lib.add_function(name, func)
+
+
+class StaticLibraryModule(Module):
+    """An object file kept as it is (TVM's ``static_library`` module).
+
+    It is not linked or loaded: it has no callable functions, only ``get_func_names``;
+    :meth:`implements_function` answers for the names it was given, and
+    :meth:`save` writes the object back (what ``export_library`` links into a library).
+
+    Parameters
+    ----------
+    data
+        The object file's bytes.
+    func_names
+        The functions it implements.
+    """
+
+    def __init__(self, data: bytes, func_names: list[str]) -> None:
+        super().__init__()
+        self.data = data
+        self.func_names = list(func_names)
+
+    @property
+    def type_key(self) -> str:
+        return "static_library"
+
+    def __repr__(self) -> str:
+        return f"StaticLibraryModule({len(self.data)} bytes, {self.func_names})"
+
+    def _get_function(self, name: str) -> PackedFunc | None:
+        if name == "get_func_names":
+            return PackedFunc(lambda: list(self.func_names), name)
+        return None
+
+    def implements_function(self, name: str, query_imports: bool = False) -> bool:
+        """Whether ``name`` is one of the functions the object implements."""
+        return name in self.func_names
+
+    def save(self, file_name: str | os.PathLike[str], fmt: str = "") -> None:
+        """Write the object file to ``file_name``."""
+        Path(file_name).write_bytes(self.data)
+
+
+def load_static_library(path: str | os.PathLike[str], func_names: list[str]) -> Module:
+    """Load the ``.o`` at ``path`` implementing ``func_names``, without linking it.
+
+    TVM's ``tvm.runtime.load_static_library``: the result stays a ``static_library``
+    module (see :class:`StaticLibraryModule`) instead of being relinked into a ``.so``.
+
+    Raises
+    ------
+    ModuleFileNotFoundError
+        If ``path`` does not exist.
+    TypeError
+        If ``func_names`` is not a list of strings.
+    """
+    text = os.fspath(path)
+    resolved = os.path.realpath(text)
+    if not os.path.isfile(resolved):
+        raise ModuleFileNotFoundError(f"static library {text!r} does not exist")
+    names = list(func_names)
+    if not all(isinstance(n, str) for n in names):
+        raise TypeError(f"func_names must be strings, got {names!r}")
+    return StaticLibraryModule(Path(resolved).read_bytes(), names)
+
+
+def _load_static_binary(reader: Any) -> StaticLibraryModule:
+    data = bytes(reader.blob("static library object"))
+    names = reader.strings("static library function names")
+    return StaticLibraryModule(data, names)
+
+
+register_func("runtime.ModuleLoadStaticLibrary", load_static_library, override=True)
+register_func("runtime.module.loadbinary_static_library", _load_static_binary, override=True)
 
 
 def _format_of(path: str) -> str:
@@ -259,39 +358,48 @@ def _format_of(path: str) -> str:
 def load_module(path: str | os.PathLike[str], fmt: str = "") -> Module:
     """Load a module from a file (TVM's ``tvm.runtime.load_module``).
 
-    The file kind comes from ``fmt`` or the file's extension; the loader registered
-    as ``runtime.module.loadfile_<kind>`` reads it.
+    A loader registered as ``runtime.module.loadfile_<kind>`` for ``fmt`` or the file's
+    extension reads it; tvmrt's own loader (``so``, ``tar``, ``o``, ...) looks at the
+    file's contents, whatever its name, and hands it to the one loader for its form
+    (docs/artifacts.md lists them). The path is resolved first: a bare name like
+    ``"deploy.so"`` means the file in the current folder, never a system library.
 
     Parameters
     ----------
     path
         The file: a compiled library (``.so``), an exported archive (``.tar``), an
-        object file (``.o``), ...
+        object file (``.o``), a Model Library Format or tvmc package tar, ...
     fmt
         The file kind, overriding the extension.
 
     Raises
     ------
-    FileNotFoundError
-        If ``path`` does not exist.
+    ModuleFileNotFoundError
+        If ``path`` does not exist (a ``FileNotFoundError`` and a ``ValueError``).
     ModuleLoadError
         If no loader handles this kind of file, or the loader rejects it.
     """
-    import tvmrt.runtime.loaders  # noqa: F401 - registers the built-in loaders
+    from tvmrt.runtime.loaders import dispatch  # registers the built-in loaders
 
     text = os.fspath(path)
-    if not os.path.exists(text):
-        raise FileNotFoundError(f"module file {text!r} does not exist")
+    resolved = os.path.realpath(text)
+    if not os.path.isfile(resolved):
+        what = "is a folder, not a file" if os.path.isdir(resolved) else "does not exist"
+        raise ModuleFileNotFoundError(f"module file {text!r} {what}")
     kind = fmt or _format_of(text)
-    loader = get_global_func(_LOADER_PREFIX + kind, allow_missing=True)
+    loader = get_global_func(_LOADER_PREFIX + kind, allow_missing=True) if kind else None
     if loader is None:
+        if dispatch.recognises(resolved):
+            return dispatch.load(resolved, shown=text)
         names = list_global_func_names()
         known = sorted(n[len(_LOADER_PREFIX) :] for n in names if n.startswith(_LOADER_PREFIX))
         raise ModuleLoadError(
             f"cannot load {text!r}: no loader for file kind {kind!r}; "
             f"supported kinds are {', '.join(repr(k) for k in known)}"
         )
-    module = loader(text)
+    if dispatch.is_builtin(loader):  # tvmrt's own: messages name the file as given
+        return dispatch.load(resolved, shown=text)
+    module = loader(resolved)
     if not isinstance(module, Module):
         raise ModuleLoadError(f"loader for {kind!r} returned {type(module).__name__}, not a Module")
     return module

@@ -1,25 +1,31 @@
-"""Built-in module loaders, registered as ``runtime.module.loadfile_<kind>`` on import.
+"""Built-in module loaders; :mod:`.dispatch` says which kinds of file exist and who loads each.
 
-* ``so`` (also ``.dll``/``.dylib`` names): kernel libraries, :mod:`.library` (legacy,
-  TVM <= 0.20) and :mod:`.ffi` (tvm-ffi, TVM >= 0.21)
-* ``tar`` and ``o``: ``export_library`` archives and objects, linked first, :mod:`.link`
-
-:mod:`.binary` identifies files and reads ELF symbols without loading them;
-:mod:`.blob` parses the module blob (``__tvm_dev_mblob``) a library carries.
+* :mod:`.dispatch`: sniffs a file once and hands it to exactly one leaf below; registers
+  ``runtime.module.loadfile_<kind>`` for ``so``, ``tar``, ``o``, ...
+* leaves: :mod:`.library` (legacy ABI, TVM <= 0.20, system-lib builds included),
+  :mod:`.ffi` (tvm-ffi ABI, TVM >= 0.21), :mod:`.packages` (Model Library Format, tvmc);
+  :mod:`.link` is the link/compile step for objects, archives and C sources;
+  :mod:`.systemlib` is ``system_lib()``.
+* shared pieces: :mod:`.binary` (ELF/PE/Mach-O reading), :mod:`.abi` (what the symbols
+  mean for TVM), :mod:`.blob` (the module blob), :mod:`._dso` (what every ``dlopen``-ed
+  library shares), :mod:`._values` (packed-call values).
 """
 
 from __future__ import annotations
 
-from tvmrt.runtime.loaders import binary, blob, ffi, library, link
+from tvmrt.runtime.loaders import abi, binary, blob, dispatch, ffi, library, link, packages
 from tvmrt.runtime.loaders.ffi import FFIKernelFunc, FFILibraryModule
 from tvmrt.runtime.loaders.library import LegacyPackedFunc, LibraryModule
 
 __all__ = [
+    "abi",
     "binary",
     "blob",
+    "dispatch",
     "ffi",
     "library",
     "link",
+    "packages",
     "FFIKernelFunc",
     "FFILibraryModule",
     "LegacyPackedFunc",

@@ -5,7 +5,7 @@ Since TVM 0.21 compiled kernels use tvm-ffi's calling convention (docs/abi.md §
 as ``__tvm_ffi_<name>`` (TVM >= 0.22) or under the plain name (0.21). tvmrt runs them on
 its own, without ``apache-tvm-ffi``, over the same native backend as legacy kernels:
 
-1. the symbols say which ABI (:func:`~tvmrt.runtime.loaders.binary.scan_tvm_symbols`); a
+1. the symbols say which ABI (:func:`~tvmrt.runtime.loaders.abi.scan_tvm_symbols`); a
    library that needs a context symbol or runtime function tvmrt does not know was built
    for a tvm-ffi version tvmrt does not support, and is refused;
 2. ``__tvm_ffi__library_bin`` (>= 0.22 layout) or ``__tvm_ffi_library_bin`` (0.21, legacy
@@ -51,9 +51,10 @@ from tvmrt.runtime._ctypes_api import FFI_DLTENSOR_PTR, DLDataType, DLTensor, TV
 from tvmrt.runtime._dlpack import _dlpack_dtype
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.dtype import DataType
-from tvmrt.runtime.loaders.binary import FFI_PREFIX, ElfFile, ElfSymbol, TvmSymbols
+from tvmrt.runtime.loaders._dso import KernelLibrary, check_aligned, check_imports_resolve
+from tvmrt.runtime.loaders.abi import FFI_PREFIX, LibraryFacts, TvmSymbols
+from tvmrt.runtime.loaders.binary import ElfFile, ElfSymbol
 from tvmrt.runtime.loaders.blob import ParsedBlob, assemble_modules, parse_module_blob
-from tvmrt.runtime.loaders.library import KernelLibrary
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.packed_func import PackedFunc, PreparedCall
@@ -101,9 +102,7 @@ def _ffi_dltensor(arr: NDArray) -> DLTensor:
 
 
 def _check_tensor(arr: NDArray, index: int, name: str) -> None:
-    from tvmrt.runtime.loaders.library import _check_aligned
-
-    _check_aligned(arr, index, name)
+    check_aligned(arr, index, name)
 
 
 def _set_any(slot: TVMFFIAny, arg: object, index: int, name: str, keep: list[object]) -> None:
@@ -328,19 +327,13 @@ class FFILibraryModule(KernelLibrary):
 # -- loading ------------------------------------------------------------------------------
 
 
-def load_ffi_library(
-    path: str, shown: str, elf: ElfFile, dynsym: list[ElfSymbol], symbols: TvmSymbols
-) -> Module:
+def load_ffi_library(facts: LibraryFacts) -> Module:
     """Load a tvm-ffi kernel library whose symbols were read already; return the root module.
 
     Parameters
     ----------
-    path
-        The shared library.
-    shown
-        The name for messages (the user's file when ``path`` was linked from it).
-    elf, dynsym, symbols
-        The parsed file, its dynamic symbols and what they say.
+    facts
+        The file, its parsed ELF, dynamic symbols and what they say (from the dispatcher).
 
     Raises
     ------
@@ -348,15 +341,22 @@ def load_ffi_library(
         If the library was built for a tvm-ffi ABI version tvmrt does not support, needs
         symbols nobody provides, or its embedded modules are unreadable.
     """
-    from tvmrt.runtime.loaders import library
-
+    path, shown, elf, dynsym, symbols = (
+        facts.path,
+        facts.shown,
+        facts.elf,
+        facts.dynsym,
+        facts.symbols,
+    )
+    if elf is None or symbols is None:
+        raise ModuleLoadError(f"cannot load {shown!r}: a tvm-ffi library must be an ELF file")
     addresses = _backend.ffi_symbol_addresses()  # loads the native backend first
     _check_supported(symbols, addresses, shown)
     entry, bin_modules, parsed = _read_library_bin(elf, dynsym, symbols, shown)
     skipped = bin_modules.skipped if bin_modules is not None else []
     patches = _plan_patches(elf, symbols, addresses, shown)
     lib = _dlopen_private(path, elf, shown)
-    library._check_imports_resolve(lib, dynsym, shown, provided=frozenset(addresses))
+    check_imports_resolve(lib, dynsym, shown, provided=frozenset(addresses))
     _apply_patches(lib, elf, dynsym, patches, shown)
     for slot in symbols.slots:  # every slot is one of ours (_check_supported)
         ctypes.c_void_p.in_dll(lib, slot).value = addresses[slot[2:]]
@@ -403,14 +403,14 @@ def _read_library_bin(
     if symbols.abi == "tvm-ffi":
         entry = _MAIN if _MAIN in defined and defined[_MAIN].is_function else None
         bin_modules = None
-        if _BIN in defined:
+        if symbols.blob_symbol == _BIN:
             data = elf.read_sized_blob(defined[_BIN])
             bin_modules = parse_library_bin(data, f"{_BIN} of {shown!r}")
         return entry, bin_modules, None
     entry = None
     if "__tvm_main__" in defined:  # 0.21 still names the entry in a char array
         entry = elf.read_cstring(defined["__tvm_main__"]) or None
-    if _BIN_021 in defined:  # 0.21 wrote the legacy blob layout under the new name
+    if symbols.blob_symbol == _BIN_021:  # 0.21 wrote the legacy blob layout under the new name
         data = elf.read_sized_blob(defined[_BIN_021])
         parsed = parse_module_blob(data, f"{_BIN_021} of {shown!r}")
     return entry, None, parsed

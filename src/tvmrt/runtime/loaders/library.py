@@ -1,16 +1,15 @@
-"""Load kernel libraries: ``runtime.module.loadfile_so``.
+"""The legacy-ABI leaf: kernel libraries of TVM <= 0.20 (packed functions).
 
-Legacy libraries (TVM <= 0.20, packed functions) are loaded here; tvm-ffi libraries
-(TVM >= 0.21) are recognised by their symbols in step 2 and handed to
-:mod:`tvmrt.runtime.loaders.ffi`.
+:mod:`.dispatch` hands over a shared library whose symbols say ``legacy`` (including
+``system-lib`` builds, which register their functions at load time). The steps follow
+TVM's ``dso_library.cc`` / ``library_module.cc`` (docs/abi.md §6.1), with checks first so
+that a wrong file fails with a clear :class:`~tvmrt.error.ModuleLoadError` before any of
+its code runs:
 
-The steps follow TVM's ``dso_library.cc`` / ``library_module.cc`` (docs/abi.md §6.1), with
-checks first so that a wrong file fails with a clear :class:`~tvmrt.error.ModuleLoadError`
-before any of its code runs:
-
-1. identify the file (ELF for this machine and OS; not a DLL, Mach-O, text, ...);
-2. read its dynamic symbols: is it a TVM module, which ABI, which slots, which imports;
-3. read ``__tvm_main__`` and parse ``__tvm_dev_mblob`` from the file;
+1. (the dispatcher) identify the file: ELF for this machine and OS;
+2. (the dispatcher) read its dynamic symbols: which ABI, which slots, which imports;
+3. read ``__tvm_main__`` and parse ``__tvm_dev_mblob`` from the file; a system-lib's
+   constructor imports must resolve before ``dlopen`` runs them;
 4. ``dlopen`` with ``RTLD_LAZY | RTLD_LOCAL`` and check every symbol it imports resolves;
 5. write the backend's addresses into the ``__TVM*`` slots and a module token into
    ``__tvm_module_ctx``;
@@ -20,34 +19,31 @@ before any of its code runs:
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from tvmrt.error import ArrayError, KernelError, ModuleLoadError
+from tvmrt.error import KernelError, ModuleLoadError
 from tvmrt.runtime import _backend
 from tvmrt.runtime._ctypes_api import TVM_DLTENSOR_HANDLE, TVMValue
 from tvmrt.runtime.loaders import _values
-from tvmrt.runtime.loaders.binary import (
-    ElfFile,
-    ElfSymbol,
-    TvmSymbols,
-    check_host_compatible,
-    identify,
-    scan_tvm_symbols,
+from tvmrt.runtime.loaders._dso import (
+    KernelLibrary,
+    check_aligned,
+    check_imports_resolve,
+    process_scope,
 )
+from tvmrt.runtime.loaders.abi import LibraryFacts, TvmSymbols
+from tvmrt.runtime.loaders.binary import ElfFile, ElfSymbol
 from tvmrt.runtime.loaders.blob import ParsedBlob, assemble_modules, parse_module_blob
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.packed_func import PackedFunc, PreparedCall
-from tvmrt.runtime.registry import register_func
 
 __all__ = [
-    "KernelLibrary",
     "LibraryModule",
     "LegacyPackedFunc",
+    "linked_params",
     "load_shared_library",
     "native_call_parts",
 ]
@@ -57,7 +53,6 @@ __all__ = [
 # arrays and byref()s as pointers by its default conversions, which is several hundred
 # nanoseconds per call cheaper than converting through declared c_void_p argtypes.
 _PackedCFunc = ctypes.CFUNCTYPE(ctypes.c_int)
-_ALIGNMENT = 64
 _NULL_CODE = 4
 
 
@@ -108,7 +103,7 @@ class LegacyPackedFunc(PackedFunc):
         """
         for i, arg in enumerate(args):
             if isinstance(arg, NDArray):
-                _check_aligned(arg, i, self.name)
+                check_aligned(arg, i, self.name)
         values, codes, keep = _values.pack_args(args)
         ret = (TVMValue * 1)()
         ret_code = (ctypes.c_int * 1)(_NULL_CODE)
@@ -141,7 +136,7 @@ class LegacyPackedFunc(PackedFunc):
                     f"function {self.name!r}: argument {i} must be an NDArray, "
                     f"got {type(arg).__name__}"
                 )
-            _check_aligned(arg, i, self.name)
+            check_aligned(arg, i, self.name)
             values[i].v_handle = ctypes.addressof(arg._dltensor())
             codes[i] = TVM_DLTENSOR_HANDLE
         values.keepalive = (tuple(args), self)  # type: ignore[attr-defined]
@@ -157,14 +152,6 @@ class LegacyPackedFunc(PackedFunc):
         return f"LegacyPackedFunc({self.name!r}, {self.address:#x})"
 
 
-def _check_aligned(arr: NDArray, index: int, name: str) -> None:
-    if arr.nbytes and arr.data_ptr % _ALIGNMENT:
-        raise ArrayError(
-            f"function {name!r}: argument {index} has data at {arr.data_ptr:#x}, which is not "
-            f"{_ALIGNMENT}-byte aligned as compiled kernels require; copy it into a new array"
-        )
-
-
 def native_call_parts(prepared: PreparedCall) -> tuple[int, int, int, int] | None:
     """``(function, TVMValue*, int* codes, num_args)`` addresses of a prepared kernel call.
 
@@ -177,53 +164,6 @@ def native_call_parts(prepared: PreparedCall) -> tuple[int, int, int, int] | Non
     address = ctypes.cast(fn, ctypes.c_void_p).value or 0
     values, codes, n = fn_args[0], fn_args[1], fn_args[2]
     return address, ctypes.addressof(values), ctypes.addressof(codes), int(n)
-
-
-class KernelLibrary(Module):
-    """A ``dlopen``-ed kernel library: each function is found by symbol once, then cached.
-
-    Subclasses map a function name to its symbol (:meth:`_symbol_for`) and wrap the
-    address in their ABI's PackedFunc (:meth:`_wrap`).
-    """
-
-    def __init__(self, path: str, lib: ctypes.CDLL) -> None:
-        super().__init__()
-        self.path = path
-        self._lib = lib
-        self._cache: dict[str, PackedFunc] = {}
-
-    @property
-    def type_key(self) -> str:
-        return "library"
-
-    @property
-    def format(self) -> str:
-        return "so"
-
-    def _symbol_for(self, name: str) -> str | None:
-        """The symbol of function ``name``, or None if the library has no such function."""
-        raise NotImplementedError
-
-    def _wrap(self, address: int, symbol: str, name: str) -> PackedFunc:
-        """The PackedFunc calling the function at ``address``."""
-        raise NotImplementedError
-
-    def _get_function(self, name: str) -> PackedFunc | None:
-        func = self._cache.get(name)
-        if func is not None:
-            return func
-        symbol = self._symbol_for(name)
-        if symbol is None:
-            return None
-        try:
-            address = ctypes.cast(self._lib[symbol], ctypes.c_void_p).value
-        except AttributeError:
-            return None
-        if not address:
-            return None
-        func = self._wrap(address, symbol, name)
-        self._cache[name] = func
-        return func
 
 
 class LibraryModule(KernelLibrary):
@@ -277,65 +217,121 @@ class LibraryModule(KernelLibrary):
 
 # -- loading ------------------------------------------------------------------------------
 
+# Libraries that registered symbols with TVMBackendRegisterSystemLibSymbol: the registry
+# holds addresses inside them, so they stay loaded for the life of the process (TVM crashes
+# when such a library is unloaded and system_lib() is used; tvmrt never unloads them).
+_PINNED: list[ctypes.CDLL] = []
 
-def load_shared_library(path: str, source: str | None = None) -> Module:
+
+def load_shared_library(facts: LibraryFacts) -> Module:
     """Load a legacy kernel library and the modules it imports; return the root module.
 
     Parameters
     ----------
-    path
-        The shared library.
-    source
-        The file the user asked for, if ``path`` was made from it (a linked ``.tar``).
+    facts
+        The file and what its header and symbols say (:func:`~.abi.read_library`).
 
     Raises
     ------
     ModuleLoadError
-        If the file is not a shared library for this machine, not a TVM module, was built
-        for an ABI version tvmrt does not support, imports symbols nobody provides, or
-        its module blob is unusable.
+        If the library is not a TVM module, imports symbols nobody provides, or its module
+        blob is unusable.
     """
-    shown = source or path
-    info = identify(path)
-    if info.format == "tar" or (info.format == "elf" and info.kind == "object file"):
-        from tvmrt.runtime.loaders import link  # an archive or object named like a library
-
-        return link.load_archive(path) if info.format == "tar" else link.load_object(path)
-    check_host_compatible(info, shown, "shared library")
-    if info.format == "elf":
-        elf = ElfFile(Path(path).read_bytes(), shown)
-        dynsym = elf.symbols(dynamic=True)
-        if not dynsym:
-            raise ModuleLoadError(
-                f"cannot load {shown!r}: the shared library has no dynamic symbol table"
-            )
-        symbols: TvmSymbols | None = scan_tvm_symbols(dynsym)
-        entry, parsed = _read_from_file(elf, dynsym, shown)
-    else:  # a native non-ELF library (macOS): no symbol checks before dlopen
-        elf, dynsym, symbols, entry, parsed = None, [], None, None, None
+    path, shown, elf, dynsym, symbols = (
+        facts.path,
+        facts.shown,
+        facts.elf,
+        facts.dynsym,
+        facts.symbols,
+    )
+    entry: str | None = None
+    parsed: ParsedBlob | None = None
     if symbols is not None:
         _check_abi(symbols, shown)
-        if symbols.abi.startswith("tvm-ffi"):
-            from tvmrt.runtime.loaders.ffi import load_ffi_library
-
-            assert elf is not None
-            return load_ffi_library(path, shown, elf, dynsym, symbols)
-        if _backend.PROVIDED_SYMBOLS.intersection(symbols.undefined):
-            _backend.make_global()  # C-target kernels import the backend by name
+        if symbols.system_lib or _backend.PROVIDED_SYMBOLS.intersection(symbols.undefined):
+            _backend.make_global()  # imported by name: resolved from the global scope
+        if symbols.system_lib:
+            _check_constructor_imports(symbols, shown)
+        assert elf is not None
+        entry, parsed = _read_from_file(elf, dynsym, symbols, shown)
     slots = _backend.slot_addresses()  # loads the native backend before the library
     try:
         lib = ctypes.CDLL(path, mode=os.RTLD_LAZY | os.RTLD_LOCAL)
     except OSError as exc:
         raise ModuleLoadError(f"cannot load {shown!r}: {exc}") from exc
+    if symbols is not None and symbols.system_lib:
+        _PINNED.append(lib)
     if dynsym:
-        _check_imports_resolve(lib, dynsym, shown)
+        check_imports_resolve(lib, dynsym, shown)
     if symbols is None:  # no symbol table: probe like TVM does
         entry = _probe_entry(lib)
         parsed = _probe_blob(lib, shown)
     module = LibraryModule(shown, lib, symbols, entry)
     _fill_slots(lib, symbols, slots)
     _set_module_context(lib, symbols, module)
-    return assemble_modules(parsed, module) if parsed is not None else module
+    root = assemble_modules(parsed, module) if parsed is not None else module
+    if symbols is not None and symbols.linked_params:
+        graph_json = getattr(root, "graph_json", None)
+        params = getattr(root, "params", None)
+        if isinstance(graph_json, str) and isinstance(params, dict):
+            for name, value in linked_params(module, graph_json).items():
+                params.setdefault(name, value)
+    return root
+
+
+def linked_params(lib: Module, graph_json: str) -> dict[str, NDArray]:
+    """The weights a TVM 0.7/0.8 ``link-params`` library holds, by graph input name.
+
+    Such a library exports ``_lookup_linked_param(storage_id)``, returning the address of
+    the constant data of that storage entry (NULL if it is not a linked param); TVM 0.8's
+    graph executor asks it for every storage id before allocating. tvmrt asks it for the
+    graph's input nodes and copies what it returns into arrays of the graph's shape and
+    dtype, which then bind like params from a params file.
+
+    Raises
+    ------
+    KernelError
+        If the lookup function fails.
+    """
+    from tvmrt.contrib.graph_executor.graph import parse_graph
+    from tvmrt.runtime.ndarray import empty
+
+    lookup = lib._find_function("_lookup_linked_param", True)
+    if lookup is None:
+        return {}
+    graph = parse_graph(graph_json)
+    if graph.storage_ids is None:
+        return {}
+    out: dict[str, NDArray] = {}
+    for nid in graph.arg_nodes:
+        eid = graph.entry_id(nid)
+        address = lookup(int(graph.storage_ids[eid]))
+        if not address:
+            continue
+        arr = empty(graph.shapes[eid], graph.dltypes[eid])
+        ctypes.memmove(arr.data_ptr, int(address), arr.nbytes)
+        out[graph.nodes[nid].name] = arr
+    return out
+
+
+def _check_constructor_imports(symbols: TvmSymbols, shown: str) -> None:
+    """A system-lib's static constructors call TVM functions inside ``dlopen``: an import
+    nobody provides would kill the process there, so check them before loading."""
+    process = process_scope()
+    missing = []
+    for name in symbols.undefined:
+        if not name.startswith("TVM"):
+            continue
+        try:
+            process[name]
+        except AttributeError:
+            missing.append(name)
+    if missing:
+        raise ModuleLoadError(
+            f"cannot load {shown!r}: it is a system-lib library (built with system-lib; it "
+            "registers its functions while it is loaded) and needs TVM runtime functions "
+            f"tvmrt does not provide: {', '.join(sorted(missing))}"
+        )
 
 
 def _check_abi(symbols: TvmSymbols, shown: str) -> None:
@@ -355,54 +351,19 @@ def _find(dynsym: list[ElfSymbol], name: str) -> ElfSymbol | None:
 
 
 def _read_from_file(
-    elf: ElfFile, dynsym: list[ElfSymbol], shown: str
+    elf: ElfFile, dynsym: list[ElfSymbol], symbols: TvmSymbols, shown: str
 ) -> tuple[str | None, ParsedBlob | None]:
-    """``__tvm_main__`` and the parsed ``__tvm_dev_mblob``, read from the file's bytes."""
+    """``__tvm_main__`` and the parsed module blob, read from the file's bytes."""
     entry = None
     main = _find(dynsym, "__tvm_main__")
     if main is not None:
         entry = elf.read_cstring(main) or None
     parsed = None
-    blob = _find(dynsym, "__tvm_dev_mblob")
+    blob = _find(dynsym, symbols.blob_symbol) if symbols.blob_symbol else None
     if blob is not None:
         data = elf.read_symbol(blob, blob.size) if blob.size else elf.read_sized_blob(blob)
-        parsed = parse_module_blob(data, f"__tvm_dev_mblob of {shown!r}")
+        parsed = parse_module_blob(data, f"{symbols.blob_symbol} of {shown!r}")
     return entry, parsed
-
-
-@functools.cache
-def _process_scope() -> ctypes.CDLL:
-    """The global symbol scope (``dlopen(NULL)``): where lazy binding looks first."""
-    return ctypes.CDLL(None)
-
-
-def _check_imports_resolve(
-    lib: ctypes.CDLL, dynsym: list[ElfSymbol], shown: str, provided: frozenset[str] = frozenset()
-) -> None:
-    """Fail now, not with a dead process at the first call, if an import cannot be bound.
-
-    ``provided`` names imports the loader redirects itself (GOT patching).
-    """
-    process = _process_scope()
-    missing = []
-    for symbol in dynsym:
-        if symbol.defined or symbol.bind == "weak" or not symbol.name or symbol.name in provided:
-            continue
-        try:
-            lib[symbol.name]
-        except AttributeError:
-            try:
-                process[symbol.name]
-            except AttributeError:
-                missing.append(symbol.name)
-    if missing:
-        hint = ""
-        if any(name.startswith("TVM") for name in missing):
-            hint = " (TVM runtime functions tvmrt does not provide)"
-        raise ModuleLoadError(
-            f"cannot load {shown!r}: it needs symbols that nothing in this process "
-            f"provides{hint}: {', '.join(sorted(missing))}"
-        )
 
 
 def _fill_slots(lib: ctypes.CDLL, symbols: TvmSymbols | None, slots: dict[str, int]) -> None:
@@ -441,10 +402,3 @@ def _probe_blob(lib: ctypes.CDLL, shown: str) -> ParsedBlob | None:
     nbytes = int.from_bytes(ctypes.string_at(address, 8), "little")
     data = ctypes.string_at(address, 8 + nbytes)
     return parse_module_blob(data, f"__tvm_dev_mblob of {shown!r}")
-
-
-def _loadfile_so(path: str) -> Module:
-    return load_shared_library(path)
-
-
-register_func("runtime.module.loadfile_so", _loadfile_so, override=True)

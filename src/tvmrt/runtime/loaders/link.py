@@ -1,9 +1,13 @@
-"""Load ``export_library`` archives and object files: ``loadfile_tar`` and ``loadfile_o``.
+"""The link step: turn ``export_library`` archives, objects and C sources into a library.
 
 TVM can export a model as a ``.tar`` of object files (``lib0.o``, ``devc.o`` holding the
-module blob) or as one ``.o``. Like TVM, tvmrt links them into a shared library with the
-system C compiler (``$CC``, else ``cc``, ``gcc`` or ``clang``; ``-shared -fPIC``), then
-loads that. Each object is checked to be an ELF object file for this machine first.
+module blob), of an object plus C source (``devc.c``: the blob as a C array, the seed's
+system-module flow), as C sources only (``target="c"``), or as one ``.o``. Like TVM, tvmrt
+compiles sources with the system C++ compiler against its own minimal TVM headers
+(``tvmrt/include``), links everything into a shared library with the system C compiler
+(``$CC``, else ``cc``, ``gcc`` or ``clang``; ``-shared -fPIC``) and returns its path: the
+dispatcher then loads it like any library. Each object is checked to be an ELF object file
+for this machine first.
 
 Linked libraries are cached in ``$TVMRT_CACHE_DIR`` (default ``~/.cache/tvmrt``), keyed by
 the sha256 of the input file, and written with an atomic rename, so concurrent processes
@@ -33,8 +37,6 @@ from tvmrt.runtime.loaders.binary import (
     identify_bytes,
     with_article,
 )
-from tvmrt.runtime.module import Module
-from tvmrt.runtime.registry import register_func
 
 __all__ = [
     "cache_dir",
@@ -42,8 +44,12 @@ __all__ = [
     "read_members",
     "check_object",
     "link_objects",
-    "load_archive",
-    "load_object",
+    "include_dir",
+    "find_cxx_compiler",
+    "compile_source",
+    "build_objects",
+    "link_archive",
+    "link_object",
 ]
 
 MAX_MEMBERS = 1024
@@ -92,12 +98,6 @@ def check_object(data: bytes, name: str, source: str) -> None:
     if info.format == "elf":
         check_host_compatible(info, source, "object file")
         return
-    suffix = PurePosixPath(name).suffix
-    if suffix in (".c", ".cc", ".cpp"):
-        raise ModuleLoadError(
-            f"cannot load {source!r}: member {name!r} is C source (a target='c' export); "
-            "compiling it needs TVM's headers, which tvmrt does not ship"
-        )
     raise ModuleLoadError(
         f"cannot load {source!r}: member {name!r} is not an object file (it is "
         f"{with_article(info.describe())})"
@@ -214,26 +214,112 @@ def link_objects(objects: list[tuple[str, bytes]], key: str, source: str) -> Pat
     return target
 
 
-def load_archive(path: str) -> Module:
-    """Load an ``export_library`` tar archive (``runtime.module.loadfile_tar``)."""
-    from tvmrt.runtime.loaders.library import load_shared_library
+_SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx")
+_COMPILE_RECIPE = "tvmrt-compile-v1"  # part of the object cache key
+_COMPILE_FLAGS = ("-c", "-fPIC", "-O2", "-fno-exceptions")
 
-    members = read_members(path)
+
+def include_dir() -> Path:
+    """tvmrt's own minimal TVM C headers (``tvm/runtime/c_runtime_api.h``, ...)."""
+    return Path(__file__).resolve().parent.parent.parent / "include"
+
+
+def find_cxx_compiler() -> list[str] | None:
+    """The C++ compiler: ``$CXX`` (may carry flags), else ``c++``, ``g++`` or ``clang++``.
+
+    TVM compiles its C exports with a C++ compiler: the ``devc.c`` of a system-lib export
+    registers the blob from a dynamic initializer, which C does not allow.
+    """
+    configured = os.environ.get("CXX", "").strip()
+    if configured:
+        command = shlex.split(configured)
+        return command if command and shutil.which(command[0]) else None
+    for name in ("c++", "g++", "clang++"):
+        found = shutil.which(name)
+        if found:
+            return [found]
+    return None
+
+
+def is_source(name: str) -> bool:
+    """Whether an archive member is C/C++ source (a ``target="c"`` export or ``devc.c``)."""
+    return PurePosixPath(name).suffix in _SOURCE_SUFFIXES
+
+
+def compile_source(data: bytes, name: str, source: str) -> bytes:
+    """Compile one C/C++ source against tvmrt's TVM headers; return the object file's bytes.
+
+    Objects are cached in ``cache_dir()/compiled`` by the sha256 of the source and recipe.
+
+    Raises
+    ------
+    ModuleLoadError
+        If no C++ compiler is found or the source does not compile.
+    """
+    compiler = find_cxx_compiler()
+    if compiler is None:
+        raise ModuleLoadError(
+            f"cannot load {source!r}: member {name!r} is C source that must be compiled, and "
+            "no C++ compiler was found; install g++ or clang, or set $CXX"
+        )
+    digest = hashlib.sha256(_COMPILE_RECIPE.encode() + b"\0" + " ".join(compiler).encode())
+    digest.update(b"\0" + data)
+    directory = cache_dir() / "compiled"
+    target = directory / f"{digest.hexdigest()}.o"
+    if target.is_file():
+        return target.read_bytes()
+    suffix = PurePosixPath(name).suffix
+    with tempfile.TemporaryDirectory(prefix="tvmrt-cc-") as work:
+        src = Path(work) / f"source{suffix}"
+        src.write_bytes(data)
+        obj = Path(work) / "source.o"
+        command = [*compiler, *_COMPILE_FLAGS, f"-I{include_dir()}", "-o", str(obj), str(src)]
+        try:
+            result = subprocess.run(
+                command, capture_output=True, text=True, timeout=_LINK_TIMEOUT_S, check=False
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise ModuleLoadError(
+                f"cannot load {source!r}: compiling {name!r} failed: {exc}"
+            ) from exc
+        if result.returncode != 0:
+            output = (result.stderr or result.stdout).strip()[-2000:]
+            raise ModuleLoadError(
+                f"cannot load {source!r}: compiling member {name!r} with tvmrt's TVM headers "
+                f"failed ({shlex.join(command[:1])} exited with {result.returncode}): {output}"
+            )
+        compiled = obj.read_bytes()
+    try:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, partial = tempfile.mkstemp(dir=directory, prefix=".obj.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(compiled)
+        os.replace(partial, target)
+    except OSError:
+        pass  # the cache is an optimisation: compile again next time
+    return compiled
+
+
+def build_objects(members: list[tuple[str, bytes]], source: str) -> list[tuple[str, bytes]]:
+    """Check each member is an object for this host, compiling C/C++ sources first."""
+    objects = []
     for name, data in members:
-        check_object(data, name, path)
-    linked = link_objects(members, _sha256(Path(path)), path)
-    return load_shared_library(str(linked), source=path)
+        if is_source(name):
+            objects.append((name, compile_source(data, name, source)))
+        else:
+            check_object(data, name, source)
+            objects.append((name, data))
+    return objects
 
 
-def load_object(path: str) -> Module:
-    """Load a single object file (``runtime.module.loadfile_o``)."""
-    from tvmrt.runtime.loaders.library import load_shared_library
+def link_archive(path: str) -> Path:
+    """Link an ``export_library`` tar (objects and C sources) into a cached shared library."""
+    objects = build_objects(read_members(path), path)
+    return link_objects(objects, _sha256(Path(path)), path)
 
+
+def link_object(path: str) -> Path:
+    """Link a single object file into a cached shared library."""
     data = Path(path).read_bytes()
     check_object(data, Path(path).name, path)
-    linked = link_objects([(Path(path).name, data)], _sha256(Path(path)), path)
-    return load_shared_library(str(linked), source=path)
-
-
-register_func("runtime.module.loadfile_tar", load_archive, override=True)
-register_func("runtime.module.loadfile_o", load_object, override=True)
+    return link_objects([(Path(path).name, data)], _sha256(Path(path)), path)

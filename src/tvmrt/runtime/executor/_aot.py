@@ -1,0 +1,282 @@
+"""TVM's AOT executor modules: ``AotExecutorFactory``, ``metadata_module``, ``AotExecutor``.
+
+A library built with ``Executor("aot")`` carries no graph: a generated entry function
+``<mod_name>___tvm_main__`` (``tvmgen_default___tvm_main__``) calls the kernels in order,
+and ``get_c_metadata`` returns a C ``TVMMetadata`` struct naming the inputs and outputs
+(shape, dtype). Its module blob holds ``AotExecutorFactory`` (params, model name)
+importing ``metadata_module`` importing the kernel library. ``factory["default"](dev)``
+creates an ``AotExecutor`` that owns one array per input and output and calls the entry
+with them (v0.19 ``aot_executor.cc``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+from typing import Any
+
+from tvmrt.error import InputNotFoundError, InternalError, ModuleLoadError
+from tvmrt.runtime._stream import ByteReader
+from tvmrt.runtime.device import Device
+from tvmrt.runtime.dtype import DataType
+from tvmrt.runtime.module import Module
+from tvmrt.runtime.ndarray import NDArray, empty
+from tvmrt.runtime.packed_func import PackedFunc
+from tvmrt.runtime.params import read_ndarray
+from tvmrt.runtime.registry import register_func
+
+__all__ = ["AotExecutor", "AotExecutorFactory", "TensorInfo", "read_c_metadata"]
+
+_METADATA_VERSION = 1
+_MAX_TENSORS = 1 << 16
+_MAX_RANK = 64
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _TensorInfo(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("num_shape", ctypes.c_int64),
+        ("dtype", _DLDataType),
+    ]
+
+
+class _Metadata(ctypes.Structure):
+    _fields_ = [
+        ("version", ctypes.c_int64),
+        ("inputs", ctypes.POINTER(_TensorInfo)),
+        ("num_inputs", ctypes.c_int64),
+        ("outputs", ctypes.POINTER(_TensorInfo)),
+        ("num_outputs", ctypes.c_int64),
+        ("workspace_pools", ctypes.POINTER(_TensorInfo)),
+        ("num_workspace_pools", ctypes.c_int64),
+        ("constant_pools", ctypes.c_void_p),
+        ("num_constant_pools", ctypes.c_int64),
+        ("mod_name", ctypes.c_char_p),
+    ]
+
+
+class TensorInfo:
+    """One input or output of an AOT model: name, shape, dtype."""
+
+    __slots__ = ("dtype", "name", "shape")
+
+    def __init__(self, name: str, shape: tuple[int, ...], dtype: DataType) -> None:
+        self.name = name
+        self.shape = shape
+        self.dtype = dtype
+
+    def __repr__(self) -> str:
+        return f"TensorInfo({self.name!r}, {self.shape}, {self.dtype})"
+
+
+def _tensors(array: Any, count: int, what: str) -> list[TensorInfo]:
+    if count < 0 or count > _MAX_TENSORS:
+        raise ModuleLoadError(f"AOT metadata: {count} {what} is out of range")
+    out = []
+    for i in range(count):
+        info = array[i]
+        if info.num_shape < 0 or info.num_shape > _MAX_RANK:
+            raise ModuleLoadError(f"AOT metadata: {what} {i} has rank {info.num_shape}")
+        shape = tuple(int(info.shape[d]) for d in range(info.num_shape))
+        if any(d < 0 for d in shape):
+            raise ModuleLoadError(f"AOT metadata: {what} {i} has a negative dimension {shape}")
+        dtype = DataType.from_code(info.dtype.code, info.dtype.bits, info.dtype.lanes)
+        name = (info.name or b"").decode("utf-8", errors="replace")
+        out.append(TensorInfo(name, shape, dtype))
+    return out
+
+
+def read_c_metadata(address: int) -> tuple[str, list[TensorInfo], list[TensorInfo]]:
+    """``(model name, inputs, outputs)`` from the ``TVMMetadata`` at ``address``.
+
+    Raises
+    ------
+    ModuleLoadError
+        If the struct is of another version, or uses workspace pools (USMP).
+    """
+    if not address:
+        raise ModuleLoadError("AOT metadata: get_c_metadata returned NULL")
+    meta = _Metadata.from_address(address)
+    if meta.version != _METADATA_VERSION:
+        raise ModuleLoadError(
+            f"AOT metadata version {meta.version} is not supported (tvmrt reads version "
+            f"{_METADATA_VERSION}, TVM 0.10 to 0.20)"
+        )
+    if meta.num_workspace_pools:
+        raise ModuleLoadError(
+            "the AOT model was built with unified static memory planning (workspace pools); "
+            "tvmrt runs AOT builds without USMP only"
+        )
+    inputs = _tensors(meta.inputs, meta.num_inputs, "inputs")
+    outputs = _tensors(meta.outputs, meta.num_outputs, "outputs")
+    name = (meta.mod_name or b"default").decode("utf-8", errors="replace")
+    return name, inputs, outputs
+
+
+class AotExecutor(Module):
+    """TVM's ``AotExecutor`` module: inputs and outputs as owned arrays, ``run`` calls main.
+
+    Parameters
+    ----------
+    lib
+        The module holding ``get_c_metadata`` and the entry function (with imports).
+    device
+        ``cpu(0)``: TVM's AOT executor runs on the CPU only.
+    """
+
+    def __init__(self, lib: Module, device: Device) -> None:
+        super().__init__()
+        if device.device_type != 1 or device.device_id != 0:
+            raise InternalError(f"the AOT executor runs on cpu(0) only (as in TVM), got {device}")
+        self.lib = lib
+        self.device = device
+        get_metadata = lib._find_function("get_c_metadata", True)
+        if get_metadata is None:
+            raise ModuleLoadError(
+                "the AOT library has no get_c_metadata function (not an AOT build of the "
+                "C++ runtime interface)"
+            )
+        name, self.inputs, self.outputs = read_c_metadata(int(get_metadata() or 0))
+        self.model_name = name
+        entry_name = f"{name}___tvm_main__"  # runtime::get_name_mangled(mod_name, main)
+        entry = lib._find_function(entry_name, True)
+        if entry is None:
+            raise ModuleLoadError(f"the AOT library has no entry function {entry_name!r}")
+        self._entry = entry
+        self._args: list[NDArray] = [
+            empty(t.shape, t.dtype, device) for t in (*self.inputs, *self.outputs)
+        ]
+        self._call: tuple[Callable[..., Any], tuple[Any, ...]] | None = None
+
+    @property
+    def type_key(self) -> str:
+        return "AotExecutor"
+
+    def input_index(self, key: int | str) -> int:
+        """The index of input ``key`` (a name or an index)."""
+        if isinstance(key, str):
+            for i, info in enumerate(self.inputs):
+                if info.name == key:
+                    return i
+            raise InputNotFoundError(
+                f"Check failed: (false) is false: Invalid input name. (no input {key!r}; "
+                f"inputs are {[t.name for t in self.inputs]})"
+            )
+        if not 0 <= int(key) < len(self.inputs):
+            raise InputNotFoundError(f"input index {key} is out of range ({len(self.inputs)})")
+        return int(key)
+
+    def _output(self, index: int) -> NDArray:
+        if not 0 <= int(index) < len(self.outputs):
+            raise InputNotFoundError(
+                f"output index {index} is out of range ({len(self.outputs)} outputs)"
+            )
+        return self._args[len(self.inputs) + int(index)]
+
+    def run(self) -> None:
+        """Call the model's entry function once."""
+        if self._call is None:
+            self._call = self._entry.prepare_call(self._args)
+        fn, args = self._call
+        fn(*args)
+
+    def set_input(self, key: int | str, value: Any) -> None:
+        """Copy ``value`` into input ``key``."""
+        self._args[self.input_index(key)].copyfrom(value)
+
+    def get_output(self, index: int, out: NDArray | None = None) -> NDArray | None:
+        """Output ``index`` (copied into ``out`` if given)."""
+        if out is not None:
+            self._output(index).copyto(out)
+            return None
+        return self._output(index)
+
+    def _get_function(self, name: str) -> PackedFunc | None:
+        table: dict[str, Callable[..., Any]] = {
+            "set_input": self.set_input,
+            "run": self.run,
+            "get_output": self.get_output,
+            "get_input": lambda key: self._args[self.input_index(key)],
+            "get_num_outputs": lambda: len(self.outputs),
+            "get_num_inputs": lambda: len(self.inputs),
+            "get_input_index": self.input_index,
+            "get_input_name": lambda i: self.inputs[self.input_index(int(i))].name,
+            "set_input_zero_copy": self._not_implemented,
+            "set_output_zero_copy": self._not_implemented,
+        }
+        func = table.get(name)
+        return None if func is None else PackedFunc(func, name)
+
+    @staticmethod
+    def _not_implemented(*args: Any) -> None:
+        raise InternalError("Check failed: (false) is false: not implemented")
+
+
+class AotExecutorFactory(Module):
+    """TVM's ``AotExecutorFactory``: ``factory[model](dev)`` creates an :class:`AotExecutor`."""
+
+    def __init__(self, params: dict[str, NDArray], module_name: str = "default") -> None:
+        super().__init__()
+        self.params = params
+        self.module_name = module_name
+
+    @property
+    def type_key(self) -> str:
+        return "AotExecutorFactory"
+
+    def create(self, *devices: Device) -> AotExecutor:
+        """A new executor on ``devices`` (exactly one: cpu(0)) with the params set."""
+        if len(devices) != 1:
+            raise InternalError(f"Expect exactly 1 device passed (got {len(devices)})")
+        if not self._imports:
+            raise ModuleLoadError("the AOT executor factory has no library imported")
+        executor = AotExecutor(self._imports[0], devices[0])
+        for name, value in self.params.items():
+            executor.set_input(name, value)
+        return executor
+
+    def _get_function(self, name: str) -> PackedFunc | None:
+        if name == self.module_name:
+            return PackedFunc(self.create, name)
+        if name == "list_module_names":
+            return PackedFunc(lambda: [self.module_name], name)
+        if name == "remove_params":
+            return PackedFunc(self._without_params, name)
+        return None
+
+    def _without_params(self) -> AotExecutorFactory:
+        factory = AotExecutorFactory({}, self.module_name)
+        for imported in self._imports:
+            factory.import_module(imported)
+        return factory
+
+
+class _MetadataModule(Module):
+    """``metadata_module``: holds nothing itself; the metadata is in the library it imports."""
+
+    @property
+    def type_key(self) -> str:
+        return "metadata_module"
+
+
+def _load_factory(reader: ByteReader) -> AotExecutorFactory:
+    count = reader.count("number of params", 8)
+    names = reader.strings("param names")
+    if len(names) != count:
+        raise reader.fail(f"AOT factory lists {count} params but {len(names)} names")
+    arrays = [read_ndarray(reader) for _ in range(count)]
+    module_name = reader.string("module_name")
+    return AotExecutorFactory(dict(zip(names, arrays, strict=True)), module_name)
+
+
+def _load_metadata_module(reader: ByteReader) -> Module:
+    return _MetadataModule()
+
+
+register_func("runtime.module.loadbinary_AotExecutorFactory", _load_factory, override=True)
+register_func("runtime.module.loadbinary_metadata_module", _load_metadata_module, override=True)

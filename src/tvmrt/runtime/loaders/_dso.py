@@ -1,0 +1,111 @@
+"""What every ``dlopen``-ed kernel library shares, whatever its ABI.
+
+:class:`KernelLibrary` (one cached PackedFunc per symbol), the alignment check kernels
+need, and the check that a library's imports resolve. The ABI leaves (:mod:`.library`,
+:mod:`.ffi`) build on these and do not import each other.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+
+from tvmrt.error import ArrayError, ModuleLoadError
+from tvmrt.runtime.loaders.binary import ElfSymbol
+from tvmrt.runtime.module import Module
+from tvmrt.runtime.ndarray import NDArray
+from tvmrt.runtime.packed_func import PackedFunc
+
+__all__ = ["KernelLibrary", "check_aligned", "check_imports_resolve", "process_scope"]
+
+_ALIGNMENT = 64
+
+
+class KernelLibrary(Module):
+    """A ``dlopen``-ed kernel library: each function is found by symbol once, then cached.
+
+    Subclasses map a function name to its symbol (:meth:`_symbol_for`) and wrap the
+    address in their ABI's PackedFunc (:meth:`_wrap`).
+    """
+
+    def __init__(self, path: str, lib: ctypes.CDLL) -> None:
+        super().__init__()
+        self.path = path
+        self._lib = lib
+        self._cache: dict[str, PackedFunc] = {}
+
+    @property
+    def type_key(self) -> str:
+        return "library"
+
+    @property
+    def format(self) -> str:
+        return "so"
+
+    def _symbol_for(self, name: str) -> str | None:
+        """The symbol of function ``name``, or None if the library has no such function."""
+        raise NotImplementedError
+
+    def _wrap(self, address: int, symbol: str, name: str) -> PackedFunc:
+        """The PackedFunc calling the function at ``address``."""
+        raise NotImplementedError
+
+    def _get_function(self, name: str) -> PackedFunc | None:
+        func = self._cache.get(name)
+        if func is not None:
+            return func
+        symbol = self._symbol_for(name)
+        if symbol is None:
+            return None
+        try:
+            address = ctypes.cast(self._lib[symbol], ctypes.c_void_p).value
+        except AttributeError:
+            return None
+        if not address:
+            return None
+        func = self._wrap(address, symbol, name)
+        self._cache[name] = func
+        return func
+
+
+def check_aligned(arr: NDArray, index: int, name: str) -> None:
+    if arr.nbytes and arr.data_ptr % _ALIGNMENT:
+        raise ArrayError(
+            f"function {name!r}: argument {index} has data at {arr.data_ptr:#x}, which is not "
+            f"{_ALIGNMENT}-byte aligned as compiled kernels require; copy it into a new array"
+        )
+
+
+@functools.cache
+def process_scope() -> ctypes.CDLL:
+    """The global symbol scope (``dlopen(NULL)``): where lazy binding looks first."""
+    return ctypes.CDLL(None)
+
+
+def check_imports_resolve(
+    lib: ctypes.CDLL, dynsym: list[ElfSymbol], shown: str, provided: frozenset[str] = frozenset()
+) -> None:
+    """Fail now, not with a dead process at the first call, if an import cannot be bound.
+
+    ``provided`` names imports the loader redirects itself (GOT patching).
+    """
+    process = process_scope()
+    missing = []
+    for symbol in dynsym:
+        if symbol.defined or symbol.bind == "weak" or not symbol.name or symbol.name in provided:
+            continue
+        try:
+            lib[symbol.name]
+        except AttributeError:
+            try:
+                process[symbol.name]
+            except AttributeError:
+                missing.append(symbol.name)
+    if missing:
+        hint = ""
+        if any(name.startswith("TVM") for name in missing):
+            hint = " (TVM runtime functions tvmrt does not provide)"
+        raise ModuleLoadError(
+            f"cannot load {shown!r}: it needs symbols that nothing in this process "
+            f"provides{hint}: {', '.join(sorted(missing))}"
+        )

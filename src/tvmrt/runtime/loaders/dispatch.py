@@ -1,0 +1,272 @@
+"""The one place that says which kinds of artifact exist and which loader handles each.
+
+A file is sniffed once (:func:`sniff`: header, then symbols or archive member names;
+nothing is loaded or executed) and handed to exactly one leaf:
+
+====================  ==========================================  ============================
+form                  what it is                                   handled by
+====================  ==========================================  ============================
+``legacy-so``         shared library of TVM <= 0.20 kernels        :mod:`.library`
+                      (packed functions; optional module blob:
+                      graph or AOT factory, link-params)
+``system-lib-so``     the same built with ``system-lib``: it       :mod:`.library` (loaded and
+                      registers its functions while loading        pinned); ``system_lib()``
+                                                                   is :mod:`.systemlib`
+``tvm-ffi-so``        shared library of TVM >= 0.21 kernels        :mod:`.ffi`
+``object``            one ``.o`` (``export_library('x.o')``)       :mod:`.link`, then as above
+``export-tar``        ``export_library('x.tar')``: objects and/or  :mod:`.link` (compiles C with
+                      C sources (``devc.c``, ``target="c"``)       tvmrt's headers), then above
+``mlf``               Model Library Format tar (microTVM export)   :mod:`.packages`
+``tvmc``              tvmc package (``mod.so``/``mod.json``/       :mod:`.packages`
+                      ``mod.params``, or ``mod.tar``)
+====================  ==========================================  ============================
+
+Anything else is refused with the form and the reason: a library for another machine or
+OS, a file that is not a TVM module, a params blob, text, ... :func:`sniff` is also what
+``tvmrt inspect`` uses to say which form an artifact is. Adding a kind means one more
+entry in :func:`sniff`, one branch in :func:`load`, and one new leaf; the leaves do not
+import each other.
+"""
+
+from __future__ import annotations
+
+import lzma
+import tarfile
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tvmrt.error import ModuleLoadError
+from tvmrt.runtime import executor as _executor  # noqa: F401 - registers the AOT loaders
+from tvmrt.runtime.loaders import ffi, library, link, packages
+from tvmrt.runtime.loaders import systemlib as _systemlib  # noqa: F401 - registers globals
+from tvmrt.runtime.loaders.abi import LibraryFacts, read_library
+from tvmrt.runtime.loaders.binary import BinaryInfo, check_host_compatible, identify
+from tvmrt.runtime.module import Module
+from tvmrt.runtime.registry import register_func
+
+__all__ = ["FORMS", "Sniffed", "is_builtin", "sniff", "recognises", "load", "load_library"]
+
+# form -> a phrase for messages and ``tvmrt inspect``
+FORMS = {
+    "legacy-so": "TVM kernel library (legacy packed-function ABI, TVM <= 0.20)",
+    "system-lib-so": "TVM system-lib library (registers its functions at load, TVM <= 0.20)",
+    "tvm-ffi-so": "TVM kernel library (tvm-ffi ABI, TVM >= 0.21)",
+    "object": "object file from export_library (linked into a library when loaded)",
+    "export-tar": "export_library tar of objects/C sources (linked when loaded)",
+    "mlf": "Model Library Format tar (microTVM export)",
+    "tvmc": "tvmc package tar (library + graph JSON + params)",
+    "not-tvm": "shared library that is not a TVM module",
+    "foreign": "binary for another machine or OS",
+    "other": "not a TVM module file",
+}
+_MAX_NAMES = link.MAX_MEMBERS
+# forms whose loading goes through several steps: a failure message gets the form added
+_NAMED_FORMS = ("mlf", "tvmc")
+
+
+@dataclass
+class Sniffed:
+    """What one look at a file found.
+
+    Attributes
+    ----------
+    form
+        A key of :data:`FORMS`.
+    info
+        The file header.
+    facts
+        For shared libraries: the parsed symbols handed to the ABI leaf.
+    members
+        For archives: the member names (``./`` stripped).
+    reason
+        Why the file cannot be loaded here (empty if nothing is known against it).
+    """
+
+    form: str
+    info: BinaryInfo
+    facts: LibraryFacts | None = None
+    members: list[str] = field(default_factory=list)
+    reason: str = ""
+
+    @property
+    def description(self) -> str:
+        """The form as a phrase (``tvmrt inspect``)."""
+        return FORMS[self.form]
+
+
+def _tar_names(path: str) -> list[str]:
+    names: list[str] = []
+    try:
+        with tarfile.open(path, "r:*") as archive:
+            for member in archive:
+                if len(names) >= _MAX_NAMES:
+                    break
+                if member.isdir():
+                    continue
+                name = member.name
+                while name.startswith("./"):
+                    name = name[2:]
+                names.append(name)
+    except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
+        raise ModuleLoadError(f"cannot load {path!r}: not a readable tar archive: {exc}") from exc
+    return names
+
+
+def _archive_form(names: list[str]) -> str:
+    plain = set(names)
+    if "metadata.json" in plain and any(
+        n.startswith(("codegen/", "executor-config/", "parameters/")) for n in names
+    ):
+        return "mlf"
+    if {"mod.json", "mod.params"} <= plain and ({"mod.so", "mod.tar"} & plain):
+        return "tvmc"
+    if "mod.so" in plain or "mod.tar" in plain:
+        return "tvmc"
+    return "export-tar"
+
+
+def sniff(path: str, shown: str | None = None) -> Sniffed:
+    """Say which form the file at ``path`` is, reading headers, symbols and tar names only.
+
+    Raises
+    ------
+    ModuleLoadError
+        If an ELF file or tar archive is corrupt.
+    """
+    shown = shown or path
+    info = identify(path)
+    if info.format == "tar":
+        names = _tar_names(path)
+        return Sniffed(_archive_form(names), info, members=names)
+    if info.format in ("elf", "pe", "macho", "macho-fat"):
+        expected = "object file" if info.kind == "object file" else "shared library"
+        try:
+            check_host_compatible(info, shown, expected)
+        except ModuleLoadError as exc:
+            return Sniffed("foreign", info, reason=str(exc))
+        if expected == "object file":
+            return Sniffed("object", info)
+        facts = read_library(path, shown, info)
+        symbols = facts.symbols
+        if symbols is None:  # native non-ELF library (macOS): checked by the system loader
+            return Sniffed("legacy-so", info, facts)
+        if symbols.abi == "none":
+            return Sniffed(
+                "not-tvm",
+                info,
+                facts,
+                reason=f"cannot load {shown!r}: the shared library is not a TVM module (it has "
+                "none of TVM's symbols such as __tvm_main__, __tvm_module_ctx, "
+                "__tvm_dev_mblob or __TVMAPISetLastError, and no TVM kernel names)",
+            )
+        if symbols.abi.startswith("tvm-ffi"):
+            return Sniffed("tvm-ffi-so", info, facts)
+        return Sniffed("system-lib-so" if symbols.system_lib else "legacy-so", info, facts)
+    expected = _expected_by_name(shown)
+    if expected == "a tar archive" and info.format in ("unknown", "empty") and _is_tar(path):
+        names = _tar_names(path)  # an old-style or empty tar: no ustar magic
+        return Sniffed(_archive_form(names), info, members=names)
+    reason = f"cannot load {shown!r}: not {expected} (it is {_article(info.describe())})"
+    return Sniffed("other", info, reason=reason)
+
+
+def _is_tar(path: str) -> bool:
+    try:
+        return tarfile.is_tarfile(path)
+    except OSError:
+        return False
+
+
+def _expected_by_name(name: str) -> str:
+    base = Path(name).name
+    if base.endswith((".so", ".dll", ".dylib")) or ".so." in base:
+        return "a shared library"
+    if base.endswith(".o"):
+        return "an object file"
+    if base.endswith(".tar"):
+        return "a tar archive"
+    return "a TVM module file"
+
+
+def _article(phrase: str) -> str:
+    return f"{'an' if phrase[:1].lower() in 'aeiou' else 'a'} {phrase}"
+
+
+def recognises(path: str) -> bool:
+    """Whether the file looks like something :func:`load` handles (or refuses knowingly)."""
+    info = identify(path)
+    if info.format in ("elf", "pe", "macho", "macho-fat", "tar"):
+        return True
+    return _expected_by_name(path) != "a TVM module file"  # refused by form, with a reason
+
+
+def load_library(path: str, shown: str) -> Module:
+    """Load a shared library made by the link step (or given), by its ABI."""
+    found = sniff(path, shown)
+    if found.form in ("legacy-so", "system-lib-so", "tvm-ffi-so"):
+        return _load_sniffed(found, path, shown)
+    raise ModuleLoadError(found.reason or f"cannot load {shown!r}: not a shared library")
+
+
+def _load_sniffed(found: Sniffed, path: str, shown: str) -> Module:
+    if found.reason:
+        raise ModuleLoadError(found.reason)
+    if found.form in ("legacy-so", "system-lib-so"):
+        assert found.facts is not None
+        return library.load_shared_library(found.facts)
+    if found.form == "tvm-ffi-so":
+        assert found.facts is not None
+        return ffi.load_ffi_library(found.facts)
+    if found.form == "object":
+        return load_library(str(link.link_object(path)), shown)
+    if found.form == "export-tar":
+        return load_library(str(link.link_archive(path)), shown)
+    if found.form == "mlf":
+        return packages.load_mlf(path, shown, load_library)
+    if found.form == "tvmc":
+        return packages.load_tvmc(path, shown, load_library)
+    raise ModuleLoadError(f"cannot load {shown!r}: {FORMS[found.form]}")
+
+
+def load(path: str, shown: str | None = None) -> Module:
+    """Sniff ``path`` once and load it with the one loader for its form.
+
+    Parameters
+    ----------
+    path
+        The file (already resolved to a real path by ``load_module``).
+    shown
+        The name the user gave, for messages.
+
+    Raises
+    ------
+    ModuleLoadError
+        If the form cannot run here; the message names the form and the reason.
+    """
+    shown = shown or path
+    found = sniff(path, shown)
+    try:
+        return _load_sniffed(found, path, shown)
+    except ModuleLoadError as exc:
+        if (
+            found.form not in _NAMED_FORMS
+            or type(exc) is not ModuleLoadError
+            or FORMS[found.form].split(" (")[0] in str(exc)
+        ):
+            raise
+        # say which form failed (a link error of an MLF tar names only a member)
+        raise ModuleLoadError(f"{exc} ({shown!r} is a {FORMS[found.form]})") from exc
+
+
+def _loadfile(path: str) -> Module:
+    return load(str(Path(path).resolve()), path)
+
+
+def is_builtin(loader: object) -> bool:
+    """Whether ``loader`` (a registry entry) is this dispatcher's ``loadfile_<kind>``."""
+    return getattr(loader, "_func", None) is _loadfile
+
+
+for _kind in ("so", "dll", "dylib", "tar", "o", "obj", "mlf"):
+    register_func(f"runtime.module.loadfile_{_kind}", _loadfile, override=True)

@@ -1,0 +1,199 @@
+"""Package leaves: Model Library Format tars and tvmc packages, loaded as one artifact.
+
+Both hold a kernel library (or the code to build one), a graph JSON and a params blob as
+separate members. Each is returned as a graph-executor factory over its library, so
+``load_module(path)["default"](dev)`` creates the executor with the params bound, as for
+an ``export_library`` factory:
+
+* **Model Library Format** (``export_model_library_format``, microTVM's tar):
+  ``metadata.json``, ``codegen/host/lib/*.o`` (llvm) or ``codegen/host/src/*.c`` (target
+  ``c``; compiled against tvmrt's TVM headers), ``executor-config/graph/<model>.graph``,
+  ``parameters/<model>.params``. Only graph-executor builds run: an AOT build's code is
+  written for microTVM's C runtime (CRT), and is refused naming that reason.
+* **tvmc package** (``tvmc compile`` output): ``mod.so`` (or ``mod.tar``: an
+  ``export_library`` tar), ``mod.json`` and ``mod.params``.
+
+The library itself goes through the link step and the dispatcher's ``load_library``
+(passed in, so this leaf imports no other leaf).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from tvmrt.error import ModuleLoadError, TVMError
+from tvmrt.runtime.loaders import link
+from tvmrt.runtime.module import Module
+from tvmrt.runtime.params import load_param_dict
+
+__all__ = ["load_mlf", "load_tvmc", "mlf_summary"]
+
+LoadLibrary = Callable[[str, str], Module]
+
+
+def _members(path: str) -> dict[str, bytes]:
+    out = {}
+    for name, data in link.read_members(path):
+        while name.startswith("./"):
+            name = name[2:]
+        out[name] = data
+    return out
+
+
+def _store(data: bytes, suffix: str, shown: str) -> Path:
+    """Write a member to the cache under its content hash (atomic); return the path."""
+    directory = link.cache_dir() / "packages"
+    target = directory / f"{hashlib.sha256(data).hexdigest()}{suffix}"
+    if target.is_file() and target.stat().st_size == len(data):
+        return target
+    try:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, partial = tempfile.mkstemp(dir=directory, prefix=".member.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(partial, 0o755)
+        os.replace(partial, target)
+    except OSError as exc:
+        raise ModuleLoadError(
+            f"cannot load {shown!r}: cannot write its library to the cache folder "
+            f"{str(directory)!r} ({exc}); set $TVMRT_CACHE_DIR to a writable folder"
+        ) from exc
+    return target
+
+
+def _factory(
+    graph_json: str, params_blob: bytes | None, name: str, lib: Module, shown: str
+) -> Module:
+    from tvmrt.contrib.graph_executor.factory import GraphExecutorFactory
+
+    params = {}
+    if params_blob is not None:
+        try:
+            params = load_param_dict(params_blob)
+        except TVMError as exc:
+            raise ModuleLoadError(
+                f"cannot load {shown!r}: its params are unreadable: {exc}"
+            ) from exc
+    kernels = lib.lib if isinstance(lib, GraphExecutorFactory) else lib
+    return GraphExecutorFactory(graph_json, params, name, kernels)
+
+
+# -- tvmc ----------------------------------------------------------------------------------
+
+
+def load_tvmc(path: str, shown: str, load_library: LoadLibrary) -> Module:
+    """Load a tvmc package: ``mod.so`` (or ``mod.tar``) + ``mod.json`` + ``mod.params``.
+
+    Raises
+    ------
+    ModuleLoadError
+        If a member is missing or unreadable (the message names the form).
+    """
+    members = _members(path)
+    what = f"cannot load {shown!r} (a tvmc package)"
+    if "mod.json" not in members:
+        raise ModuleLoadError(f"{what}: it has no mod.json (the graph JSON)")
+    if "mod.so" in members:
+        lib_path = _store(members["mod.so"], ".so", shown)
+    elif "mod.tar" in members:
+        lib_path = link.link_archive(str(_store(members["mod.tar"], ".tar", shown)))
+    else:
+        raise ModuleLoadError(f"{what}: it has neither mod.so nor mod.tar (the kernel library)")
+    lib = load_library(str(lib_path), f"{shown}:mod.{'so' if 'mod.so' in members else 'tar'}")
+    graph_json = members["mod.json"].decode("utf-8", errors="replace")
+    return _factory(graph_json, members.get("mod.params"), "default", lib, shown)
+
+
+# -- Model Library Format -------------------------------------------------------------------
+
+
+def mlf_summary(metadata: bytes, shown: str) -> dict[str, Any]:
+    """``{"version", "model", "executors", "targets"}`` from an MLF ``metadata.json``.
+
+    Raises
+    ------
+    ModuleLoadError
+        If the JSON is unreadable.
+    """
+    try:
+        meta = json.loads(metadata)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ModuleLoadError(
+            f"cannot load {shown!r}: its metadata.json is not JSON: {exc}"
+        ) from exc
+    if not isinstance(meta, dict):
+        raise ModuleLoadError(f"cannot load {shown!r}: its metadata.json is not a JSON object")
+    modules = meta.get("modules")
+    if isinstance(modules, dict) and modules:  # version >= 5: one entry per model
+        model = str(next(iter(modules)))
+        entry = modules[model] if isinstance(modules[model], dict) else {}
+    else:  # older layouts kept the fields at the top level
+        model = str(meta.get("model_name", "default"))
+        entry = meta
+    targets = entry.get("target", [])
+    if isinstance(targets, dict):
+        targets = list(targets.values())
+    executors = entry.get("executors", [])
+    return {
+        "version": meta.get("version"),
+        "model": model,
+        "executors": [str(e) for e in executors] if isinstance(executors, list) else [],
+        "targets": [str(t) for t in targets] if isinstance(targets, list) else [str(targets)],
+    }
+
+
+def load_mlf(path: str, shown: str, load_library: LoadLibrary) -> Module:
+    """Load a Model Library Format tar built with the graph executor.
+
+    Raises
+    ------
+    ModuleLoadError
+        If it was built for the AOT executor (microTVM's C runtime), holds no host code,
+        its code is for another machine or does not compile, or a member is missing.
+    """
+    members = _members(path)
+    what = f"cannot load {shown!r} (a Model Library Format tar)"
+    summary = mlf_summary(members["metadata.json"], shown)
+    model = summary["model"]
+    if "graph" not in summary["executors"]:
+        executors = ", ".join(summary["executors"]) or "none recorded"
+        raise ModuleLoadError(
+            f"{what}: it was built for the {executors} executor; tvmrt runs MLF graph-executor "
+            "builds only (an AOT build's code is written for microTVM's C runtime, CRT, which "
+            "tvmrt does not provide)"
+        )
+    code = [
+        (name, data)
+        for name, data in sorted(members.items())
+        if name.startswith("codegen/host/")
+        and (link.is_source(name) or PurePosixPath(name).suffix == ".o")
+    ]
+    if not code:
+        raise ModuleLoadError(
+            f"{what}: it holds no host code under codegen/host/ (lib/*.o or src/*.c)"
+        )
+    graph_name = next(
+        (
+            n
+            for n in (f"executor-config/graph/{model}.graph", "executor-config/graph/graph.json")
+            if n in members
+        ),
+        None,
+    )
+    if graph_name is None:
+        raise ModuleLoadError(f"{what}: it has no executor-config/graph/{model}.graph")
+    objects = link.build_objects(code, shown)
+    digest = hashlib.sha256(b"tvmrt-mlf-v1")
+    for name, data in objects:
+        digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    linked = link.link_objects(objects, digest.hexdigest(), shown)
+    lib = load_library(str(linked), shown)
+    graph_json = members[graph_name].decode("utf-8", errors="replace")
+    params = members.get(f"parameters/{model}.params")
+    return _factory(graph_json, params, model, lib, shown)
