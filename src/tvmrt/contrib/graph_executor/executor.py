@@ -452,7 +452,12 @@ class GraphExecutor(Module):
                     f"{record.dtype}, but the graph's input has shape {target.shape} and "
                     f"dtype {target.dtype}"
                 )
-            record.copy_into(target.numpy_view())
+            if target._np is not None:
+                record.copy_into(target.numpy_view())
+            else:  # device memory: stage through the host
+                staging = empty(target.shape, target.dtype)
+                record.copy_into(staging.numpy_view())
+                staging.copyto(target)
 
     def load_params_from_file(self, path: str | os.PathLike[str]) -> None:
         """:meth:`load_params` from a ``.params`` file, memory-mapped rather than read."""
