@@ -173,6 +173,7 @@ class GraphExecutor(Module):
     def _allocate(self, preset: Mapping[str, NDArray]) -> list[NDArray]:
         g, plan = self.graph, self.plan
         bound: dict[int, NDArray] = {}
+        copies: list[tuple[int, NDArray]] = []
         for name, arr in preset.items():
             index = self._input_map.get(name)
             if index is None:
@@ -181,6 +182,8 @@ class GraphExecutor(Module):
             if self._fits(eid, arr) is None:
                 for member in self._alias_groups[eid]:
                     bound[member] = arr._create_view(g.shapes[member], g.dltypes[member])
+            elif arr.device != self.device_of_entry(eid) and arr.shape == g.shapes[eid]:
+                copies.append((eid, arr))  # a param for another device: copied there below
         needed = {plan.entry_storage[eid] for eid in range(g.num_entries) if eid not in bound}
         pools: dict[int, NDArray] = {}
         for pool in plan.pools:
@@ -197,6 +200,8 @@ class GraphExecutor(Module):
                 entries.append(pool_arr._create_view(g.shapes[eid], g.dltypes[eid]))
             except ArrayError as exc:  # cannot happen for a consistent plan
                 raise InternalError(f"entry {eid} does not fit its pool: {exc}") from exc
+        for eid, arr in copies:
+            arr.copyto(entries[eid])
         return entries
 
     def _make_op(self, nid: int, node: Node) -> OpBinding:

@@ -1,0 +1,130 @@
+"""OpenCL on pocl: device properties, TVM 0.16's OpenCL factories and the CPU+OpenCL graph.
+
+Skipped cleanly without pyopencl and an OpenCL device (``pip install 'tvmrt[opencl]'
+pocl-binary-distribution``). Tolerance and goldens: relay016/README.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tvmrt import runtime
+from tvmrt.contrib import graph_executor
+from tvmrt.runtime.device_api import get_device_api
+
+cl = pytest.importorskip("pyopencl")
+if not runtime.opencl(0).exist:
+    pytest.skip("no OpenCL device (install pocl-binary-distribution)", allow_module_level=True)
+
+ART = Path(__file__).parent / ".." / ".." / "shared" / "artifacts" / "relay016"
+TOL = {"rtol": 1e-5, "atol": 1e-5}
+
+
+def test_device_properties_come_from_the_opencl_device() -> None:
+    dev = runtime.cl(0)
+    d = get_device_api(dev).cl_devices()[0]  # type: ignore[attr-defined]
+    assert dev.exist
+    assert not runtime.opencl(len(get_device_api(dev).cl_devices())).exist  # type: ignore[attr-defined]
+    assert dev.device_name == d.name
+    assert dev.max_threads_per_block == d.max_work_group_size
+    assert dev.warp_size == 1
+    assert dev.max_shared_memory_per_block == d.local_mem_size
+    assert dev.multi_processor_count == d.max_compute_units
+    assert dev.max_clock_rate == d.max_clock_frequency * 1000
+    assert dev.max_thread_dimensions == list(d.max_work_item_sizes)
+    assert dev.driver_version == d.driver_version
+    major, minor = d.version.split()[1].split(".")[:2]
+    assert dev.compute_version == f"{major}.{minor}"
+    assert dev.api_version == int(major) * 100 + int(minor) * 10
+    assert dev.total_global_memory == d.global_mem_size
+
+
+def test_cnn_factory_on_opencl() -> None:
+    lib = runtime.load_module(str(ART / "opencl-factory" / "deploy.so"))
+    golden = np.load(ART / "opencl-factory" / "golden.npz")
+    m = graph_executor.GraphModule(lib["default"](runtime.opencl(0)))
+    m.set_input("data", golden["data"])
+    assert m.get_input("data").device == runtime.opencl(0)
+    m.run()
+    out = m.get_output(0)
+    assert out.device == runtime.opencl(0)
+    np.testing.assert_allclose(out.numpy(), golden["output_0"], **TOL)
+    m.set_input("data", np.zeros_like(golden["data"]))  # a second run sees new input
+    m.run()
+    assert not np.allclose(m.get_output(0).numpy(), golden["output_0"], **TOL)
+
+
+def test_dense_factory_two_outputs_on_opencl() -> None:
+    lib = runtime.load_module(str(ART / "opencl-factory" / "dense.so"))
+    golden = np.load(ART / "opencl-factory" / "dense_golden.npz")
+    m = graph_executor.GraphModule(lib["default"](runtime.opencl(0)))
+    m.set_input("x", runtime.array(golden["x"], runtime.opencl(0)))
+    m.run()
+    for i in range(2):
+        np.testing.assert_allclose(m.get_output(i).numpy(), golden[f"output_{i}"], **TOL)
+
+
+def test_heterogeneous_cpu_opencl_graph() -> None:
+    lib = runtime.load_module(str(ART / "hetero-opencl-cpu" / "deploy.so"))
+    golden = np.load(ART / "hetero-opencl-cpu" / "golden.npz")
+    gmod = lib["default"](runtime.cpu(0), runtime.opencl(0))
+    m = graph_executor.GraphModule(gmod)
+    m.set_input("data", golden["data"])
+    m.run()
+    out = m.get_output(0)
+    assert out.device == runtime.cpu(0)
+    np.testing.assert_allclose(out.numpy(), golden["output_0"], **TOL)
+    assert m.get_input("p0").device == runtime.opencl(0)  # conv weights live on OpenCL
+    assert m.get_input("p4").device == runtime.cpu(0)  # dense weights on the CPU
+    plan = m.storage_plan
+    assert set(plan.bytes_by_device()) == {1, 4}
+
+
+def test_program_binary_format(tmp_path: Path) -> None:
+    """A module saved as a device binary (TVM's xclbin/aocx formats) loads with the binary."""
+    from tvmrt.error import ModuleLoadError
+    from tvmrt.runtime._stream import ByteReader, ByteWriter
+    from tvmrt.runtime.loaders.opencl import load_opencl_binary
+
+    api = get_device_api(runtime.opencl(0))
+    src = "__kernel void twice(__global float* a, __global float* b) { int i = get_global_id(0); b[i] = 2.0f * a[i]; }"
+    program = cl.Program(api.context(runtime.opencl(0)), src).build()  # type: ignore[attr-defined]
+    w = ByteWriter()
+    w.string("xclbin")
+    w.u64(1)
+    w.string("twice")
+    w.string("")
+    w.u64(2)
+    for _ in range(2):
+        w.u8(3)
+        w.u8(64)
+        w.u16(1)
+    w.strings(["blockIdx.x", "threadIdx.x"])
+    w.string(program.binaries[0])
+    mod = load_opencl_binary(ByteReader(bytes(w.buffer), "blob", ModuleLoadError))
+    a = runtime.array(np.arange(8, dtype="float32"), runtime.opencl(0))
+    b = runtime.empty((8,), "float32", runtime.opencl(0))
+    mod["twice"](a.data_ptr, b.data_ptr, 2, 4)  # host code passes handles + grid, block
+    runtime.opencl(0).sync()
+    np.testing.assert_array_equal(b.numpy(), np.arange(8) * 2)
+
+
+def test_kernels_run_on_a_created_stream() -> None:
+    dev = runtime.opencl(0)
+    api = get_device_api(dev)
+    stream = api.create_stream(dev)
+    api.set_stream(dev, stream)
+    try:
+        lib = runtime.load_module(str(ART / "opencl-factory" / "dense.so"))
+        golden = np.load(ART / "opencl-factory" / "dense_golden.npz")
+        m = graph_executor.GraphModule(lib["default"](dev))
+        m.set_input("x", golden["x"])
+        m.run()
+        api.sync(dev, stream)
+        np.testing.assert_allclose(m.get_output(1).numpy(), golden["output_1"], **TOL)
+    finally:
+        api.set_stream(dev, 0)
+        api.free_stream(dev, stream)
