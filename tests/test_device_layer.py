@@ -171,3 +171,28 @@ def test_graph_executor_on_device(dev: runtime.Device) -> None:
     host_out = runtime.empty((4,), "float32")
     mod.get_output(0, host_out)  # copied to the host array given
     np.testing.assert_array_equal(host_out.numpy(), x + 2 * w)
+
+
+def test_timing_synchronises_the_device() -> None:
+    """time_evaluator/benchmark wait for the device around every measurement (TVM's rule)."""
+    with null_device(EXT) as api:
+        dev = runtime.ext_dev(0)
+        mod = graph_executor.create(
+            _copy_graph(dev.device_type), numpy_op_library(), [dev, runtime.cpu()]
+        )
+        before = api.syncs
+        result = mod.benchmark(dev, number=1, repeat=3)
+        assert len(result.results) == 3
+        assert api.syncs >= before + 2 * 3  # before and after each measurement
+        evaluator = mod.module.time_evaluator("run", dev, number=2, repeat=2)
+        before = api.syncs
+        evaluator()
+        assert api.syncs >= before + 2 * 2
+
+
+def test_cpu_kernels_never_see_device_memory() -> None:
+    """A graph with CPU entries but no CPU device is refused instead of crashing a kernel."""
+    from tvmrt.error import ArrayError
+
+    with null_device(EXT), pytest.raises(ArrayError, match="no cpu device was given"):
+        graph_executor.create(_copy_graph(EXT), numpy_op_library(), [runtime.ext_dev(0)])

@@ -128,3 +128,61 @@ def test_kernels_run_on_a_created_stream() -> None:
     finally:
         api.set_stream(dev, 0)
         api.free_stream(dev, stream)
+
+
+@pytest.mark.parametrize(
+    ("case", "so", "golden"),
+    [
+        ("opencl-factory", "deploy.so", "golden.npz"),
+        ("hetero-opencl-cpu", "deploy.so", "golden.npz"),
+    ],
+)
+def test_cli_run_device_opencl(tmp_path: Path, case: str, so: str, golden: str) -> None:
+    import subprocess
+    import sys
+
+    ref = np.load(ART / case / golden)
+    np.savez(tmp_path / "in.npz", data=ref["data"])
+    out = tmp_path / "out.npz"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tvmrt",
+            "run",
+            str(ART / case / so),
+            "--device",
+            "opencl",
+            "-i",
+            str(tmp_path / "in.npz"),
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (result,) = np.load(out).values()
+    np.testing.assert_allclose(result, ref["output_0"], **TOL)
+
+
+def test_debug_executor_times_opencl_kernels(tmp_path: Path) -> None:
+    from tvmrt.contrib.debugger import debug_executor
+
+    lib = runtime.load_module(str(ART / "hetero-opencl-cpu" / "deploy.so"))
+    golden = np.load(ART / "hetero-opencl-cpu" / "golden.npz")
+    devs = [runtime.cpu(0), runtime.opencl(0)]
+    m = debug_executor.create(lib["get_graph_json"](), lib, devs, dump_root=str(tmp_path))
+    for name, arr in lib["get_graph_params"]().items():
+        m.set_input(name, arr)
+    m.set_input("data", golden["data"])
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), golden["output_0"], **TOL)
+    conv = m.debug_get_output("tvmgen_default_fused_nn_conv2d_add_nn_relu")
+    assert np.all(conv.numpy() >= 0)  # relu
+    report = m.profile()
+    devices = {c["Name"]: c["Device"] for c in report.calls}
+    assert devices["tvmgen_default_fused_nn_conv2d_add_nn_relu"] == "opencl0"
+    assert devices["tvmgen_default_fused_nn_max_pool2d"] == "cpu0"
+    assert m.run_individual_node(4, number=2, repeat=2).mean > 0

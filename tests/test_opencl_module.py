@@ -121,6 +121,8 @@ def test_loader_is_the_registered_module_kind() -> None:
         (_blob("cl", {"k": ([], ["warpIdx.x"])}, b""), "launch param tag 'warpIdx.x'"),
         (_blob("cl", {"k": ([(3, 64, 1)], [])}, b"")[:-3], "truncated|claims"),
         (_blob("cl", {}, b"\xff\xfe source"), "not text"),
+        (_blob("", {}, b""), "format '' is not one tvmrt loads"),
+        (_blob("spirv", {}, b""), "format 'spirv' is not one"),
         (b"\x02\x00\x00\x00\x00\x00\x00\x00cl" + b"\xff" * 8, "number of kernels"),
     ],
 )

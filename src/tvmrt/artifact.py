@@ -166,6 +166,8 @@ def load_artifact(
         If a factory library is expected but the library carries no graph.
     """
     dev = device or cpu()
+    # a device run keeps the CPU as the second device, for graph nodes placed on the host
+    devs = [dev] if dev.device_type == cpu().device_type else [dev, cpu()]
     lib = load_module(files.lib)
     names: set[str] = set()
     if files.graph is not None:
@@ -183,11 +185,11 @@ def load_artifact(
     if debug:
         from tvmrt.contrib.debugger import debug_executor
 
-        module = debug_executor.create(graph_json, lib, dev, dump_root=dump_root)
+        module = debug_executor.create(graph_json, lib, devs, dump_root=dump_root)
     elif files.graph is None:
-        module = GraphModule(lib["default"](dev))
+        module = GraphModule(lib["default"](*devs))
     else:
-        module = create(graph_json, lib, dev)
+        module = create(graph_json, lib, devs)
     if files.params is not None:
         with mapped_file(files.params) as data:  # mapped once, copied once into the inputs
             module.load_params(data)

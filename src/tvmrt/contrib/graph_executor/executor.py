@@ -32,8 +32,8 @@ from tvmrt.error import (
     TVMError,
     add_note,
 )
-from tvmrt.runtime.device import Device
-from tvmrt.runtime.device_api import ALLOC_ALIGNMENT
+from tvmrt.runtime.device import Device, DLDeviceType
+from tvmrt.runtime.device_api import ALLOC_ALIGNMENT, get_device_api
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, empty, from_dlpack
 from tvmrt.runtime.packed_func import BoundCall, PackedFunc, PreparedCall
@@ -189,6 +189,7 @@ class GraphExecutor(Module):
         for pool in plan.pools:
             if pool.storage_id in needed:
                 dev = self._device_for_type(pool.device_type)
+                _check_fallback(pool.device_type, dev)
                 pools[pool.storage_id] = empty((pool.alloc_bytes // 4,), "float32", dev)
         entries = []
         for eid in range(g.num_entries):
@@ -597,6 +598,17 @@ class GraphExecutor(Module):
             "get_input_info": input_info,
             "get_output_info": output_info,
         }
+
+
+def _check_fallback(device_type: int, dev: Device) -> None:
+    """Refuse to put host-kernel memory on a device whose memory the host cannot address."""
+    on_host = device_type == DLDeviceType.kDLCPU
+    if on_host and dev.device_type != device_type and not get_device_api(dev).host_visible:
+        raise ArrayError(
+            f"the graph places entries on the CPU (device_index 1), but no cpu device "
+            f"was given and the fallback {dev} is device memory that CPU kernels cannot "
+            f"read; pass the CPU too, e.g. [{dev}, cpu(0)]"
+        )
 
 
 def _copy_checked(src: NDArray, out: NDArray, what: str) -> None:

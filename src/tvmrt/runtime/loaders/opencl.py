@@ -35,6 +35,8 @@ from tvmrt.runtime.registry import register_func
 __all__ = ["OpenCLModule", "OpenCLKernel", "load_opencl_binary", "current_device"]
 
 _current = threading.local()
+# device binaries TVM's OpenCL module loads with clCreateProgramWithBinary
+_BINARY_FORMATS = frozenset({"xclbin", "awsxclbin", "aocx"})
 
 
 def current_device(device_type: int) -> Device:
@@ -154,7 +156,14 @@ class OpenCLKernel(DeviceKernel):
 
 def load_opencl_binary(reader: ByteReader) -> OpenCLModule:
     """``runtime.module.loadbinary_opencl``: read an ``opencl`` module from a blob."""
+    at = reader.offset
     fmt = reader.string("OpenCL module format")
+    if fmt != "cl" and fmt not in _BINARY_FORMATS:
+        raise reader.fail(
+            f"OpenCL module format {fmt!r} is not one tvmrt loads: expected 'cl' (OpenCL C "
+            f"source) or a device binary ({', '.join(sorted(_BINARY_FORMATS))})",
+            at,
+        )
     table = read_function_table(reader)
     data = bytes(reader.blob("OpenCL program"))
     if fmt == "cl":
