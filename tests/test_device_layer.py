@@ -196,3 +196,46 @@ def test_cpu_kernels_never_see_device_memory() -> None:
 
     with null_device(EXT), pytest.raises(ArrayError, match="no cpu device was given"):
         graph_executor.create(_copy_graph(EXT), numpy_op_library(), [runtime.ext_dev(0)])
+
+
+def test_dlpack_exports_device_memory(dev: runtime.Device) -> None:
+    from tvmrt.runtime._ctypes_api import DLManagedTensorVersioned
+    from tvmrt.runtime._dlpack import _capsule_get_name, _capsule_get_pointer
+
+    arr = runtime.array(np.arange(6, dtype="float32").reshape(2, 3), dev)
+    assert arr.__dlpack_device__() == (dev.device_type, dev.device_id)
+    capsule = arr.__dlpack__(max_version=(1, 0))
+    name = _capsule_get_name(capsule)
+    tensor = DLManagedTensorVersioned.from_address(_capsule_get_pointer(capsule, name)).dl_tensor
+    assert (tensor.device.device_type, tensor.device.device_id) == arr.__dlpack_device__()
+    assert tensor.data == arr.data_ptr
+    assert [tensor.strides[i] for i in range(2)] == [3, 1]
+    back = runtime.from_dlpack(capsule)  # tvmrt's own device memory: wrapped, not copied
+    assert back.device == dev
+    assert back.data_ptr == arr.data_ptr
+    np.testing.assert_array_equal(back.numpy(), arr.numpy())
+    view = arr._create_view((3,), relative_byte_offset=12)
+    imported = runtime.from_dlpack(view)
+    assert imported.byte_offset == 12
+    np.testing.assert_array_equal(imported.numpy(), [3, 4, 5])
+
+
+def test_host_numpy_and_device_capsules(dev: runtime.Device) -> None:
+    arr = runtime.array(np.arange(4, dtype="int32"), dev)
+    with pytest.raises(BufferError, match=r"not on the requested device cpu\(0\); pass copy=True"):
+        np.from_dlpack(arr, device="cpu")
+    np.testing.assert_array_equal(np.from_dlpack(arr, device="cpu", copy=True), [0, 1, 2, 3])
+    with pytest.raises((BufferError, RuntimeError), match="device"):
+        np.from_dlpack(arr)  # numpy reads host memory only
+
+
+def test_foreign_device_memory_is_refused(dev: runtime.Device) -> None:
+    from tvmrt.runtime._ctypes_api import DLManagedTensorVersioned
+    from tvmrt.runtime._dlpack import _capsule_get_name, _capsule_get_pointer
+
+    capsule = runtime.array(np.arange(4, dtype="float32"), dev).__dlpack__(max_version=(1, 0))
+    name = _capsule_get_name(capsule)
+    tensor = DLManagedTensorVersioned.from_address(_capsule_get_pointer(capsule, name)).dl_tensor
+    tensor.data = 0x1000  # memory no tvmrt backend handed out
+    with pytest.raises(BufferError, match=r"is not memory tvmrt's .* backend allocated"):
+        runtime.from_dlpack(capsule)

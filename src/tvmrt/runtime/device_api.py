@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import threading
+import weakref
 from typing import Any, ClassVar
 
 import numpy as np
@@ -30,6 +31,7 @@ __all__ = [
     "find_device_api",
     "get_device_api",
     "aligned_empty",
+    "find_storage",
 ]
 
 # TVM's kAllocAlignment: compiled kernels assume every tensor's data is 64-byte aligned.
@@ -117,6 +119,8 @@ class DeviceAPI:
             return Storage(self, dev, int(out.ctypes.data), nbytes, out)
         if not isinstance(out, Storage):
             raise TypeError(f"backend {self.name!r} returned {type(out).__name__} from _alloc")
+        if out.host is None:  # device memory: findable by handle (DLPack import, launches)
+            _device_storage[(dev.device_type, out.handle)] = out
         return out
 
     def _alloc(self, dev: Device, nbytes: int, alignment: int) -> Any:
@@ -181,6 +185,14 @@ class HostDeviceAPI(DeviceAPI):
         dst.reshape(-1).view(np.uint8)[...] = src.host[offset : offset + dst.nbytes]
 
 
+def find_storage(device_type: int, handle: int) -> Storage | None:
+    """The live device storage whose handle is ``handle``, or ``None``."""
+    return _device_storage.get((device_type, handle))
+
+
+_device_storage: weakref.WeakValueDictionary[tuple[int, int], Storage] = (
+    weakref.WeakValueDictionary()
+)
 _registry: dict[int, DeviceAPI] = {}
 # backends registered on first use, so that importing tvmrt never imports their drivers
 _lazy: dict[int, str] = {
