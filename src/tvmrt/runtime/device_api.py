@@ -24,6 +24,7 @@ from tvmrt.runtime.device import MASK2STR, Device, DLDeviceType
 __all__ = [
     "ALLOC_ALIGNMENT",
     "Storage",
+    "DeviceStorage",
     "DeviceAPI",
     "HostDeviceAPI",
     "register_device_api",
@@ -40,16 +41,22 @@ ALLOC_ALIGNMENT = 64
 
 def aligned_empty(nbytes: int, alignment: int = ALLOC_ALIGNMENT) -> np.ndarray[Any, Any]:
     """Uninitialised ``uint8`` buffer of ``nbytes`` whose first byte is ``alignment``-aligned."""
+    return _aligned(nbytes, alignment)[0]
+
+
+def _aligned(nbytes: int, alignment: int) -> tuple[np.ndarray[Any, Any], int]:
+    """:func:`aligned_empty` and the buffer's address."""
     if nbytes < 0:
         raise ValueError(f"cannot allocate {nbytes} bytes")
     try:
         raw = np.empty(nbytes + alignment, dtype=np.uint8)
     except MemoryError as exc:
         raise DeviceOutOfMemoryError(f"allocating {nbytes} bytes of host memory failed") from exc
-    start = -raw.ctypes.data % alignment
+    address = raw.ctypes.data
+    start = -address % alignment
     # np.ndarray keeps the offset even for zero bytes, where slicing would not
     aligned: np.ndarray[Any, Any] = np.ndarray((nbytes,), np.uint8, buffer=raw, offset=start)
-    return aligned
+    return aligned, address + start
 
 
 class Storage:
@@ -81,6 +88,12 @@ class Storage:
 
     def __repr__(self) -> str:
         return f"<Storage {self.nbytes} bytes on {self.device} ({self.api.name})>"
+
+
+class DeviceStorage(Storage):
+    """Storage a backend must release: :meth:`DeviceAPI.free` runs when it is collected."""
+
+    __slots__ = ()
 
     def __del__(self) -> None:
         # at interpreter shutdown the backend may be half torn down: nothing to report to
@@ -171,8 +184,8 @@ class HostDeviceAPI(DeviceAPI):
     host_visible = True
 
     def _alloc(self, dev: Device, nbytes: int, alignment: int) -> Any:
-        buf = aligned_empty(nbytes, alignment)
-        return Storage(self, dev, int(buf.ctypes.data), nbytes, buf)
+        buf, address = _aligned(nbytes, alignment)
+        return Storage(self, dev, address, nbytes, buf)
 
     def copy_from_host(self, dst: Storage, offset: int, src: np.ndarray[Any, Any]) -> None:
         assert dst.host is not None

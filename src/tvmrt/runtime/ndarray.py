@@ -245,8 +245,11 @@ class NDArray:
         if isinstance(source_array, NDArray):
             source_array.copyto(self)
             return self
-        np_shape = _numpy_shape(self._shape, self._dtype)
-        np_dtype = self._dtype.numpy_dtype
+        target = self._np
+        if target is not None:
+            np_shape, np_dtype = target.shape, target.dtype
+        else:
+            np_shape, np_dtype = _numpy_shape(self._shape, self._dtype), self._dtype.numpy_dtype
         if not isinstance(source_array, np.ndarray):
             try:
                 source_array = np.array(source_array, dtype=np_dtype)
@@ -259,8 +262,8 @@ class NDArray:
             raise ArrayError(
                 f"array shape do not match the shape of NDArray {source_array.shape} vs {np_shape}"
             )
-        if self._np is not None:
-            _copy_numpy_into(self._np, source_array, self._dtype)
+        if target is not None:
+            _copy_numpy_into(target, source_array, self._dtype)
             return self
         staging = np.empty(np_shape, np_dtype)
         _copy_numpy_into(staging, source_array, self._dtype)

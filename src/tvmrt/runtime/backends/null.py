@@ -15,7 +15,7 @@ import numpy as np
 
 from tvmrt.error import ArrayError
 from tvmrt.runtime.device import Device
-from tvmrt.runtime.device_api import DeviceAPI, Storage
+from tvmrt.runtime.device_api import DeviceAPI, DeviceStorage, Storage
 
 __all__ = ["NullDeviceAPI"]
 
@@ -44,7 +44,7 @@ class NullDeviceAPI(DeviceAPI):
         handle = _TOKEN_BASE + next(self._tokens) * _TOKEN_STEP
         memory = bytearray(nbytes)
         self.live[handle] = memory
-        return Storage(self, dev, handle, nbytes, None, memory)
+        return DeviceStorage(self, dev, handle, nbytes, None, memory)
 
     def free(self, storage: Storage) -> None:
         self.live.pop(storage.handle, None)

@@ -22,7 +22,7 @@ import numpy as np
 
 from tvmrt.error import ArrayError, DeviceOutOfMemoryError, DeviceUnavailableError
 from tvmrt.runtime.device import Device, DLDeviceType
-from tvmrt.runtime.device_api import DeviceAPI, Storage, register_device_api
+from tvmrt.runtime.device_api import DeviceAPI, DeviceStorage, Storage, register_device_api
 
 cl: Any  # pyopencl, untyped here: storage objects are opaque to the device layer
 try:
@@ -113,7 +113,7 @@ class OpenCLDeviceAPI(DeviceAPI):
             raise DeviceOutOfMemoryError(f"allocating {nbytes} bytes on {dev} failed") from exc
         handle = _TOKEN_BASE + next(self._tokens) * _TOKEN_STEP
         self.buffers[handle] = buf
-        return Storage(self, dev, handle, nbytes, None, buf)
+        return DeviceStorage(self, dev, handle, nbytes, None, buf)
 
     def free(self, storage: Storage) -> None:
         buf = self.buffers.pop(storage.handle, None)
