@@ -239,3 +239,25 @@ def test_foreign_device_memory_is_refused(dev: runtime.Device) -> None:
     tensor.data = 0x1000  # memory no tvmrt backend handed out
     with pytest.raises(BufferError, match=r"is not memory tvmrt's .* backend allocated"):
         runtime.from_dlpack(capsule)
+
+
+def test_raw_streams_on_device(dev: runtime.Device) -> None:
+    """TVM's Device.create_raw_stream / set_raw_stream / sync(stream) / free_raw_stream."""
+    stream = dev.create_raw_stream()
+    assert stream.value
+    dev.set_raw_stream(stream)
+    a = runtime.array(np.arange(5, dtype="int16"), dev)
+    dev.sync(stream)
+    np.testing.assert_array_equal(a.numpy(), np.arange(5))
+    dev.set_raw_stream(None)
+    dev.free_raw_stream(stream)
+    with pytest.raises(ValueError, match="stream"):
+        dev.set_raw_stream(stream)
+
+
+def test_raw_streams_on_cpu_are_null() -> None:
+    stream = runtime.cpu().create_raw_stream()
+    assert stream.value is None
+    runtime.cpu().set_raw_stream(stream)
+    runtime.cpu().sync(stream)
+    runtime.cpu().free_raw_stream(stream)
