@@ -13,6 +13,7 @@ import pytest
 
 from tvmrt import runtime
 from tvmrt.contrib import graph_executor
+from tvmrt.error import ArrayError
 from tvmrt.runtime.device_api import get_device_api
 
 cl = pytest.importorskip("pyopencl")
@@ -186,3 +187,28 @@ def test_debug_executor_times_opencl_kernels(tmp_path: Path) -> None:
     assert devices["tvmgen_default_fused_nn_conv2d_add_nn_relu"] == "opencl0"
     assert devices["tvmgen_default_fused_nn_max_pool2d"] == "cpu0"
     assert m.run_individual_node(4, number=2, repeat=2).mean > 0
+
+
+def test_opencl_kernels_refuse_host_memory() -> None:
+    """An OpenCL factory run on the CPU alone hands kernels host pointers: a clean error."""
+    from tvmrt.error import KernelError
+
+    lib = runtime.load_module(str(ART / "opencl-factory" / "dense.so"))
+    m = graph_executor.GraphModule(lib["default"](runtime.cpu(0)))
+    m.set_input("x", np.load(ART / "opencl-factory" / "dense_golden.npz")["x"])
+    with pytest.raises(KernelError, match="not the data handle of a live OpenCL array"):
+        m.run()
+
+
+def test_zero_copy_device_input() -> None:
+    dev = runtime.opencl(0)
+    lib = runtime.load_module(str(ART / "opencl-factory" / "dense.so"))
+    golden = np.load(ART / "opencl-factory" / "dense_golden.npz")
+    m = graph_executor.GraphModule(lib["default"](dev))
+    x = runtime.array(golden["x"], dev)
+    m.set_input_zero_copy("x", x)
+    assert m.get_input("x").data_ptr == x.data_ptr
+    m.run()
+    np.testing.assert_allclose(m.get_output(1).numpy(), golden["output_1"], **TOL)
+    with pytest.raises(ArrayError, match=r"expected an array on opencl\(0\), got one on cpu"):
+        m.set_input_zero_copy("x", runtime.array(golden["x"]))
