@@ -212,3 +212,40 @@ def test_zero_copy_device_input() -> None:
     np.testing.assert_allclose(m.get_output(1).numpy(), golden["output_1"], **TOL)
     with pytest.raises(ArrayError, match=r"expected an array on opencl\(0\), got one on cpu"):
         m.set_input_zero_copy("x", runtime.array(golden["x"]))
+
+
+def _one_kernel_module(source: str, name: str = "k") -> object:
+    from tvmrt.error import ModuleLoadError
+    from tvmrt.runtime._stream import ByteReader, ByteWriter
+    from tvmrt.runtime.loaders.opencl import load_opencl_binary
+
+    w = ByteWriter()
+    w.string("cl")
+    w.u64(1)
+    w.string(name)
+    w.string("")
+    w.u64(1)
+    w.u8(3)
+    w.u8(64)
+    w.u16(1)
+    w.strings(["blockIdx.x", "threadIdx.x"])
+    w.string(source)
+    return load_opencl_binary(ByteReader(bytes(w.buffer), "blob", ModuleLoadError))
+
+
+def test_bad_programs_and_launches_fail_cleanly() -> None:
+    from tvmrt.error import KernelError, ModuleLoadError
+
+    a = runtime.empty((4,), "float32", runtime.opencl(0))
+    broken = _one_kernel_module("__kernel void k(__global float* a) { this is not C; }")
+    with pytest.raises(ModuleLoadError, match="building the OpenCL program"):
+        broken["k"](a.data_ptr, 1, 4)  # type: ignore[index]
+    missing = _one_kernel_module("__kernel void other(__global float* a) { }")
+    with pytest.raises(ModuleLoadError, match="has no kernel 'k'"):
+        missing["k"](a.data_ptr, 1, 4)  # type: ignore[index]
+    ok = _one_kernel_module("__kernel void k(__global float* a) { a[get_global_id(0)] = 1; }")
+    too_big = runtime.opencl(0).max_threads_per_block * 2
+    with pytest.raises(KernelError, match="launching OpenCL kernel 'k'"):
+        ok["k"](a.data_ptr, 1, too_big)  # type: ignore[index]
+    ok["k"](a.data_ptr, 1, 4)  # type: ignore[index]
+    np.testing.assert_array_equal(a.numpy(), [1, 1, 1, 1])

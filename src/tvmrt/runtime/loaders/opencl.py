@@ -111,7 +111,14 @@ class OpenCLModule(Module):
                         f"building the OpenCL program (format {self.fmt!r}) for {dev} failed: {exc}"
                     ) from exc
                 self._programs[dev.device_id] = program
-            kern = self._kernels[key] = cl.Kernel(program, name)
+            try:
+                kern = cl.Kernel(program, name)
+            except cl.Error as exc:
+                raise ModuleLoadError(
+                    f"OpenCL program has no kernel {name!r} that its FunctionInfo table "
+                    f"lists: {exc}"
+                ) from exc
+            self._kernels[key] = kern
         return kern
 
 
@@ -149,9 +156,15 @@ class OpenCLKernel(DeviceKernel):
 
         queue = api.queue(dev)  # type: ignore[attr-defined]
         with self._lock:
-            for i, value in enumerate(values):
-                kern.set_arg(i, value)
-            cl.enqueue_nd_range_kernel(queue, kern, work.global_size, work.local_size)
+            try:
+                for i, value in enumerate(values):
+                    kern.set_arg(i, value)
+                cl.enqueue_nd_range_kernel(queue, kern, work.global_size, work.local_size)
+            except cl.Error as exc:
+                raise KernelError(
+                    f"launching OpenCL kernel {self.name!r} on {dev} with grid {work.grid} "
+                    f"and block {work.block} failed: {exc}"
+                ) from exc
 
 
 def load_opencl_binary(reader: ByteReader) -> OpenCLModule:
