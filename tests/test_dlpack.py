@@ -32,8 +32,7 @@ from tvmrt.runtime._dlpack import (
     to_dlpack_capsule,
 )
 from tvmrt.runtime.device_api import (
-    DeviceAPI,
-    aligned_empty,
+    HostDeviceAPI,
     find_device_api,
     register_device_api,
     unregister_device_api,
@@ -622,16 +621,13 @@ def test_numpy_from_dlpack_with_copy() -> None:
 EXT_DEV = 12  # kDLExtDev: an emulated accelerator with host memory
 
 
-class _HostBackedAPI(DeviceAPI):
+class _HostBackedAPI(HostDeviceAPI):
     name = "emulated"
 
     def __init__(self) -> None:
         self.syncs = 0
 
-    def _alloc(self, dev: Device, nbytes: int, alignment: int) -> Any:
-        return aligned_empty(nbytes, alignment)
-
-    def sync(self, dev: Device) -> None:
+    def sync(self, dev: Device, stream: int = 0) -> None:
         self.syncs += 1
 
     def attribute(self, dev: Device, name: str) -> Any:

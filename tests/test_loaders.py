@@ -436,7 +436,6 @@ def test_old_flat_blob_makes_the_library_root(test_kind):
     ("kind", "message"),
     [
         ("cuda", r"imports a 'cuda' module \(CUDA GPU kernels\); tvmrt has no CUDA backend"),
-        ("opencl", r"imports a 'opencl' module \(OpenCL GPU kernels\)"),
         ("const_loader", r"'const_loader' module \(constants for external codegen"),
         ("metadata", r"'metadata' module \(constants for external codegen"),
         ("relax.VMExecutable", r"Relax virtual machine program"),

@@ -189,6 +189,8 @@ def load_artifact(
         If a factory library is expected but the library carries no graph.
     """
     dev = device or cpu()
+    # a device run keeps the CPU as the second device, for graph nodes placed on the host
+    devs = [dev] if dev.device_type == cpu().device_type else [dev, cpu()]
     lib = load_module(files.lib)
     names: set[str] = set()
     if lib.type_key == "AotExecutorFactory" and files.graph is None:
@@ -211,11 +213,11 @@ def load_artifact(
     if debug:
         from tvmrt.contrib.debugger import debug_executor
 
-        module = debug_executor.create(graph_json, lib, dev, dump_root=dump_root)
+        module = debug_executor.create(graph_json, lib, devs, dump_root=dump_root)
     elif files.graph is None:
-        module = GraphModule(lib["default"](dev))
+        module = GraphModule(lib["default"](*devs))
     else:
-        module = create(graph_json, lib, dev)
+        module = create(graph_json, lib, devs)
     if files.graph is not None:  # a TVM 0.7/0.8 link-params library holds its weights
         from tvmrt.runtime.loaders.library import linked_params
 

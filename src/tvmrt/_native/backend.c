@@ -277,6 +277,17 @@ static void set_error_parts(const char* kind, const char** parts, int32_t nparts
 
 static void set_error(const char* kind, const char* msg) { set_error_parts(kind, &msg, 1); }
 
+/* Workspace on other devices (OpenCL, ...) is allocated by the Python device layer. */
+typedef void* (*tvmrt_dev_alloc_cb)(int device_type, int device_id, uint64_t nbytes);
+typedef int (*tvmrt_dev_free_cb)(int device_type, int device_id, void* ptr);
+static tvmrt_dev_alloc_cb g_dev_alloc;
+static tvmrt_dev_free_cb g_dev_free;
+
+EXPORT void tvmrt_set_device_workspace_callbacks(tvmrt_dev_alloc_cb alloc, tvmrt_dev_free_cb fr) {
+  g_dev_alloc = alloc;
+  g_dev_free = fr;
+}
+
 static void set_device_error(const char* func, int device_type) {
   char buf[256];
   snprintf(buf, sizeof(buf),
@@ -356,6 +367,7 @@ EXPORT void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t n
   }
   COUNT(ts, ST_WS_ALLOCS, 1);
   if (device_type != kDLCPU) {
+    if (g_dev_alloc != NULL) return g_dev_alloc(device_type, device_id, nbytes);
     set_device_error("TVMBackendAllocWorkspace", device_type);
     return NULL;
   }
@@ -401,6 +413,7 @@ EXPORT int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) {
   if (ts != NULL) COUNT(ts, ST_WS_FREES, 1);
   if (ptr == NULL) return 0;
   if (device_type != kDLCPU) {
+    if (g_dev_free != NULL) return g_dev_free(device_type, device_id, ptr);
     set_device_error("TVMBackendFreeWorkspace", device_type);
     return -1;
   }

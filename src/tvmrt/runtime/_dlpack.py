@@ -51,7 +51,7 @@ from tvmrt.runtime._ctypes_api import (
     DLTensorDeleter,
 )
 from tvmrt.runtime.device import MASK2STR, Device, DLDeviceType
-from tvmrt.runtime.device_api import find_device_api, get_device_api
+from tvmrt.runtime.device_api import find_device_api, find_storage, get_device_api
 from tvmrt.runtime.dtype import DataType, DataTypeCode
 from tvmrt.runtime.ndarray import NDArray
 
@@ -180,7 +180,14 @@ def to_dlpack_capsule(
 
 
 def _numpy_capsule(nd: NDArray, max_version: tuple[int, int] | None) -> Any:
-    view = nd.numpy_view()
+    if nd._np is None:  # device memory: numpy builds the structs over a stand-in view
+        np_dtype = nd.dtype.numpy_dtype
+        shape = (*nd.shape, nd.dtype.lanes) if nd.dtype.lanes > 1 else nd.shape
+        view = np.lib.stride_tricks.as_strided(
+            np.zeros(1, np_dtype), shape, (0,) * len(shape), writeable=True
+        )
+    else:
+        view = nd.numpy_view()
     if view.dtype.isbuiltin != 1:  # ml_dtypes' bfloat16/float8: export the raw bits
         view = view.view(f"u{view.dtype.itemsize}")
     exported = view.view(_ExportedView)
@@ -210,6 +217,14 @@ def _rewrite_exported(capsule: Any, nd: NDArray, copied: bool) -> None:
     dev = nd.device
     tensor.device = DLDevice(dev.device_type, dev.device_id)
     tensor.dtype = DLDataType(*_dlpack_dtype(nd.dtype))
+    if nd._np is None:  # point the stand-in at the device memory, dense row-major
+        tensor.data = nd._device_storage().handle
+        tensor.byte_offset = nd.byte_offset
+        if tensor.strides:
+            step = 1
+            for i in reversed(range(tensor.ndim)):
+                tensor.strides[i] = step
+                step *= int(tensor.shape[i])
     lanes = nd.dtype.lanes
     if lanes > 1:  # numpy saw the lanes as a trailing dimension of scalars
         ndim = tensor.ndim - 1
@@ -305,6 +320,8 @@ def from_dlpack(obj: object) -> NDArray:
     dev = _import_device(tensor.device.device_type, tensor.device.device_id)
     dtype = _import_dtype(tensor.dtype, flags)
     shape, strides = _import_layout(tensor)
+    if not get_device_api(dev).host_visible:
+        return _import_device_tensor(capsule, name, tensor, dev, dtype, shape, strides)
     readonly = bool(flags & FLAG_READ_ONLY)
     used = _USED_VERSIONED if name == _VERSIONED else _USED_LEGACY
     if _capsule_set_name(capsule, used) != 0:  # pragma: no cover - needs a broken capsule
@@ -313,6 +330,41 @@ def from_dlpack(obj: object) -> NDArray:
     owner = _ProducerMemory(address, _detached(deleter))
     view = _view_memory(owner, tensor, dtype, shape, strides, readonly)
     return NDArray._wrap(view, dtype, dev, owner, int(tensor.byte_offset))
+
+
+def _import_device_tensor(
+    capsule: Any,
+    name: bytes,
+    tensor: DLTensor,
+    dev: Device,
+    dtype: DataType,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...] | None,
+) -> NDArray:
+    """A tensor in device memory: only memory a tvmrt backend allocated can be wrapped."""
+    storage = find_storage(dev.device_type, int(tensor.data or 0))
+    if storage is None:
+        raise BufferError(
+            f"cannot import a DLPack tensor in device memory on {dev}: its data handle "
+            f"{int(tensor.data or 0):#x} is not memory tvmrt's {MASK2STR.get(dev.device_type)} "
+            "backend allocated; copy the tensor to the CPU first"
+        )
+    step = 1
+    for i in reversed(range(len(shape))):
+        if strides is not None and shape[i] > 1 and strides[i] != step:
+            raise BufferError(f"cannot import a strided tensor in device memory on {dev}")
+        step *= shape[i]
+    nd = NDArray._from_storage(storage, int(tensor.byte_offset), shape, dtype)
+    used = _USED_VERSIONED if name == _VERSIONED else _USED_LEGACY
+    if _capsule_set_name(capsule, used) != 0:  # pragma: no cover - needs a broken capsule
+        raise BufferError("cannot mark the DLPack capsule as consumed")
+    address = _capsule_get_pointer(capsule, used)
+    if name == _VERSIONED:
+        deleter = DLManagedTensorVersioned.from_address(address).deleter
+    else:
+        deleter = DLManagedTensor.from_address(address).deleter
+    nd._owner = _ProducerMemory(address, _detached(deleter))  # storage stays alive via nd
+    return nd
 
 
 def _detached(deleter: Any) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import enum
 from typing import Any
 
@@ -222,14 +223,53 @@ class Device:
         """Free device memory in bytes; ``None`` on the CPU."""
         return self._attr("available_global_memory")  # type: ignore[no-any-return]
 
-    def sync(self) -> None:
-        """Wait until all work queued on this device has finished."""
+    # -- streams (TVM's raw stream handles; command queues on OpenCL) -----------------
+    def create_raw_stream(self) -> ctypes.c_void_p:
+        """A new stream on this device (free it with :meth:`free_raw_stream`).
+
+        Host backends have one stream and return a null handle, as TVM's CPU does.
+        """
         from tvmrt.runtime.device_api import get_device_api
 
-        get_device_api(self).sync(self)
+        return ctypes.c_void_p(get_device_api(self).create_stream(self) or None)
+
+    def free_raw_stream(self, stream: ctypes.c_void_p | int | None) -> None:
+        """Release a stream made by :meth:`create_raw_stream`."""
+        from tvmrt.runtime.device_api import get_device_api
+
+        handle = _stream_id(stream)
+        if handle:
+            get_device_api(self).free_stream(self, handle)
+
+    def set_raw_stream(self, stream: ctypes.c_void_p | int | None) -> None:
+        """Make ``stream`` the one kernels and copies on this device are queued on."""
+        from tvmrt.runtime.device_api import get_device_api
+
+        get_device_api(self).set_stream(self, _stream_id(stream))
+
+    def sync(self, stream: ctypes.c_void_p | int | None = None) -> None:
+        """Wait until work queued on ``stream`` (default: the current one) has finished."""
+        from tvmrt.runtime.device_api import get_device_api
+
+        handle = _stream_id(stream)
+        api = get_device_api(self)
+        if handle:
+            api.sync(self, handle)
+        else:  # the one-argument form: backends written before streams keep working
+            api.sync(self)
 
 
 DeviceLike = Device | str | int
+
+
+def _stream_id(stream: ctypes.c_void_p | int | None) -> int:
+    if isinstance(stream, ctypes.c_void_p):
+        return int(stream.value or 0)
+    if stream is None:
+        return 0
+    if isinstance(stream, int) and not isinstance(stream, bool):
+        return stream
+    raise TypeError(f"stream must be a handle from create_raw_stream, got {stream!r}")
 
 
 def device(dev_type: int | str | Device, dev_id: int = 0) -> Device:

@@ -1,32 +1,38 @@
-"""Device backends: memory, copies and synchronisation for one kind of device.
+"""Device backends: memory, copies, streams and synchronisation for one kind of device.
 
-A backend is a :class:`DeviceAPI` registered for a DLPack device type. tvmrt ships the
-CPU backend; :mod:`tvmrt.testing` adds an emulated accelerator (host memory behind
-another device type) for heterogeneous-graph tests. Every backend here hands out
-host-addressable memory as a numpy ``uint8`` buffer, so arrays on any of them have a
-numpy view; a backend for real device memory would override the copy hooks.
+A backend is a :class:`DeviceAPI` registered for a DLPack device type, one file per
+backend under :mod:`tvmrt.runtime.backends` (``cpu``, ``opencl``, ``null``). ``alloc``
+returns opaque :class:`Storage` (a handle, a size, a device); arrays move through the
+copy hooks ``copy_from_host`` / ``copy_to_host`` / ``copy_device_to_device``. Only
+*host-visible* backends (the CPU, and :mod:`tvmrt.testing`'s emulated device) expose
+their memory as a numpy buffer, so only their arrays have zero-copy numpy views.
 """
 
 from __future__ import annotations
 
-import abc
+import contextlib
+import importlib
 import threading
+import weakref
 from typing import Any, ClassVar
 
 import numpy as np
 
-from tvmrt.error import DeviceOutOfMemoryError, DeviceUnavailableError
+from tvmrt.error import ArrayError, DeviceOutOfMemoryError, DeviceUnavailableError
 from tvmrt.runtime.device import MASK2STR, Device, DLDeviceType
 
 __all__ = [
     "ALLOC_ALIGNMENT",
+    "Storage",
+    "DeviceStorage",
     "DeviceAPI",
-    "CPUDeviceAPI",
+    "HostDeviceAPI",
     "register_device_api",
     "unregister_device_api",
     "find_device_api",
     "get_device_api",
     "aligned_empty",
+    "find_storage",
 ]
 
 # TVM's kAllocAlignment: compiled kernels assume every tensor's data is 64-byte aligned.
@@ -35,57 +41,177 @@ ALLOC_ALIGNMENT = 64
 
 def aligned_empty(nbytes: int, alignment: int = ALLOC_ALIGNMENT) -> np.ndarray[Any, Any]:
     """Uninitialised ``uint8`` buffer of ``nbytes`` whose first byte is ``alignment``-aligned."""
+    return _aligned(nbytes, alignment)[0]
+
+
+def _aligned(nbytes: int, alignment: int) -> tuple[np.ndarray[Any, Any], int]:
+    """:func:`aligned_empty` and the buffer's address."""
     if nbytes < 0:
         raise ValueError(f"cannot allocate {nbytes} bytes")
     try:
         raw = np.empty(nbytes + alignment, dtype=np.uint8)
     except MemoryError as exc:
         raise DeviceOutOfMemoryError(f"allocating {nbytes} bytes of host memory failed") from exc
-    start = -raw.ctypes.data % alignment
+    address = raw.ctypes.data
+    start = -address % alignment
     # np.ndarray keeps the offset even for zero bytes, where slicing would not
     aligned: np.ndarray[Any, Any] = np.ndarray((nbytes,), np.uint8, buffer=raw, offset=start)
-    return aligned
+    return aligned, address + start
 
 
-class DeviceAPI(abc.ABC):
-    """Memory, copies and synchronisation for one device type."""
+class Storage:
+    """One allocation on a device: an opaque ``handle``, its size and its backend.
 
-    name: ClassVar[str]
+    ``handle`` is what compiled host code sees as ``DLTensor.data`` (an address for host
+    memory; a backend-chosen token for device memory). ``host`` is the memory as a numpy
+    ``uint8`` buffer for host-visible backends, else ``None``. ``obj`` is the backend's own
+    object (an OpenCL buffer, ...), kept alive with the storage.
+    """
 
-    def alloc(self, dev: Device, nbytes: int, alignment: int = ALLOC_ALIGNMENT) -> Any:
-        """Allocate ``nbytes`` on ``dev``, aligned; returns a host-addressable uint8 buffer."""
+    __slots__ = ("__weakref__", "api", "device", "handle", "host", "nbytes", "obj")
+
+    def __init__(
+        self,
+        api: DeviceAPI,
+        device: Device,
+        handle: int,
+        nbytes: int,
+        host: np.ndarray[Any, Any] | None = None,
+        obj: object = None,
+    ) -> None:
+        self.api = api
+        self.device = device
+        self.handle = handle
+        self.nbytes = nbytes
+        self.host = host
+        self.obj = obj
+
+    def __repr__(self) -> str:
+        return f"<Storage {self.nbytes} bytes on {self.device} ({self.api.name})>"
+
+
+class DeviceStorage(Storage):
+    """Storage a backend must release: :meth:`DeviceAPI.free` runs when it is collected."""
+
+    __slots__ = ()
+
+    def __del__(self) -> None:
+        # at interpreter shutdown the backend may be half torn down: nothing to report to
+        with contextlib.suppress(Exception):
+            self.api.free(self)
+
+
+def _check_range(what: str, storage: Storage, offset: int, nbytes: int) -> None:
+    if offset < 0 or nbytes < 0 or offset + nbytes > storage.nbytes:
+        raise ArrayError(
+            f"{what}: {nbytes} bytes at offset {offset} do not fit a "
+            f"{storage.nbytes}-byte allocation on {storage.device}"
+        )
+
+
+class DeviceAPI:
+    """Memory, copies, streams and synchronisation for one device type.
+
+    A backend implements :meth:`_alloc` and the three copy hooks; host-visible backends
+    (``host_visible = True``) return storage with a ``host`` buffer and get the hooks free
+    from :class:`HostDeviceAPI`. Streams are integers the backend hands out; ``0`` is the
+    default stream of a device.
+    """
+
+    name: ClassVar[str] = "device"
+    host_visible: ClassVar[bool] = False
+
+    def alloc(self, dev: Device, nbytes: int, alignment: int = ALLOC_ALIGNMENT) -> Storage:
+        """Allocate ``nbytes`` on ``dev`` (``alignment``-aligned where addresses exist)."""
+        if nbytes < 0:
+            raise ValueError(f"cannot allocate {nbytes} bytes")
         if not self.attribute(dev, "exist"):
             raise DeviceUnavailableError(f"device {dev} does not exist on this machine")
-        return self._alloc(dev, nbytes, alignment)
+        out = self._alloc(dev, nbytes, alignment)
+        if isinstance(out, np.ndarray):  # a host buffer (backends written before Storage)
+            return Storage(self, dev, int(out.ctypes.data), nbytes, out)
+        if not isinstance(out, Storage):
+            raise TypeError(f"backend {self.name!r} returned {type(out).__name__} from _alloc")
+        if out.host is None:  # device memory: findable by handle (DLPack import, launches)
+            _device_storage[(dev.device_type, out.handle)] = out
+        return out
 
-    @abc.abstractmethod
-    def _alloc(self, dev: Device, nbytes: int, alignment: int) -> Any: ...
+    def _alloc(self, dev: Device, nbytes: int, alignment: int) -> Any:
+        raise NotImplementedError(f"backend {self.name!r} cannot allocate memory")
 
-    def sync(self, dev: Device) -> None:  # noqa: B027 - host backends have nothing to wait for
-        """Block until queued work on ``dev`` is done."""
+    def free(self, storage: Storage) -> None:
+        """Release ``storage`` (called once, when the last array using it goes away)."""
+
+    # -- copy hooks --------------------------------------------------------------------
+    def copy_from_host(self, dst: Storage, offset: int, src: np.ndarray[Any, Any]) -> None:
+        """Copy the bytes of contiguous host array ``src`` into ``dst`` at byte ``offset``."""
+        raise NotImplementedError(f"backend {self.name!r} has no host-to-device copy")
+
+    def copy_to_host(self, src: Storage, offset: int, dst: np.ndarray[Any, Any]) -> None:
+        """Fill contiguous host array ``dst`` with bytes of ``src`` from byte ``offset``."""
+        raise NotImplementedError(f"backend {self.name!r} has no device-to-host copy")
+
+    def copy_device_to_device(
+        self, src: Storage, src_offset: int, dst: Storage, dst_offset: int, nbytes: int
+    ) -> None:
+        """Copy ``nbytes`` between two allocations of this backend (default: through the host)."""
+        staging = np.empty(nbytes, np.uint8)
+        self.copy_to_host(src, src_offset, staging)
+        self.copy_from_host(dst, dst_offset, staging)
+
+    # -- streams and synchronisation -------------------------------------------------------
+    def sync(self, dev: Device, stream: int = 0) -> None:
+        """Block until work queued on ``stream`` of ``dev`` (0: the current one) is done."""
+
+    def create_stream(self, dev: Device) -> int:
+        """A new stream on ``dev`` (host backends have one stream, 0)."""
+        return 0
+
+    def free_stream(self, dev: Device, stream: int) -> None:
+        """Release a stream made by :meth:`create_stream`."""
+
+    def set_stream(self, dev: Device, stream: int) -> None:
+        """Make ``stream`` the one this backend queues work on for ``dev``."""
 
     def attribute(self, dev: Device, name: str) -> Any:
         """A device property by TVM's name (``exist``, ``warp_size``...), or ``None``."""
         return None
 
 
-class CPUDeviceAPI(DeviceAPI):
-    """Host memory from numpy, 64-byte aligned."""
+class HostDeviceAPI(DeviceAPI):
+    """A backend whose memory is host memory: numpy-addressable, copies are memcpy."""
 
-    name = "cpu"
+    host_visible = True
 
     def _alloc(self, dev: Device, nbytes: int, alignment: int) -> Any:
-        return aligned_empty(nbytes, alignment)
+        buf, address = _aligned(nbytes, alignment)
+        return Storage(self, dev, address, nbytes, buf)
 
-    def attribute(self, dev: Device, name: str) -> Any:
-        if name == "exist":
-            return dev.device_id == 0
-        if name == "device_name":
-            return "cpu"
-        return None
+    def copy_from_host(self, dst: Storage, offset: int, src: np.ndarray[Any, Any]) -> None:
+        assert dst.host is not None
+        _check_range("copy to host storage", dst, offset, src.nbytes)
+        dst.host[offset : offset + src.nbytes] = src.reshape(-1).view(np.uint8)
+
+    def copy_to_host(self, src: Storage, offset: int, dst: np.ndarray[Any, Any]) -> None:
+        assert src.host is not None
+        _check_range("copy from host storage", src, offset, dst.nbytes)
+        dst.reshape(-1).view(np.uint8)[...] = src.host[offset : offset + dst.nbytes]
 
 
-_registry: dict[int, DeviceAPI] = {int(DLDeviceType.kDLCPU): CPUDeviceAPI()}
+def find_storage(device_type: int, handle: int) -> Storage | None:
+    """The live device storage whose handle is ``handle``, or ``None``."""
+    return _device_storage.get((device_type, handle))
+
+
+_device_storage: weakref.WeakValueDictionary[tuple[int, int], Storage] = (
+    weakref.WeakValueDictionary()
+)
+_registry: dict[int, DeviceAPI] = {}
+# backends registered on first use, so that importing tvmrt never imports their drivers
+_lazy: dict[int, str] = {
+    int(DLDeviceType.kDLCPU): "tvmrt.runtime.backends.cpu",
+    int(DLDeviceType.kDLOpenCL): "tvmrt.runtime.backends.opencl",
+}
 _lock = threading.Lock()
 
 
@@ -97,6 +223,7 @@ def register_device_api(device_type: int, api: DeviceAPI, override: bool = False
                 f"device type {device_type} ({MASK2STR.get(device_type, '?')}) already has "
                 f"backend {_registry[device_type].name!r}; pass override=True to replace it"
             )
+        _lazy.pop(device_type, None)
         _registry[device_type] = api
 
 
@@ -108,15 +235,23 @@ def unregister_device_api(device_type: int) -> None:
 
 def find_device_api(device_type: int) -> DeviceAPI | None:
     """The backend serving ``device_type``, or ``None``."""
-    return _registry.get(device_type)
+    api = _registry.get(device_type)
+    if api is None and device_type in _lazy:
+        module = _lazy.pop(device_type)
+        importlib.import_module(module)  # registers itself when its driver is importable
+        api = _registry.get(device_type)
+    return api
 
 
 def get_device_api(dev: Device) -> DeviceAPI:
     """The backend serving ``dev``; raises DeviceUnavailableError when there is none."""
-    api = _registry.get(dev.device_type)
+    api = _registry.get(dev.device_type) or find_device_api(dev.device_type)
     if api is None:
         have = ", ".join(MASK2STR.get(t, str(t)) for t in sorted(_registry))
+        hint = ""
+        if dev.device_type == DLDeviceType.kDLOpenCL:
+            hint = " (OpenCL needs pyopencl and a driver: pip install 'tvmrt[opencl]')"
         raise DeviceUnavailableError(
-            f"no backend for device {dev}: tvmrt runs compiled kernels on {have}"
+            f"no backend for device {dev}: tvmrt runs compiled kernels on {have}{hint}"
         )
     return api

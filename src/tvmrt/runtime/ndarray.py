@@ -1,6 +1,9 @@
 """``NDArray``: a tensor in device memory, with TVM's API and DLPack exchange.
 
-Memory is 64-byte aligned when tvmrt allocates it (compiled kernels require that).
+An NDArray is device storage (:class:`~tvmrt.runtime.device_api.Storage`) + a byte offset
++ a shape + a dtype. Arrays in host memory (the CPU) also keep a numpy view of their
+bytes, so host access is zero-copy; arrays in device memory move through their backend's
+copy hooks. Memory is 64-byte aligned when tvmrt allocates it (compiled kernels require that).
 Arrays made from another framework's memory (:func:`from_dlpack`) keep that memory and
 its alignment; the graph executor checks alignment wherever a kernel would see it.
 """
@@ -17,8 +20,10 @@ import numpy as np
 from tvmrt.error import ArrayError
 from tvmrt.runtime._ctypes_api import DLDataType, DLDevice, DLTensor
 from tvmrt.runtime._deprecate import warn_deprecated
+from tvmrt.runtime._transfer import copy_between as _copy_between
+from tvmrt.runtime._transfer import copy_numpy_into as _copy_numpy_into
 from tvmrt.runtime.device import Device, DeviceLike, cpu, device
-from tvmrt.runtime.device_api import ALLOC_ALIGNMENT, get_device_api
+from tvmrt.runtime.device_api import ALLOC_ALIGNMENT, Storage, get_device_api
 from tvmrt.runtime.dtype import DataType, DataTypeCode, DTypeLike
 
 __all__ = ["NDArray", "empty", "array", "from_dlpack", "ShapeLike"]
@@ -62,9 +67,21 @@ class NDArray:
     array([0., 1., 2., 3.], dtype=float32)
     """
 
-    __slots__ = ("__weakref__", "_byte_offset", "_device", "_dl", "_dtype", "_np", "_owner")
+    __slots__ = (
+        "__weakref__",
+        "_byte_offset",
+        "_device",
+        "_dl",
+        "_dtype",
+        "_np",
+        "_owner",
+        "_shape",
+        "_storage",
+    )
 
-    _np: np.ndarray[Any, Any]
+    _np: np.ndarray[Any, Any] | None  # the bytes as numpy, for host memory only
+    _storage: Storage | None  # None for host memory another framework owns
+    _shape: tuple[int, ...]
     _dtype: DataType
     _device: Device
     _byte_offset: int
@@ -83,7 +100,7 @@ class NDArray:
         owner: object = None,
         byte_offset: int = 0,
     ) -> NDArray:
-        """Wrap a numpy view of the data (shape includes lanes) without copying."""
+        """Wrap a numpy view of host memory (shape includes lanes) without copying."""
         self = object.__new__(cls)
         self._np = view
         self._dtype = dtype
@@ -91,14 +108,54 @@ class NDArray:
         self._owner = owner
         self._byte_offset = byte_offset
         self._dl = None
+        self._shape = view.shape[:-1] if dtype.lanes > 1 else view.shape
+        self._storage = owner if isinstance(owner, Storage) else None
         return self
+
+    @classmethod
+    def _from_storage(
+        cls, storage: Storage, byte_offset: int, shape: tuple[int, ...], dtype: DataType
+    ) -> NDArray:
+        """A dense array over ``storage`` from ``byte_offset`` (a numpy view if host memory)."""
+        nbytes = math.prod(shape) * dtype.itemsize
+        if byte_offset < 0 or byte_offset + nbytes > storage.nbytes:
+            raise ArrayError(
+                f"array of shape {shape} and dtype {dtype} at byte offset {byte_offset} "
+                f"needs {nbytes} bytes, but the storage has {storage.nbytes}"
+            )
+        if storage.host is not None:
+            raw = storage.host[byte_offset : byte_offset + nbytes]
+            view = raw.view(dtype.numpy_dtype).reshape(_numpy_shape(shape, dtype))
+            return cls._wrap(view, dtype, storage.device, storage)
+        self = object.__new__(cls)
+        self._np = None
+        self._dtype = dtype
+        self._device = storage.device
+        self._owner = storage
+        self._storage = storage
+        self._byte_offset = byte_offset
+        self._shape = shape
+        self._dl = None
+        return self
+
+    def _device_storage(self) -> Storage:
+        assert self._storage is not None
+        return self._storage
+
+    def _host(self, what: str) -> np.ndarray[Any, Any]:
+        """The numpy view of host memory; ArrayError for device memory."""
+        if self._np is None:
+            raise ArrayError(
+                f"{what}: the array is in device memory on {self._device}, which has no "
+                "numpy view; use numpy() to copy it to the host"
+            )
+        return self._np
 
     # -- TVM properties ------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
         """Shape as a tuple of ints (lanes of vector dtypes are not a dimension)."""
-        shape: tuple[int, ...] = self._np.shape
-        return shape[:-1] if self._dtype.lanes > 1 else shape
+        return self._shape
 
     @property
     def dtype(self) -> DataType:
@@ -123,7 +180,7 @@ class NDArray:
     @property
     def is_contiguous(self) -> bool:
         """Whether elements are laid out densely in row-major order."""
-        return bool(self._np.flags.c_contiguous)
+        return self._np is None or bool(self._np.flags.c_contiguous)
 
     @property
     def nbytes(self) -> int:
@@ -132,7 +189,9 @@ class NDArray:
 
     @property
     def data_ptr(self) -> int:
-        """Address of the first element (``data + byte_offset``)."""
+        """Address of the first element (``data + byte_offset``; a token in device memory)."""
+        if self._np is None:
+            return self._device_storage().handle + self._byte_offset
         return int(self._np.ctypes.data)
 
     def __len__(self) -> int:
@@ -149,7 +208,12 @@ class NDArray:
     # -- data access -----------------------------------------------------------------
     def numpy(self) -> np.ndarray[Any, Any]:
         """A numpy copy of the data (vector dtypes gain a trailing lanes dimension)."""
-        return np.array(self._np, copy=True)
+        if self._np is not None:
+            return np.array(self._np, copy=True)
+        out = np.empty(_numpy_shape(self._shape, self._dtype), self._dtype.numpy_dtype)
+        storage = self._device_storage()
+        storage.api.copy_to_host(storage, self._byte_offset, out)
+        return out
 
     def asnumpy(self) -> np.ndarray[Any, Any]:
         """Deprecated alias of :meth:`numpy`."""
@@ -157,8 +221,14 @@ class NDArray:
         return self.numpy()
 
     def numpy_view(self) -> np.ndarray[Any, Any]:
-        """A numpy array sharing this array's memory (tvmrt extension; writes go through)."""
-        return self._np
+        """A numpy array sharing this array's memory (tvmrt extension; writes go through).
+
+        Raises
+        ------
+        ArrayError
+            If the array is in device memory (only host memory has numpy views).
+        """
+        return self._host("numpy_view()")
 
     def copyfrom(self, source_array: object) -> NDArray:
         """Copy data into this array and return it.
@@ -178,20 +248,29 @@ class NDArray:
             source_array.copyto(self)
             return self
         target = self._np
+        if target is not None:
+            np_shape, np_dtype = target.shape, target.dtype
+        else:
+            np_shape, np_dtype = _numpy_shape(self._shape, self._dtype), self._dtype.numpy_dtype
         if not isinstance(source_array, np.ndarray):
             try:
-                source_array = np.array(source_array, dtype=target.dtype)
+                source_array = np.array(source_array, dtype=np_dtype)
             except (TypeError, ValueError) as exc:
                 raise TypeError(
                     f"array must be an array_like data, type {type(source_array)} is not supported"
                 ) from exc
         assert isinstance(source_array, np.ndarray)
-        if source_array.shape != target.shape:
+        if source_array.shape != np_shape:
             raise ArrayError(
-                "array shape do not match the shape of NDArray "
-                f"{source_array.shape} vs {target.shape}"
+                f"array shape do not match the shape of NDArray {source_array.shape} vs {np_shape}"
             )
-        _copy_numpy_into(target, source_array, self._dtype)
+        if target is not None:
+            _copy_numpy_into(target, source_array, self._dtype)
+            return self
+        staging = np.empty(np_shape, np_dtype)
+        _copy_numpy_into(staging, source_array, self._dtype)
+        storage = self._device_storage()
+        storage.api.copy_from_host(storage, self._byte_offset, staging)
         return self
 
     def copyto(self, target: NDArray | DeviceLike) -> NDArray:
@@ -203,12 +282,7 @@ class NDArray:
                     f"source {self.shape} {self.dtype} has {self.nbytes} bytes, "
                     f"target {target.shape} {target.dtype} has {target.nbytes}"
                 )
-            src = self._np if self.is_contiguous else np.ascontiguousarray(self._np)
-            if target.is_contiguous:
-                target._np.reshape(-1).view(np.uint8)[...] = src.reshape(-1).view(np.uint8)
-            else:
-                raw = src.reshape(-1).view(np.uint8).view(target._np.dtype)
-                target._np[...] = raw.reshape(target._np.shape)
+            _copy_between(self, target)
             return target
         out = empty(self.shape, self.dtype, _as_device(target))
         return self.copyto(out)
@@ -221,8 +295,10 @@ class NDArray:
                 value.copyto(self)
         elif isinstance(value, np.ndarray | list | tuple):
             self.copyfrom(value)
-        else:
+        elif self._np is not None:
             self._np[...] = value
+        else:
+            self.copyfrom(np.full(self._shape, value, dtype=self._dtype.numpy_dtype))
 
     def _create_view(
         self, shape: ShapeLike, dtype: DTypeLike | None = None, relative_byte_offset: int = 0
@@ -233,6 +309,15 @@ class NDArray:
         new_dtype = self._dtype if dtype is None else DataType(dtype)
         new_shape = _as_shape(shape)
         nbytes = math.prod(new_shape) * new_dtype.itemsize
+        if self._np is None:  # device memory: same storage, offset moved (TVM's CreateView)
+            if relative_byte_offset < 0 or relative_byte_offset + nbytes > self.nbytes:
+                raise ArrayError(
+                    f"view with shape {new_shape} and dtype {new_dtype} at byte offset "
+                    f"{relative_byte_offset} needs {nbytes} bytes, but the array has "
+                    f"{self.nbytes}"
+                )
+            start = self._byte_offset + relative_byte_offset
+            return NDArray._from_storage(self._device_storage(), start, new_shape, new_dtype)
         flat = self._np.reshape(-1).view(np.uint8)
         if relative_byte_offset < 0 or relative_byte_offset + nbytes > flat.size:
             raise ArrayError(
@@ -252,7 +337,7 @@ class NDArray:
             ndim = len(shape)
             shape_arr = (ctypes.c_int64 * max(ndim, 1))(*shape)
             strides_arr = None
-            if not self.is_contiguous:
+            if self._np is not None and not self.is_contiguous:
                 step = self._np.itemsize * self._dtype.lanes
                 strides_arr = (ctypes.c_int64 * max(ndim, 1))(
                     *(s // step for s in self._np.strides[:ndim])
@@ -260,8 +345,12 @@ class NDArray:
             dtype = self._dtype
             # TVM v0.19's own codes (kernels compare dtypes exactly); tvm-ffi re-encodes bool
             code = _TVM_LEGACY_CODES.get(dtype.type_code, dtype.type_code)
+            if self._np is None:
+                data = self._device_storage().handle
+            else:
+                data = self.data_ptr - self._byte_offset
             dl = DLTensor(
-                data=self.data_ptr - self._byte_offset,
+                data=data,
                 device=DLDevice(self._device.device_type, self._device.device_id),
                 ndim=ndim,
                 dtype=DLDataType(code, dtype.bits, dtype.lanes),
@@ -296,17 +385,6 @@ class NDArray:
         return self.__dlpack__()
 
 
-def _copy_numpy_into(
-    target: np.ndarray[Any, Any], source: np.ndarray[Any, Any], dtype: DataType
-) -> None:
-    no_ml_dtypes = dtype.type_code == DataTypeCode.BFLOAT and target.dtype == np.uint16
-    if no_ml_dtypes and source.dtype.kind == "f":  # round float32 to bfloat16, nearest even
-        bits = np.ascontiguousarray(source, dtype=np.float32).view(np.uint32)
-        rounded = bits + 0x7FFF + ((bits >> 16) & 1)
-        source = (rounded >> 16).astype(np.uint16)
-    np.copyto(target, source, casting="unsafe")
-
-
 def empty(
     shape: ShapeLike,
     dtype: DTypeLike = "float32",
@@ -332,9 +410,11 @@ def empty(
     dt = DataType(dtype)
     shp = _as_shape(shape)
     nbytes = math.prod(shp) * dt.itemsize
-    buf = get_device_api(dev).alloc(dev, nbytes, ALLOC_ALIGNMENT)
-    view = buf.view(dt.numpy_dtype).reshape(_numpy_shape(shp, dt))
-    return NDArray._wrap(view, dt, dev, buf)
+    storage = get_device_api(dev).alloc(dev, nbytes, ALLOC_ALIGNMENT)
+    if storage.host is not None:
+        view = storage.host.view(dt.numpy_dtype).reshape(_numpy_shape(shp, dt))
+        return NDArray._wrap(view, dt, dev, storage)
+    return NDArray._from_storage(storage, 0, shp, dt)
 
 
 def array(

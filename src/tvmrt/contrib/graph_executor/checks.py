@@ -57,8 +57,12 @@ def check_index(what: str, key: object, count: int) -> int:
 
 
 def is_read_only(arr: NDArray) -> bool:
-    """Whether ``arr``'s memory was handed over as read-only (DLPack flag, numpy flag)."""
-    return not arr.numpy_view().flags.writeable
+    """Whether ``arr``'s host memory was handed over as read-only (DLPack flag, numpy flag).
+
+    Device memory has no such flag: it is writable by the device's kernels.
+    """
+    view = arr._np
+    return view is not None and not view.flags.writeable
 
 
 def external_problem(

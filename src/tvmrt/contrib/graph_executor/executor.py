@@ -38,7 +38,8 @@ from tvmrt.error import (
     TVMError,
     add_note,
 )
-from tvmrt.runtime.device import Device
+from tvmrt.runtime.device import Device, DLDeviceType
+from tvmrt.runtime.device_api import get_device_api
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, empty, from_dlpack
 from tvmrt.runtime.packed_func import BoundCall, PackedFunc, PreparedCall
@@ -188,6 +189,9 @@ class GraphExecutor(Module, GraphKeys):
             problem = self._fits(eid, arr, written=False)
             if problem is None:
                 pass
+            elif arr.device != self.device_of_entry(eid) and arr.shape == g.shapes[eid]:
+                copied.append((eid, arr))  # a param for another device: copied there below
+                continue
             elif arr.dtype == g.dltypes[eid] and arr.nbytes == g.entry_nbytes(eid):
                 copied.append((eid, arr))  # same bytes, other shape or layout: copy, as TVM
                 continue
@@ -203,6 +207,7 @@ class GraphExecutor(Module, GraphKeys):
         for pool in plan.pools:
             if pool.storage_id in needed:
                 dev = self._device_for_type(pool.device_type)
+                _check_fallback(pool.device_type, dev)
                 pools[pool.storage_id] = empty((pool.alloc_bytes // 4,), "float32", dev)
         entries = []
         for eid in range(g.num_entries):
@@ -419,7 +424,12 @@ class GraphExecutor(Module, GraphKeys):
                     f"{record.dtype}, but the graph's input has shape {target.shape} and "
                     f"dtype {target.dtype}"
                 )
-            record.copy_into(target.numpy_view())
+            if target._np is not None:
+                record.copy_into(target.numpy_view())
+            else:  # device memory: stage through the host
+                staging = empty(target.shape, target.dtype)
+                record.copy_into(staging.numpy_view())
+                staging.copyto(target)
 
     def load_params_from_file(self, path: str | os.PathLike[str]) -> None:
         """:meth:`load_params` from a ``.params`` file, memory-mapped rather than read."""
@@ -467,6 +477,17 @@ class GraphExecutor(Module, GraphKeys):
 
     def _packed_functions(self) -> dict[str, Callable[..., Any]]:
         return packed_functions(self)
+
+
+def _check_fallback(device_type: int, dev: Device) -> None:
+    """Refuse to put host-kernel memory on a device whose memory the host cannot address."""
+    on_host = device_type == DLDeviceType.kDLCPU
+    if on_host and dev.device_type != device_type and not get_device_api(dev).host_visible:
+        raise ArrayError(
+            f"the graph places entries on the CPU (device_index 1), but no cpu device "
+            f"was given and the fallback {dev} is device memory that CPU kernels cannot "
+            f"read; pass the CPU too, e.g. [{dev}, cpu(0)]"
+        )
 
 
 def create_executor(graph_json: str, lib: Module, *args: object) -> GraphExecutor:

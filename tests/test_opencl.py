@@ -1,0 +1,251 @@
+"""OpenCL on pocl: device properties, TVM 0.16's OpenCL factories and the CPU+OpenCL graph.
+
+Skipped cleanly without pyopencl and an OpenCL device (``pip install 'tvmrt[opencl]'
+pocl-binary-distribution``). Tolerance and goldens: relay016/README.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tvmrt import runtime
+from tvmrt.contrib import graph_executor
+from tvmrt.error import ArrayError
+from tvmrt.runtime.device_api import get_device_api
+
+cl = pytest.importorskip("pyopencl")
+if not runtime.opencl(0).exist:
+    pytest.skip("no OpenCL device (install pocl-binary-distribution)", allow_module_level=True)
+
+ART = Path(__file__).parent / ".." / ".." / "shared" / "artifacts" / "relay016"
+TOL = {"rtol": 1e-5, "atol": 1e-5}
+
+
+def test_device_properties_come_from_the_opencl_device() -> None:
+    dev = runtime.cl(0)
+    d = get_device_api(dev).cl_devices()[0]  # type: ignore[attr-defined]
+    assert dev.exist
+    assert not runtime.opencl(len(get_device_api(dev).cl_devices())).exist  # type: ignore[attr-defined]
+    assert dev.device_name == d.name
+    assert dev.max_threads_per_block == d.max_work_group_size
+    assert dev.warp_size == 1
+    assert dev.max_shared_memory_per_block == d.local_mem_size
+    assert dev.multi_processor_count == d.max_compute_units
+    assert dev.max_clock_rate == d.max_clock_frequency * 1000
+    assert dev.max_thread_dimensions == list(d.max_work_item_sizes)
+    assert dev.driver_version == d.driver_version
+    major, minor = d.version.split()[1].split(".")[:2]
+    assert dev.compute_version == f"{major}.{minor}"
+    assert dev.api_version == int(major) * 100 + int(minor) * 10
+    assert dev.total_global_memory == d.global_mem_size
+
+
+def test_cnn_factory_on_opencl() -> None:
+    lib = runtime.load_module(str(ART / "opencl-factory" / "deploy.so"))
+    golden = np.load(ART / "opencl-factory" / "golden.npz")
+    m = graph_executor.GraphModule(lib["default"](runtime.opencl(0)))
+    m.set_input("data", golden["data"])
+    assert m.get_input("data").device == runtime.opencl(0)
+    m.run()
+    out = m.get_output(0)
+    assert out.device == runtime.opencl(0)
+    np.testing.assert_allclose(out.numpy(), golden["output_0"], **TOL)
+    m.set_input("data", np.zeros_like(golden["data"]))  # a second run sees new input
+    m.run()
+    assert not np.allclose(m.get_output(0).numpy(), golden["output_0"], **TOL)
+
+
+def test_dense_factory_two_outputs_on_opencl() -> None:
+    lib = runtime.load_module(str(ART / "opencl-factory" / "dense.so"))
+    golden = np.load(ART / "opencl-factory" / "dense_golden.npz")
+    m = graph_executor.GraphModule(lib["default"](runtime.opencl(0)))
+    m.set_input("x", runtime.array(golden["x"], runtime.opencl(0)))
+    m.run()
+    for i in range(2):
+        np.testing.assert_allclose(m.get_output(i).numpy(), golden[f"output_{i}"], **TOL)
+
+
+def test_heterogeneous_cpu_opencl_graph() -> None:
+    lib = runtime.load_module(str(ART / "hetero-opencl-cpu" / "deploy.so"))
+    golden = np.load(ART / "hetero-opencl-cpu" / "golden.npz")
+    gmod = lib["default"](runtime.cpu(0), runtime.opencl(0))
+    m = graph_executor.GraphModule(gmod)
+    m.set_input("data", golden["data"])
+    m.run()
+    out = m.get_output(0)
+    assert out.device == runtime.cpu(0)
+    np.testing.assert_allclose(out.numpy(), golden["output_0"], **TOL)
+    assert m.get_input("p0").device == runtime.opencl(0)  # conv weights live on OpenCL
+    assert m.get_input("p4").device == runtime.cpu(0)  # dense weights on the CPU
+    plan = m.storage_plan
+    assert set(plan.bytes_by_device()) == {1, 4}
+
+
+def test_program_binary_format(tmp_path: Path) -> None:
+    """A module saved as a device binary (TVM's xclbin/aocx formats) loads with the binary."""
+    from tvmrt.error import ModuleLoadError
+    from tvmrt.runtime._stream import ByteReader, ByteWriter
+    from tvmrt.runtime.loaders.opencl import load_opencl_binary
+
+    api = get_device_api(runtime.opencl(0))
+    src = "__kernel void twice(__global float* a, __global float* b) { int i = get_global_id(0); b[i] = 2.0f * a[i]; }"
+    program = cl.Program(api.context(runtime.opencl(0)), src).build()  # type: ignore[attr-defined]
+    w = ByteWriter()
+    w.string("xclbin")
+    w.u64(1)
+    w.string("twice")
+    w.string("")
+    w.u64(2)
+    for _ in range(2):
+        w.u8(3)
+        w.u8(64)
+        w.u16(1)
+    w.strings(["blockIdx.x", "threadIdx.x"])
+    w.string(program.binaries[0])
+    mod = load_opencl_binary(ByteReader(bytes(w.buffer), "blob", ModuleLoadError))
+    a = runtime.array(np.arange(8, dtype="float32"), runtime.opencl(0))
+    b = runtime.empty((8,), "float32", runtime.opencl(0))
+    mod["twice"](a.data_ptr, b.data_ptr, 2, 4)  # host code passes handles + grid, block
+    runtime.opencl(0).sync()
+    np.testing.assert_array_equal(b.numpy(), np.arange(8) * 2)
+
+
+def test_kernels_run_on_a_created_stream() -> None:
+    dev = runtime.opencl(0)
+    api = get_device_api(dev)
+    stream = api.create_stream(dev)
+    api.set_stream(dev, stream)
+    try:
+        lib = runtime.load_module(str(ART / "opencl-factory" / "dense.so"))
+        golden = np.load(ART / "opencl-factory" / "dense_golden.npz")
+        m = graph_executor.GraphModule(lib["default"](dev))
+        m.set_input("x", golden["x"])
+        m.run()
+        api.sync(dev, stream)
+        np.testing.assert_allclose(m.get_output(1).numpy(), golden["output_1"], **TOL)
+    finally:
+        api.set_stream(dev, 0)
+        api.free_stream(dev, stream)
+
+
+@pytest.mark.parametrize(
+    ("case", "so", "golden"),
+    [
+        ("opencl-factory", "deploy.so", "golden.npz"),
+        ("hetero-opencl-cpu", "deploy.so", "golden.npz"),
+    ],
+)
+def test_cli_run_device_opencl(tmp_path: Path, case: str, so: str, golden: str) -> None:
+    import subprocess
+    import sys
+
+    ref = np.load(ART / case / golden)
+    np.savez(tmp_path / "in.npz", data=ref["data"])
+    out = tmp_path / "out.npz"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tvmrt",
+            "run",
+            str(ART / case / so),
+            "--device",
+            "opencl",
+            "-i",
+            str(tmp_path / "in.npz"),
+            "-o",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (result,) = np.load(out).values()
+    np.testing.assert_allclose(result, ref["output_0"], **TOL)
+
+
+def test_debug_executor_times_opencl_kernels(tmp_path: Path) -> None:
+    from tvmrt.contrib.debugger import debug_executor
+
+    lib = runtime.load_module(str(ART / "hetero-opencl-cpu" / "deploy.so"))
+    golden = np.load(ART / "hetero-opencl-cpu" / "golden.npz")
+    devs = [runtime.cpu(0), runtime.opencl(0)]
+    m = debug_executor.create(lib["get_graph_json"](), lib, devs, dump_root=str(tmp_path))
+    for name, arr in lib["get_graph_params"]().items():
+        m.set_input(name, arr)
+    m.set_input("data", golden["data"])
+    m.run()
+    np.testing.assert_allclose(m.get_output(0).numpy(), golden["output_0"], **TOL)
+    conv = m.debug_get_output("tvmgen_default_fused_nn_conv2d_add_nn_relu")
+    assert np.all(conv.numpy() >= 0)  # relu
+    report = m.profile()
+    devices = {c["Name"]: c["Device"] for c in report.calls}
+    assert devices["tvmgen_default_fused_nn_conv2d_add_nn_relu"] == "opencl0"
+    assert devices["tvmgen_default_fused_nn_max_pool2d"] == "cpu0"
+    assert m.run_individual_node(4, number=2, repeat=2).mean > 0
+
+
+def test_opencl_kernels_refuse_host_memory() -> None:
+    """An OpenCL factory run on the CPU alone hands kernels host pointers: a clean error."""
+    from tvmrt.error import KernelError
+
+    lib = runtime.load_module(str(ART / "opencl-factory" / "dense.so"))
+    m = graph_executor.GraphModule(lib["default"](runtime.cpu(0)))
+    m.set_input("x", np.load(ART / "opencl-factory" / "dense_golden.npz")["x"])
+    with pytest.raises(KernelError, match="not the data handle of a live OpenCL array"):
+        m.run()
+
+
+def test_zero_copy_device_input() -> None:
+    dev = runtime.opencl(0)
+    lib = runtime.load_module(str(ART / "opencl-factory" / "dense.so"))
+    golden = np.load(ART / "opencl-factory" / "dense_golden.npz")
+    m = graph_executor.GraphModule(lib["default"](dev))
+    x = runtime.array(golden["x"], dev)
+    m.set_input_zero_copy("x", x)
+    assert m.get_input("x").data_ptr == x.data_ptr
+    m.run()
+    np.testing.assert_allclose(m.get_output(1).numpy(), golden["output_1"], **TOL)
+    with pytest.raises(ArrayError, match=r"expected an array on opencl\(0\), got one on cpu"):
+        m.set_input_zero_copy("x", runtime.array(golden["x"]))
+
+
+def _one_kernel_module(source: str, name: str = "k") -> object:
+    from tvmrt.error import ModuleLoadError
+    from tvmrt.runtime._stream import ByteReader, ByteWriter
+    from tvmrt.runtime.loaders.opencl import load_opencl_binary
+
+    w = ByteWriter()
+    w.string("cl")
+    w.u64(1)
+    w.string(name)
+    w.string("")
+    w.u64(1)
+    w.u8(3)
+    w.u8(64)
+    w.u16(1)
+    w.strings(["blockIdx.x", "threadIdx.x"])
+    w.string(source)
+    return load_opencl_binary(ByteReader(bytes(w.buffer), "blob", ModuleLoadError))
+
+
+def test_bad_programs_and_launches_fail_cleanly() -> None:
+    from tvmrt.error import KernelError, ModuleLoadError
+
+    a = runtime.empty((4,), "float32", runtime.opencl(0))
+    broken = _one_kernel_module("__kernel void k(__global float* a) { this is not C; }")
+    with pytest.raises(ModuleLoadError, match="building the OpenCL program"):
+        broken["k"](a.data_ptr, 1, 4)  # type: ignore[index]
+    missing = _one_kernel_module("__kernel void other(__global float* a) { }")
+    with pytest.raises(ModuleLoadError, match="has no kernel 'k'"):
+        missing["k"](a.data_ptr, 1, 4)  # type: ignore[index]
+    ok = _one_kernel_module("__kernel void k(__global float* a) { a[get_global_id(0)] = 1; }")
+    too_big = runtime.opencl(0).max_threads_per_block * 2
+    with pytest.raises(KernelError, match="launching OpenCL kernel 'k'"):
+        ok["k"](a.data_ptr, 1, too_big)  # type: ignore[index]
+    ok["k"](a.data_ptr, 1, 4)  # type: ignore[index]
+    np.testing.assert_array_equal(a.numpy(), [1, 1, 1, 1])
