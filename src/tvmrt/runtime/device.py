@@ -222,8 +222,12 @@ class Device:
         """Free device memory in bytes; ``None`` on the CPU."""
         return self._attr("available_global_memory")  # type: ignore[no-any-return]
 
-    def sync(self) -> None:
-        """Wait until all work queued on this device has finished."""
+    def sync(self, stream: object = None) -> None:
+        """Wait until all work queued on this device has finished.
+
+        ``stream`` (TVM's stream handle) is accepted for compatibility; tvmrt's backends
+        wait for the whole device, which includes every stream.
+        """
         from tvmrt.runtime.device_api import get_device_api
 
         get_device_api(self).sync(self)

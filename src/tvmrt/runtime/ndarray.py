@@ -194,8 +194,11 @@ class NDArray:
         _copy_numpy_into(target, source_array, self._dtype)
         return self
 
-    def copyto(self, target: NDArray | DeviceLike) -> NDArray:
-        """Copy into ``target`` (an NDArray of equal byte size) or onto a new device."""
+    def copyto(self, target: NDArray | DeviceLike, mem_scope: str | None = None) -> NDArray:
+        """Copy into ``target`` (an NDArray of equal byte size) or onto a new device.
+
+        ``mem_scope`` is the memory scope of the new array (as in :func:`empty`).
+        """
         if isinstance(target, NDArray):
             if target.nbytes != self.nbytes:
                 raise ArrayError(
@@ -210,7 +213,7 @@ class NDArray:
                 raw = src.reshape(-1).view(np.uint8).view(target._np.dtype)
                 target._np[...] = raw.reshape(target._np.shape)
             return target
-        out = empty(self.shape, self.dtype, _as_device(target))
+        out = empty(self.shape, self.dtype, _as_device(target), mem_scope)
         return self.copyto(out)
 
     def __setitem__(self, in_slice: object, value: object) -> None:
@@ -294,6 +297,24 @@ class NDArray:
     def to_dlpack(self) -> Any:
         """Export as a legacy ``"dltensor"`` capsule (TVM's ``NDArray.to_dlpack``)."""
         return self.__dlpack__()
+
+    def same_as(self, other: object) -> bool:
+        """Whether ``other`` is the same tensor: same memory, shape, dtype and device.
+
+        TVM compares the C handles, so two Python wrappers of one tensor (two
+        ``get_output(0)`` calls) are the same; so they are here.
+        """
+        if not isinstance(other, NDArray):
+            return False
+        if other is self:
+            return True
+        return (
+            self.data_ptr == other.data_ptr
+            and self.shape == other.shape
+            and self.dtype == other.dtype
+            and self.device == other.device
+            and self.is_contiguous == other.is_contiguous
+        )
 
 
 def _copy_numpy_into(
