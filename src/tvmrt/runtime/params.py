@@ -470,7 +470,12 @@ def write_param_dict(writer: ByteWriter, params: Mapping[str, object]) -> None:
 
 
 def save_param_dict(params: Mapping[str, object]) -> bytearray:
-    """Serialise ``params`` into TVM's params format (byte-identical to TVM v0.19).
+    """Serialise ``params`` into TVM's params format, names in the dict's order.
+
+    Every tensor record is byte-identical to TVM v0.19's, and so is the whole blob when
+    the dict is in TVM's order (``save_param_dict(load_param_dict(b)) == b`` for a blob
+    TVM wrote). TVM itself writes its ``Map``'s iteration order, which depends on hashes
+    and heap addresses (README, "Where tvmrt differs").
 
     Parameters
     ----------
