@@ -26,7 +26,9 @@ plain Python code would catch, so ``except ValueError`` keeps working::
     ├── DeviceOutOfMemoryError (MemoryError)     an allocation failed on a device
     ├── KernelError                              a compiled kernel returned an error status
     └── CompileError (ValueError)                tvmrt.compile cannot turn a model into a
-                                                 graph-executor artifact
+        │                                        graph-executor artifact
+        └── InputShapeRequiredError              an input has symbolic dimensions: give
+                                                 input_shapes / --input-shape
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ __all__ = [
     "DeviceOutOfMemoryError",
     "KernelError",
     "CompileError",
+    "InputShapeRequiredError",
     "add_note",
 ]
 
@@ -150,6 +153,13 @@ class CompileError(TVMError, ValueError):
 
     The model uses something a static graph cannot express (symbolic shapes, control flow,
     packed-function calls), the frontend rejects an operator, or a build step failed.
+    """
+
+
+class InputShapeRequiredError(CompileError):
+    """A model input has symbolic (or unknown) dimensions and no static shape was given.
+
+    A usage problem, not a model failure: ``input_shapes`` (CLI ``--input-shape``) fixes it.
     """
 
 
