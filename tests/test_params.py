@@ -576,3 +576,43 @@ def test_huge_size_fields_raise_params_format_error(offset: int, value: int) -> 
 def test_random_bytes_after_magic_only_raise_params_format_error(tail: bytes) -> None:
     load_or_format_error(GOLDEN[:8] + tail)
     load_or_format_error(GOLDEN[:T0] + tail)
+
+
+# -- name order: what is identical to TVM (README "Where tvmrt differs") ----------------------
+def _tvm_stable_hash(name: str) -> int:
+    """TVM v0.19's ``String::StableHashBytes`` (little-endian host), written from its spec."""
+    data, result, i = name.encode(), 0, 0
+    while i + 8 <= len(data):
+        result = (result * 1099511628211 + int.from_bytes(data[i : i + 8], "little")) % 2147483647
+        i += 8
+    if i < len(data):
+        tail = int.from_bytes(data[i:].ljust(8, b"\0"), "little")
+        result = (result * 1099511628211 + tail) % 2147483647
+    return result
+
+
+def test_tvm_writes_its_map_slot_order_and_tvmrt_the_dict_order(artifacts: Path) -> None:
+    import tarfile
+
+    package = artifacts / "relay016" / "tvmc-package" / "module.tar"
+    with tarfile.open(package) as archive:
+        member = archive.extractfile("mod.params")
+        assert member is not None
+        blob = member.read()
+    params = load_param_dict(blob)
+    names = sorted(params, key=lambda n: int(n[1:]))
+    assert names == ["p0", "p1", "p2", "p3", "p4", "p5"]
+    # TVM's Map of >= 4 names is a DenseMap: iteration is by slot, the slot is the
+    # Fibonacci hash of StableHashBytes(name) (6 names -> 16 slots, shift 60)
+    slots = {n: ((11400714819323198485 * _tvm_stable_hash(n)) % 2**64) >> 60 for n in names}
+    assert len(set(slots.values())) == len(names)  # no collisions here: order is defined
+    assert file_names(blob) == sorted(names, key=slots.__getitem__) == list(params)
+    # tvmrt writes the dict's order: identical bytes when the dict is in TVM's order...
+    assert save_param_dict(params) == blob
+    # ...and the same records, in another order, from a dict in p0..p5 order
+    reordered = save_param_dict({n: params[n] for n in names})
+    assert reordered != blob
+    assert len(reordered) == len(blob)
+    assert {k: v.numpy().tobytes() for k, v in load_param_dict(reordered).items()} == {
+        k: v.numpy().tobytes() for k, v in params.items()
+    }

@@ -16,6 +16,7 @@ from tvmrt.runtime import (
     DataType,
     Device,
     cl,
+    convert,
     cpu,
     cuda,
     device,
@@ -24,13 +25,13 @@ from tvmrt.runtime import (
     gpu,
     metal,
     mtl,
+    nd,
     opencl,
     register_func,
     rocm,
     vpi,
     vulkan,
 )
-from tvmrt.runtime import ndarray as nd
 
 __version__ = "0.1.0"
 
@@ -55,6 +56,7 @@ __all__ = [
     "nd",
     "TVMError",
     "DataType",
+    "convert",
     "Device",
     "device",
     "cpu",

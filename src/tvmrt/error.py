@@ -6,21 +6,30 @@ plain Python code would catch, so ``except ValueError`` keeps working::
 
     TVMError (RuntimeError)
     ├── InternalError                            a check of TVM's runtime failed (TVM's ICHECK)
+    │   └── FunctionAlreadyRegisteredError (ValueError)  register_func of a taken name
     ├── GraphFormatError (ValueError)            graph JSON is malformed or inconsistent
     ├── ParamsFormatError (ValueError)           params blob: bad magic, truncated, bad dtype
     ├── ReportFormatError (ValueError)           profiling report JSON is malformed
     ├── DataTypeError (ValueError)               a dtype string or code tvmrt does not know
+    ├── InvalidArgumentError (ValueError)        an argument's value is out of range
+    ├── ArgumentTypeError (TypeError)            an argument has the wrong Python type
+    ├── ReadOnlyError (AttributeError)           assigning to an immutable value (a DataType)
+    ├── UnsupportedError (NotImplementedError)   a TVM API tvmrt has no equivalent for here
     ├── ArrayError (ValueError)                  an array has the wrong shape, dtype, device,
     │                                            alignment or layout for where it is used
     ├── FunctionNotFoundError (AttributeError)   a module or the registry lacks a function
+    │   └── GlobalFunctionNotFoundError (ValueError)  get_global_func of an unknown name
     ├── InputNotFoundError (LookupError)         an executor has no input or output by that key
+    │   └── InputIndexError (IndexError)         an input or output index is out of range
     ├── ModuleLoadError (OSError)                a file is not a loadable TVM module here
     │   └── ModuleFileNotFoundError (FileNotFoundError, ValueError)  no such module file
     ├── DeviceUnavailableError                   no backend for a device, or no such device
     ├── DeviceOutOfMemoryError (MemoryError)     an allocation failed on a device
     ├── KernelError                              a compiled kernel returned an error status
     └── CompileError (ValueError)                tvmrt.compile cannot turn a model into a
-                                                 graph-executor artifact
+        │                                        graph-executor artifact
+        └── InputShapeRequiredError              an input has symbolic dimensions: give
+                                                 input_shapes / --input-shape
 """
 
 from __future__ import annotations
@@ -28,19 +37,27 @@ from __future__ import annotations
 __all__ = [
     "TVMError",
     "InternalError",
+    "FunctionAlreadyRegisteredError",
+    "ReadOnlyError",
+    "InvalidArgumentError",
+    "ArgumentTypeError",
+    "UnsupportedError",
     "GraphFormatError",
     "ParamsFormatError",
     "ReportFormatError",
     "DataTypeError",
     "ArrayError",
     "FunctionNotFoundError",
+    "GlobalFunctionNotFoundError",
     "InputNotFoundError",
+    "InputIndexError",
     "ModuleLoadError",
     "ModuleFileNotFoundError",
     "DeviceUnavailableError",
     "DeviceOutOfMemoryError",
     "KernelError",
     "CompileError",
+    "InputShapeRequiredError",
     "add_note",
 ]
 
@@ -51,6 +68,14 @@ class TVMError(RuntimeError):
 
 class InternalError(TVMError):
     """A consistency check of the runtime failed (what TVM reports as ``InternalError``)."""
+
+
+class FunctionAlreadyRegisteredError(InternalError, ValueError):
+    """``register_func`` of a name that is taken, without ``override=True``.
+
+    TVM v0.19 fails an ICHECK here (``tvm.error.InternalError``); tvmrt <= 0.1 raised a
+    plain ``ValueError``, so this class is both.
+    """
 
 
 class GraphFormatError(TVMError, ValueError):
@@ -69,6 +94,22 @@ class DataTypeError(TVMError, ValueError):
     """A dtype string or (code, bits, lanes) triple that tvmrt cannot represent."""
 
 
+class InvalidArgumentError(TVMError, ValueError):
+    """An argument's value is out of range (``number=0``, an empty device list)."""
+
+
+class ArgumentTypeError(TVMError, TypeError):
+    """An argument has the wrong Python type (a name that is not a ``str``)."""
+
+
+class ReadOnlyError(TVMError, AttributeError):
+    """An attribute of an immutable value was assigned (``DataType`` fields are shared)."""
+
+
+class UnsupportedError(TVMError, NotImplementedError):
+    """A TVM API that tvmrt does not provide for this object or on this machine."""
+
+
 class ArrayError(TVMError, ValueError):
     """An array does not fit where it is used (shape, dtype, device, alignment, layout)."""
 
@@ -77,12 +118,20 @@ class FunctionNotFoundError(TVMError, AttributeError):
     """A module or the global registry has no function with the requested name."""
 
 
+class GlobalFunctionNotFoundError(FunctionNotFoundError, ValueError):
+    """``get_global_func`` of a name nobody registered (TVM v0.19 raised ``ValueError``)."""
+
+
 class InputNotFoundError(TVMError, LookupError):
     """An executor has no input or output with the requested name or index."""
 
     def __str__(self) -> str:
         # LookupError would not quote, but KeyError would: keep the plain message either way.
         return str(self.args[0]) if self.args else ""
+
+
+class InputIndexError(InputNotFoundError, IndexError):
+    """An input or output index is out of range (also an ``IndexError``)."""
 
 
 class ModuleLoadError(TVMError, OSError):
@@ -113,6 +162,13 @@ class CompileError(TVMError, ValueError):
     """
 
 
+class InputShapeRequiredError(CompileError):
+    """A model input has symbolic (or unknown) dimensions and no static shape was given.
+
+    A usage problem, not a model failure: ``input_shapes`` (CLI ``--input-shape``) fixes it.
+    """
+
+
 def add_note(exc: BaseException, note: str) -> None:
     """Attach context to ``exc`` without changing its type (``BaseException.add_note``)."""
     if hasattr(exc, "add_note"):
@@ -121,11 +177,3 @@ def add_note(exc: BaseException, note: str) -> None:
         notes = list(getattr(exc, "__notes__", ()))
         notes.append(note)
         exc.__notes__ = notes  # type: ignore[attr-defined]
-
-
-class InputIndexError(InputNotFoundError, IndexError):
-    """An input or output index is out of range (also an ``IndexError``)."""
-
-
-class ArgumentTypeError(TVMError, TypeError):
-    """An argument has the wrong type, e.g. an input key that is neither a name nor an index."""

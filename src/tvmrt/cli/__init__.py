@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -13,8 +14,10 @@ from tvmrt.cli._common import UsageError
 from tvmrt.error import (
     ArrayError,
     DataTypeError,
+    DeviceUnavailableError,
     GraphFormatError,
     InputNotFoundError,
+    InputShapeRequiredError,
     ModuleLoadError,
     ParamsFormatError,
     TVMError,
@@ -23,6 +26,7 @@ from tvmrt.error import (
 __all__ = ["main", "build_parser"]
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+EXIT_BROKEN_PIPE = 128 + 13  # what a process killed by SIGPIPE reports, as `cat` or `seq` do
 
 # Problems with what the user handed us (files, arguments): exit status 2.
 _INPUT_ERRORS = (
@@ -35,6 +39,8 @@ _INPUT_ERRORS = (
     DataTypeError,
     ArrayError,
     InputNotFoundError,
+    DeviceUnavailableError,  # --device names a device tvmrt cannot use here
+    InputShapeRequiredError,  # compile: symbolic input dimensions need --input-shape
 )
 
 
@@ -46,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="run 'tvmrt VERB --help' for a verb's options and examples. exit status: "
         "0 ok, 1 the model failed (or inspect found problems), 2 bad arguments or input files.",
     )
-    parser.add_argument("--verbose", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--verbose", action="store_true", help=_VERBOSE_HELP)
     parser.add_argument("--version", action="version", version=f"tvmrt {_version()}")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
     for module in (run, bench, profile, inspect_cmd):
@@ -57,7 +63,14 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         compiler_cli.register_cli(verbs)
+    for verb_parser in verbs.choices.values():  # `tvmrt run X --verbose` works too
+        verb_parser.add_argument(
+            "--verbose", action="store_true", default=argparse.SUPPRESS, help=_VERBOSE_HELP
+        )
     return parser
+
+
+_VERBOSE_HELP = "show tracebacks on errors"
 
 
 def _version() -> str:
@@ -75,14 +88,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         status: int = args.handler(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
     except KeyboardInterrupt:
         print("tvmrt: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `tvmrt profile X | head`: the reader has gone; stop quietly
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except _INPUT_ERRORS as exc:
         return _report(exc, args.verbose, EXIT_USAGE)
     except (TVMError, OSError, ValueError, RuntimeError) as exc:
         return _report(exc, args.verbose, EXIT_FAILURE)
     return status
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so Python's final flush does not fail on the closed pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout without a file descriptor (tests capture it)
+        pass
 
 
 def _report(exc: BaseException, verbose: bool, status: int) -> int:

@@ -19,12 +19,15 @@ from tvmrt.cli._common import (
     make_inputs,
     set_inputs,
 )
+from tvmrt.cli.profile_html import render_html
+from tvmrt.cli.profile_summary import by_op_type, chrome_trace, collect, format_by_op_type
 
 EXAMPLES = """examples:
   tvmrt profile model_dir/                     # per-node table, slowest first, with %
   tvmrt profile model_dir/ --csv > nodes.csv   # TVM's Report as CSV (or --json)
   tvmrt profile model_dir/ --trace trace.json  # Chrome trace: open in ui.perfetto.dev
   tvmrt profile model_dir/ --dump dbg/         # TVM's debug dump folder (graph, trace, tensors)
+  tvmrt profile model_dir/ --html report.html  # one page: charts, graph, memory pools
 """
 
 
@@ -49,7 +52,15 @@ def register(subparsers: Any) -> None:
     fmt.add_argument("--json", action="store_true", help="print TVM's profiling Report as JSON")
     parser.add_argument("--trace", metavar="FILE", help="write a Chrome trace (Perfetto) here")
     parser.add_argument("--dump", metavar="DIR", help="keep TVM's debug dump folder here")
+    parser.add_argument(
+        "--html",
+        metavar="FILE",
+        help="write a self-contained HTML report (charts, the graph, memory pools) here",
+    )
     parser.set_defaults(handler=profile)
+
+
+TRACE_FILE = "_tvmdbg_execution_trace.json"  # in the debug dump folder
 
 
 def profile(args: argparse.Namespace) -> int:
@@ -65,16 +76,37 @@ def profile(args: argparse.Namespace) -> int:
         table = io.StringIO()
         with contextlib.redirect_stdout(table):
             module.run(number=args.number, repeat=args.repeat)
-        if args.trace:
-            trace = Path(module._dump_path) / "_tvmdbg_execution_trace.json"
-            shutil.copyfile(trace, args.trace)
+        summary = None
+        if model.is_aot:  # one call for the whole model: its trace is the run itself
+            if args.html:
+                raise UsageError("--html draws the graph, and an AOT build has none")
+            if args.trace:
+                shutil.copyfile(Path(module._dump_path) / TRACE_FILE, args.trace)
+        else:
+            graph = module.executor.graph
+            rows = collect(graph, module.debug_datum.time_list)
+            types = by_op_type(rows)
+            summary = format_by_op_type(types)
+            if args.trace:
+                chrome_trace(rows, args.trace)
+            if args.html:
+                plan = module.executor.plan
+                title = str(args.artifact or args.lib)
+                page = render_html(title, graph, model.param_names, rows, types, plan)
+                Path(args.html).write_text(page, encoding="utf-8")
         if args.csv or args.json:
             report = module.profile()
             print(report.csv() if args.csv else report.json())
         else:
             print(table.getvalue().rstrip("\n"))
+            if summary is not None:
+                print()
+                print("Summary by operator type (mean per run, slowest first)")
+                print(summary)
         if args.trace and not (args.csv or args.json):
             print(f"Chrome trace written to {args.trace} (open it in ui.perfetto.dev)")
+        if args.html and not (args.csv or args.json):
+            print(f"HTML report written to {args.html} (open it in a browser)")
         if args.dump and not (args.csv or args.json):
             print(f"debug dump kept in {module._dump_path}")
     finally:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tvmrt.compiler._tvm import require_onnx, require_tvm
-from tvmrt.error import CompileError
+from tvmrt.error import CompileError, InputShapeRequiredError
 
 __all__ = [
     "ModelInput",
@@ -196,7 +196,7 @@ def fix_input_shapes(
             assert inp.shape is not None
             out[inp.name] = tuple(int(d) for d in inp.shape)
         else:
-            raise CompileError(_symbolic_input_message(inp))
+            raise InputShapeRequiredError(_symbolic_input_message(inp))
     return out
 
 

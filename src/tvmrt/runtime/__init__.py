@@ -6,12 +6,9 @@ module loading, the params format, benchmarking and profiling reports.
 
 from __future__ import annotations
 
-from tvmrt.runtime import (
-    executor,
-    ndarray,
-    profiling,
-)
+from tvmrt.runtime import executor, nd, ndarray, profiling
 from tvmrt.runtime.benchmark import BenchmarkResult
+from tvmrt.runtime.compat import enabled
 from tvmrt.runtime.device import (
     Device,
     DLDeviceType,
@@ -40,6 +37,15 @@ from tvmrt.runtime.module import (
     system_lib,
 )
 from tvmrt.runtime.ndarray import NDArray, array, empty, from_dlpack
+from tvmrt.runtime.object import (
+    Object,
+    ObjectGeneric,
+    ShapeTuple,
+    String,
+    const,
+    convert,
+    convert_to_object,
+)
 from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.params import (
     load_param_dict,
@@ -47,6 +53,7 @@ from tvmrt.runtime.params import (
     save_param_dict,
     save_param_dict_to_file,
 )
+from tvmrt.runtime.profiling import Report
 from tvmrt.runtime.registry import (
     get_global_func,
     list_global_func_names,
@@ -81,6 +88,15 @@ __all__ = [
     "array",
     "from_dlpack",
     "ndarray",
+    "nd",
+    # objects
+    "Object",
+    "ObjectGeneric",
+    "String",
+    "ShapeTuple",
+    "convert",
+    "convert_to_object",
+    "const",
     # functions and modules
     "PackedFunc",
     "register_func",
@@ -94,6 +110,7 @@ __all__ = [
     "load_static_library",
     "executor",
     "register_system_lib_func",
+    "enabled",
     # params
     "save_param_dict",
     "load_param_dict",
@@ -103,4 +120,5 @@ __all__ = [
     "BenchmarkResult",
     "num_threads",
     "profiling",
+    "Report",
 ]

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from tvmrt.error import InvalidArgumentError
 from tvmrt.runtime.device import Device
 
 __all__ = ["BenchmarkResult", "time_evaluate", "Clock"]
@@ -77,12 +78,12 @@ class _Evaluator:
         sleep: Callable[[float], None],
     ) -> None:
         if number <= 0 or repeat <= 0 or repeats_to_cooldown <= 0:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"number ({number}), repeat ({repeat}) and repeats_to_cooldown "
                 f"({repeats_to_cooldown}) must be positive"
             )
         if min_repeat_ms < 0 or limit_zero_time_iterations < 0 or cooldown_interval_ms < 0:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "min_repeat_ms, limit_zero_time_iterations and cooldown_interval_ms must be >= 0"
             )
         self.func, self.dev = func, dev

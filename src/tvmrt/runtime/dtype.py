@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from tvmrt.error import DataTypeError
+from tvmrt.error import DataTypeError, ReadOnlyError
 
 __all__ = ["DataType", "DataTypeCode", "DTypeLike"]
 
@@ -103,6 +103,9 @@ class DataType(str):
     (2, 32, 4, 16)
     >>> t == "float32x4"
     True
+
+    DataTypes are interned and immutable: ``t.lanes = 1`` (TVM's idiom for the scalar
+    type) raises :class:`~tvmrt.error.ReadOnlyError`; use ``t.with_lanes(1)``.
     """
 
     type_code: int
@@ -120,7 +123,9 @@ class DataType(str):
             return cached
         code, bits, lanes = _parse(key)
         self = super().__new__(cls, _format(code, bits, lanes))
-        self.type_code, self.bits, self.lanes = int(code), bits, lanes
+        object.__setattr__(self, "type_code", int(code))
+        object.__setattr__(self, "bits", bits)
+        object.__setattr__(self, "lanes", lanes)
         cls._cache[key] = self
         return self
 
@@ -145,6 +150,19 @@ class DataType(str):
     def numpy_dtype(self) -> np.dtype[Any]:
         """The numpy dtype of one lane (``uint16`` for bfloat16 without ml_dtypes)."""
         return _storage_numpy_dtype(self.type_code, self.bits)
+
+    def with_lanes(self, lanes: int) -> DataType:
+        """The same element type with ``lanes`` lanes (``float32x4`` -> ``float32``)."""
+        return DataType.from_code(self.type_code, self.bits, lanes)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise ReadOnlyError(
+            f"DataType {str(self)!r} is immutable (instances are shared); cannot set {name!r}: "
+            f"use with_lanes() or DataType.from_code(type_code, bits, lanes) for a new type"
+        )
+
+    def __delattr__(self, name: str) -> None:
+        raise ReadOnlyError(f"DataType {str(self)!r} is immutable; cannot delete {name!r}")
 
     def __repr__(self) -> str:
         return f"DataType({str(self)!r})"

@@ -8,7 +8,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tvmrt.error import FunctionNotFoundError, ModuleFileNotFoundError, ModuleLoadError
+from tvmrt.error import (
+    FunctionNotFoundError,
+    ModuleFileNotFoundError,
+    ModuleLoadError,
+    UnsupportedError,
+)
 from tvmrt.runtime.benchmark import BenchmarkResult, time_evaluate
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.packed_func import PackedFunc
@@ -111,8 +116,15 @@ class Module:
         return list(self._imports)
 
     def get_source(self, fmt: str = "") -> str:
-        """Source code of the module, where it has any (``""`` otherwise)."""
-        return ""
+        """Source code of the module; only modules that hold source have it.
+
+        Raises
+        ------
+        UnsupportedError
+            For modules without source (compiled libraries, executors), as TVM's
+            ``Module[...] does not support get source``.
+        """
+        raise UnsupportedError(f"Module[{self.type_key}] does not support get source")
 
     # -- timing ------------------------------------------------------------------------
     def time_evaluator(
@@ -182,6 +194,56 @@ class Module:
             cache_flush_bytes,
             preproc,
         )
+
+    # -- saving and exporting (TVM's Module.save / export_library) ------------------------
+    def save(self, file_name: str | os.PathLike[str], fmt: str = "") -> None:
+        """Save this module alone to a file (TVM's ``SaveToFile``).
+
+        No module kind tvmrt loads supports it (TVM's loaded libraries and executors do
+        not either); use :meth:`export_library` for a whole factory.
+
+        Raises
+        ------
+        UnsupportedError
+            Always, naming the module kind (``Module[library] does not support SaveToFile``).
+        """
+        raise UnsupportedError(
+            f"Module[{self.type_key}] does not support SaveToFile; export_library writes a "
+            "factory whose kernels tvmrt holds as object files"
+        )
+
+    def is_dso_exportable(self) -> bool:
+        """Whether :meth:`export_library` can put this module's code into a new library.
+
+        True for kernel libraries (and factories over them) that tvmrt holds as object
+        files, i.e. loaded from an exported ``.tar`` or an ``.o``.
+        """
+        from tvmrt.runtime.export import kernel_objects
+
+        try:
+            return kernel_objects(self) is not None
+        except (ModuleLoadError, UnsupportedError):
+            return False
+
+    def export_library(self, file_name: str | os.PathLike[str], **kwargs: Any) -> None:
+        """Write this module as one TVM factory library (``.so``, or ``.tar`` of objects).
+
+        The result loads back with :func:`load_module` (and with TVM): kernels plus a
+        ``devc.o`` carrying the factory's graph, params and module name. Exportable: a
+        ``GraphExecutorFactory`` or kernel library loaded from an exported ``.tar`` or an
+        ``.o`` (see :meth:`is_dso_exportable`); other modules are refused.
+
+        Raises
+        ------
+        UnsupportedError
+            If the module's kernels are not held as object files, or for TVM options
+            tvmrt does not implement (``fcompile``, ``addons``, ``cc``, ``options``).
+        ModuleLoadError
+            If no C compiler is found, or compiling or linking fails.
+        """
+        from tvmrt.runtime.export import export_library
+
+        export_library(self, file_name, **kwargs)
 
 
 class PyModule(Module):

@@ -273,8 +273,11 @@ class NDArray:
         storage.api.copy_from_host(storage, self._byte_offset, staging)
         return self
 
-    def copyto(self, target: NDArray | DeviceLike) -> NDArray:
-        """Copy into ``target`` (an NDArray of equal byte size) or onto a new device."""
+    def copyto(self, target: NDArray | DeviceLike, mem_scope: str | None = None) -> NDArray:
+        """Copy into ``target`` (an NDArray of equal byte size) or onto a new device.
+
+        ``mem_scope`` is the memory scope of the new array (as in :func:`empty`).
+        """
         if isinstance(target, NDArray):
             if target.nbytes != self.nbytes:
                 raise ArrayError(
@@ -284,7 +287,7 @@ class NDArray:
                 )
             _copy_between(self, target)
             return target
-        out = empty(self.shape, self.dtype, _as_device(target))
+        out = empty(self.shape, self.dtype, _as_device(target), mem_scope)
         return self.copyto(out)
 
     def __setitem__(self, in_slice: object, value: object) -> None:
@@ -383,6 +386,24 @@ class NDArray:
     def to_dlpack(self) -> Any:
         """Export as a legacy ``"dltensor"`` capsule (TVM's ``NDArray.to_dlpack``)."""
         return self.__dlpack__()
+
+    def same_as(self, other: object) -> bool:
+        """Whether ``other`` is the same tensor: same memory, shape, dtype and device.
+
+        TVM compares the C handles, so two Python wrappers of one tensor (two
+        ``get_output(0)`` calls) are the same; so they are here.
+        """
+        if not isinstance(other, NDArray):
+            return False
+        if other is self:
+            return True
+        return (
+            self.data_ptr == other.data_ptr
+            and self.shape == other.shape
+            and self.dtype == other.dtype
+            and self.device == other.device
+            and self.is_contiguous == other.is_contiguous
+        )
 
 
 def empty(

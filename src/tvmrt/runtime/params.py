@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from tvmrt.error import DataTypeError, ParamsFormatError
+from tvmrt.error import ArgumentTypeError, DataTypeError, ParamsFormatError
 from tvmrt.runtime._stream import ByteReader, ByteWriter
 from tvmrt.runtime.device import DLDeviceType, cpu
 from tvmrt.runtime.dtype import DataType, DataTypeCode
@@ -342,14 +342,14 @@ def _load(param_bytes: object, what: str) -> dict[str, NDArray]:
 
 def _as_view(param_bytes: object) -> memoryview:
     if isinstance(param_bytes, str):
-        raise TypeError(
+        raise ArgumentTypeError(
             "load_param_dict() needs the blob as bytes, bytearray or memoryview, not str; "
             "use load_param_dict_from_file() to read a file"
         )
     try:
         view = memoryview(param_bytes)  # type: ignore[arg-type]
     except TypeError:
-        raise TypeError(
+        raise ArgumentTypeError(
             "load_param_dict() needs bytes, bytearray or memoryview, "
             f"got {type(param_bytes).__name__}"
         ) from None
@@ -400,7 +400,9 @@ def _host_data(value: object, name: str | None) -> tuple[DataType, np.ndarray[An
         try:
             data = np.asarray(value)
         except (TypeError, ValueError) as exc:
-            raise TypeError(f"{label}: cannot convert {type(value).__name__} to an array") from exc
+            raise ArgumentTypeError(
+                f"{label}: cannot convert {type(value).__name__} to an array"
+            ) from exc
         try:
             dtype = DataType(data.dtype)
         except DataTypeError as exc:
@@ -444,16 +446,18 @@ def write_param_dict(writer: ByteWriter, params: Mapping[str, object]) -> None:
         If a name cannot be encoded as UTF-8 (a lone surrogate).
     """
     if not isinstance(params, Mapping):
-        raise TypeError(f"params must be a dict of name to array, got {type(params).__name__}")
+        raise ArgumentTypeError(
+            f"params must be a dict of name to array, got {type(params).__name__}"
+        )
     encoded: list[bytes] = []
     records: list[tuple[DataType, np.ndarray[Any, Any]]] = []
     for name, value in params.items():
         if not isinstance(name, str):
-            raise TypeError(f"param name {name!r} is a {type(name).__name__}, expected str")
+            raise ArgumentTypeError(f"param name {name!r} is a {type(name).__name__}, expected str")
         try:
             encoded.append(name.encode("utf-8", errors="surrogateescape"))
         except UnicodeEncodeError as exc:
-            raise ValueError(f"param name {name!r} cannot be encoded as UTF-8") from exc
+            raise ParamsFormatError(f"param name {name!r} cannot be encoded as UTF-8") from exc
         records.append(_host_data(value, name))
     writer.u64(NDARRAY_LIST_MAGIC)
     writer.u64(0)
@@ -466,7 +470,12 @@ def write_param_dict(writer: ByteWriter, params: Mapping[str, object]) -> None:
 
 
 def save_param_dict(params: Mapping[str, object]) -> bytearray:
-    """Serialise ``params`` into TVM's params format (byte-identical to TVM v0.19).
+    """Serialise ``params`` into TVM's params format, names in the dict's order.
+
+    Every tensor record is byte-identical to TVM v0.19's, and so is the whole blob when
+    the dict is in TVM's order (``save_param_dict(load_param_dict(b)) == b`` for a blob
+    TVM wrote). TVM itself writes its ``Map``'s iteration order, which depends on hashes
+    and heap addresses (README, "Where tvmrt differs").
 
     Parameters
     ----------

@@ -35,7 +35,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, TypeAlias
 
-from tvmrt.error import ReportFormatError
+from tvmrt.error import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    ReadOnlyError,
+    ReportFormatError,
+    TVMError,
+)
 from tvmrt.runtime.device import MASK2STR, Device, DLDeviceType
 from tvmrt.runtime.device_api import find_device_api
 
@@ -54,7 +60,7 @@ class _Metric:
         return value
 
     def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable; cannot set {name!r}")
+        raise ReadOnlyError(f"{type(self).__name__} is immutable; cannot set {name!r}")
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -73,7 +79,7 @@ class _Metric:
 
 def _real(value: object, cls: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{cls} takes a real number, got {type(value).__name__}")
+        raise ArgumentTypeError(f"{cls} takes a real number, got {type(value).__name__}")
     return float(value)
 
 
@@ -111,11 +117,11 @@ class Count(_Metric):
 
     def __init__(self, count: int) -> None:
         if isinstance(count, bool):
-            raise TypeError("Count takes an integer, got bool")
+            raise ArgumentTypeError("Count takes an integer, got bool")
         try:
             value = operator.index(count)
         except TypeError:
-            raise TypeError(f"Count takes an integer, got {type(count).__name__}") from None
+            raise ArgumentTypeError(f"Count takes an integer, got {type(count).__name__}") from None
         object.__setattr__(self, "value", value)
 
 
@@ -167,13 +173,13 @@ _FIXED_COLUMNS = ("Name", _DURATION, "Percent", "Device", "Count", "Argument Sha
 def _check_metrics(metrics: object, where: str) -> dict[str, Metric]:
     """A copy of ``metrics`` after checking it maps str to metric values."""
     if not isinstance(metrics, Mapping):
-        raise TypeError(f"{where} must be a dict of metrics, got {type(metrics).__name__}")
+        raise ArgumentTypeError(f"{where} must be a dict of metrics, got {type(metrics).__name__}")
     out: dict[str, Metric] = {}
     for name, value in metrics.items():
         if not isinstance(name, str):
-            raise TypeError(f"{where}: metric name {name!r} must be a str")
+            raise ArgumentTypeError(f"{where}: metric name {name!r} must be a str")
         if not isinstance(value, _METRIC_TYPES):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"{where}[{name!r}] must be a Duration, Count, Percent, Ratio or str, "
                 f"got {type(value).__name__}"
             )
@@ -236,7 +242,7 @@ def _metric_cell(value: Metric) -> str:
 def _string_metric(row: Mapping[str, Metric], name: str, where: str) -> str:
     value = row[name]
     if not isinstance(value, str):
-        raise TypeError(f"{where}[{name!r}] must be a str to group calls, got {value!r}")
+        raise ArgumentTypeError(f"{where}[{name!r}] must be a str to group calls, got {value!r}")
     return value
 
 
@@ -247,7 +253,9 @@ def _group_key(call: Mapping[str, Metric], i: int) -> str:
     elif "Name" in call:
         key = _string_metric(call, "Name", where)
     else:
-        raise ValueError(f"{where} has neither 'Hash' nor 'Name'; table(aggregate=True) needs one")
+        raise ReportFormatError(
+            f"{where} has neither 'Hash' nor 'Name'; table(aggregate=True) needs one"
+        )
     for name in ("Argument Shapes", "Device"):
         if name in call:
             key += _string_metric(call, name, where)
@@ -259,7 +267,9 @@ def _aggregate_metric(name: str, values: list[Metric]) -> Metric:
     first = values[0]
     if any(type(v) is not type(first) for v in values):
         kinds = sorted({type(v).__name__ for v in values})
-        raise TypeError(f"metric {name!r} mixes {', '.join(kinds)} values; cannot aggregate it")
+        raise ArgumentTypeError(
+            f"metric {name!r} mixes {', '.join(kinds)} values; cannot aggregate it"
+        )
     if isinstance(first, str):
         return first if all(v == first for v in values) else ""
     if isinstance(first, Count):
@@ -293,7 +303,7 @@ def _duration_of(row: Mapping[str, Metric]) -> float:
     value = row.get(_DURATION)
     if not isinstance(value, Duration):
         name = row.get("Name", "?")
-        raise ValueError(
+        raise ReportFormatError(
             f"row {name!r} has no Duration {_DURATION!r}; table(sort=True) needs one in every row"
         )
     return value.microseconds
@@ -309,7 +319,7 @@ def _column_sums(rows: Sequence[Mapping[str, Metric]]) -> dict[str, Metric]:
             if prev is None:
                 sums[name] = value
             elif type(prev) is not type(value):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"column {name!r} mixes {type(prev).__name__} and "
                     f"{type(value).__name__} values; cannot sum it"
                 )
@@ -373,11 +383,15 @@ class Report:
     ) -> None:
         self.calls = [_check_metrics(call, f"calls[{i}]") for i, call in enumerate(calls)]
         if not isinstance(device_metrics, Mapping):
-            raise TypeError(f"device_metrics must be a dict, got {type(device_metrics).__name__}")
+            raise ArgumentTypeError(
+                f"device_metrics must be a dict, got {type(device_metrics).__name__}"
+            )
         self.device_metrics = {}
         for dev, metrics in device_metrics.items():
             if not isinstance(dev, str):
-                raise TypeError(f"device_metrics: device {dev!r} must be a str such as 'cpu0'")
+                raise ArgumentTypeError(
+                    f"device_metrics: device {dev!r} must be a str such as 'cpu0'"
+                )
             self.device_metrics[dev] = _check_metrics(metrics, f"device_metrics[{dev!r}]")
         self.configuration = _check_metrics(configuration, "configuration")
 
@@ -609,7 +623,7 @@ class Profiler:
     ) -> None:
         self._devices = list(devices)
         if not self._devices:
-            raise ValueError("devices must list at least one device to profile")
+            raise InvalidArgumentError("devices must list at least one device to profile")
         self._configuration = _check_metrics(configuration or {}, "configuration")
         self._clock = clock
         self._in_flight: list[_Frame] = []
@@ -627,7 +641,7 @@ class Profiler:
         Calls recorded by an earlier start/stop are discarded.
         """
         if self._running:
-            raise RuntimeError("profiler is already running; call stop() first")
+            raise TVMError("profiler is already running; call stop() first")
         self._done.clear()
         self._running = True
         for dev in self._devices:
@@ -648,7 +662,7 @@ class Profiler:
             More metrics for this call's row (``Hash``, ``Argument Shapes``, layouts).
         """
         if not self._running:
-            raise RuntimeError("start_call() needs a running profiler; call start() first")
+            raise TVMError("start_call() needs a running profiler; call start() first")
         metrics = _check_metrics(extra_metrics or {}, f"extra_metrics of {name!r}")
         self._sync(device)
         self._in_flight.append(_Frame(name, device, metrics, self._clock()))
@@ -656,16 +670,16 @@ class Profiler:
     def stop_call(self, extra_metrics: Mapping[str, Metric] | None = None) -> None:
         """Stop timing the most recently started call; ``extra_metrics`` are added to it."""
         if len(self._in_flight) <= len(self._devices):
-            raise RuntimeError("stop_call() has no matching start_call()")
+            raise TVMError("stop_call() has no matching start_call()")
         self._stop_frame(extra_metrics)
 
     def stop(self) -> None:
         """Stop profiling: close the ``Total`` frames, last device first."""
         if not self._running:
-            raise RuntimeError("profiler is not running; call start() first")
+            raise TVMError("profiler is not running; call start() first")
         if len(self._in_flight) > len(self._devices):
             open_calls = [f.name for f in self._in_flight[len(self._devices) :]]
-            raise RuntimeError(f"calls {open_calls!r} are still open; call stop_call() first")
+            raise TVMError(f"calls {open_calls!r} are still open; call stop_call() first")
         while self._in_flight:
             self._stop_frame(None)
         self._running = False
@@ -678,7 +692,7 @@ class Profiler:
         device string to its ``Total`` row.
         """
         if self._running or not self._done:
-            raise RuntimeError("report() needs a finished profile; call start() and stop() first")
+            raise TVMError("report() needs a finished profile; call start() and stop() first")
         rows: list[dict[str, Metric]] = []
         for frame in self._done:
             row: dict[str, Metric] = {

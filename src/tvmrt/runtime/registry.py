@@ -11,7 +11,12 @@ import threading
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, overload
 
-from tvmrt.error import FunctionNotFoundError
+from tvmrt.error import (
+    ArgumentTypeError,
+    FunctionAlreadyRegisteredError,
+    FunctionNotFoundError,
+    GlobalFunctionNotFoundError,
+)
 from tvmrt.runtime.packed_func import PackedFunc
 
 __all__ = [
@@ -56,15 +61,16 @@ def register_func(
 
     Raises
     ------
-    ValueError
-        If the name is taken and ``override`` is false.
+    FunctionAlreadyRegisteredError
+        If the name is taken and ``override`` is false (an ``InternalError``, as TVM's
+        failed check, and a ``ValueError``).
     """
     if callable(func_name):
         fn = func_name
         _register(fn.__name__, fn, override)
         return fn
     if not isinstance(func_name, str):
-        raise TypeError(f"function name must be a str, got {type(func_name).__name__}")
+        raise ArgumentTypeError(f"function name must be a str, got {type(func_name).__name__}")
     name = func_name
     if f is not None:
         _register(name, f, override)
@@ -81,7 +87,7 @@ def _register(name: str, fn: Callable[..., Any], override: bool) -> None:
     packed = fn if isinstance(fn, PackedFunc) else PackedFunc(fn, name)
     with _lock:
         if name in _functions and not override:
-            raise ValueError(
+            raise FunctionAlreadyRegisteredError(
                 f"global function {name!r} is already registered; pass override=True to replace it"
             )
         _functions[name] = packed
@@ -98,12 +104,13 @@ def get_global_func(name: str, allow_missing: bool = False) -> PackedFunc | None
 
     Raises
     ------
-    FunctionNotFoundError
-        If there is no such function and ``allow_missing`` is false.
+    GlobalFunctionNotFoundError
+        If there is no such function and ``allow_missing`` is false (an
+        ``AttributeError`` and, as in TVM, a ``ValueError``).
     """
     func = _functions.get(name)
     if func is None and not allow_missing:
-        raise FunctionNotFoundError(f"Cannot find global function {name}")
+        raise GlobalFunctionNotFoundError(f"Cannot find global function {name}")
     return func
 
 

@@ -5,7 +5,7 @@ Importing this package registers the global function ``tvm.graph_executor_debug.
 
 from __future__ import annotations
 
-from tvmrt.contrib.debugger import debug_executor, debug_result
+from tvmrt.contrib.debugger import debug_executor, debug_result, debug_runtime
 from tvmrt.contrib.debugger.debug_executor import GraphModuleDebug, create
 from tvmrt.contrib.debugger.debug_result import DebugResult
 from tvmrt.contrib.debugger.executor import GraphExecutorDebug
@@ -13,6 +13,7 @@ from tvmrt.contrib.debugger.executor import GraphExecutorDebug
 __all__ = [
     "debug_executor",
     "debug_result",
+    "debug_runtime",
     "create",
     "GraphModuleDebug",
     "GraphExecutorDebug",

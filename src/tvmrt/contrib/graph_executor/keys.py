@@ -10,6 +10,7 @@ from collections import defaultdict
 
 from tvmrt.contrib.graph_executor.checks import check_index, unknown_input, unknown_output
 from tvmrt.contrib.graph_executor.graph import Graph
+from tvmrt.runtime.object import ShapeTuple
 
 __all__ = ["GraphKeys"]
 
@@ -89,13 +90,14 @@ class GraphKeys:
 
     def input_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
         """Shapes and dtypes of inputs not loaded by :meth:`load_params`."""
-        shapes, dtypes = {}, {}
+        shapes: dict[str, tuple[int, ...]] = {}
+        dtypes: dict[str, str] = {}
         for nid in self.graph.arg_nodes:
             name = self.graph.nodes[nid].name
             if name in self._param_names:
                 continue
             eid = self.graph.entry_id(nid)
-            shapes[name] = self.graph.shapes[eid]
+            shapes[name] = ShapeTuple(self.graph.shapes[eid])  # TVM returns ShapeTuples
             dtypes[name] = str(self.graph.dltypes[eid])
         return shapes, dtypes
 
@@ -105,11 +107,12 @@ class GraphKeys:
         counts: dict[int, int] = defaultdict(int)
         for h in g.heads:
             counts[h.node_id] += 1
-        shapes, dtypes = {}, {}
+        shapes: dict[str, tuple[int, ...]] = {}
+        dtypes: dict[str, str] = {}
         for h in g.heads:
             name = g.nodes[h.node_id].name
             key = name if counts[h.node_id] == 1 else f"{name}:{h.index}"
             eid = g.entry_id(h.node_id, h.index)
-            shapes[key] = g.shapes[eid]
+            shapes[key] = ShapeTuple(g.shapes[eid])
             dtypes[key] = str(g.dltypes[eid])
         return shapes, dtypes

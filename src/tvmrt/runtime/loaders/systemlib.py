@@ -23,7 +23,7 @@ from __future__ import annotations
 import ctypes
 import threading
 
-from tvmrt.error import ModuleLoadError
+from tvmrt.error import ArgumentTypeError, ModuleLoadError
 from tvmrt.runtime import _backend
 from tvmrt.runtime.loaders.blob import assemble_modules, parse_module_blob
 from tvmrt.runtime.loaders.library import LegacyPackedFunc
@@ -160,7 +160,7 @@ def get_system_lib(symbol_prefix: str = "") -> Module:
 def _global_system_lib(*args: object) -> Module:
     prefix = args[0] if args else ""
     if not isinstance(prefix, str):
-        raise TypeError(f"runtime.SystemLib takes a symbol prefix string, got {prefix!r}")
+        raise ArgumentTypeError(f"runtime.SystemLib takes a symbol prefix string, got {prefix!r}")
     return get_system_lib(prefix)
 
 
