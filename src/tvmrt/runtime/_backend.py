@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
+import itertools
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -124,9 +126,12 @@ _path: str | None = None
 _global = False
 _callbacks: list[Any] = []  # ctypes callback objects: must outlive every kernel library
 
-# module-context tokens written into __tvm_module_ctx, and function handles for TVMFuncCall
-_modules: dict[int, Module] = {}
-_handles: dict[int, PackedFunc] = {}
+# module-context tokens written into __tvm_module_ctx, and function handles for TVMFuncCall:
+# (token, name), resolved on each call. Neither keeps a module alive: a library is unloaded
+# when its module goes (loaders.library.unload_with).
+_modules: weakref.WeakValueDictionary[int, Module] = weakref.WeakValueDictionary()
+_tokens = itertools.count(1)
+_handles: dict[int, tuple[int, str]] = {}
 _handle_of: dict[tuple[int, str], int] = {}
 _ret_keepalive = threading.local()
 
@@ -423,22 +428,32 @@ def release_workspace_cache() -> None:
 def register_module_context(module: Module) -> int:
     """A token for ``__tvm_module_ctx``: kernels pass it back to ``TVMBackendGetFuncFromEnv``.
 
-    The module is kept alive for the life of the process, like its library.
+    The registry holds the module weakly: the library that holds the token lives only as
+    long as the module.
     """
     with _lock:
-        token = len(_modules) + 1
+        token = next(_tokens)
         _modules[token] = module
         return token
 
 
-def _handle_for(token: int, name: str, func: PackedFunc) -> int:
+def _handle_for(token: int, name: str) -> int:
     with _lock:
         handle = _handle_of.get((token, name))
         if handle is None:
             handle = len(_handles) + 1
-            _handles[handle] = func
+            _handles[handle] = (token, name)
             _handle_of[(token, name)] = handle
         return handle
+
+
+def _lookup(token: int, name: str) -> PackedFunc | None:
+    """The function a kernel of the module with ``token`` means by ``name``."""
+    from tvmrt.runtime.registry import get_global_func
+
+    module = _modules.get(token)
+    func = module._find_function(name, True) if module is not None else None
+    return func if func is not None else get_global_func(name, allow_missing=True)
 
 
 def _error_text(exc: BaseException) -> str:
@@ -447,21 +462,15 @@ def _error_text(exc: BaseException) -> str:
 
 def _get_func_from_env(mod_ctx: int | None, name: bytes | None, out: Any) -> int:
     try:
-        from tvmrt.runtime.registry import get_global_func
-
         fname = (name or b"").decode("utf-8", errors="replace")
         token = mod_ctx or 0
-        module = _modules.get(token)
-        func = module._find_function(fname, True) if module is not None else None
-        if func is None:
-            func = get_global_func(fname, allow_missing=True)
-        if func is None:
+        if _lookup(token, fname) is None:
             set_last_error(
                 f"cannot find function {fname!r} in the kernel library, its imports or the "
                 "global registry"
             )
             return -1
-        out[0] = _handle_for(token, fname, func)
+        out[0] = _handle_for(token, fname)
         return 0
     except BaseException as exc:  # a ctypes callback must not raise: report it to the kernel
         set_last_error(_error_text(exc))
@@ -474,7 +483,8 @@ def _func_call(
     try:
         from tvmrt.runtime.loaders import _values
 
-        func = _handles.get(handle or 0)
+        key = _handles.get(handle or 0)
+        func = _lookup(*key) if key is not None else None
         if func is None:
             set_last_error(f"TVMFuncCall: invalid function handle {handle}")
             return -1

@@ -19,9 +19,12 @@ before any of its code runs:
 
 from __future__ import annotations
 
+import _ctypes
+import contextlib
 import ctypes
 import functools
 import os
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -323,19 +326,83 @@ def load_shared_library(path: str, source: str | None = None) -> Module:
         if _backend.PROVIDED_SYMBOLS.intersection(symbols.undefined):
             _backend.make_global()  # C-target kernels import the backend by name
     slots = _backend.slot_addresses()  # loads the native backend before the library
+    lib = dlopen_checked(path, elf.data if elf is not None else None, shown)
     try:
-        lib = ctypes.CDLL(path, mode=os.RTLD_LAZY | os.RTLD_LOCAL)
-    except OSError as exc:
-        raise ModuleLoadError(f"cannot load {shown!r}: {exc}") from exc
-    if dynsym:
-        _check_imports_resolve(lib, dynsym, shown)
-    if symbols is None:  # no symbol table: probe like TVM does
-        entry = _probe_entry(lib)
-        parsed = _probe_blob(lib, shown)
+        if dynsym:
+            _check_imports_resolve(lib, dynsym, shown)
+        if symbols is None:  # no symbol table: probe like TVM does
+            entry = _probe_entry(lib)
+            parsed = _probe_blob(lib, shown)
+    except BaseException:
+        _unload(lib._handle, _memfds.pop(lib._handle, -1))
+        raise
     module = LibraryModule(shown, lib, symbols, entry)
+    unload_with(module, lib)
     _fill_slots(lib, symbols, slots)
     _set_module_context(lib, symbols, module)
     return assemble_modules(parsed, module) if parsed is not None else module
+
+
+# -- library lifetime -----------------------------------------------------------------
+
+_memfds: dict[int, int] = {}  # dlopen handle -> the memfd it was loaded from
+_pinned_fds: list[int] = []  # memfds of libraries the loader would not unload
+
+
+def dlopen_checked(path: str, data: bytes | None, shown: str) -> ctypes.CDLL:
+    """``dlopen`` the bytes that were checked, from a private in-memory file (else ``path``).
+
+    The dynamic loader knows a library by its path and by its file's device and inode: a
+    library rebuilt at the same path would come back as the old, still-mapped code, and
+    a file changed after the check would not be the file checked. A fresh memfd per load
+    holding ``data`` avoids both. Without memfd (or where it cannot be mapped executable)
+    the file itself is loaded.
+    """
+    mode = os.RTLD_LAZY | os.RTLD_LOCAL
+    memfd_create = getattr(os, "memfd_create", None)
+    if data is not None and memfd_create is not None and os.path.isdir("/proc/self/fd"):
+        fd = -1
+        try:
+            fd = memfd_create(f"tvmrt:{Path(shown).name}", getattr(os, "MFD_CLOEXEC", 0))
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            lib = ctypes.CDLL(f"/proc/self/fd/{fd}", mode=mode)
+        except OSError:
+            if fd >= 0:  # no memfd, or not executable here (noexec policies): load the file
+                os.close(fd)
+        else:
+            _memfds[lib._handle] = fd
+            return lib
+    try:
+        return ctypes.CDLL(path, mode=mode)
+    except OSError as exc:
+        raise ModuleLoadError(f"cannot load {shown!r}: {exc}") from exc
+
+
+def unload_with(module: Module, lib: ctypes.CDLL) -> None:
+    """``dlclose`` ``lib`` (and release its memfd) once ``module`` is garbage, as TVM does.
+
+    Every function of the library holds its module, so no kernel can run after that.
+    """
+    finalizer = weakref.finalize(module, _unload, lib._handle, _memfds.pop(lib._handle, -1))
+    finalizer.atexit = False  # at exit the process unmaps everything anyway
+
+
+def _unload(handle: int, fd: int) -> None:
+    with contextlib.suppress(OSError):
+        _ctypes.dlclose(handle)
+    if fd < 0:
+        return
+    # the loader finds a library by its name, /proc/self/fd/<fd>: the number may be reused
+    # only once the library is gone (one marked NODELETE stays mapped)
+    try:
+        again = _ctypes.dlopen(f"/proc/self/fd/{fd}", os.RTLD_LAZY | os.RTLD_NOLOAD)
+    except OSError:
+        os.close(fd)
+        return
+    _ctypes.dlclose(again)
+    _pinned_fds.append(fd)
 
 
 def _check_abi(symbols: TvmSymbols, shown: str) -> None:
