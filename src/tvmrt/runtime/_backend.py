@@ -29,6 +29,7 @@ import importlib.util
 import itertools
 import os
 import threading
+import warnings
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from tvmrt.error import ModuleLoadError, TVMError
 from tvmrt.runtime._ctypes_api import TVMValue
-from tvmrt.runtime.threads import default_num_threads
+from tvmrt.runtime.threads import default_num_threads, max_threads
 
 if TYPE_CHECKING:
     from tvmrt.runtime.module import Module
@@ -55,9 +56,11 @@ __all__ = [
     "ffi_error_addresses",
     "ffi_symbol_addresses",
     "make_kernel_call",
+    "call_packed_address",
     "take_last_error",
     "take_last_error_with_kind",
     "set_last_error",
+    "clear_last_error",
     "stats",
     "reset_stats",
     "release_workspace_cache",
@@ -244,6 +247,9 @@ def _load(path: str) -> None:
     funccall = _FuncCallCallback(_func_call)
     _callbacks.extend([getfunc, funccall])
     lib.tvmrt_set_env_callbacks(ctypes.cast(getfunc, c_void_p), ctypes.cast(funccall, c_void_p))
+    lib.tvmrt_clear_last_error.restype = None
+    lib.tvmrt_clear_last_error.argtypes = []
+    _resize_pool(lib, default_num_threads())  # the environment is parsed on this side only
     _lib = lib
 
 
@@ -278,12 +284,14 @@ def set_num_threads(n: int) -> None:
     """Resize the worker pool to ``n`` threads (``0``: back to the environment's default).
 
     The default is ``TVM_NUM_THREADS``, else ``OMP_NUM_THREADS``, else the CPUs this
-    process may run on. A launch in progress finishes first.
+    process may run on (:mod:`tvmrt.runtime.threads`). The workers start now; a launch in
+    progress finishes first. If the system refuses some threads, the pool keeps those it
+    started and a ``RuntimeWarning`` says so.
 
     Raises
     ------
     ValueError
-        If ``n`` is negative.
+        If ``n`` is negative or above :func:`tvmrt.runtime.threads.max_threads`.
     TVMError
         If called from inside a parallel task.
     """
@@ -291,8 +299,22 @@ def set_num_threads(n: int) -> None:
         raise TypeError(f"number of threads must be an int, got {type(n).__name__}")
     if n < 0:
         raise ValueError(f"number of threads must be >= 0 (0 = default), got {n}")
-    if native_library().tvmrt_set_num_threads(n) < 0:
-        raise TVMError(take_last_error())
+    if n > max_threads():
+        raise ValueError(
+            f"number of threads must be at most {max_threads()} (4 per CPU this process may "
+            f"use, at least 64), got {n}"
+        )
+    _resize_pool(native_library(), n or default_num_threads())
+
+
+def _resize_pool(lib: ctypes.CDLL, n: int) -> None:
+    lib.tvmrt_clear_last_error()
+    reached = int(lib.tvmrt_set_num_threads(n))
+    if reached < 0 or reached < n:  # the library may not be published yet: read it here
+        message = (lib.tvmrt_take_last_error(None) or b"").decode("utf-8", errors="replace")
+        if reached < 0:
+            raise TVMError(message)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
 def set_spin_count(n: int) -> None:
@@ -360,6 +382,14 @@ def ffi_symbol_addresses() -> dict[str, int]:
     return out
 
 
+def call_packed_address() -> int:
+    """Address of ``tvmrt_call_packed(f, args, codes, n, ret, ret_code)``: clears the calling
+    thread's error slot, then calls the legacy packed function ``f``."""
+    address = ctypes.cast(native_library().tvmrt_call_packed, ctypes.c_void_p).value
+    assert address is not None
+    return address
+
+
 def make_kernel_call(
     func: int, args: int, num_args: int, result: int, on_error: Callable[[], object], keep: object
 ) -> Callable[[], None]:
@@ -395,6 +425,11 @@ def take_last_error_with_kind() -> tuple[str, str]:
 def take_last_error() -> str:
     """This thread's last kernel error message, clearing it (``""`` if none)."""
     return take_last_error_with_kind()[1]
+
+
+def clear_last_error() -> None:
+    """Empty this thread's error slot (done before every kernel call)."""
+    native_library().tvmrt_clear_last_error()
 
 
 def set_last_error(message: str) -> None:

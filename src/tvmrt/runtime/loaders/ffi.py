@@ -200,6 +200,7 @@ class FFIKernelFunc(PackedFunc):
         for i, arg in enumerate(args):
             _set_any(values[i], arg, i, self.name, keep)
         result = TVMFFIAny()
+        _backend.clear_last_error()  # a message an earlier call left is not this call's
         if self._func(None, values, n, ctypes.byref(result)) != 0:
             self._raise_error()
         del keep
