@@ -26,6 +26,7 @@ __all__ = [
     "repeated_edges",
     "chain",
     "HOSTILE",
+    "TARGET_OF",
 ]
 
 
@@ -122,7 +123,7 @@ def tar_pax_sparse() -> bytes:
     return raw + bytes(1024)
 
 
-def gzip_bomb(member: int = 256 << 20) -> bytes:
+def gzip_bomb(member: int = 128 << 20) -> bytes:
     """A gzip'd tar holding one ``member``-byte file of zeros (about member/1000 bytes)."""
     info = tarfile.TarInfo("lib0.o")
     info.size = member
@@ -172,4 +173,7 @@ HOSTILE = {
     "tar_pax_header": tar_pax_header,
     "tar_sparse": tar_sparse,
     "tar_pax_sparse": tar_pax_sparse,
+    "tar_gzip_bomb": gzip_bomb,
 }
+# the fuzz target (fuzz_targets.py) each file is meant for, besides inspect and load_module
+TARGET_OF = {name: "elf" if name.startswith("elf") else "archive" for name in HOSTILE}
