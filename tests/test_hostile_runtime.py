@@ -263,3 +263,20 @@ def test_refused_threads_are_reported_not_silent():
 def threads_restored():
     yield
     _backend.set_num_threads(0)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /sys topology")
+def test_default_is_one_thread_per_physical_core():
+    # reference: the kernel's own list of hyper-thread siblings, one entry per core
+    siblings = set()
+    for cpu in os.sched_getaffinity(0):
+        path = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list")
+        siblings.add(path.read_text().strip() if path.exists() else str(cpu))
+    assert threads.physical_cores() == len(siblings)
+    assert 1 <= threads.physical_cores() <= threads.available_cpus()
+    clean = {k: v for k, v in os.environ.items() if k not in ("TVM_NUM_THREADS", "OMP_NUM_THREADS")}
+    code = "from tvmrt.runtime import _backend; print(_backend.num_threads())"
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=clean, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == str(len(siblings))

@@ -5,9 +5,12 @@ number from here). A value that is not a whole positive number is ignored with a
 and one above :func:`max_threads` is lowered to it with a warning: TVM's ``atoi`` read
 ``"4x"`` as 4 and ``"abc"`` as one thread, and created any number of threads asked for.
 
-Default without either variable: the CPUs this process may run on (its affinity mask).
-TVM v0.19 takes ``std::thread::hardware_concurrency() / 2`` on every x86-64 host, assuming
-two hyper-threads per core; tvmrt does not halve (README, "Where tvmrt differs").
+Default without either variable: the physical cores among the CPUs this process may run
+on (its affinity mask), i.e. one thread per core however many hyper-threads it has.
+TVM v0.19 takes ``std::thread::hardware_concurrency() / 2`` on every x86-64 host: the same
+on a host with two hyper-threads per core and all CPUs usable, but half the cores on a
+host or VM without hyper-threading, and it ignores the affinity mask (containers,
+``taskset``). See README, "Where tvmrt differs".
 """
 
 from __future__ import annotations
@@ -16,7 +19,14 @@ import os
 import re
 import warnings
 
-__all__ = ["num_threads", "default_num_threads", "max_threads", "parse_num_threads"]
+__all__ = [
+    "num_threads",
+    "default_num_threads",
+    "max_threads",
+    "parse_num_threads",
+    "available_cpus",
+    "physical_cores",
+]
 
 _HARD_LIMIT = 1024  # the native pool's own bound
 _PER_CPU = 4  # more threads than this per CPU only adds switching
@@ -29,6 +39,30 @@ def available_cpus() -> int:
         return max(len(os.sched_getaffinity(0)), 1)
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+def physical_cores() -> int:
+    """Physical cores among the CPUs this process may run on (hyper-threads counted once).
+
+    Read from ``/sys/devices/system/cpu/cpu<N>/topology``; where that is missing, every
+    CPU counts as a core.
+    """
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+    cores = set()
+    for cpu in cpus:
+        topology = f"/sys/devices/system/cpu/cpu{cpu}/topology"
+        try:
+            with (
+                open(f"{topology}/physical_package_id") as package,
+                open(f"{topology}/core_id") as core,
+            ):
+                cores.add((package.read().strip(), core.read().strip()))
+        except OSError:
+            cores.add(("cpu", str(cpu)))
+    return max(len(cores), 1)
 
 
 def max_threads() -> int:
@@ -66,14 +100,14 @@ def parse_num_threads(var: str, text: str) -> int | None:
 def default_num_threads() -> int:
     """Threads used unless set: ``TVM_NUM_THREADS``, else ``OMP_NUM_THREADS``, else the CPUs.
 
-    The CPUs are those this process may run on (its affinity mask); hyper-threads count
-    (TVM v0.19 halves the count on x86-64; see the module documentation).
+    Without either: :func:`physical_cores` (TVM v0.19 halves the CPU count on x86-64; see
+    the module documentation).
     """
     for var in ("TVM_NUM_THREADS", "OMP_NUM_THREADS"):
         value = parse_num_threads(var, os.environ.get(var, ""))
         if value is not None:
             return value
-    return min(available_cpus(), _HARD_LIMIT)
+    return min(physical_cores(), _HARD_LIMIT)
 
 
 def num_threads() -> int:
