@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import tvmrt.runtime as rt
-from tvmrt.error import KernelError
+from tvmrt.error import KernelError, ModuleLoadError
 from tvmrt.runtime import _backend, threads
 
 HEADER = r"""
@@ -280,3 +280,14 @@ def test_default_is_one_thread_per_physical_core():
         [sys.executable, "-c", code], env=clean, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == str(len(siblings))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+def test_library_refused_after_dlopen_is_unloaded(tmp_path):
+    source = HEADER + "int TVMArrayAlloc(void);\nKERNEL(needs) { return TVMArrayAlloc(); }\n"
+    path = build(source, tmp_path / "refused_lib.so")
+    for _ in range(3):
+        with pytest.raises(ModuleLoadError, match=r"needs symbols .*: TVMArrayAlloc"):
+            rt.load_module(path)
+    assert _mapped("tvmrt:refused_lib.so") == 0
+    assert _open_memfds("tvmrt:refused_lib.so") == 0

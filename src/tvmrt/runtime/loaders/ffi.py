@@ -356,10 +356,14 @@ def load_ffi_library(
     skipped = bin_modules.skipped if bin_modules is not None else []
     patches = _plan_patches(elf, symbols, addresses, shown)
     lib = _dlopen_private(path, elf, shown)
-    library._check_imports_resolve(lib, dynsym, shown, provided=frozenset(addresses))
-    _apply_patches(lib, elf, dynsym, patches, shown)
-    for slot in symbols.slots:  # every slot is one of ours (_check_supported)
-        ctypes.c_void_p.in_dll(lib, slot).value = addresses[slot[2:]]
+    try:
+        library._check_imports_resolve(lib, dynsym, shown, provided=frozenset(addresses))
+        _apply_patches(lib, elf, dynsym, patches, shown)
+        for slot in symbols.slots:  # every slot is one of ours (_check_supported)
+            ctypes.c_void_p.in_dll(lib, slot).value = addresses[slot[2:]]
+    except BaseException:
+        library.unload_now(lib)
+        raise
     module = FFILibraryModule(shown, lib, symbols, entry, skipped)
     library.unload_with(module, lib)
     for name in _CTX_SYMBOLS:

@@ -338,7 +338,7 @@ def load_shared_library(path: str, source: str | None = None) -> Module:
             entry = _probe_entry(lib)
             parsed = _probe_blob(lib, shown)
     except BaseException:
-        _unload(lib._handle, _memfds.pop(lib._handle, -1))
+        unload_now(lib)
         raise
     module = LibraryModule(shown, lib, symbols, entry)
     unload_with(module, lib)
@@ -391,6 +391,11 @@ def unload_with(module: Module, lib: ctypes.CDLL) -> None:
     """
     finalizer = weakref.finalize(module, _unload, lib._handle, _memfds.pop(lib._handle, -1))
     finalizer.atexit = False  # at exit the process unmaps everything anyway
+
+
+def unload_now(lib: ctypes.CDLL) -> None:
+    """Unload a library that failed its checks after ``dlopen`` (no module was made)."""
+    _unload(lib._handle, _memfds.pop(lib._handle, -1))
 
 
 def _unload(handle: int, fd: int) -> None:
