@@ -117,6 +117,30 @@ def test_gzip_bomb_member_is_refused_by_the_expansion_bound(tmp_path):
     assert peak < 4 * MB  # refused from the member's header, before its data is read
 
 
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("tar_gnu_long_name", "GNU long-name header"),
+        ("tar_pax_header", "pax header"),
+        ("tar_sparse", "sparse file"),
+        ("tar_pax_sparse", "sparse file"),
+        ("tar_gzip_bomb", "when decompressed (gzip"),
+        ("elf_long_name", "is too long"),
+        ("elf_overlapping_names", "overlap far more"),
+    ],
+)
+def test_inspect_reports_each_hostile_file_within_bounds(tmp_path, name, message):
+    from tvmrt.artifact import find_artifact, inspect_artifact
+
+    path = tmp_path / ("model.tar" if name.startswith("tar") else "model.o")
+    path.write_bytes(hostile.HOSTILE[name]())
+    report, peak = _peak(lambda: inspect_artifact(find_artifact(path)))
+    assert isinstance(report, dict), report
+    assert report["runnable"] is False
+    assert any(message in problem for problem in report["problems"]), report["problems"]
+    assert peak < 8 * MB
+
+
 @pytest.mark.parametrize("compress", ["bz2", "lzma", "none"])
 def test_real_archive_reads_the_same_in_every_compression(artifacts, tmp_path, compress):
     import bz2
