@@ -8,8 +8,10 @@ test suite (``tests/test_fuzz.py``, short runs on every CI).
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from collections.abc import Callable
+from typing import IO
 
 from tvmrt.contrib.graph_executor import parse_graph
 from tvmrt.error import TVMError
@@ -60,6 +62,50 @@ def archive(data: bytes) -> None:
             link.check_object(member, name, handle.name)
 
 
+class _Stop(Exception):
+    """Raised where a load would run code from the input (link, dlopen): the end of a case."""
+
+
+def _as_file(data: bytes, handle: IO[bytes]) -> str:
+    handle.write(data)
+    handle.flush()
+    return handle.name
+
+
+def _suffix(data: bytes) -> str:
+    info = binary.identify_bytes(data[:4096])
+    if info.format == "tar" or data[:3] in (b"\x1f\x8b\x08", b"BZh") or data[:6] == b"\xfd7zXZ\x00":
+        return ".tar"
+    return ".o" if info.kind == "object file" else ".so"
+
+
+def inspect(data: bytes) -> None:
+    """``tvmrt inspect`` of a library or export tar (nothing of it runs)."""
+    from tvmrt.artifact import find_artifact, inspect_artifact
+
+    with tempfile.NamedTemporaryFile(suffix=_suffix(data)) as handle:
+        inspect_artifact(find_artifact(_as_file(data, handle)))
+
+
+def load_module(data: bytes) -> None:
+    """``load_module`` of a library or export tar, up to the point of linking or ``dlopen``."""
+    from unittest import mock
+
+    from tvmrt.runtime import load_module as load
+    from tvmrt.runtime.loaders import library, link
+
+    def stop(*args: object) -> None:
+        raise _Stop
+
+    with (
+        tempfile.NamedTemporaryFile(suffix=_suffix(data)) as handle,
+        mock.patch.object(library, "dlopen_checked", stop),
+        mock.patch.object(link, "link_objects", stop),
+        contextlib.suppress(_Stop),
+    ):
+        load(_as_file(data, handle))
+
+
 def stream(data: bytes) -> None:
     """The dmlc stream reader on its own (strings, vectors, counts)."""
     reader = ByteReader(data, "fuzzed stream", TVMError)
@@ -75,4 +121,6 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "elf": elf,
     "archive": archive,
     "stream": stream,
+    "inspect": inspect,
+    "load_module": load_module,
 }

@@ -492,7 +492,9 @@ def test_workspace_steady_state_does_not_allocate(kernels, threads):
 
 
 def test_workspace_on_another_device_fails_with_message(kernels):
-    with pytest.raises(KernelError, match=r"device type 2 is not supported"):
+    # before a device backend installs its workspace hook, the C side refuses by itself
+    either = r"device type 2 is not supported|no backend for device cuda\(0\)"
+    with pytest.raises(KernelError, match=rf"TVMBackendAllocWorkspace: .*({either})"):
         kernels["workspace_gpu"]()
 
 

@@ -6,6 +6,7 @@ Inputs are real artifacts and hand-made seeds with random byte edits and truncat
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -58,3 +59,23 @@ def test_parsers_raise_only_tvmrt_errors(target, artifacts):
             func(data)
 
     check()
+
+
+def test_peak_rss_of_inspect_and_load_stays_under_256_mb(artifacts):
+    """fuzz/rss.py: the hostile files of issue 11, then mutations, in a fresh process each."""
+    import subprocess
+
+    seconds = os.environ.get("TVMRT_FUZZ_RSS_SECONDS", "2")
+    script = Path(__file__).resolve().parents[1] / "fuzz" / "rss.py"
+    result = subprocess.run(
+        [sys.executable, str(script), "--seconds", seconds, "inspect", "load_module"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = [line.split() for line in result.stdout.splitlines()[1:]]
+    assert [row[0] for row in rows] == ["inspect", "load_module"]
+    for row in rows:
+        assert int(row[1]) >= 7  # every hostile file at least
+        assert float(row[4]) < 256

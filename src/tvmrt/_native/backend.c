@@ -54,6 +54,8 @@
 #define WS_MAGIC_FREE 0x7476726d46524545ULL /* "tvrmFREE" */
 #define MAX_THREADS 1024
 #define ERROR_KIND_MAX 64
+/* A kernel's error message is kept up to this many bytes, then cut with a note. */
+#define ERROR_MESSAGE_MAX (64 * 1024)
 
 /* ------------------------------------------------------------------------------------ */
 /* Types of the C ABI                                                                    */
@@ -253,26 +255,51 @@ static int error_reserve(thread_state* ts, size_t n) {
 
 static void set_error_parts(const char* kind, const char** parts, int32_t nparts) {
   thread_state* ts = get_state();
-  size_t total = 0, off = 0;
+  size_t total = 0, keep, off = 0;
+  char note[96];
   int32_t i;
   if (ts == NULL) return;
   for (i = 0; i < nparts; ++i) total += parts[i] ? strlen(parts[i]) : 0;
-  if (error_reserve(ts, total) != 0) {
-    /* keep the start of the message at least */
-    total = ts->err_cap ? ts->err_cap - 1 : 0;
-    if (total == 0) return;
+  note[0] = '\0';
+  keep = total;
+  if (total > ERROR_MESSAGE_MAX) { /* a runaway message: keep its start, say so */
+    keep = ERROR_MESSAGE_MAX;
+    snprintf(note, sizeof(note), "... [cut by tvmrt: the message has %llu bytes]",
+             (unsigned long long)total);
   }
-  for (i = 0; i < nparts && off < total; ++i) {
+  if (error_reserve(ts, keep + strlen(note)) != 0) {
+    /* keep the start of the message at least */
+    keep = ts->err_cap ? ts->err_cap - 1 : 0;
+    note[0] = '\0';
+    if (keep == 0) return;
+  }
+  for (i = 0; i < nparts && off < keep; ++i) {
     size_t n;
     if (parts[i] == NULL) continue;
     n = strlen(parts[i]);
-    if (n > total - off) n = total - off;
+    if (n > keep - off) n = keep - off;
     memcpy(ts->err + off, parts[i], n);
     off += n;
   }
-  ts->err[off] = '\0';
+  memcpy(ts->err + off, note, strlen(note) + 1);
   ts->err_set = 1;
   set_error_kind(ts, kind);
+}
+
+/* Forget this thread's error: every kernel call starts with an empty slot, so that a
+ * message an earlier (successful) call left is never reported for a later one. */
+static inline void clear_error(void) {
+  thread_state* ts = tls_state;
+  if (ts != NULL) ts->err_set = 0;
+}
+
+EXPORT void tvmrt_clear_last_error(void) { clear_error(); }
+
+/* Call a legacy packed function with an empty error slot (the per-call Python path). */
+EXPORT int tvmrt_call_packed(TVMBackendPackedCFunc f, TVMValue* args, int* codes, int num_args,
+                             TVMValue* ret_val, int* ret_code) {
+  clear_error();
+  return f(args, codes, num_args, ret_val, ret_code, NULL);
 }
 
 static void set_error(const char* kind, const char* msg) { set_error_parts(kind, &msg, 1); }
@@ -492,23 +519,12 @@ typedef struct {
 static pool_t g_pool; /* mutex and condition variables are set up by global_init() */
 static pthread_mutex_t g_config_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static int parse_positive(const char* text) {
-  char* end = NULL;
-  long v;
-  if (text == NULL || *text == '\0') return 0;
-  errno = 0;
-  v = strtol(text, &end, 10);
-  if (errno != 0 || end == text || v <= 0) return 0;
-  return v > MAX_THREADS ? MAX_THREADS : (int)v;
-}
-
-/* TVM_NUM_THREADS, else OMP_NUM_THREADS, else the CPUs this process may run on. */
+/* The CPUs this process may run on. TVM_NUM_THREADS / OMP_NUM_THREADS are parsed in one
+ * place, the Python side (tvmrt.runtime.threads), which sets the pool size when it loads
+ * this library; this is only the fallback for a pool nobody sized. */
 static int default_num_threads(void) {
-  int n = parse_positive(getenv("TVM_NUM_THREADS"));
+  int n;
   long cpus;
-  if (n > 0) return n;
-  n = parse_positive(getenv("OMP_NUM_THREADS"));
-  if (n > 0) return n;
 #if defined(__linux__) && defined(CPU_COUNT)
   {
     cpu_set_t set;
@@ -583,6 +599,7 @@ static void* worker_main(void* p) {
     if (arg.index < g_pool.env.num_task) {
       int rc;
       if (ts != NULL) ts->in_task = 1;
+      if (ts != NULL) ts->err_set = 0;
       rc = g_pool.flambda(arg.index, &g_pool.env, g_pool.cdata);
       if (ts != NULL) ts->in_task = 0;
       if (rc != 0) record_task_error("a parallel task failed without an error message");
@@ -618,32 +635,59 @@ static void pool_stop(void) {
   STORE(&g_pool.shutdown, 0);
 }
 
-/* Start `count` workers (indices 1..count). The caller owns the pool. Returns 0 on success. */
+static int g_start_error; /* pthread_create's error when the pool came out smaller */
+
+/* Start `count` workers (indices 1..count). The caller owns the pool. Returns how many
+ * started: when the system refuses a thread, the pool keeps the ones it has. */
 static int pool_start(int count) {
   sigset_t all, old;
   int i;
   g_pool.threads = (pthread_t*)calloc((size_t)count, sizeof(pthread_t));
-  if (g_pool.threads == NULL) return -1;
+  if (g_pool.threads == NULL) {
+    g_start_error = ENOMEM;
+    return 0;
+  }
   /* Workers block every signal, so that signals reach the interpreter's threads. */
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   for (i = 0; i < count; ++i) {
     worker_arg* arg = (worker_arg*)malloc(sizeof(worker_arg));
-    if (arg == NULL) break;
+    int rc;
+    if (arg == NULL) {
+      g_start_error = ENOMEM;
+      break;
+    }
     arg->index = i + 1;
     arg->start_generation = LOAD(&g_pool.generation);
-    if (pthread_create(&g_pool.threads[i], NULL, worker_main, arg) != 0) {
+    rc = pthread_create(&g_pool.threads[i], NULL, worker_main, arg);
+    if (rc != 0) {
+      g_start_error = rc;
       free(arg);
       break;
     }
     g_pool.num_workers = i + 1;
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (g_pool.num_workers != count) {
-    pool_stop();
-    return -1;
+  return g_pool.num_workers;
+}
+
+/* (Re)start the workers for a pool of `total` threads. The caller owns the pool. Returns the
+ * size reached; when smaller, the pool stays that size (no retry at every launch) and the
+ * error slot says why. */
+static int pool_resize(int total) {
+  int started;
+  pool_stop();
+  started = total > 1 ? pool_start(total - 1) : 0;
+  if (started + 1 < total) {
+    char buf[200];
+    STORE(&g_pool.num_threads, started + 1);
+    snprintf(buf, sizeof(buf),
+             "the thread pool could start only %d of %d worker threads (%s); parallel "
+             "kernels run on %d threads",
+             started, total - 1, strerror(g_start_error), started + 1);
+    set_error("", buf);
   }
-  return 0;
+  return started + 1;
 }
 
 static void pool_init_sync(void) {
@@ -706,8 +750,9 @@ EXPORT int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int
     return run_serial(flambda, cdata, ts);
   }
   if (g_pool.num_workers != total - 1) {
-    pool_stop();
-    if (pool_start(total - 1) != 0) {
+    total = pool_resize(total);
+    n = n > total ? total : n;
+    if (n <= 1) {
       release_pool();
       return run_serial(flambda, cdata, ts);
     }
@@ -776,8 +821,9 @@ EXPORT int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv) {
   return 0;
 }
 
-/* Set the pool size (n <= 0: back to TVM_NUM_THREADS / OMP_NUM_THREADS / CPUs). Waits for a
- * running launch to finish. Returns the new size, or -1 when called from a parallel task. */
+/* Set the pool size (n <= 0: the CPUs) and start its workers now. Waits for a running
+ * launch to finish. Returns the size reached (smaller than asked when the system refuses
+ * threads: the error slot says why), or -1 when called from a parallel task. */
 EXPORT int tvmrt_set_num_threads(int n) {
   thread_state* ts = get_state();
   if (ts != NULL && ts->in_task) {
@@ -788,8 +834,8 @@ EXPORT int tvmrt_set_num_threads(int n) {
   while (!try_acquire_pool()) sched_yield();
   if (n <= 0) n = default_num_threads();
   if (n > MAX_THREADS) n = MAX_THREADS;
-  if (n != g_pool.num_threads) pool_stop();
   STORE(&g_pool.num_threads, n);
+  if (g_pool.num_workers != n - 1) n = pool_resize(n);
   release_pool();
   pthread_mutex_unlock(&g_config_mu);
   return n;
@@ -1120,6 +1166,7 @@ static PyObject* kernel_call_call(PyObject* self_obj, PyObject* args, PyObject* 
   self->result->type_index = 0;
   self->result->zero_padding = 0;
   self->result->v_int64 = 0;
+  clear_error();
   saved = PyEval_SaveThread();
   rc = self->func(NULL, self->args, self->num_args, self->result);
   PyEval_RestoreThread(saved);

@@ -26,15 +26,18 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
+import itertools
 import os
 import threading
+import warnings
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tvmrt.error import ModuleLoadError, TVMError
 from tvmrt.runtime._ctypes_api import TVMValue
-from tvmrt.runtime.threads import default_num_threads
+from tvmrt.runtime.threads import default_num_threads, max_threads
 
 if TYPE_CHECKING:
     from tvmrt.runtime.module import Module
@@ -53,9 +56,11 @@ __all__ = [
     "ffi_error_addresses",
     "ffi_symbol_addresses",
     "make_kernel_call",
+    "call_packed_address",
     "take_last_error",
     "take_last_error_with_kind",
     "set_last_error",
+    "clear_last_error",
     "stats",
     "reset_stats",
     "release_workspace_cache",
@@ -124,9 +129,12 @@ _path: str | None = None
 _global = False
 _callbacks: list[Any] = []  # ctypes callback objects: must outlive every kernel library
 
-# module-context tokens written into __tvm_module_ctx, and function handles for TVMFuncCall
-_modules: dict[int, Module] = {}
-_handles: dict[int, PackedFunc] = {}
+# module-context tokens written into __tvm_module_ctx, and function handles for TVMFuncCall:
+# (token, name), resolved on each call. Neither keeps a module alive: a library is unloaded
+# when its module goes (loaders.library.unload_with).
+_modules: weakref.WeakValueDictionary[int, Module] = weakref.WeakValueDictionary()
+_tokens = itertools.count(1)
+_handles: dict[int, tuple[int, str]] = {}
 _handle_of: dict[tuple[int, str], int] = {}
 _ret_keepalive = threading.local()
 
@@ -239,6 +247,9 @@ def _load(path: str) -> None:
     funccall = _FuncCallCallback(_func_call)
     _callbacks.extend([getfunc, funccall])
     lib.tvmrt_set_env_callbacks(ctypes.cast(getfunc, c_void_p), ctypes.cast(funccall, c_void_p))
+    lib.tvmrt_clear_last_error.restype = None
+    lib.tvmrt_clear_last_error.argtypes = []
+    _resize_pool(lib, default_num_threads())  # the environment is parsed on this side only
     _lib = lib
 
 
@@ -273,12 +284,14 @@ def set_num_threads(n: int) -> None:
     """Resize the worker pool to ``n`` threads (``0``: back to the environment's default).
 
     The default is ``TVM_NUM_THREADS``, else ``OMP_NUM_THREADS``, else the CPUs this
-    process may run on. A launch in progress finishes first.
+    process may run on (:mod:`tvmrt.runtime.threads`). The workers start now; a launch in
+    progress finishes first. If the system refuses some threads, the pool keeps those it
+    started and a ``RuntimeWarning`` says so.
 
     Raises
     ------
     ValueError
-        If ``n`` is negative.
+        If ``n`` is negative or above :func:`tvmrt.runtime.threads.max_threads`.
     TVMError
         If called from inside a parallel task.
     """
@@ -286,8 +299,22 @@ def set_num_threads(n: int) -> None:
         raise TypeError(f"number of threads must be an int, got {type(n).__name__}")
     if n < 0:
         raise ValueError(f"number of threads must be >= 0 (0 = default), got {n}")
-    if native_library().tvmrt_set_num_threads(n) < 0:
-        raise TVMError(take_last_error())
+    if n > max_threads():
+        raise ValueError(
+            f"number of threads must be at most {max_threads()} (4 per CPU this process may "
+            f"use, at least 64), got {n}"
+        )
+    _resize_pool(native_library(), n or default_num_threads())
+
+
+def _resize_pool(lib: ctypes.CDLL, n: int) -> None:
+    lib.tvmrt_clear_last_error()
+    reached = int(lib.tvmrt_set_num_threads(n))
+    if reached < 0 or reached < n:  # the library may not be published yet: read it here
+        message = (lib.tvmrt_take_last_error(None) or b"").decode("utf-8", errors="replace")
+        if reached < 0:
+            raise TVMError(message)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
 def set_spin_count(n: int) -> None:
@@ -355,6 +382,14 @@ def ffi_symbol_addresses() -> dict[str, int]:
     return out
 
 
+def call_packed_address() -> int:
+    """Address of ``tvmrt_call_packed(f, args, codes, n, ret, ret_code)``: clears the calling
+    thread's error slot, then calls the legacy packed function ``f``."""
+    address = ctypes.cast(native_library().tvmrt_call_packed, ctypes.c_void_p).value
+    assert address is not None
+    return address
+
+
 def make_kernel_call(
     func: int, args: int, num_args: int, result: int, on_error: Callable[[], object], keep: object
 ) -> Callable[[], None]:
@@ -392,6 +427,11 @@ def take_last_error() -> str:
     return take_last_error_with_kind()[1]
 
 
+def clear_last_error() -> None:
+    """Empty this thread's error slot (done before every kernel call)."""
+    native_library().tvmrt_clear_last_error()
+
+
 def set_last_error(message: str) -> None:
     """Store ``message`` in this thread's error slot (what a failing kernel does)."""
     native_library().TVMAPISetLastError(message.encode("utf-8", errors="replace"))
@@ -423,22 +463,32 @@ def release_workspace_cache() -> None:
 def register_module_context(module: Module) -> int:
     """A token for ``__tvm_module_ctx``: kernels pass it back to ``TVMBackendGetFuncFromEnv``.
 
-    The module is kept alive for the life of the process, like its library.
+    The registry holds the module weakly: the library that holds the token lives only as
+    long as the module.
     """
     with _lock:
-        token = len(_modules) + 1
+        token = next(_tokens)
         _modules[token] = module
         return token
 
 
-def _handle_for(token: int, name: str, func: PackedFunc) -> int:
+def _handle_for(token: int, name: str) -> int:
     with _lock:
         handle = _handle_of.get((token, name))
         if handle is None:
             handle = len(_handles) + 1
-            _handles[handle] = func
+            _handles[handle] = (token, name)
             _handle_of[(token, name)] = handle
         return handle
+
+
+def _lookup(token: int, name: str) -> PackedFunc | None:
+    """The function a kernel of the module with ``token`` means by ``name``."""
+    from tvmrt.runtime.registry import get_global_func
+
+    module = _modules.get(token)
+    func = module._find_function(name, True) if module is not None else None
+    return func if func is not None else get_global_func(name, allow_missing=True)
 
 
 def _error_text(exc: BaseException) -> str:
@@ -447,21 +497,15 @@ def _error_text(exc: BaseException) -> str:
 
 def _get_func_from_env(mod_ctx: int | None, name: bytes | None, out: Any) -> int:
     try:
-        from tvmrt.runtime.registry import get_global_func
-
         fname = (name or b"").decode("utf-8", errors="replace")
         token = mod_ctx or 0
-        module = _modules.get(token)
-        func = module._find_function(fname, True) if module is not None else None
-        if func is None:
-            func = get_global_func(fname, allow_missing=True)
-        if func is None:
+        if _lookup(token, fname) is None:
             set_last_error(
                 f"cannot find function {fname!r} in the kernel library, its imports or the "
                 "global registry"
             )
             return -1
-        out[0] = _handle_for(token, fname, func)
+        out[0] = _handle_for(token, fname)
         return 0
     except BaseException as exc:  # a ctypes callback must not raise: report it to the kernel
         set_last_error(_error_text(exc))
@@ -474,7 +518,8 @@ def _func_call(
     try:
         from tvmrt.runtime.loaders import _values
 
-        func = _handles.get(handle or 0)
+        key = _handles.get(handle or 0)
+        func = _lookup(*key) if key is not None else None
         if func is None:
             set_last_error(f"TVMFuncCall: invalid function handle {handle}")
             return -1

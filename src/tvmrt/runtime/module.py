@@ -79,12 +79,23 @@ class Module:
 
     def _find_function(self, name: str, query_imports: bool) -> PackedFunc | None:
         func = self._get_function(name)
-        if func is None and query_imports:
-            for imported in self._imports:
-                func = imported._find_function(name, True)
+        if func is not None or not query_imports:
+            return func
+        # depth-first through the imports, in order, each module once: linear in the
+        # modules however often they are imported, and no recursion limit
+        seen = {id(self)}
+        stack = [iter(self._imports)]
+        while stack:
+            module = next(stack[-1], None)
+            if module is None:
+                stack.pop()
+            elif id(module) not in seen:
+                seen.add(id(module))
+                func = module._get_function(name)
                 if func is not None:
-                    break
-        return func
+                    return func
+                stack.append(iter(module._imports))
+        return None
 
     def implements_function(self, name: str, query_imports: bool = False) -> bool:
         """Whether :meth:`get_function` would find ``name``."""

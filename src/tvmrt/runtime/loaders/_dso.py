@@ -7,8 +7,13 @@ need, and the check that a library's imports resolve. The ABI leaves (:mod:`.lib
 
 from __future__ import annotations
 
+import _ctypes
+import contextlib
 import ctypes
 import functools
+import os
+import weakref
+from pathlib import Path
 
 from tvmrt.error import ArrayError, ModuleLoadError
 from tvmrt.runtime.loaders.binary import ElfSymbol
@@ -16,7 +21,15 @@ from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.packed_func import PackedFunc
 
-__all__ = ["KernelLibrary", "check_aligned", "check_imports_resolve", "process_scope"]
+__all__ = [
+    "KernelLibrary",
+    "check_aligned",
+    "check_imports_resolve",
+    "process_scope",
+    "dlopen_checked",
+    "unload_with",
+    "unload_now",
+]
 
 _ALIGNMENT = 64
 
@@ -109,3 +122,70 @@ def check_imports_resolve(
             f"cannot load {shown!r}: it needs symbols that nothing in this process "
             f"provides{hint}: {', '.join(sorted(missing))}"
         )
+
+
+# -- library lifetime -----------------------------------------------------------------
+
+_memfds: dict[int, int] = {}  # dlopen handle -> the memfd it was loaded from
+_pinned_fds: list[int] = []  # memfds of libraries the loader would not unload
+
+
+def dlopen_checked(path: str, data: bytes | None, shown: str) -> ctypes.CDLL:
+    """``dlopen`` the bytes that were checked, from a private in-memory file (else ``path``).
+
+    The dynamic loader knows a library by its path and by its file's device and inode: a
+    library rebuilt at the same path would come back as the old, still-mapped code, and
+    a file changed after the check would not be the file checked. A fresh memfd per load
+    holding ``data`` avoids both. Without memfd (or where it cannot be mapped executable)
+    the file itself is loaded.
+    """
+    mode = os.RTLD_LAZY | os.RTLD_LOCAL
+    memfd_create = getattr(os, "memfd_create", None)
+    if data is not None and memfd_create is not None and os.path.isdir("/proc/self/fd"):
+        fd = -1
+        try:
+            fd = memfd_create(f"tvmrt:{Path(shown).name}", getattr(os, "MFD_CLOEXEC", 0))
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            lib = ctypes.CDLL(f"/proc/self/fd/{fd}", mode=mode)
+        except OSError:
+            if fd >= 0:  # no memfd, or not executable here (noexec policies): load the file
+                os.close(fd)
+        else:
+            _memfds[lib._handle] = fd
+            return lib
+    try:
+        return ctypes.CDLL(path, mode=mode)
+    except OSError as exc:
+        raise ModuleLoadError(f"cannot load {shown!r}: {exc}") from exc
+
+
+def unload_with(module: Module, lib: ctypes.CDLL) -> None:
+    """``dlclose`` ``lib`` (and release its memfd) once ``module`` is garbage, as TVM does.
+
+    Every function of the library holds its module, so no kernel can run after that.
+    """
+    finalizer = weakref.finalize(module, _unload, lib._handle, _memfds.pop(lib._handle, -1))
+    finalizer.atexit = False  # at exit the process unmaps everything anyway
+
+
+def unload_now(lib: ctypes.CDLL) -> None:
+    """Unload a library that failed its checks after ``dlopen`` (no module was made)."""
+    _unload(lib._handle, _memfds.pop(lib._handle, -1))
+
+
+def _unload(handle: int, fd: int) -> None:
+    with contextlib.suppress(OSError):
+        _ctypes.dlclose(handle)
+    if fd < 0:
+        return
+    # the loader finds a library by its name, /proc/self/fd/<fd>: the number may be reused
+    # only once the library is gone (one marked NODELETE stays mapped)
+    try:
+        again = _ctypes.dlopen(f"/proc/self/fd/{fd}", os.RTLD_LAZY | os.RTLD_NOLOAD)
+    except OSError:
+        os.close(fd)
+        return
+    _ctypes.dlclose(again)
+    _pinned_fds.append(fd)

@@ -143,6 +143,55 @@ class _Section:
     entsize: int
 
 
+# A symbol or section name longer than this is taken for corruption (TVM truncates its
+# kernel names to a few hundred bytes; the longest C++ names seen in system libraries are
+# a few KB).
+MAX_NAME_BYTES = 1 << 16
+
+
+class _StringTable:
+    """Names of one ELF string table, each decoded once and bounded.
+
+    A hostile table can point thousands of symbols into one long unterminated string (or
+    at every offset of it): names are looked for at most :data:`MAX_NAME_BYTES` ahead,
+    each offset is decoded once, and the bytes decoded in all may not exceed a small
+    multiple of the table's size, so reading the names costs memory and time linear in
+    the file size.
+    """
+
+    def __init__(self, elf: ElfFile, offset: int, size: int) -> None:
+        self._elf = elf
+        self._offset = offset
+        self._size = size
+        self._names: dict[int, str] = {}
+        # tail-merged tables decode some bytes more than once; a real table stays far below
+        self._budget = 4 * size + MAX_NAME_BYTES
+
+    def name(self, index: int) -> str:
+        cached = self._names.get(index)
+        if cached is not None:
+            return cached
+        if index >= self._size or self._offset + self._size > len(self._elf.data):
+            raise self._elf._corrupt(f"string index {index} is outside its table")
+        start = self._offset + index
+        stop = min(self._offset + self._size, start + MAX_NAME_BYTES + 1)
+        end = self._elf.data.find(b"\x00", start, stop)
+        if end < 0:
+            what = "is not terminated" if stop == self._offset + self._size else "is too long"
+            raise self._elf._corrupt(
+                f"string at index {index} {what} (names are at most {MAX_NAME_BYTES} bytes)"
+            )
+        self._budget -= end - start + 1
+        if self._budget < 0:
+            raise self._elf._corrupt(
+                f"the names in the {self._size}-byte string table at byte offset "
+                f"{self._offset} overlap far more than a linker writes them"
+            )
+        text = self._elf.data[start:end].decode("utf-8", errors="replace")
+        self._names[index] = text
+        return text
+
+
 class ElfFile:
     """An ELF file's header, section table and symbol tables, parsed with bounds checks.
 
@@ -210,21 +259,14 @@ class ElfFile:
         # (name, type, flags, addr, offset, size, link, info, addralign, entsize)
         raw = [self._unpack(entry, shoff + i * shentsize, "section header") for i in range(shnum)]
         names = raw[shstrndx] if 0 < shstrndx < shnum else None
+        table = _StringTable(self, names[4], names[5]) if names else None
         sections = []
         for name_off, sh_type, _, addr, offset, size, link, _, _, entsize in raw:
-            name = self._string(names[4], names[5], name_off) if names else ""
+            name = table.name(name_off) if table is not None else ""
             if sh_type != _SHT_NOBITS and offset + size > len(self.data):
                 raise self._corrupt(f"section {name!r} at byte offset {offset} runs past the end")
             sections.append(_Section(name, sh_type, addr, offset, size, link, entsize))
         return sections
-
-    def _string(self, table_offset: int, table_size: int, index: int) -> str:
-        if index >= table_size or table_offset + table_size > len(self.data):
-            raise self._corrupt(f"string index {index} is outside its table")
-        end = self.data.find(b"\x00", table_offset + index, table_offset + table_size)
-        if end < 0:
-            raise self._corrupt(f"string at index {index} is not terminated")
-        return self.data[table_offset + index : end].decode("utf-8", errors="replace")
 
     def symbols(self, dynamic: bool = True) -> list[ElfSymbol]:
         """The dynamic symbol table (``.dynsym``), or the full one (``.symtab``) if not ``dynamic``.
@@ -241,7 +283,9 @@ class ElfFile:
         entsize = 24 if self._is64 else 16
         if table.link >= len(self.sections):
             raise self._corrupt(f"symbol table links to missing section {table.link}")
-        strings = self.sections[table.link]
+        strings = _StringTable(
+            self, self.sections[table.link].offset, self.sections[table.link].size
+        )
         fmt = "IBBHQQ" if self._is64 else "IIIBBH"
         out = []
         for i in range(1, table.size // entsize):  # entry 0 is the null symbol
@@ -250,7 +294,7 @@ class ElfFile:
                 name_off, info, _, shndx, value, size = values
             else:
                 name_off, value, size, info, _, shndx = values
-            name = self._string(strings.offset, strings.size, name_off)
+            name = strings.name(name_off)
             kind = _STT_NAMES.get(info & 0xF, f"type {info & 0xF}")
             bind = _STB_NAMES.get(info >> 4, f"bind {info >> 4}")
             out.append(ElfSymbol(name, kind, bind, shndx, value, size))

@@ -25,6 +25,7 @@ __all__ = ["ParsedBlob", "parse_module_blob", "assemble_modules"]
 _LOADER_PREFIX = "runtime.module.loadbinary_"
 _LIB = "_lib"
 _IMPORT_TREE = "_import_tree"
+MAX_IMPORT_DEPTH = 1024
 
 _GPU_KINDS = {
     "cuda": "CUDA",
@@ -175,8 +176,10 @@ def _check_import_tree(parsed: ParsedBlob, what: str) -> None:
         raise ModuleLoadError(f"{bad}: row_ptr {row_ptr} is not non-decreasing")
     if any(c >= n for c in children):
         raise ModuleLoadError(f"{bad}: child index {max(children)} is out of range for {n} modules")
-    # a cycle would make function lookup through imports recurse forever
+    # a cycle would make function lookup through imports recurse forever; the depth (the
+    # longest import chain, in modules) is bounded: TVM writes trees 2 or 3 deep
     state = [0] * n  # 0 new, 1 on the current path, 2 done
+    depth = [1] * n
     for root in range(n):
         if state[root]:
             continue
@@ -188,11 +191,26 @@ def _check_import_tree(parsed: ParsedBlob, what: str) -> None:
             if child is None:
                 state[node] = 2
                 stack.pop()
+                if stack:
+                    parent = stack[-1][0]
+                    depth[parent] = max(depth[parent], depth[node] + 1)
+                    _check_depth(depth[parent], bad)
             elif state[child] == 1:
                 raise ModuleLoadError(f"{bad}: module {child} imports itself through a cycle")
             elif state[child] == 0:
                 state[child] = 1
                 stack.append((child, iter(children[row_ptr[child] : row_ptr[child + 1]])))
+            else:
+                depth[node] = max(depth[node], depth[child] + 1)
+                _check_depth(depth[node], bad)
+
+
+def _check_depth(depth: int, bad: str) -> None:
+    if depth > MAX_IMPORT_DEPTH:
+        raise ModuleLoadError(
+            f"{bad}: imports are nested more than {MAX_IMPORT_DEPTH} modules deep (TVM "
+            "writes two or three levels)"
+        )
 
 
 def assemble_modules(parsed: ParsedBlob, library: Module) -> Module:

@@ -30,9 +30,6 @@ import each other.
 
 from __future__ import annotations
 
-import lzma
-import tarfile
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -96,21 +93,7 @@ class Sniffed:
 
 
 def _tar_names(path: str) -> list[str]:
-    names: list[str] = []
-    try:
-        with tarfile.open(path, "r:*") as archive:
-            for member in archive:
-                if len(names) >= _MAX_NAMES:
-                    break
-                if member.isdir():
-                    continue
-                name = member.name
-                while name.startswith("./"):
-                    name = name[2:]
-                names.append(name)
-    except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
-        raise ModuleLoadError(f"cannot load {path!r}: not a readable tar archive: {exc}") from exc
-    return names
+    return link.member_names(path, _MAX_NAMES)  # bounded like loading: sniffing stays cheap
 
 
 def _archive_form(names: list[str]) -> str:
@@ -173,9 +156,10 @@ def sniff(path: str, shown: str | None = None) -> Sniffed:
 
 def _is_tar(path: str) -> bool:
     try:
-        return tarfile.is_tarfile(path)
-    except OSError:
+        link.member_names(path, 1)  # an empty archive is a tar too
+    except ModuleLoadError:
         return False
+    return True
 
 
 def _expected_by_name(name: str) -> str:
@@ -209,6 +193,17 @@ def load_library(path: str, shown: str) -> Module:
     raise ModuleLoadError(found.reason or f"cannot load {shown!r}: not a shared library")
 
 
+def _load_linked(linked: Path, shown: str) -> Module:
+    """Load the library the link step made, naming its cache file if that fails."""
+    try:
+        return load_library(str(linked), shown)
+    except ModuleLoadError as exc:
+        raise ModuleLoadError(
+            f"{exc} (loaded from the library tvmrt linked from it, cached as {str(linked)!r}; "
+            "delete that file to link it again)"
+        ) from exc
+
+
 def _load_sniffed(found: Sniffed, path: str, shown: str) -> Module:
     if found.reason:
         raise ModuleLoadError(found.reason)
@@ -219,9 +214,9 @@ def _load_sniffed(found: Sniffed, path: str, shown: str) -> Module:
         assert found.facts is not None
         return ffi.load_ffi_library(found.facts)
     if found.form == "object":
-        return load_library(str(link.link_object(path)), shown)
+        return _load_linked(link.link_object(path), shown)
     if found.form == "export-tar":
-        return load_library(str(link.link_archive(path)), shown)
+        return _load_linked(link.link_archive(path), shown)
     if found.form == "mlf":
         return packages.load_mlf(path, shown, load_library)
     if found.form == "tvmc":

@@ -40,7 +40,6 @@ import ctypes
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, NoReturn
 
 import numpy as np
@@ -51,7 +50,14 @@ from tvmrt.runtime._ctypes_api import FFI_DLTENSOR_PTR, DLDataType, DLTensor, TV
 from tvmrt.runtime._dlpack import _dlpack_dtype
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.dtype import DataType
-from tvmrt.runtime.loaders._dso import KernelLibrary, check_aligned, check_imports_resolve
+from tvmrt.runtime.loaders._dso import (
+    KernelLibrary,
+    check_aligned,
+    check_imports_resolve,
+    dlopen_checked,
+    unload_now,
+    unload_with,
+)
 from tvmrt.runtime.loaders.abi import FFI_PREFIX, LibraryFacts, TvmSymbols
 from tvmrt.runtime.loaders.binary import ElfFile, ElfSymbol
 from tvmrt.runtime.loaders.blob import ParsedBlob, assemble_modules, parse_module_blob
@@ -200,6 +206,7 @@ class FFIKernelFunc(PackedFunc):
         for i, arg in enumerate(args):
             _set_any(values[i], arg, i, self.name, keep)
         result = TVMFFIAny()
+        _backend.clear_last_error()  # a message an earlier call left is not this call's
         if self._func(None, values, n, ctypes.byref(result)) != 0:
             self._raise_error()
         del keep
@@ -356,11 +363,16 @@ def load_ffi_library(facts: LibraryFacts) -> Module:
     skipped = bin_modules.skipped if bin_modules is not None else []
     patches = _plan_patches(elf, symbols, addresses, shown)
     lib = _dlopen_private(path, elf, shown)
-    check_imports_resolve(lib, dynsym, shown, provided=frozenset(addresses))
-    _apply_patches(lib, elf, dynsym, patches, shown)
-    for slot in symbols.slots:  # every slot is one of ours (_check_supported)
-        ctypes.c_void_p.in_dll(lib, slot).value = addresses[slot[2:]]
+    try:
+        check_imports_resolve(lib, dynsym, shown, provided=frozenset(addresses))
+        _apply_patches(lib, elf, dynsym, patches, shown)
+        for slot in symbols.slots:  # every slot is one of ours (_check_supported)
+            ctypes.c_void_p.in_dll(lib, slot).value = addresses[slot[2:]]
+    except BaseException:
+        unload_now(lib)
+        raise
     module = FFILibraryModule(shown, lib, symbols, entry, skipped)
+    unload_with(module, lib)
     for name in _CTX_SYMBOLS:
         try:
             ctx = ctypes.c_void_p.in_dll(lib, name)
@@ -584,34 +596,11 @@ def _load_base(lib: ctypes.CDLL, dynsym: list[ElfSymbol], shown: str) -> int:
 # -- a private instance -------------------------------------------------------------------
 
 
-_private_fds: list[int] = []  # memfds of loaded libraries: open for the life of the process
-
-
 def _dlopen_private(path: str, elf: ElfFile, shown: str) -> ctypes.CDLL:
     """``dlopen`` the checked bytes from a private in-memory file (else ``path`` itself).
 
     A private instance has its own GOT and context slots: tvmrt's patches never reach a
-    ``tvm_ffi.load_module`` of the same file, and the bytes loaded are the bytes checked.
-    The memfd stays open: the dynamic loader knows a library by its path, and a closed
-    ``/proc/self/fd/N`` would be reused by the next file opened on ``N``.
+    ``tvm_ffi.load_module`` of the same file, and the bytes loaded are the bytes checked
+    (:func:`tvmrt.runtime.loaders._dso.dlopen_checked`).
     """
-    mode = os.RTLD_LAZY | os.RTLD_LOCAL
-    memfd_create = getattr(os, "memfd_create", None)
-    if memfd_create is not None and os.path.isdir("/proc/self/fd"):
-        fd = -1
-        try:
-            fd = memfd_create(f"tvmrt:{Path(shown).name}", getattr(os, "MFD_CLOEXEC", 0))
-            view = memoryview(elf.data)
-            while view:
-                view = view[os.write(fd, view) :]
-            lib = ctypes.CDLL(f"/proc/self/fd/{fd}", mode=mode)
-        except OSError:
-            if fd >= 0:  # no memfd, or not executable here (noexec policies): load the file
-                os.close(fd)
-        else:
-            _private_fds.append(fd)
-            return lib
-    try:
-        return ctypes.CDLL(path, mode=mode)
-    except OSError as exc:
-        raise ModuleLoadError(f"cannot load {shown!r}: {exc}") from exc
+    return dlopen_checked(path, elf.data, shown)

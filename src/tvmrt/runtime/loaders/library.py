@@ -19,7 +19,6 @@ its code runs:
 from __future__ import annotations
 
 import ctypes
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,7 +30,10 @@ from tvmrt.runtime.loaders._dso import (
     KernelLibrary,
     check_aligned,
     check_imports_resolve,
+    dlopen_checked,
     process_scope,
+    unload_now,
+    unload_with,
 )
 from tvmrt.runtime.loaders.abi import LibraryFacts, TvmSymbols
 from tvmrt.runtime.loaders.binary import ElfFile, ElfSymbol
@@ -81,14 +83,16 @@ class LegacyPackedFunc(PackedFunc):
         The module it belongs to (kept alive with the function).
     """
 
-    __slots__ = ("_raw", "address", "library")
+    __slots__ = ("_kernel", "_raw", "address", "library")
 
     def __init__(self, address: int, name: str, library: Module) -> None:
-        cfunc = _PackedCFunc(address)
+        # called through tvmrt_call_packed(f, ...): each call starts with an empty error slot
+        cfunc = _PackedCFunc(_backend.call_packed_address())
         cfunc.errcheck = _make_errcheck(name)
         super().__init__(cfunc, name)
         self.address = address
         self.library = library
+        self._kernel = ctypes.c_void_p(address)
         self._raw = _PackedCFunc(address)
 
     def __call__(self, *args: Any) -> Any:
@@ -107,7 +111,7 @@ class LegacyPackedFunc(PackedFunc):
         values, codes, keep = _values.pack_args(args)
         ret = (TVMValue * 1)()
         ret_code = (ctypes.c_int * 1)(_NULL_CODE)
-        self._func(values, codes, len(args), ret, ret_code, None)
+        self._func(self._kernel, values, codes, len(args), ret, ret_code)
         result = _values.from_tvm_value(ret[0], ret_code[0])
         del keep  # arguments (strings, bytes) the return value may point into
         return result
@@ -142,7 +146,10 @@ class LegacyPackedFunc(PackedFunc):
         values.keepalive = (tuple(args), self)  # type: ignore[attr-defined]
         ret = TVMValue()
         ret_code = ctypes.c_int(_NULL_CODE)
-        return (self._func, (values, codes, n, ctypes.byref(ret), ctypes.byref(ret_code), None))
+        return (
+            self._func,
+            (self._kernel, values, codes, n, ctypes.byref(ret), ctypes.byref(ret_code)),
+        )
 
     def raw_call(self, args: Any, codes: Any, num_args: int, ret_val: Any, ret_code: Any) -> int:
         """Call with C argument arrays as they are; returns the status (no exception)."""
@@ -161,9 +168,8 @@ def native_call_parts(prepared: PreparedCall) -> tuple[int, int, int, int] | Non
     fn, fn_args = prepared
     if not isinstance(fn, _PackedCFunc) or len(fn_args) != 6:
         return None
-    address = ctypes.cast(fn, ctypes.c_void_p).value or 0
-    values, codes, n = fn_args[0], fn_args[1], fn_args[2]
-    return address, ctypes.addressof(values), ctypes.addressof(codes), int(n)
+    kernel, values, codes, n = fn_args[0], fn_args[1], fn_args[2], fn_args[3]
+    return kernel.value or 0, ctypes.addressof(values), ctypes.addressof(codes), int(n)
 
 
 class LibraryModule(KernelLibrary):
@@ -255,18 +261,21 @@ def load_shared_library(facts: LibraryFacts) -> Module:
         assert elf is not None
         entry, parsed = _read_from_file(elf, dynsym, symbols, shown)
     slots = _backend.slot_addresses()  # loads the native backend before the library
+    lib = dlopen_checked(path, elf.data if elf is not None else None, shown)
     try:
-        lib = ctypes.CDLL(path, mode=os.RTLD_LAZY | os.RTLD_LOCAL)
-    except OSError as exc:
-        raise ModuleLoadError(f"cannot load {shown!r}: {exc}") from exc
-    if symbols is not None and symbols.system_lib:
-        _PINNED.append(lib)
-    if dynsym:
-        check_imports_resolve(lib, dynsym, shown)
-    if symbols is None:  # no symbol table: probe like TVM does
-        entry = _probe_entry(lib)
-        parsed = _probe_blob(lib, shown)
+        if symbols is not None and symbols.system_lib:
+            _PINNED.append(lib)  # its functions stay registered: never unloaded
+        if dynsym:
+            check_imports_resolve(lib, dynsym, shown)
+        if symbols is None:  # no symbol table: probe like TVM does
+            entry = _probe_entry(lib)
+            parsed = _probe_blob(lib, shown)
+    except BaseException:
+        unload_now(lib)
+        raise
     module = LibraryModule(shown, lib, symbols, entry)
+    if symbols is None or not symbols.system_lib:
+        unload_with(module, lib)
     _fill_slots(lib, symbols, slots)
     _set_module_context(lib, symbols, module)
     root = assemble_modules(parsed, module) if parsed is not None else module
