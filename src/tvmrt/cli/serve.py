@@ -129,5 +129,6 @@ def serve(args: argparse.Namespace) -> int:
         "serving",
         extra={"fields": {"host": args.host, "port": args.port, "models": sorted(app.models)}},
     )
-    serve_forever(app, args.host, args.port)
+    stopped_by = serve_forever(app, args.host, args.port)
+    log.info("stopped", extra={"fields": {"signal": stopped_by}})
     return 0

@@ -69,6 +69,7 @@ class ServedModel:
         self.max_queue = max_queue
         self.timeout = timeout
         self.metrics = ModelMetrics(name)
+        self.executors = list(executors)
         self._free: queue.SimpleQueue[GraphModule] = queue.SimpleQueue()
         for ex in executors:
             self._free.put(ex)

@@ -7,6 +7,7 @@ uvicorn gives the graceful shutdown the protocol needs: on SIGINT/SIGTERM (or
 
 from __future__ import annotations
 
+import signal
 import socket
 import threading
 import time
@@ -36,11 +37,25 @@ def _config(app: InferenceApp, host: str, port: int, graceful_timeout: float, **
 
 def serve_forever(
     app: InferenceApp, host: str = "127.0.0.1", port: int = 8000, graceful_timeout: float = 30
-) -> None:
-    """Serve until SIGINT/SIGTERM, then shut down gracefully."""
+) -> int:
+    """Serve until SIGINT/SIGTERM, then shut down gracefully; returns the signal number.
+
+    uvicorn re-raises the signal that stopped it once it has drained; the handlers set
+    here take it, so the process ends with a normal return rather than being killed.
+    """
     import uvicorn
 
-    uvicorn.Server(_config(app, host, port, graceful_timeout)).run()
+    received: list[int] = []
+    previous = {
+        sig: signal.signal(sig, lambda num, frame: received.append(num))
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        uvicorn.Server(_config(app, host, port, graceful_timeout)).run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return received[0] if received else 0
 
 
 def free_port(host: str = "127.0.0.1") -> int:
