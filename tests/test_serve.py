@@ -406,3 +406,23 @@ def test_tvmrt_imports_without_the_serve_extra():
     )
     assert proc.returncode == 2
     assert "tvmrt serve needs the serve extra: pip install 'tvmrt[serve]'" in proc.stderr
+
+
+def test_kserve_manifest_runs_the_same_entry_point():
+    yaml = pytest.importorskip("yaml")
+    from tvmrt.cli import build_parser
+
+    docs = list(yaml.safe_load_all((REPO / "examples/serving/kserve.yaml").read_text()))
+    runtime = next(d for d in docs if d["kind"] == "ServingRuntime")
+    service = next(d for d in docs if d["kind"] == "InferenceService")
+    assert runtime["spec"]["protocolVersions"] == ["v2"]
+    assert service["spec"]["predictor"]["model"]["runtime"] == runtime["metadata"]["name"]
+    container = runtime["spec"]["containers"][0]
+    assert container["command"] == ["tvmrt", "serve"]
+    args = [a.replace("{{.Name}}", service["metadata"]["name"]) for a in container["args"]]
+    parsed = build_parser().parse_args(["serve", *args])
+    assert parsed.handler.__module__ == "tvmrt.cli.serve"
+    assert (parsed.artifact, parsed.name, parsed.port) == (["/mnt/models"], ["mobilenet"], 8080)
+    assert container["readinessProbe"]["httpGet"]["path"] == "/v2/health/ready"
+    dockerfile = (REPO / "examples/serving/Dockerfile").read_text()
+    assert 'ENTRYPOINT ["tvmrt", "serve"]' in dockerfile
