@@ -204,6 +204,11 @@ BAD_REQUESTS = [
         400,
         "unknown output 'zz'; the model's outputs are ['add']",
     ),
+    (
+        _infer_body(data=[1, [2, 3], 4, 5]),
+        400,
+        "input 'x': \"data\" is not a regular (non-ragged) list",
+    ),
     (_infer_body(data=list(range(2000))), 413, "exceeds the limit of 4096 bytes"),
 ]
 
@@ -227,6 +232,7 @@ def test_bad_requests_get_4xx_naming_the_tensor(add1_server, body, status, messa
     ("body", "headers", "message"),
     [
         (b"not json", {}, "request body is not valid JSON"),
+        (b"[" * 2000 + b"]" * 2000, {}, "request body is not valid JSON"),  # too deep to parse
         (b'{"inputs": []}', {"Inference-Header-Content-Length": "99"}, "but the body has only 14"),
         (
             json.dumps(

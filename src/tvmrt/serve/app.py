@@ -116,7 +116,7 @@ class InferenceApp:
         elapsed = time.perf_counter() - start
         if match_infer(path) and model_name in self.models:
             self.models[model_name].metrics.observe_request(reply.status, elapsed)
-        if path != "/metrics" and not path.startswith("/v2/health"):
+        if log.isEnabledFor(logging.INFO) and path != "/metrics" and "/health/" not in path:
             log.info(
                 "request",
                 extra={

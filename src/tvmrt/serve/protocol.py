@@ -159,7 +159,7 @@ def parse_infer_request(
         json_part, binary = body, memoryview(b"")
     try:
         doc = json.loads(json_part)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise _fail(f"request body is not valid JSON: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("inputs"), list):
         raise _fail('request JSON must be an object with an "inputs" list')
@@ -239,8 +239,8 @@ def _from_json(data: object, spec: TensorSpec, shape: tuple[int, ...]) -> Any:
     dtype = DATATYPES[spec.datatype]
     try:
         arr = np.asarray(data)
-    except ValueError:
-        raise _fail(f'input {spec.name!r}: "data" is a ragged list') from None
+    except (ValueError, TypeError, RecursionError):
+        raise _fail(f'input {spec.name!r}: "data" is not a regular (non-ragged) list') from None
     if arr.dtype.kind not in "biuf" or (arr.dtype.kind == "f" and dtype.kind in "biu"):
         raise _fail(f'input {spec.name!r}: "data" must hold {spec.datatype} numbers')
     count = int(np.prod(shape, dtype=np.int64))
