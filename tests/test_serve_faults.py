@@ -205,3 +205,72 @@ def test_load_every_answer_correct_none_lost_or_duplicated():
         assert model.metrics.queue_depth == 0
         assert model.metrics.in_flight == 0
         assert rss[1] - rss[0] < 32 << 20, f"RSS grew by {(rss[1] - rss[0]) >> 20} MiB"
+
+
+def batched_model(batch_delay):
+    """x (4, 3) -> x + 1, compiled batch 4; counts the kernel's calls and their inputs."""
+    calls = []
+
+    def add1(a, out):
+        calls.append(a.numpy().copy())
+        out.copyfrom(a.numpy() + 1)
+
+    b = GraphBuilder()
+    x = b.input("x", (4, 3))
+    (y,) = b.op("add1", "add1", [x], [(4, 3)])
+    b.output(y)
+    lib = numpy_op_library(add1=add1)
+    return model_from_graph("b4", b.to_json(), lib, batch_delay=batch_delay), calls
+
+
+def test_dynamic_batching_pads_splits_and_answers_each_request():
+    model, calls = batched_model(batch_delay=0.5)
+    assert model.metadata()["inputs"] == [{"name": "x", "datatype": "FP32", "shape": [-1, 3]}]
+    rows = [1, 2, 1, 1, 3, 1]
+    xs = [np.arange(n * 3, dtype="f4").reshape(n, 3) + 10 * k for k, n in enumerate(rows)]
+    with BackgroundServer(InferenceApp([model])) as server:
+        with ThreadPoolExecutor(len(rows)) as pool:
+            bodies = [
+                {
+                    "inputs": [
+                        {
+                            "name": "x",
+                            "shape": list(x.shape),
+                            "datatype": "FP32",
+                            "data": x.ravel().tolist(),
+                        }
+                    ]
+                }
+                for x in xs
+            ]
+            answers = list(pool.map(lambda d: post(server.url, "/v2/models/b4/infer", d), bodies))
+        for x, (status, _, doc) in zip(xs, answers, strict=True):
+            assert status == 200, doc
+            out = doc["outputs"][0]
+            assert out["shape"] == list(x.shape)
+            np.testing.assert_array_equal(np.array(out["data"], "f4").reshape(x.shape), x + 1)
+        # 9 rows in batches of at most 4: at least 3 runs, fewer than one per request
+        assert 3 <= len(calls) < len(rows)
+        assert model.metrics.executions == len(calls)
+        fed = np.concatenate(calls)
+        for x in xs:  # every row reached the kernel exactly once; the rest is zero padding
+            for r in x:
+                assert int((fed == r).all(axis=1).sum()) == 1
+        assert int((fed == 0).all(axis=1).sum()) == 4 * len(calls) - sum(rows)
+        too_big = {"inputs": [{"name": "x", "shape": [5, 3], "datatype": "FP32", "data": [0] * 15}]}
+        status, _, doc = post(server.url, "/v2/models/b4/infer", too_big)
+        assert status == 400
+        assert doc["error"] == "input 'x' has batch 5, expected 1 to 4"
+
+
+def test_dynamic_batching_needs_a_batch_dimension():
+    b = GraphBuilder()
+    x = b.input("x", (1, 4))
+    (y,) = b.op("add", "myadd", [x], [(1, 4)], flatten_data=True)
+    b.output(y)
+    with pytest.raises(
+        ValueError,
+        match=r"model 'm' cannot batch dynamically: every input and output needs the same "
+        r"leading \(batch\) dimension > 1, got \{'x': 1, 'add': 1\}",
+    ):
+        model_from_graph("m", b.to_json(), numpy_op_library(), batch_delay=0.01)

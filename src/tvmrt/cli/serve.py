@@ -62,6 +62,13 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request (30)")
     parser.add_argument(
+        "--batch-delay-ms",
+        type=float,
+        metavar="MS",
+        help="dynamic batching (off by default), for artifacts compiled with a batch "
+        "dimension B > 1: requests send 1..B rows; wait up to MS to fill a batch",
+    )
+    parser.add_argument(
         "--max-body-mb", type=float, default=64.0, help="largest request body in MiB (64)"
     )
     parser.add_argument("--device", default="cpu", help="device, e.g. cpu (default)")
@@ -115,11 +122,16 @@ def serve(args: argparse.Namespace) -> int:
     log = logging.getLogger("tvmrt.serve")
     log.addHandler(handler)
     log.setLevel(args.log_level.upper())
+    delay = None if args.batch_delay_ms is None else args.batch_delay_ms / 1e3
+    if delay is not None and delay < 0:
+        raise UsageError(f"--batch-delay-ms must be >= 0, got {args.batch_delay_ms}")
     sources = args.artifact or [None]
     models = []
     for name, source in zip(_names(args, len(sources)), sources, strict=True):
         files = find_artifact(source, args.graph, args.lib, args.params)
-        models.append(load_model(name, files, args.workers, dev, args.max_queue, args.timeout))
+        models.append(
+            load_model(name, files, args.workers, dev, args.max_queue, args.timeout, delay)
+        )
         log.info(
             "loaded",
             extra={"fields": {"model": name, "lib": str(files.lib), "workers": args.workers}},

@@ -15,8 +15,10 @@ import os
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -47,6 +49,11 @@ class ServedModel:
         Requests that may wait for an executor beyond the K running; more get a 503.
     timeout
         Seconds a request may take from admission to answer before a 504.
+    batch_delay
+        Dynamic batching, off (None) by default: for a model compiled with batch B > 1 (every
+        input and output has leading dimension B), requests carry 1..B rows; an executor
+        waits up to ``batch_delay`` seconds to fill B rows from the queue, pads the rest
+        with zeros, runs once and splits the outputs back by request.
     """
 
     def __init__(
@@ -57,6 +64,7 @@ class ServedModel:
         outputs: Sequence[TensorSpec],
         max_queue: int = 64,
         timeout: float = 30.0,
+        batch_delay: float | None = None,
     ) -> None:
         if not executors:
             raise ValueError(f"model {name!r} needs at least one executor")
@@ -70,6 +78,13 @@ class ServedModel:
         self.timeout = timeout
         self.metrics = ModelMetrics(name)
         self.executors = list(executors)
+        self.batch = 0 if batch_delay is None else _batch_size(name, self.inputs, self.outputs)
+        if self.batch:
+            self.inputs = [replace(t, max_batch=self.batch) for t in self.inputs]
+            self.outputs = [replace(t, max_batch=self.batch) for t in self.outputs]
+        self._batch_delay = batch_delay or 0.0
+        self._waiting: deque[_Item] = deque()
+        self._arrived = threading.Condition()
         self._free: queue.SimpleQueue[GraphModule] = queue.SimpleQueue()
         for ex in executors:
             self._free.put(ex)
@@ -106,7 +121,7 @@ class ServedModel:
         with self._lock:
             if self._closed:
                 raise OverloadedError(f"model {self.name!r} is shutting down", retry_after=1)
-            if self._pending >= self.workers + self.max_queue:
+            if self._pending >= self.workers * max(1, self.batch) + self.max_queue:
                 raise OverloadedError(
                     f"model {self.name!r} is at capacity: {self.workers} running and "
                     f"{self.max_queue} queued; retry later",
@@ -114,6 +129,14 @@ class ServedModel:
                 )
             self._pending += 1
         self.metrics.add_depth(1, 0)
+        if self.batch:
+            future: Future[list[Any]] = Future()
+            future.add_done_callback(self._finished)
+            with self._arrived:
+                self._waiting.append(_Item(dict(arrays), future, time.perf_counter()))
+                self._arrived.notify()
+            self._pool.submit(self._run_batch)  # one drain per request; extra ones find none
+            return future
         future = self._pool.submit(self._run, dict(arrays), time.perf_counter())
         future.add_done_callback(self._finished)
         return future
@@ -155,6 +178,58 @@ class ServedModel:
             self.metrics.add_depth(0, -1)
             self.metrics.observe_execution(start - admitted, end - start)
 
+    def _take_batch(self) -> list[_Item]:
+        """Queued requests filling up to ``batch`` rows, waiting up to the batch delay."""
+        taken: list[_Item] = []
+        rows = 0
+        deadline = time.perf_counter() + self._batch_delay
+        with self._arrived:
+            while True:
+                while self._waiting and rows + self._waiting[0].rows <= self.batch:
+                    item = self._waiting.popleft()
+                    if item.future.set_running_or_notify_cancel():  # False: timed out
+                        taken.append(item)
+                        rows += item.rows
+                head_blocked = bool(self._waiting)  # the next request does not fit
+                remaining = deadline - time.perf_counter()
+                if not taken or rows == self.batch or head_blocked or remaining <= 0:
+                    return taken
+                self._arrived.wait(remaining)
+
+    def _run_batch(self) -> None:
+        executor = self._free.get()
+        taken: list[_Item] = []
+        start = time.perf_counter()
+        try:
+            taken = self._take_batch()
+            if not taken:
+                return
+            start = time.perf_counter()
+            self.metrics.add_depth(-len(taken), len(taken))
+            total = sum(item.rows for item in taken)
+            for spec in self.inputs:
+                parts = [item.arrays[spec.name] for item in taken]
+                if total < self.batch:
+                    pad = (self.batch - total, *spec.shape[1:])
+                    parts.append(np.zeros(pad, parts[0].dtype))
+                executor.set_input(spec.name, np.concatenate(parts))
+            executor.run()
+            outs = [executor.get_output(i).numpy() for i in range(len(self.outputs))]
+            offset = 0
+            for item in taken:
+                item.future.set_result([o[offset : offset + item.rows] for o in outs])
+                offset += item.rows
+        except BaseException as exc:
+            for item in taken:
+                if not item.future.done():
+                    item.future.set_exception(exc)
+        finally:
+            self._free.put(executor)
+            if taken:
+                self.metrics.add_depth(0, -len(taken))
+                end = time.perf_counter()
+                self.metrics.observe_execution(start - taken[0].admitted, end - start)
+
     def _finished(self, future: Future[list[Any]]) -> None:
         with self._lock:
             self._pending -= 1
@@ -166,6 +241,31 @@ class ServedModel:
         with self._lock:
             self._closed = True
         self._pool.shutdown(wait=wait, cancel_futures=not wait)
+
+
+@dataclass
+class _Item:
+    """A request waiting for dynamic batching."""
+
+    arrays: dict[str, np.ndarray[Any, Any]]
+    future: Future[list[Any]]
+    admitted: float
+
+    @property
+    def rows(self) -> int:
+        return int(next(iter(self.arrays.values())).shape[0])
+
+
+def _batch_size(name: str, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec]) -> int:
+    """The compiled batch size B > 1 shared by every input and output, for batching."""
+    leading = {t.name: (t.shape[0] if t.shape else None) for t in (*inputs, *outputs)}
+    sizes = set(leading.values())
+    if len(sizes) != 1 or None in sizes or next(iter(sizes)) in (None, 0, 1):
+        raise ValueError(
+            f"model {name!r} cannot batch dynamically: every input and output needs the same "
+            f"leading (batch) dimension > 1, got {leading}"
+        )
+    return int(next(iter(sizes)))  # type: ignore[arg-type]
 
 
 def _output_specs(module: GraphModule) -> list[TensorSpec]:
@@ -184,6 +284,7 @@ def load_model(
     device: Device | None = None,
     max_queue: int = 64,
     timeout: float = 30.0,
+    batch_delay: float | None = None,
 ) -> ServedModel:
     """Load an artifact (from :func:`tvmrt.artifact.find_artifact`) as K executors.
 
@@ -213,6 +314,7 @@ def load_model(
         _output_specs(first.module),
         max_queue=max_queue,
         timeout=timeout,
+        batch_delay=batch_delay,
     )
 
 
@@ -225,6 +327,7 @@ def model_from_graph(
     device: Device | None = None,
     max_queue: int = 64,
     timeout: float = 30.0,
+    batch_delay: float | None = None,
 ) -> ServedModel:
     """Serve a graph JSON over a kernel module (a loaded library or a ``PyModule``)."""
     dev = device or cpu()
@@ -235,7 +338,8 @@ def model_from_graph(
             module.share_params(executors[0], params)
     shapes, dtypes = executors[0].get_input_info()
     inputs = [TensorSpec(n, tuple(shapes[n]), datatype_of(dtypes[n])) for n in shapes]
-    return ServedModel(name, executors, inputs, _output_specs(executors[0]), max_queue, timeout)
+    outputs = _output_specs(executors[0])
+    return ServedModel(name, executors, inputs, outputs, max_queue, timeout, batch_delay)
 
 
 def default_workers() -> int:

@@ -114,10 +114,12 @@ class TensorSpec:
     name: str
     shape: tuple[int, ...]
     datatype: str
+    max_batch: int = 0  # > 0: dynamic batching; requests send 1..max_batch rows
 
     def metadata(self) -> dict[str, Any]:
-        """The protocol's ``{"name", "datatype", "shape"}``."""
-        return {"name": self.name, "datatype": self.datatype, "shape": list(self.shape)}
+        """The protocol's ``{"name", "datatype", "shape"}`` (-1: any batch up to the max)."""
+        shape = [-1, *self.shape[1:]] if self.max_batch else list(self.shape)
+        return {"name": self.name, "datatype": self.datatype, "shape": shape}
 
 
 @dataclass
@@ -192,6 +194,9 @@ def parse_infer_request(
             arrays[name] = _from_json(item["data"], spec, shape)
     if offset != len(binary):
         raise _fail(f"the body has {len(binary) - offset} binary bytes no input claims")
+    if any(s.max_batch for s in inputs) and len({a.shape[0] for a in arrays.values()}) > 1:
+        sizes = {n: a.shape[0] for n, a in arrays.items()}
+        raise _fail(f"inputs have different batch sizes {sizes}; they must agree")
     missing = sorted(set(specs) - set(arrays))
     if missing:
         raise _fail(f"missing input(s) {missing}; the model's inputs are {sorted(specs)}")
@@ -219,7 +224,13 @@ def _check_header(item: dict[str, Any], spec: TensorSpec) -> tuple[int, ...]:
         raise _fail(f"input {spec.name!r} has datatype {datatype!r}, expected {spec.datatype!r}")
     if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
         raise _fail(f"input {spec.name!r}: shape must be a list of sizes, got {shape!r}")
-    if tuple(shape) != spec.shape:
+    if spec.max_batch:
+        if len(shape) != len(spec.shape) or tuple(shape[1:]) != spec.shape[1:]:
+            expected = ", ".join(["N", *map(str, spec.shape[1:])])
+            raise _fail(f"input {spec.name!r} has shape {shape}, expected [{expected}]")
+        if not 1 <= shape[0] <= spec.max_batch:
+            raise _fail(f"input {spec.name!r} has batch {shape[0]}, expected 1 to {spec.max_batch}")
+    elif tuple(shape) != spec.shape:
         raise _fail(f"input {spec.name!r} has shape {shape}, expected {list(spec.shape)}")
     return tuple(shape)
 

@@ -38,8 +38,9 @@ class TvmrtDeployment:
     ----------
     models
         Model name -> artifact folder or factory library, as ``tvmrt serve`` takes them.
-    workers, max_queue, timeout
-        As ``tvmrt serve --workers/--max-queue/--timeout``, per replica.
+    workers, max_queue, timeout, batch_delay
+        As ``tvmrt serve --workers/--max-queue/--timeout/--batch-delay-ms`` (in seconds),
+        per replica.
     """
 
     def __init__(
@@ -48,9 +49,10 @@ class TvmrtDeployment:
         workers: int = 1,
         max_queue: int = 64,
         timeout: float = 30.0,
+        batch_delay: float | None = None,
     ) -> None:
         served = [
-            load_model(name, find_artifact(path), workers, None, max_queue, timeout)
+            load_model(name, find_artifact(path), workers, None, max_queue, timeout, batch_delay)
             for name, path in models.items()
         ]
         self.app = InferenceApp(served)
