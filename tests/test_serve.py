@@ -432,3 +432,36 @@ def test_kserve_manifest_runs_the_same_entry_point():
     assert container["readinessProbe"]["httpGet"]["path"] == "/v2/health/ready"
     dockerfile = (REPO / "examples/serving/Dockerfile").read_text()
     assert 'ENTRYPOINT ["tvmrt", "serve"]' in dockerfile
+
+
+def test_factory_library_served_by_two_executors_sharing_params(artifacts):
+    golden = np.load(artifacts / "iris-factory" / "golden.npz")
+    model = load_model("iris", find_artifact(artifacts / "iris-factory" / "deploy_lib.tar"), 2)
+    first, second = model.executors
+    data_index = first.get_input_index("float_input")
+    params = [i for i in range(first.get_num_inputs()) if i != data_index]
+    assert len(params) == 4
+    for i in params:  # the factory's weights, held once
+        assert first.get_input(i).data_ptr == second.get_input(i).data_ptr
+    assert first.get_input(data_index).data_ptr != second.get_input(data_index).data_ptr
+    assert [s.metadata() for s in model.inputs] == [
+        {"name": "float_input", "datatype": "FP32", "shape": [1, 4]}
+    ]
+    with BackgroundServer(InferenceApp([model])) as server:
+        for sample, expected in zip(golden["float_input"], golden["output_0"], strict=True):
+            doc = {
+                "inputs": [
+                    {
+                        "name": "float_input",
+                        "shape": [1, 4],
+                        "datatype": "FP32",
+                        "data": sample.tolist(),
+                    }
+                ]
+            }
+            status, _, body = request(
+                server.url, "POST", "/v2/models/iris/infer", json.dumps(doc).encode()
+            )
+            assert status == 200
+            out = json.loads(body)["outputs"][0]
+            np.testing.assert_allclose(np.array(out["data"], "f4"), expected, **ATOL)

@@ -67,7 +67,8 @@ class TvmrtDeployment:
         return Response(reply.body, status_code=reply.status, headers=reply.headers)
 
     def __del__(self) -> None:
-        for model in getattr(self, "app", InferenceApp([])).models.values():
+        app = getattr(self, "app", None)  # absent if __init__ failed
+        for model in app.models.values() if app is not None else ():
             model.close(wait=False)
 
 
