@@ -5,8 +5,9 @@ child process; clients are threads here, one keep-alive HTTP connection each, se
 binary-tensor form that tritonclient sends by default. The reference, measured in this
 process before each server starts, is K threads each looping ``set_input``/``run``/
 ``get_output`` on its own executor (weights shared): the most the server could reach.
-Overhead per request = server p50 at concurrency 1 minus in-process p50 at K = 1, and the
-same for the iris MLP factory (4 -> 10 -> 3), where it is nearly all HTTP + protocol + queueing.
+Overhead per request: an HTTP request and an in-process run alternated pairwise (so load
+from other processes on a shared machine hits both alike), median of the differences; for
+MobileNet v1 and for the iris MLP factory (4 -> 10 -> 3), whose run costs microseconds.
 
     python bench/serve.py [--artifact DIR] [--tiny deploy_lib.tar] [--requests 24]
 """
@@ -212,6 +213,37 @@ def row(label: str, rate: float, lat: list[float]) -> str:
     )
 
 
+def paired_overhead(server: Server, name: str, artifact: str, count: int) -> list[float]:
+    """Per-request server overhead in s: one HTTP request and one in-process run,
+    alternated ``count`` times, so load from other processes hits both alike."""
+    model = load_model("ref", find_artifact(artifact), workers=1)
+    module = model.executors[0]
+    rng = np.random.default_rng(1)
+    arrays = [rng.standard_normal(s.shape).astype("<f4") for s in model.inputs]
+    body, header_len = binary_body([s.metadata() for s in model.inputs], arrays)
+    headers = {"Inference-Header-Content-Length": str(header_len)}
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    diffs = []
+    for k in range(count + 2):
+        t0 = time.perf_counter()
+        for spec, arr in zip(model.inputs, arrays, strict=True):
+            module.set_input(spec.name, arr)
+        module.run()
+        module.get_output(0).numpy()
+        t1 = time.perf_counter()
+        conn.request("POST", f"/v2/models/{name}/infer", body, headers)
+        resp = conn.getresponse()
+        resp.read()
+        t2 = time.perf_counter()
+        if resp.status != 200:
+            raise RuntimeError(f"request failed: {resp.status}")
+        if k >= 2:  # the first two warm up
+            diffs.append((t2 - t1) - (t1 - t0))
+    conn.close()
+    model.close()
+    return diffs
+
+
 def main() -> None:
     """Measure and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -221,43 +253,44 @@ def main() -> None:
     )
     parser.add_argument("--requests", type=int, default=24, help="requests per client (c=1)")
     args = parser.parse_args()
+    print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print("| configuration | req/s | p50 ms | p99 ms |")
     print("|---|---:|---:|---:|")
-    p50 = {}
+    overhead = {}
     for workers in (1, 2):
         rate, lat = in_process(args.artifact, workers, args.requests)
-        p50[("inproc", workers)] = statistics.median(lat)
         print(row(f"in-process GraphModule.run, K={workers} threads", rate, lat), flush=True)
         server = Server([args.artifact, "--name", "m", "--workers", str(workers)])
         try:
             for conc in (1, 4, 16):
                 per_client = max(2, args.requests * 2 // conc)
                 rate, lat = load(server, "m", conc, per_client)
-                p50[("serve", workers, conc)] = statistics.median(lat)
                 print(row(f"tvmrt serve, K={workers}, concurrency {conc}", rate, lat), flush=True)
+            if workers == 1:
+                overhead["MobileNet v1"] = paired_overhead(server, "m", args.artifact, 20)
         finally:
             server.stop()
     # a model whose run costs microseconds: what the server adds per request
     rate, lat = in_process(args.tiny, 1, 2000)
-    tiny_inproc = statistics.median(lat)
     print(row("in-process GraphModule.run, iris MLP, K=1", rate, lat))
     rate, lat = handle_only(args.tiny, 2000)
-    tiny_handle = statistics.median(lat)
     print(row("InferenceApp.handle (protocol + queue, no HTTP), iris MLP", rate, lat))
     server = Server([args.tiny, "--name", "tiny", "--workers", "1"])
     try:
         rate, lat = load(server, "tiny", 1, 1000)
-        tiny_serve = statistics.median(lat)
         print(row("tvmrt serve, iris MLP, K=1, concurrency 1", rate, lat))
+        overhead["iris MLP"] = paired_overhead(server, "tiny", args.tiny, 500)
     finally:
         server.stop()
     print()
-    over = (p50[("serve", 1, 1)] - p50[("inproc", 1)]) * 1e3
+    print("server overhead per request, K=1, concurrency 1 (HTTP request minus in-process run,")
+    print("alternated pairwise): ", end="")
     print(
-        f"server overhead per request (p50, concurrency 1): MobileNet v1 {over:.2f} ms; "
-        f"iris MLP {(tiny_serve - tiny_inproc) * 1e3:.2f} ms, of which protocol + queue "
-        f"{(tiny_handle - tiny_inproc) * 1e3:.2f} ms and HTTP (uvicorn, sockets, client) "
-        f"{(tiny_serve - tiny_handle) * 1e3:.2f} ms"
+        "; ".join(
+            f"{k}: median {statistics.median(v) * 1e3:.2f} ms (p10 {percentile(v, 10) * 1e3:.2f}, "
+            f"p90 {percentile(v, 90) * 1e3:.2f})"
+            for k, v in overhead.items()
+        )
     )
 
 

@@ -28,6 +28,7 @@ def _config(app: InferenceApp, host: str, port: int, graceful_timeout: float, **
         host=host,
         port=port,
         lifespan="on",
+        ws="none",  # no websockets: nothing to import for them
         log_config=None,  # our JSON logs, not uvicorn's access log
         access_log=False,
         timeout_graceful_shutdown=int(graceful_timeout),
