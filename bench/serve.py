@@ -292,6 +292,7 @@ def main() -> None:
             for k, v in overhead.items()
         )
     )
+    print(f"load average at end: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
