@@ -198,6 +198,13 @@ BAD_REQUESTS = [
     (_infer_body(data=[1, 2, 3]), 400, "input 'x': 3 values, expected 4 for [4]"),
     (_infer_body(data=["a", "b", "c", "d"]), 400, "input 'x': \"data\" must hold FP32 numbers"),
     ({"inputs": []}, 400, "missing input(s) ['x']; the model's inputs are ['x']"),
+    (_infer_body(shape=[True, 4]), 400, "input 'x': shape must be a list of sizes, got [True, 4]"),
+    (
+        _infer_body(parameters={"binary_data_size": True}),
+        400,
+        "input 'x': binary_data_size must be a byte count, got True",
+    ),
+    ({"inputs": [_infer_body()["inputs"][0]] * 2}, 400, "input 'x' is given twice"),
     ({"input": []}, 400, 'request JSON must be an object with an "inputs" list'),
     (
         {**_infer_body(), "outputs": [{"name": "zz"}]},

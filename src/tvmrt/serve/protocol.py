@@ -181,7 +181,9 @@ def parse_infer_request(
         params = item.get("parameters") or {}
         size = params.get("binary_data_size") if isinstance(params, dict) else None
         if size is not None:
-            if not isinstance(size, int) or size < 0 or offset + size > len(binary):
+            if type(size) is not int or size < 0:
+                raise _fail(f"input {name!r}: binary_data_size must be a byte count, got {size!r}")
+            if offset + size > len(binary):
                 raise _fail(
                     f"input {name!r}: binary_data_size {size!r} runs past the "
                     f"{len(binary)} binary bytes of the body"
@@ -222,7 +224,7 @@ def _check_header(item: dict[str, Any], spec: TensorSpec) -> tuple[int, ...]:
     shape, datatype = item.get("shape"), item.get("datatype")
     if datatype != spec.datatype:
         raise _fail(f"input {spec.name!r} has datatype {datatype!r}, expected {spec.datatype!r}")
-    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+    if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
         raise _fail(f"input {spec.name!r}: shape must be a list of sizes, got {shape!r}")
     if spec.max_batch:
         if len(shape) != len(spec.shape) or tuple(shape[1:]) != spec.shape[1:]:
