@@ -74,3 +74,16 @@ def _get(port, path):
         return resp.status, {k.lower(): v for k, v in resp.getheaders()}, json.loads(resp.read())
     finally:
         conn.close()
+
+
+def test_app_builder_parses_serve_run_arguments(artifacts):
+    pytest.importorskip("ray.serve")
+    from tvmrt.serve.ray import app_builder
+
+    path = str(artifacts / "mobilenet_v1")
+    app = app_builder({"models": f"mobilenet={path}", "replicas": "2", "workers": "2"})
+    assert type(app).__name__ == "Application"
+    with pytest.raises(ValueError, match=r"models entry 'mobilenet' is not NAME=PATH"):
+        app_builder({"models": "mobilenet"})
+    with pytest.raises(ValueError, match=r"app_builder needs models=NAME=PATH\[,NAME=PATH\.\.\.\]"):
+        app_builder({})
