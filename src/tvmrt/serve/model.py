@@ -1,0 +1,347 @@
+"""A served model: K graph executors over one copy of the weights, behind a bounded queue.
+
+Requests are admitted while fewer than ``K + max_queue`` are pending (waiting or running);
+past that :class:`~tvmrt.serve.protocol.OverloadedError` (HTTP 503) is raised at once, so
+memory stays bounded under any load. Each admitted request runs on the first free
+executor in one of K worker threads; compiled kernels run without the GIL, so K executors
+use K cores. A request that waits past its timeout is dropped from the queue unrun; one
+already running finishes (a kernel cannot be interrupted) and its executor is reused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from tvmrt.artifact import ArtifactFiles, load_artifact
+from tvmrt.contrib.graph_executor import GraphModule, create
+from tvmrt.runtime.device import Device, cpu
+from tvmrt.runtime.module import Module
+from tvmrt.runtime.params import mapped_file
+from tvmrt.serve.metrics import ModelMetrics
+from tvmrt.serve.protocol import DeadlineError, OverloadedError, TensorSpec, datatype_of
+
+__all__ = ["ServedModel", "load_model", "model_from_graph"]
+
+
+class ServedModel:
+    """K executors of one model, a bounded queue and the model's metrics.
+
+    Parameters
+    ----------
+    name
+        The model name in URLs (``/v2/models/{name}``).
+    executors
+        K executors of the same graph; they should share their weights (``share_params``).
+    inputs, outputs
+        What the model takes and returns (names, shapes, protocol datatypes).
+    max_queue
+        Requests that may wait for an executor beyond the K running; more get a 503.
+    timeout
+        Seconds a request may take from admission to answer before a 504.
+    batch_delay
+        Dynamic batching, off (None) by default: for a model compiled with batch B > 1 (every
+        input and output has leading dimension B), requests carry 1..B rows; an executor
+        waits up to ``batch_delay`` seconds to fill B rows from the queue, pads the rest
+        with zeros, runs once and splits the outputs back by request.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        executors: Sequence[GraphModule],
+        inputs: Sequence[TensorSpec],
+        outputs: Sequence[TensorSpec],
+        max_queue: int = 64,
+        timeout: float = 30.0,
+        batch_delay: float | None = None,
+    ) -> None:
+        if not executors:
+            raise ValueError(f"model {name!r} needs at least one executor")
+        if max_queue < 0 or timeout <= 0:
+            raise ValueError(f"max_queue must be >= 0 and timeout > 0, got {max_queue}, {timeout}")
+        self.name = name
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        self.workers = len(executors)
+        self.max_queue = max_queue
+        self.timeout = timeout
+        self.metrics = ModelMetrics(name)
+        self.executors = list(executors)
+        self.batch = 0 if batch_delay is None else _batch_size(name, self.inputs, self.outputs)
+        if self.batch:
+            self.inputs = [replace(t, max_batch=self.batch) for t in self.inputs]
+            self.outputs = [replace(t, max_batch=self.batch) for t in self.outputs]
+        self._batch_delay = batch_delay or 0.0
+        self._waiting: deque[_Item] = deque()
+        self._arrived = threading.Condition()
+        self._free: queue.SimpleQueue[GraphModule] = queue.SimpleQueue()
+        for ex in executors:
+            self._free.put(ex)
+        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix=f"tvmrt-{name}")
+        self._lock = threading.Lock()
+        self._pending = 0
+        self._closed = False
+
+    # -- metadata ----------------------------------------------------------------------
+    def metadata(self) -> dict[str, Any]:
+        """The protocol's model metadata."""
+        return {
+            "name": self.name,
+            "versions": ["1"],
+            "platform": "tvmrt_graph_executor",
+            "inputs": [s.metadata() for s in self.inputs],
+            "outputs": [s.metadata() for s in self.outputs],
+        }
+
+    @property
+    def pending(self) -> int:
+        """Requests admitted and not yet finished (waiting or running)."""
+        return self._pending
+
+    # -- running -----------------------------------------------------------------------
+    def submit(self, arrays: Mapping[str, np.ndarray[Any, Any]]) -> Future[list[Any]]:
+        """Admit a request; its future gives the outputs (numpy copies), in model order.
+
+        Raises
+        ------
+        OverloadedError
+            If ``K + max_queue`` requests are already pending, or the model is closing.
+        """
+        with self._lock:
+            if self._closed:
+                raise OverloadedError(f"model {self.name!r} is shutting down", retry_after=1)
+            if self._pending >= self.workers * max(1, self.batch) + self.max_queue:
+                raise OverloadedError(
+                    f"model {self.name!r} is at capacity: {self.workers} running and "
+                    f"{self.max_queue} queued; retry later",
+                    retry_after=1,
+                )
+            self._pending += 1
+        self.metrics.add_depth(1, 0)
+        if self.batch:
+            future: Future[list[Any]] = Future()
+            future.add_done_callback(self._finished)
+            with self._arrived:
+                self._waiting.append(_Item(dict(arrays), future, time.perf_counter()))
+                self._arrived.notify()
+            self._pool.submit(self._run_batch)  # one drain per request; extra ones find none
+            return future
+        future = self._pool.submit(self._run, dict(arrays), time.perf_counter())
+        future.add_done_callback(self._finished)
+        return future
+
+    def infer_sync(self, arrays: Mapping[str, np.ndarray[Any, Any]]) -> list[Any]:
+        """Run one request and wait for it (raises :class:`DeadlineError` past the timeout)."""
+        future = self.submit(arrays)
+        try:
+            return future.result(self.timeout)
+        except TimeoutError:
+            future.cancel()
+            raise DeadlineError(
+                f"model {self.name!r} did not answer within {self.timeout:g} s"
+            ) from None
+
+    async def infer(self, arrays: Mapping[str, np.ndarray[Any, Any]]) -> list[Any]:
+        """:meth:`infer_sync` for an event loop (the loop is never blocked)."""
+        future = self.submit(arrays)
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(future), self.timeout)
+        except asyncio.TimeoutError:
+            future.cancel()  # dropped unrun if still queued
+            raise DeadlineError(
+                f"model {self.name!r} did not answer within {self.timeout:g} s"
+            ) from None
+
+    def _run(self, arrays: dict[str, np.ndarray[Any, Any]], admitted: float) -> list[Any]:
+        executor = self._free.get()  # never blocks: one executor per worker thread
+        start = time.perf_counter()
+        self.metrics.add_depth(-1, 1)
+        try:
+            for name, arr in arrays.items():
+                executor.set_input(name, arr)
+            executor.run()
+            return [executor.get_output(i).numpy() for i in range(len(self.outputs))]
+        finally:
+            self._free.put(executor)
+            end = time.perf_counter()
+            self.metrics.add_depth(0, -1)
+            self.metrics.observe_execution(start - admitted, end - start)
+
+    def _take_batch(self) -> list[_Item]:
+        """Queued requests filling up to ``batch`` rows, waiting up to the batch delay."""
+        taken: list[_Item] = []
+        rows = 0
+        deadline = time.perf_counter() + self._batch_delay
+        with self._arrived:
+            while True:
+                while self._waiting and rows + self._waiting[0].rows <= self.batch:
+                    item = self._waiting.popleft()
+                    if item.future.set_running_or_notify_cancel():  # False: timed out
+                        taken.append(item)
+                        rows += item.rows
+                head_blocked = bool(self._waiting)  # the next request does not fit
+                remaining = deadline - time.perf_counter()
+                if not taken or rows == self.batch or head_blocked or remaining <= 0:
+                    return taken
+                self._arrived.wait(remaining)
+
+    def _run_batch(self) -> None:
+        executor = self._free.get()
+        taken: list[_Item] = []
+        start = time.perf_counter()
+        try:
+            taken = self._take_batch()
+            if not taken:
+                return
+            start = time.perf_counter()
+            self.metrics.add_depth(-len(taken), len(taken))
+            total = sum(item.rows for item in taken)
+            for spec in self.inputs:
+                parts = [item.arrays[spec.name] for item in taken]
+                if total < self.batch:
+                    pad = (self.batch - total, *spec.shape[1:])
+                    parts.append(np.zeros(pad, parts[0].dtype))
+                executor.set_input(spec.name, np.concatenate(parts))
+            executor.run()
+            outs = [executor.get_output(i).numpy() for i in range(len(self.outputs))]
+            offset = 0
+            for item in taken:
+                item.future.set_result([o[offset : offset + item.rows] for o in outs])
+                offset += item.rows
+        except BaseException as exc:
+            for item in taken:
+                if not item.future.done():
+                    item.future.set_exception(exc)
+        finally:
+            self._free.put(executor)
+            if taken:
+                self.metrics.add_depth(0, -len(taken))
+                end = time.perf_counter()
+                self.metrics.observe_execution(start - taken[0].admitted, end - start)
+
+    def _finished(self, future: Future[list[Any]]) -> None:
+        with self._lock:
+            self._pending -= 1
+        if future.cancelled():
+            self.metrics.add_depth(-1, 0)
+
+    def close(self, wait: bool = True) -> None:
+        """Refuse new requests; with ``wait``, finish the admitted ones first."""
+        with self._lock:
+            self._closed = True
+        self._pool.shutdown(wait=wait, cancel_futures=not wait)
+
+
+@dataclass
+class _Item:
+    """A request waiting for dynamic batching."""
+
+    arrays: dict[str, np.ndarray[Any, Any]]
+    future: Future[list[Any]]
+    admitted: float
+
+    @property
+    def rows(self) -> int:
+        return int(next(iter(self.arrays.values())).shape[0])
+
+
+def _batch_size(name: str, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec]) -> int:
+    """The compiled batch size B > 1 shared by every input and output, for batching."""
+    leading = {t.name: (t.shape[0] if t.shape else None) for t in (*inputs, *outputs)}
+    sizes = set(leading.values())
+    if len(sizes) != 1 or None in sizes or next(iter(sizes)) in (None, 0, 1):
+        raise ValueError(
+            f"model {name!r} cannot batch dynamically: every input and output needs the same "
+            f"leading (batch) dimension > 1, got {leading}"
+        )
+    return int(next(iter(sizes)))  # type: ignore[arg-type]
+
+
+def _output_specs(module: GraphModule) -> list[TensorSpec]:
+    shapes, dtypes = module.get_output_info()
+    return [TensorSpec(n, tuple(shapes[n]), datatype_of(dtypes[n])) for n in shapes]
+
+
+def _specs(info: Mapping[str, tuple[tuple[int, ...], str]]) -> list[TensorSpec]:
+    return [TensorSpec(n, tuple(shape), datatype_of(dt)) for n, (shape, dt) in info.items()]
+
+
+def load_model(
+    name: str,
+    files: ArtifactFiles,
+    workers: int = 1,
+    device: Device | None = None,
+    max_queue: int = 64,
+    timeout: float = 30.0,
+    batch_delay: float | None = None,
+) -> ServedModel:
+    """Load an artifact (from :func:`tvmrt.artifact.find_artifact`) as K executors.
+
+    The first executor loads the params; the others share its arrays (``share_params``,
+    or the factory's own param arrays for an exported factory library), so the weights
+    are held once whatever K is.
+    """
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    dev = device or cpu()
+    first = load_artifact(files, dev)
+    executors = [first.module]
+    graph_json = files.graph.read_text() if files.graph is not None else None
+    for _ in range(workers - 1):
+        if graph_json is None:
+            module = GraphModule(first.lib["default"](dev))
+        else:
+            module = create(graph_json, first.lib, dev)
+        if files.params is not None:
+            with mapped_file(files.params) as blob:
+                module.share_params(first.module, blob)
+        executors.append(module)
+    return ServedModel(
+        name,
+        executors,
+        _specs(first.user_inputs()),
+        _output_specs(first.module),
+        max_queue=max_queue,
+        timeout=timeout,
+        batch_delay=batch_delay,
+    )
+
+
+def model_from_graph(
+    name: str,
+    graph_json: str,
+    lib: Module,
+    params: bytes | None = None,
+    workers: int = 1,
+    device: Device | None = None,
+    max_queue: int = 64,
+    timeout: float = 30.0,
+    batch_delay: float | None = None,
+) -> ServedModel:
+    """Serve a graph JSON over a kernel module (a loaded library or a ``PyModule``)."""
+    dev = device or cpu()
+    executors = [create(graph_json, lib, dev) for _ in range(workers)]
+    if params is not None:
+        executors[0].load_params(params)
+        for module in executors[1:]:
+            module.share_params(executors[0], params)
+    shapes, dtypes = executors[0].get_input_info()
+    inputs = [TensorSpec(n, tuple(shapes[n]), datatype_of(dtypes[n])) for n in shapes]
+    outputs = _output_specs(executors[0])
+    return ServedModel(name, executors, inputs, outputs, max_queue, timeout, batch_delay)
+
+
+def default_workers() -> int:
+    """One executor per core, at most 4 (kernels also use threads inside)."""
+    return max(1, min(4, os.cpu_count() or 1))

@@ -1,0 +1,296 @@
+"""The Open Inference Protocol (KServe v2) on the wire: tensors in JSON and binary form.
+
+A request body is either JSON (``{"inputs": [{"name", "shape", "datatype", "data"}]}``) or,
+with the binary-tensor extension, a JSON header of ``Inference-Header-Content-Length`` bytes
+followed by the raw bytes of every input whose ``parameters.binary_data_size`` is set, in
+the order of ``inputs``. Responses mirror this: outputs asked for with
+``parameters.binary_data`` (or every output, with the request-level
+``parameters.binary_data_output``) go after the JSON header as raw little-endian bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tvmrt.error import TVMError
+
+__all__ = [
+    "ServeError",
+    "BadRequestError",
+    "NotFoundError",
+    "OverloadedError",
+    "DeadlineError",
+    "TensorSpec",
+    "InferRequest",
+    "DATATYPES",
+    "datatype_of",
+    "parse_infer_request",
+    "encode_infer_response",
+    "HEADER_LENGTH",
+]
+
+HEADER_LENGTH = "inference-header-content-length"
+
+
+class ServeError(TVMError):
+    """A request the server answers with an HTTP error; ``status`` is the code."""
+
+    status = 500
+    retry_after: float | None = None
+
+
+class BadRequestError(ServeError, ValueError):
+    """A malformed or mismatched request (HTTP 400, or 413 for an oversized body)."""
+
+    status = 400
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class NotFoundError(ServeError, LookupError):
+    """An unknown model or route (HTTP 404)."""
+
+    status = 404
+
+
+class OverloadedError(ServeError):
+    """The model's queue is full (HTTP 503 with ``Retry-After``)."""
+
+    status = 503
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class DeadlineError(ServeError, TimeoutError):
+    """The request did not finish within the per-request timeout (HTTP 504)."""
+
+    status = 504
+
+
+# v2 datatype <-> numpy dtype (little-endian, as the binary extension requires)
+DATATYPES: dict[str, np.dtype[Any]] = {
+    "BOOL": np.dtype("bool"),
+    "UINT8": np.dtype("<u1"),
+    "UINT16": np.dtype("<u2"),
+    "UINT32": np.dtype("<u4"),
+    "UINT64": np.dtype("<u8"),
+    "INT8": np.dtype("<i1"),
+    "INT16": np.dtype("<i2"),
+    "INT32": np.dtype("<i4"),
+    "INT64": np.dtype("<i8"),
+    "FP16": np.dtype("<f2"),
+    "FP32": np.dtype("<f4"),
+    "FP64": np.dtype("<f8"),
+}
+_BY_NUMPY = {dt.str.lstrip("<|="): name for name, dt in DATATYPES.items()}
+
+
+def datatype_of(dtype: str) -> str:
+    """The v2 datatype for a tvm/numpy dtype string (``float32`` -> ``FP32``)."""
+    if dtype == "bfloat16":
+        return "BF16"
+    try:
+        key = np.dtype(dtype).str.lstrip("<|=>")
+    except TypeError:
+        key = ""
+    if key not in _BY_NUMPY:
+        raise BadRequestError(f"dtype {dtype!r} has no Open Inference Protocol datatype")
+    return _BY_NUMPY[key]
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One input or output of a served model."""
+
+    name: str
+    shape: tuple[int, ...]
+    datatype: str
+    max_batch: int = 0  # > 0: dynamic batching; requests send 1..max_batch rows
+
+    def metadata(self) -> dict[str, Any]:
+        """The protocol's ``{"name", "datatype", "shape"}`` (-1: any batch up to the max)."""
+        shape = [-1, *self.shape[1:]] if self.max_batch else list(self.shape)
+        return {"name": self.name, "datatype": self.datatype, "shape": shape}
+
+
+@dataclass
+class InferRequest:
+    """A parsed infer request: arrays by input name and how to return each output."""
+
+    id: str | None
+    inputs: dict[str, np.ndarray[Any, Any]]
+    outputs: list[str] | None = None  # None: every output
+    binary_outputs: set[str] = field(default_factory=set)
+    binary_default: bool = False
+
+
+def _fail(message: str) -> BadRequestError:
+    return BadRequestError(message)
+
+
+def parse_infer_request(
+    body: bytes, headers: Mapping[str, str], inputs: Sequence[TensorSpec], outputs: Sequence[str]
+) -> InferRequest:
+    """Parse and validate a request against the model's inputs and outputs.
+
+    Raises
+    ------
+    BadRequestError
+        Naming the tensor and what was expected: unknown or missing input, wrong shape or
+        datatype, bad data, malformed JSON or binary layout, unknown output.
+    """
+    header_len = headers.get(HEADER_LENGTH)
+    if header_len is not None:
+        try:
+            n = int(header_len)
+        except ValueError:
+            raise _fail(f"{HEADER_LENGTH} must be an integer, got {header_len!r}") from None
+        if not 0 <= n <= len(body):
+            raise _fail(f"{HEADER_LENGTH} is {n} but the body has only {len(body)} bytes")
+        json_part, binary = body[:n], memoryview(body)[n:]
+    else:
+        json_part, binary = body, memoryview(b"")
+    try:
+        doc = json.loads(json_part)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise _fail(f"request body is not valid JSON: {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("inputs"), list):
+        raise _fail('request JSON must be an object with an "inputs" list')
+    specs = {s.name: s for s in inputs}
+    arrays: dict[str, np.ndarray[Any, Any]] = {}
+    offset = 0
+    for item in doc["inputs"]:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise _fail('every element of "inputs" must be an object with a "name"')
+        name = item["name"]
+        spec = specs.get(name)
+        if spec is None:
+            raise _fail(f"unknown input {name!r}; the model's inputs are {sorted(specs)}")
+        if name in arrays:
+            raise _fail(f"input {name!r} is given twice")
+        shape = _check_header(item, spec)
+        params = item.get("parameters") or {}
+        size = params.get("binary_data_size") if isinstance(params, dict) else None
+        if size is not None:
+            if type(size) is not int or size < 0:
+                raise _fail(f"input {name!r}: binary_data_size must be a byte count, got {size!r}")
+            if offset + size > len(binary):
+                raise _fail(
+                    f"input {name!r}: binary_data_size {size!r} runs past the "
+                    f"{len(binary)} binary bytes of the body"
+                )
+            arrays[name] = _from_binary(binary[offset : offset + size], spec, shape)
+            offset += size
+        else:
+            if "data" not in item:
+                raise _fail(f'input {name!r} has neither "data" nor binary_data_size')
+            arrays[name] = _from_json(item["data"], spec, shape)
+    if offset != len(binary):
+        raise _fail(f"the body has {len(binary) - offset} binary bytes no input claims")
+    if any(s.max_batch for s in inputs) and len({a.shape[0] for a in arrays.values()}) > 1:
+        sizes = {n: a.shape[0] for n, a in arrays.items()}
+        raise _fail(f"inputs have different batch sizes {sizes}; they must agree")
+    missing = sorted(set(specs) - set(arrays))
+    if missing:
+        raise _fail(f"missing input(s) {missing}; the model's inputs are {sorted(specs)}")
+    request = InferRequest(doc.get("id") if isinstance(doc.get("id"), str) else None, arrays)
+    top = doc.get("parameters") or {}
+    request.binary_default = bool(isinstance(top, dict) and top.get("binary_data_output"))
+    if "outputs" in doc:
+        if not isinstance(doc["outputs"], list):
+            raise _fail('"outputs" must be a list of {"name": ...} objects')
+        request.outputs = []
+        for out in doc["outputs"]:
+            oname = out.get("name") if isinstance(out, dict) else None
+            if not isinstance(oname, str) or oname not in outputs:
+                raise _fail(f"unknown output {oname!r}; the model's outputs are {list(outputs)}")
+            request.outputs.append(oname)
+            oparams = out.get("parameters") or {}
+            if isinstance(oparams, dict) and oparams.get("binary_data", request.binary_default):
+                request.binary_outputs.add(oname)
+    return request
+
+
+def _check_header(item: dict[str, Any], spec: TensorSpec) -> tuple[int, ...]:
+    shape, datatype = item.get("shape"), item.get("datatype")
+    if datatype != spec.datatype:
+        raise _fail(f"input {spec.name!r} has datatype {datatype!r}, expected {spec.datatype!r}")
+    if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
+        raise _fail(f"input {spec.name!r}: shape must be a list of sizes, got {shape!r}")
+    if spec.max_batch:
+        if len(shape) != len(spec.shape) or tuple(shape[1:]) != spec.shape[1:]:
+            expected = ", ".join(["N", *map(str, spec.shape[1:])])
+            raise _fail(f"input {spec.name!r} has shape {shape}, expected [{expected}]")
+        if not 1 <= shape[0] <= spec.max_batch:
+            raise _fail(f"input {spec.name!r} has batch {shape[0]}, expected 1 to {spec.max_batch}")
+    elif tuple(shape) != spec.shape:
+        raise _fail(f"input {spec.name!r} has shape {shape}, expected {list(spec.shape)}")
+    return tuple(shape)
+
+
+def _from_binary(data: memoryview, spec: TensorSpec, shape: tuple[int, ...]) -> Any:
+    dtype = DATATYPES[spec.datatype]
+    want = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if len(data) != want:
+        raise _fail(
+            f"input {spec.name!r}: {len(data)} binary bytes, expected {want} "
+            f"({spec.datatype} x {list(shape)})"
+        )
+    return np.frombuffer(data, dtype).reshape(shape)
+
+
+def _from_json(data: object, spec: TensorSpec, shape: tuple[int, ...]) -> Any:
+    dtype = DATATYPES[spec.datatype]
+    try:
+        arr = np.asarray(data)
+    except (ValueError, TypeError, RecursionError):
+        raise _fail(f'input {spec.name!r}: "data" is not a regular (non-ragged) list') from None
+    if arr.dtype.kind not in "biuf" or (arr.dtype.kind == "f" and dtype.kind in "biu"):
+        raise _fail(f'input {spec.name!r}: "data" must hold {spec.datatype} numbers')
+    count = int(np.prod(shape, dtype=np.int64))
+    if arr.size != count:
+        raise _fail(f"input {spec.name!r}: {arr.size} values, expected {count} for {list(shape)}")
+    return arr.astype(dtype, copy=False).reshape(shape)
+
+
+def encode_infer_response(
+    model: str, request: InferRequest, outputs: Sequence[tuple[TensorSpec, np.ndarray[Any, Any]]]
+) -> tuple[bytes, dict[str, str]]:
+    """The response body and its extra headers (the header length for binary outputs)."""
+    entries: list[dict[str, Any]] = []
+    chunks: list[bytes] = []
+    for spec, arr in outputs:
+        entry: dict[str, Any] = {
+            "name": spec.name,
+            "datatype": spec.datatype,
+            "shape": list(arr.shape),
+        }
+        binary = spec.name in request.binary_outputs or (
+            request.outputs is None and request.binary_default
+        )
+        if binary:
+            raw = np.ascontiguousarray(arr, DATATYPES[spec.datatype]).tobytes()
+            entry["parameters"] = {"binary_data_size": len(raw)}
+            chunks.append(raw)
+        else:
+            entry["data"] = arr.reshape(-1).tolist()
+        entries.append(entry)
+    doc: dict[str, Any] = {"model_name": model, "model_version": "1", "outputs": entries}
+    if request.id is not None:
+        doc["id"] = request.id
+    head = json.dumps(doc, separators=(",", ":")).encode()
+    if not chunks:
+        return head, {"content-type": "application/json"}
+    return b"".join([head, *chunks]), {
+        "content-type": "application/octet-stream",
+        HEADER_LENGTH: str(len(head)),
+    }
