@@ -24,9 +24,10 @@ from tvmrt import runtime
 from tvmrt.artifact import find_artifact, load_artifact
 from tvmrt.contrib import graph_executor
 from tvmrt.contrib.graph_executor.factory import GraphExecutorFactory, save_factory_binary
+from tvmrt.contrib.graph_executor.graph import parse_graph
+from tvmrt.contrib.graph_executor.linked import linked_params
 from tvmrt.error import FunctionNotFoundError, KernelError, ModuleLoadError
 from tvmrt.runtime.loaders import abi, binary, dispatch, link
-from tvmrt.runtime.loaders.library import linked_params
 
 pytestmark = pytest.mark.skipif(
     link.find_compiler() is None or link.find_cxx_compiler() is None, reason="no C compiler"
@@ -183,8 +184,8 @@ def test_linked_params_follow_the_storage_id(tmp_path):
     shutil.copy(path, folder / "deploy.so")
     model = load_artifact(find_artifact(folder))
     assert "p0" not in model.param_names
-    assert linked_params(lib, graph) == {}
-    assert list(linked_params(lib, _graph(7))) == ["p0"]
+    assert linked_params(lib, parse_graph(graph)) == {}
+    assert list(linked_params(lib, parse_graph(_graph(7)))) == ["p0"]
 
 
 def test_linked_params_08_with_separate_graph_runs_through_load_artifact(tmp_path):
@@ -201,6 +202,17 @@ def test_linked_params_08_with_separate_graph_runs_through_load_artifact(tmp_pat
     np.testing.assert_array_equal(
         model.module.get_output(0).numpy(), x + np.array(WEIGHTS, "float32")
     )
+
+
+def test_linked_params_08_through_create_as_tvm_did(tmp_path):
+    """TVM 0.8's create(graph_json, lib, dev) asked the library for its weights itself."""
+    lib = runtime.load_module(_build(tmp_path, with_blob=False))
+    m = graph_executor.create(_graph(1), lib, runtime.cpu(0))
+    shapes, _ = m.get_input_info()
+    assert list(shapes) == ["x"]  # the linked weight is a param, not an input to give
+    x = np.array([0.5, 1.5, 2.5, 3.5], dtype="float32")
+    m.run(x=x)
+    np.testing.assert_array_equal(m.get_output(0).numpy(), x + np.array(WEIGHTS, "float32"))
 
 
 def test_c_source_export_compiles_against_tvmrts_headers(tmp_path):

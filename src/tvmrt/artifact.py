@@ -218,12 +218,7 @@ def load_artifact(
         module = GraphModule(lib["default"](*devs))
     else:
         module = create(graph_json, lib, devs)
-    if files.graph is not None:  # a TVM 0.7/0.8 link-params library holds its weights
-        from tvmrt.runtime.loaders.library import linked_params
-
-        for name, value in linked_params(lib, graph_json).items():
-            module.set_input(name, value)
-            names.add(name)
+    names.update(module.executor.linked_param_names)  # TVM 0.7/0.8 link-params weights
     if files.params is not None:
         with mapped_file(files.params) as data:  # mapped once, copied once into the inputs
             module.load_params(data)

@@ -26,6 +26,7 @@ from tvmrt.contrib.graph_executor.checks import (
 )
 from tvmrt.contrib.graph_executor.graph import Graph, Node, parse_graph
 from tvmrt.contrib.graph_executor.keys import GraphKeys
+from tvmrt.contrib.graph_executor.linked import linked_params
 from tvmrt.contrib.graph_executor.packed import devices_from_packed_args, packed_functions
 from tvmrt.contrib.graph_executor.program import compile_steps, failed_step, replace_step
 from tvmrt.contrib.graph_executor.storage import StoragePlan, check_host_memory, plan_storage
@@ -125,7 +126,10 @@ class GraphExecutor(Module, GraphKeys):
         self._packed: dict[str, PackedFunc] | None = None
         self._init_keys(graph)
         self._alias_groups = self._find_alias_groups()
-        self.entries: list[NDArray] = self._allocate(preset or {})
+        linked = linked_params(lib, graph)  # TVM 0.7/0.8 link-params libraries
+        self._param_names.update(linked)
+        self.linked_param_names = frozenset(linked)
+        self.entries: list[NDArray] = self._allocate({**linked, **(preset or {})})
         self.node_calls: list[BoundCall | None] = [None] * len(graph.nodes)
         self._ops: list[OpBinding] = []
         self._ops_by_eid: dict[int, list[OpBinding]] = defaultdict(list)

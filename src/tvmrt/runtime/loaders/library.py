@@ -45,7 +45,6 @@ from tvmrt.runtime.packed_func import PackedFunc, PreparedCall
 __all__ = [
     "LibraryModule",
     "LegacyPackedFunc",
-    "linked_params",
     "load_shared_library",
     "native_call_parts",
 ]
@@ -279,48 +278,16 @@ def load_shared_library(facts: LibraryFacts) -> Module:
     _fill_slots(lib, symbols, slots)
     _set_module_context(lib, symbols, module)
     root = assemble_modules(parsed, module) if parsed is not None else module
-    if symbols is not None and symbols.linked_params:
+    if symbols is not None and symbols.linked_params:  # TVM 0.7/0.8: weights in the code
         graph_json = getattr(root, "graph_json", None)
         params = getattr(root, "params", None)
         if isinstance(graph_json, str) and isinstance(params, dict):
-            for name, value in linked_params(module, graph_json).items():
+            from tvmrt.contrib.graph_executor.graph import parse_graph
+            from tvmrt.contrib.graph_executor.linked import linked_params
+
+            for name, value in linked_params(module, parse_graph(graph_json)).items():
                 params.setdefault(name, value)
     return root
-
-
-def linked_params(lib: Module, graph_json: str) -> dict[str, NDArray]:
-    """The weights a TVM 0.7/0.8 ``link-params`` library holds, by graph input name.
-
-    Such a library exports ``_lookup_linked_param(storage_id)``, returning the address of
-    the constant data of that storage entry (NULL if it is not a linked param); TVM 0.8's
-    graph executor asks it for every storage id before allocating. tvmrt asks it for the
-    graph's input nodes and copies what it returns into arrays of the graph's shape and
-    dtype, which then bind like params from a params file.
-
-    Raises
-    ------
-    KernelError
-        If the lookup function fails.
-    """
-    from tvmrt.contrib.graph_executor.graph import parse_graph
-    from tvmrt.runtime.ndarray import empty
-
-    lookup = lib._find_function("_lookup_linked_param", True)
-    if lookup is None:
-        return {}
-    graph = parse_graph(graph_json)
-    if graph.storage_ids is None:
-        return {}
-    out: dict[str, NDArray] = {}
-    for nid in graph.arg_nodes:
-        eid = graph.entry_id(nid)
-        address = lookup(int(graph.storage_ids[eid]))
-        if not address:
-            continue
-        arr = empty(graph.shapes[eid], graph.dltypes[eid])
-        ctypes.memmove(arr.data_ptr, int(address), arr.nbytes)
-        out[graph.nodes[nid].name] = arr
-    return out
 
 
 def _check_constructor_imports(symbols: TvmSymbols, shown: str) -> None:
