@@ -357,3 +357,12 @@ def test_aot_cli_bench_and_whole_model_profile(tmp_path, monkeypatch, capsys):
     assert report["configuration"]["Executor"]["string"] == "AOT"
     trace = json.loads((tmp_path / "t.json").read_text())
     assert [e["ph"] for e in trace["traceEvents"]] == ["B", "E"]
+
+
+@pytest.mark.parametrize("folder", ["opencl-factory", "hetero-opencl-cpu"])
+def test_device_code_on_the_cpu_names_the_device(folder, capsys):
+    """OpenCL kernels run on the CPU would get host pointers: refused, naming --device."""
+    assert cli_main(["run", str(ROOT / folder / "deploy.so")]) == 1
+    err = capsys.readouterr().err
+    assert "holds OpenCL kernels ('opencl' device module), which do not run on the CPU" in err
+    assert "--device opencl" in err

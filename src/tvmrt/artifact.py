@@ -25,7 +25,7 @@ from typing import Any
 
 from tvmrt.contrib.graph_executor import GraphModule, create
 from tvmrt.contrib.graph_executor.roles import output_labels
-from tvmrt.error import ModuleLoadError
+from tvmrt.error import DeviceUnavailableError, ModuleLoadError
 from tvmrt.runtime.device import Device, cpu
 from tvmrt.runtime.executor import AotExecutor, AotModule
 from tvmrt.runtime.executor.profile import AotProfiler
@@ -164,6 +164,32 @@ class LoadedModel:
         return output_labels(self.module.executor.graph)
 
 
+# module kinds holding kernels for a device, not the host (see tvmrt.runtime.loaders.blob)
+DEVICE_MODULE_KINDS = {"opencl": "OpenCL", "cuda": "CUDA", "vulkan": "Vulkan", "metal": "Metal"}
+
+
+def _check_device_code(lib: Module, dev: Device, path: Path) -> None:
+    """Refuse a CPU run of an artifact whose kernels are device code, naming the device.
+
+    Without this its host code would hand CPU memory to the device's kernel launcher.
+    """
+    if dev.device_type != cpu().device_type:
+        return
+    stack, kinds = [lib], set()
+    while stack:
+        module = stack.pop()
+        if module.type_key in DEVICE_MODULE_KINDS:
+            kinds.add(module.type_key)
+        stack.extend(module.imported_modules)
+    if kinds:
+        kind = sorted(kinds)[0]
+        raise DeviceUnavailableError(
+            f"{path.name!r} holds {DEVICE_MODULE_KINDS[kind]} kernels ({kind!r} device "
+            f"module), which do not run on the CPU: choose that device (tvmrt ... --device "
+            f"{kind}; in Python, pass runtime.{kind}(0) with runtime.cpu(0))"
+        )
+
+
 def load_artifact(
     files: ArtifactFiles,
     device: Device | None = None,
@@ -192,6 +218,7 @@ def load_artifact(
     # a device run keeps the CPU as the second device, for graph nodes placed on the host
     devs = [dev] if dev.device_type == cpu().device_type else [dev, cpu()]
     lib = load_module(files.lib)
+    _check_device_code(lib, dev, files.lib)
     names: set[str] = set()
     if lib.type_key == "AotExecutorFactory" and files.graph is None:
         executor = lib["default"](dev)
