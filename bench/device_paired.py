@@ -13,7 +13,10 @@ machine noise (a shared 2-core box) hits both alike, and reports per-side median
 
 Usage::
 
-    python bench/device_paired.py --before /work/main --after . [--rounds 3] [--repeat 20]
+    python bench/device_paired.py --before OLD_CHECKOUT --after . [--rounds 3] [--repeat 20]
+
+OLD_CHECKOUT is a source tree with its native backend built (e.g. a git worktree of an
+earlier commit after `pip wheel`/`build_ext`).
 """
 
 from __future__ import annotations
