@@ -39,17 +39,12 @@ REMAINING = {
     "contrib/graph_executor/__init__.py": 7,
     "contrib/graph_executor/executor.py": 16,
     "contrib/graph_executor/factory.py": 1,
-    "runtime/_backend.py": 2,
     "runtime/_dlpack.py": 1,
     "runtime/device.py": 4,
     "runtime/device_api.py": 2,
-    "runtime/loaders/_values.py": 2,
-    "runtime/loaders/ffi.py": 3,
-    "runtime/loaders/library.py": 1,
     "runtime/module.py": 3,
     "runtime/ndarray.py": 7,
     "runtime/packed_func.py": 1,
-    "runtime/threads.py": 1,
 }
 
 

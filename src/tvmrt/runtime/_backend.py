@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tvmrt.error import ModuleLoadError, TVMError
+from tvmrt.error import ArgumentTypeError, InvalidArgumentError, ModuleLoadError, TVMError
 from tvmrt.runtime._ctypes_api import TVMValue
 from tvmrt.runtime.threads import default_num_threads, max_threads
 
@@ -296,11 +296,11 @@ def set_num_threads(n: int) -> None:
         If called from inside a parallel task.
     """
     if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"number of threads must be an int, got {type(n).__name__}")
+        raise ArgumentTypeError(f"number of threads must be an int, got {type(n).__name__}")
     if n < 0:
-        raise ValueError(f"number of threads must be >= 0 (0 = default), got {n}")
+        raise InvalidArgumentError(f"number of threads must be >= 0 (0 = default), got {n}")
     if n > max_threads():
-        raise ValueError(
+        raise InvalidArgumentError(
             f"number of threads must be at most {max_threads()} (4 per CPU this process may "
             f"use, at least 64), got {n}"
         )

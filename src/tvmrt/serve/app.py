@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequen
 from dataclasses import dataclass, field
 from typing import Any
 
+from tvmrt.error import InvalidArgumentError
 from tvmrt.serve.metrics import render_prometheus
 from tvmrt.serve.model import ServedModel
 from tvmrt.serve.protocol import (
@@ -82,7 +83,9 @@ class InferenceApp:
     def __init__(self, models: Sequence[ServedModel], max_body_bytes: int = 64 << 20) -> None:
         self.models = {m.name: m for m in models}
         if len(self.models) != len(models):
-            raise ValueError("two served models have the same name; give each its own --name")
+            raise InvalidArgumentError(
+                "two served models have the same name; give each its own --name"
+            )
         self.max_body_bytes = max_body_bytes
         self.ready = True
         self.worker_id = f"{os.getpid()}"

@@ -25,6 +25,7 @@ import numpy as np
 
 from tvmrt.artifact import ArtifactFiles, load_artifact
 from tvmrt.contrib.graph_executor import GraphModule, create
+from tvmrt.error import InvalidArgumentError
 from tvmrt.runtime.device import Device, cpu
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.params import mapped_file
@@ -67,9 +68,11 @@ class ServedModel:
         batch_delay: float | None = None,
     ) -> None:
         if not executors:
-            raise ValueError(f"model {name!r} needs at least one executor")
+            raise InvalidArgumentError(f"model {name!r} needs at least one executor")
         if max_queue < 0 or timeout <= 0:
-            raise ValueError(f"max_queue must be >= 0 and timeout > 0, got {max_queue}, {timeout}")
+            raise InvalidArgumentError(
+                f"max_queue must be >= 0 and timeout > 0, got {max_queue}, {timeout}"
+            )
         self.name = name
         self.inputs = list(inputs)
         self.outputs = list(outputs)
@@ -261,7 +264,7 @@ def _batch_size(name: str, inputs: Sequence[TensorSpec], outputs: Sequence[Tenso
     leading = {t.name: (t.shape[0] if t.shape else None) for t in (*inputs, *outputs)}
     sizes = set(leading.values())
     if len(sizes) != 1 or None in sizes or next(iter(sizes)) in (None, 0, 1):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"model {name!r} cannot batch dynamically: every input and output needs the same "
             f"leading (batch) dimension > 1, got {leading}"
         )
@@ -293,7 +296,7 @@ def load_model(
     are held once whatever K is.
     """
     if workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
+        raise InvalidArgumentError(f"workers must be at least 1, got {workers}")
     dev = device or cpu()
     first = load_artifact(files, dev)
     executors = [first.module]

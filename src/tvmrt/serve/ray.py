@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tvmrt.artifact import find_artifact
+from tvmrt.error import InvalidArgumentError
 from tvmrt.serve.app import InferenceApp
 from tvmrt.serve.model import load_model
 
@@ -98,12 +99,12 @@ def app_builder(args: Mapping[str, str]) -> Any:
     """
     spec = args.get("models")
     if not spec:
-        raise ValueError("app_builder needs models=NAME=PATH[,NAME=PATH...]")
+        raise InvalidArgumentError("app_builder needs models=NAME=PATH[,NAME=PATH...]")
     models = {}
     for item in spec.split(","):
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
-            raise ValueError(f"models entry {item!r} is not NAME=PATH")
+            raise InvalidArgumentError(f"models entry {item!r} is not NAME=PATH")
         models[name] = path
     dep = deployment(num_replicas=int(args.get("replicas", 1)))
     return dep.bind(

@@ -13,6 +13,7 @@ import threading
 import time
 from typing import Any
 
+from tvmrt.error import TVMError
 from tvmrt.serve.app import InferenceApp
 
 __all__ = ["serve_forever", "BackgroundServer", "free_port"]
@@ -108,7 +109,7 @@ class BackgroundServer:
         deadline = time.monotonic() + timeout
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"the server on {self.url} did not start within {timeout} s")
+                raise TVMError(f"the server on {self.url} did not start within {timeout} s")
             time.sleep(0.01)
         return self
 
@@ -117,7 +118,7 @@ class BackgroundServer:
         self._server.should_exit = True
         self._thread.join(timeout)
         if self._thread.is_alive():
-            raise RuntimeError(f"the server on {self.url} did not stop within {timeout} s")
+            raise TVMError(f"the server on {self.url} did not stop within {timeout} s")
 
     def __enter__(self) -> BackgroundServer:
         return self.start()

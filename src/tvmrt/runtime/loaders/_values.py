@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tvmrt.error import ArrayError
+from tvmrt.error import ArgumentTypeError, ArrayError
 from tvmrt.runtime._ctypes_api import DLTensor, TVMValue
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.dtype import DataType
@@ -64,7 +64,7 @@ def _set(value: TVMValue, codes: Any, i: int, arg: object, keep: list[object]) -
         codes[i] = BYTES
         keep.extend((buf, array))
     else:
-        raise TypeError(
+        raise ArgumentTypeError(
             f"argument {i} of type {type(arg).__name__} cannot be passed to a compiled "
             "function; expected an NDArray, int, float, str, bytes, DataType, Device or None"
         )
@@ -108,7 +108,7 @@ def from_tvm_value(value: TVMValue, code: int) -> object:
         if not value.v_handle:
             return None
         return ndarray_from_dltensor(value.v_handle)
-    raise TypeError(f"values of type code {code} are not supported by tvmrt's legacy ABI")
+    raise ArgumentTypeError(f"values of type code {code} are not supported by tvmrt's legacy ABI")
 
 
 def to_tvm_value(result: object, value: Any, code: Any) -> list[object]:

@@ -44,7 +44,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from tvmrt.error import FunctionNotFoundError, KernelError, ModuleLoadError
+from tvmrt.error import ArgumentTypeError, FunctionNotFoundError, KernelError, ModuleLoadError
 from tvmrt.runtime import _backend
 from tvmrt.runtime._ctypes_api import FFI_DLTENSOR_PTR, DLDataType, DLTensor, TVMFFIAny
 from tvmrt.runtime._dlpack import _dlpack_dtype
@@ -137,7 +137,7 @@ def _set_any(slot: TVMFFIAny, arg: object, index: int, name: str, keep: list[obj
         slot.type_index, slot.v_ptr = _RAW_STR, ctypes.addressof(data)
         keep.append(data)
     else:
-        raise TypeError(
+        raise ArgumentTypeError(
             f"function {name!r}: argument {index} of type {type(arg).__name__} cannot be passed "
             "to a tvm-ffi kernel; expected an NDArray, int, float, bool, str, DataType, Device "
             "or None"
@@ -160,7 +160,7 @@ def _decode(result: TVMFFIAny, name: str) -> object:
         raw = ctypes.string_at(ctypes.addressof(result) + 8, min(result.zero_padding, 7))
         return raw.decode("utf-8", errors="replace")
     # an object reference: releasing it needs libtvm_ffi, which tvmrt does not use
-    raise TypeError(
+    raise ArgumentTypeError(
         f"function {name!r} returned a tvm-ffi value of type index {index}; tvmrt receives "
         "only None, int, bool, float, pointers and short strings from kernels"
     )
@@ -231,7 +231,7 @@ class FFIKernelFunc(PackedFunc):
         keep: list[object] = []
         for i, arg in enumerate(args):
             if not isinstance(arg, NDArray):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"function {self.name!r}: argument {i} must be an NDArray, "
                     f"got {type(arg).__name__}"
                 )

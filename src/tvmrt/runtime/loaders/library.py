@@ -22,7 +22,7 @@ import ctypes
 from collections.abc import Sequence
 from typing import Any
 
-from tvmrt.error import KernelError, ModuleLoadError
+from tvmrt.error import ArgumentTypeError, KernelError, ModuleLoadError
 from tvmrt.runtime import _backend
 from tvmrt.runtime._ctypes_api import TVM_DLTENSOR_HANDLE, TVMValue
 from tvmrt.runtime.loaders import _values
@@ -135,7 +135,7 @@ class LegacyPackedFunc(PackedFunc):
         codes = (ctypes.c_int * max(n, 1))()
         for i, arg in enumerate(args):
             if not isinstance(arg, NDArray):
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"function {self.name!r}: argument {i} must be an NDArray, "
                     f"got {type(arg).__name__}"
                 )
