@@ -25,7 +25,7 @@ from typing import Any
 
 from tvmrt.contrib.graph_executor import GraphModule, create
 from tvmrt.contrib.graph_executor.roles import output_labels
-from tvmrt.error import DeviceUnavailableError, ModuleLoadError
+from tvmrt.error import ArtifactNotFoundError, DeviceUnavailableError, ModuleLoadError
 from tvmrt.runtime.device import Device, cpu
 from tvmrt.runtime.executor import AotExecutor, AotModule
 from tvmrt.runtime.executor.profile import AotProfiler
@@ -83,7 +83,7 @@ def find_artifact(
     if path is not None:
         root = Path(path)
         if not root.exists():
-            raise FileNotFoundError(f"artifact {str(root)!r} does not exist")
+            raise ArtifactNotFoundError(f"artifact {str(root)!r} does not exist")
         if root.is_dir():
             files = [p for p in sorted(root.iterdir()) if p.is_file()]
             if found_lib is None:
@@ -112,7 +112,7 @@ def find_artifact(
         )
     for role, file in (("library", found_lib), ("graph", found_graph), ("params", found_params)):
         if file is not None and not file.is_file():
-            raise FileNotFoundError(f"{role} file {str(file)!r} does not exist")
+            raise ArtifactNotFoundError(f"{role} file {str(file)!r} does not exist")
     return ArtifactFiles(found_lib, found_graph, found_params)
 
 

@@ -19,6 +19,8 @@ plain Python code would catch, so ``except ValueError`` keeps working::
     │                                            alignment or layout for where it is used
     ├── FunctionNotFoundError (AttributeError)   a module or the registry lacks a function
     │   └── GlobalFunctionNotFoundError (ValueError)  get_global_func of an unknown name
+    ├── NodeNotFoundError (AttributeError)       the debug executor has no node by that name
+    ├── ArtifactNotFoundError (FileNotFoundError)  an artifact, its file or a model file is missing
     ├── InputNotFoundError (LookupError)         an executor has no input or output by that key
     │   └── InputIndexError (IndexError)         an input or output index is out of range
     ├── ModuleLoadError (OSError)                a file is not a loadable TVM module here
@@ -49,6 +51,8 @@ __all__ = [
     "ArrayError",
     "FunctionNotFoundError",
     "GlobalFunctionNotFoundError",
+    "NodeNotFoundError",
+    "ArtifactNotFoundError",
     "InputNotFoundError",
     "InputIndexError",
     "ModuleLoadError",
@@ -120,6 +124,14 @@ class FunctionNotFoundError(TVMError, AttributeError):
 
 class GlobalFunctionNotFoundError(FunctionNotFoundError, ValueError):
     """``get_global_func`` of a name nobody registered (TVM v0.19 raised ``ValueError``)."""
+
+
+class NodeNotFoundError(TVMError, AttributeError):
+    """The debug executor has no node by that name (TVM raised AttributeError)."""
+
+
+class ArtifactNotFoundError(TVMError, FileNotFoundError):
+    """An artifact, one of its files, or a model file does not exist."""
 
 
 class InputNotFoundError(TVMError, LookupError):

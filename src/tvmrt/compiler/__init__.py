@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from tvmrt.compiler.target import PORTABLE_CPUS, TargetSpec
+from tvmrt.error import InvalidArgumentError
 
 if TYPE_CHECKING:
     from tvmrt.compiler.tune import TuneReport
@@ -184,7 +185,7 @@ def compile(
     >>> module.run(Input3=x); module.get_output(0).numpy()  # doctest: +SKIP
     """
     if tune is not None and (isinstance(tune, bool) or not isinstance(tune, int) or tune < 0):
-        raise ValueError(f"tune must be a trial count >= 0 or None, got {tune!r}")
+        raise InvalidArgumentError(f"tune must be a trial count >= 0 or None, got {tune!r}")
     from tvmrt.compiler._pipeline import run_pipeline
 
     start = time.perf_counter()

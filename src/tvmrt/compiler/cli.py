@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from tvmrt.compiler.target import PORTABLE_CPUS
-from tvmrt.error import CompileError
+from tvmrt.error import CompileError, InvalidArgumentError
 
 __all__ = ["register_cli", "run_cli"]
 
@@ -84,7 +84,7 @@ def run_cli(args: argparse.Namespace) -> int:
     try:
         shapes = dict(parse_input_shape(text) for text in args.input_shape)
         if args.tune is not None and args.tune < 0:
-            raise ValueError(f"--tune must be a trial count >= 0, got {args.tune}")
+            raise InvalidArgumentError(f"--tune must be a trial count >= 0, got {args.tune}")
         result = compile_model(
             args.model,
             target=args.target,

@@ -19,7 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from tvmrt.compiler._tvm import require_onnx, require_tvm
-from tvmrt.error import CompileError, InputShapeRequiredError
+from tvmrt.error import (
+    ArgumentTypeError,
+    ArtifactNotFoundError,
+    CompileError,
+    InputShapeRequiredError,
+    InvalidArgumentError,
+)
 
 __all__ = [
     "ModelInput",
@@ -82,19 +88,19 @@ def load_onnx(model: ModelLike) -> Any:
     if isinstance(model, onnx.ModelProto):
         return model
     if not isinstance(model, str | os.PathLike):
-        raise TypeError(
+        raise ArgumentTypeError(
             f"model must be an onnx.ModelProto or a path to an .onnx file, "
             f"got {type(model).__name__}"
         )
     path = os.fspath(model)
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"model file {path!r} does not exist")
+        raise ArtifactNotFoundError(f"model file {path!r} does not exist")
     try:
         proto = onnx.load(path)
     except Exception as exc:  # protobuf's DecodeError and friends
-        raise ValueError(f"cannot read {path!r} as an ONNX model: {exc}") from exc
+        raise InvalidArgumentError(f"cannot read {path!r} as an ONNX model: {exc}") from exc
     if not proto.graph.node and not proto.graph.output:
-        raise ValueError(f"cannot read {path!r} as an ONNX model: it has an empty graph")
+        raise InvalidArgumentError(f"cannot read {path!r} as an ONNX model: it has an empty graph")
     return proto
 
 
@@ -150,7 +156,7 @@ def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
     name, sep, dims = text.rpartition("=")
     ok = sep and name and re.fullmatch(r"(\d+([x,]\d+)*)?", dims.strip())
     if not ok:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"input shape {text!r} is not of the form NAME=D0xD1x... (e.g. x=1x3x224x224)"
         )
     return name, tuple(int(d) for d in re.split(r"[x,]", dims.strip()) if d)
@@ -173,7 +179,7 @@ def fix_input_shapes(
     names = [i.name for i in inputs]
     for name in given:
         if name not in names:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"input_shapes names {name!r}, which is not a model input; inputs are {names}"
             )
     out: dict[str, tuple[int, ...]] = {}
@@ -183,11 +189,11 @@ def fix_input_shapes(
             if isinstance(shape, str | bytes) or not all(
                 isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
             ):
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"input_shapes[{inp.name!r}] must be a sequence of ints >= 0, got {shape!r}"
                 )
             if inp.shape is not None and len(inp.shape) != len(shape):
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"input_shapes[{inp.name!r}] = {tuple(shape)} has rank {len(shape)}, but the "
                     f"model's input {inp.name!r} has rank {len(inp.shape)} {list(inp.shape)}"
                 )

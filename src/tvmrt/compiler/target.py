@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tvmrt.compiler._tvm import require_tvm
+from tvmrt.error import ArgumentTypeError, InvalidArgumentError
 
 __all__ = ["TargetSpec", "resolve_target", "host_cpu", "PORTABLE_CPUS"]
 
@@ -43,7 +44,7 @@ def _parse_llvm_string(text: str) -> dict[str, Any]:
     for opt in parts[1:]:
         key, sep, value = opt.lstrip("-").partition("=")
         if not opt.startswith("-") or not sep or not key:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"target {text!r}: option {opt!r} is not of the form -key=value "
                 "(e.g. 'llvm -mcpu=x86-64-v3')"
             )
@@ -59,20 +60,20 @@ def _as_dict(spec: TargetSpec) -> dict[str, Any]:
     if isinstance(spec, Mapping):
         return dict(spec)
     if not isinstance(spec, str):
-        raise TypeError(f"target must be a str or a dict, got {type(spec).__name__}")
+        raise ArgumentTypeError(f"target must be a str or a dict, got {type(spec).__name__}")
     text = spec.strip()
     if text.startswith("{"):
         try:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"target {spec!r} is not valid JSON: {exc}") from None
+            raise InvalidArgumentError(f"target {spec!r} is not valid JSON: {exc}") from None
         if not isinstance(value, dict):
-            raise ValueError(f"target {spec!r} must be a JSON object")
+            raise InvalidArgumentError(f"target {spec!r} must be a JSON object")
         return value
     if text.split(" ", 1)[0] in ("llvm", "c", "cuda", "opencl", "vulkan", "metal", "rocm"):
         return _parse_llvm_string(text)
     if not text or " " in text:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"target {spec!r} is not a CPU name; use 'host', a CPU such as 'znver3', a "
             f"portable level ({', '.join(PORTABLE_CPUS[:4])}), 'llvm -mcpu=...' or JSON"
         )
@@ -104,7 +105,7 @@ def resolve_target(spec: TargetSpec = None) -> dict[str, Any]:
     target = _as_dict(spec)
     kind = target.get("kind")
     if kind != "llvm":
-        raise ValueError(
+        raise InvalidArgumentError(
             f"target kind {kind!r} is not supported: tvmrt runs CPU kernels only, so the "
             "target must be an LLVM CPU target (e.g. 'host' or 'x86-64-v3')"
         )
@@ -129,7 +130,7 @@ def _check_cpu(target: dict[str, Any]) -> None:
     if known and target["mcpu"] not in known:
         close = difflib.get_close_matches(target["mcpu"], known, n=3)
         hint = f"; did you mean {', '.join(repr(c) for c in close)}" if close else ""
-        raise ValueError(
+        raise InvalidArgumentError(
             f"target CPU {target['mcpu']!r} is unknown to LLVM for "
             f"{probe.get('mtriple', 'this machine')}{hint} (LLVM would silently emit generic "
             "code); use 'host' or a portable level such as 'x86-64-v3'"

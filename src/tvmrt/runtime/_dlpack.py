@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from tvmrt.error import DataTypeError, DeviceUnavailableError
+from tvmrt.error import ArgumentTypeError, DataTypeError, DeviceUnavailableError
 from tvmrt.runtime._ctypes_api import (
     DLDataType,
     DLDevice,
@@ -378,7 +378,7 @@ def _capsule_from(obj: object) -> Any:
         return obj
     export = getattr(obj, "__dlpack__", None)
     if export is None:
-        raise TypeError(
+        raise ArgumentTypeError(
             f"from_dlpack expects an object with __dlpack__ or a DLPack capsule, "
             f"got {type(obj).__name__!r}"
         )

@@ -6,6 +6,7 @@ import ctypes
 import enum
 from typing import Any
 
+from tvmrt.error import ArgumentTypeError, InvalidArgumentError, ReadOnlyError
 from tvmrt.runtime._deprecate import warn_deprecated
 
 __all__ = [
@@ -119,7 +120,7 @@ class Device:
         object.__setattr__(self, "device_id", int(device_id))
 
     def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"Device is immutable; cannot set {name!r}")
+        raise ReadOnlyError(f"Device is immutable; cannot set {name!r}")
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -269,7 +270,7 @@ def _stream_id(stream: ctypes.c_void_p | int | None) -> int:
         return 0
     if isinstance(stream, int) and not isinstance(stream, bool):
         return stream
-    raise TypeError(f"stream must be a handle from create_raw_stream, got {stream!r}")
+    raise ArgumentTypeError(f"stream must be a handle from create_raw_stream, got {stream!r}")
 
 
 def device(dev_type: int | str | Device, dev_id: int = 0) -> Device:
@@ -294,16 +295,16 @@ def device(dev_type: int | str | Device, dev_id: int = 0) -> Device:
         name, sep, index = text.partition(":")
         if sep:
             if not index.isdigit():
-                raise ValueError(f"device {dev_type!r}: index {index!r} is not a number")
+                raise InvalidArgumentError(f"device {dev_type!r}: index {index!r} is not a number")
             dev_id = int(index)
         if name not in STR2MASK:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"unknown device type {name!r}; expected one of {', '.join(sorted(STR2MASK))}"
             )
         return Device(STR2MASK[name], dev_id)
     if isinstance(dev_type, int) and not isinstance(dev_type, bool):
         return Device(dev_type, dev_id)
-    raise TypeError(f"device type must be a str or int, got {type(dev_type).__name__}")
+    raise ArgumentTypeError(f"device type must be a str or int, got {type(dev_type).__name__}")
 
 
 def cpu(dev_id: int = 0) -> Device:

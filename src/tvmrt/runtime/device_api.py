@@ -18,7 +18,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from tvmrt.error import ArrayError, DeviceOutOfMemoryError, DeviceUnavailableError
+from tvmrt.error import (
+    ArgumentTypeError,
+    ArrayError,
+    DeviceOutOfMemoryError,
+    DeviceUnavailableError,
+    InvalidArgumentError,
+    UnsupportedError,
+)
 from tvmrt.runtime.device import MASK2STR, Device, DLDeviceType
 
 __all__ = [
@@ -47,7 +54,7 @@ def aligned_empty(nbytes: int, alignment: int = ALLOC_ALIGNMENT) -> np.ndarray[A
 def _aligned(nbytes: int, alignment: int) -> tuple[np.ndarray[Any, Any], int]:
     """:func:`aligned_empty` and the buffer's address."""
     if nbytes < 0:
-        raise ValueError(f"cannot allocate {nbytes} bytes")
+        raise InvalidArgumentError(f"cannot allocate {nbytes} bytes")
     try:
         raw = np.empty(nbytes + alignment, dtype=np.uint8)
     except MemoryError as exc:
@@ -124,20 +131,22 @@ class DeviceAPI:
     def alloc(self, dev: Device, nbytes: int, alignment: int = ALLOC_ALIGNMENT) -> Storage:
         """Allocate ``nbytes`` on ``dev`` (``alignment``-aligned where addresses exist)."""
         if nbytes < 0:
-            raise ValueError(f"cannot allocate {nbytes} bytes")
+            raise InvalidArgumentError(f"cannot allocate {nbytes} bytes")
         if not self.attribute(dev, "exist"):
             raise DeviceUnavailableError(f"device {dev} does not exist on this machine")
         out = self._alloc(dev, nbytes, alignment)
         if isinstance(out, np.ndarray):  # a host buffer (backends written before Storage)
             return Storage(self, dev, int(out.ctypes.data), nbytes, out)
         if not isinstance(out, Storage):
-            raise TypeError(f"backend {self.name!r} returned {type(out).__name__} from _alloc")
+            raise ArgumentTypeError(
+                f"backend {self.name!r} returned {type(out).__name__} from _alloc"
+            )
         if out.host is None:  # device memory: findable by handle (DLPack import, launches)
             _device_storage[(dev.device_type, out.handle)] = out
         return out
 
     def _alloc(self, dev: Device, nbytes: int, alignment: int) -> Any:
-        raise NotImplementedError(f"backend {self.name!r} cannot allocate memory")
+        raise UnsupportedError(f"backend {self.name!r} cannot allocate memory")
 
     def free(self, storage: Storage) -> None:
         """Release ``storage`` (called once, when the last array using it goes away)."""
@@ -145,11 +154,11 @@ class DeviceAPI:
     # -- copy hooks --------------------------------------------------------------------
     def copy_from_host(self, dst: Storage, offset: int, src: np.ndarray[Any, Any]) -> None:
         """Copy the bytes of contiguous host array ``src`` into ``dst`` at byte ``offset``."""
-        raise NotImplementedError(f"backend {self.name!r} has no host-to-device copy")
+        raise UnsupportedError(f"backend {self.name!r} has no host-to-device copy")
 
     def copy_to_host(self, src: Storage, offset: int, dst: np.ndarray[Any, Any]) -> None:
         """Fill contiguous host array ``dst`` with bytes of ``src`` from byte ``offset``."""
-        raise NotImplementedError(f"backend {self.name!r} has no device-to-host copy")
+        raise UnsupportedError(f"backend {self.name!r} has no device-to-host copy")
 
     def copy_device_to_device(
         self, src: Storage, src_offset: int, dst: Storage, dst_offset: int, nbytes: int
@@ -219,7 +228,7 @@ def register_device_api(device_type: int, api: DeviceAPI, override: bool = False
     """Serve ``device_type`` with ``api``; ``override`` replaces an existing backend."""
     with _lock:
         if device_type in _registry and not override:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"device type {device_type} ({MASK2STR.get(device_type, '?')}) already has "
                 f"backend {_registry[device_type].name!r}; pass override=True to replace it"
             )

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from tvmrt.error import (
+    ArgumentTypeError,
     FunctionNotFoundError,
+    InvalidArgumentError,
     ModuleFileNotFoundError,
     ModuleLoadError,
     UnsupportedError,
@@ -103,7 +105,7 @@ class Module:
 
     def __getitem__(self, name: str) -> PackedFunc:
         if not isinstance(name, str):
-            raise ValueError("Can only take string as function name")
+            raise InvalidArgumentError("Can only take string as function name")
         return self.get_function(name)
 
     def __call__(self, *args: Any) -> Any:
@@ -118,7 +120,7 @@ class Module:
     def import_module(self, module: Module) -> None:
         """Add ``module`` to this module's imports."""
         if not isinstance(module, Module):
-            raise TypeError(f"can only import a Module, got {type(module).__name__}")
+            raise ArgumentTypeError(f"can only import a Module, got {type(module).__name__}")
         self._imports.append(module)
 
     @property
@@ -406,7 +408,7 @@ def load_static_library(path: str | os.PathLike[str], func_names: list[str]) -> 
         raise ModuleFileNotFoundError(f"static library {text!r} does not exist")
     names = list(func_names)
     if not all(isinstance(n, str) for n in names):
-        raise TypeError(f"func_names must be strings, got {names!r}")
+        raise ArgumentTypeError(f"func_names must be strings, got {names!r}")
     return StaticLibraryModule(Path(resolved).read_bytes(), names)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from tvmrt.error import ArrayError
+from tvmrt.error import ArgumentTypeError, ArrayError, InvalidArgumentError
 from tvmrt.runtime._ctypes_api import DLDataType, DLDevice, DLTensor
 from tvmrt.runtime._deprecate import warn_deprecated
 from tvmrt.runtime._transfer import copy_between as _copy_between
@@ -36,9 +36,9 @@ def _as_shape(shape: ShapeLike) -> tuple[int, ...]:
     out = []
     for d in dims:
         if isinstance(d, bool) or not isinstance(d, int | np.integer):
-            raise TypeError(f"shape {shape!r}: dimension {d!r} is not an integer")
+            raise ArgumentTypeError(f"shape {shape!r}: dimension {d!r} is not an integer")
         if d < 0:
-            raise ValueError(f"shape {shape!r}: dimension {d} is negative")
+            raise InvalidArgumentError(f"shape {shape!r}: dimension {d} is negative")
         out.append(int(d))
     return tuple(out)
 
@@ -89,7 +89,9 @@ class NDArray:
     _dl: tuple[DLTensor, Any] | None
 
     def __init__(self) -> None:
-        raise TypeError("use tvmrt.runtime.empty(), array() or from_dlpack() to make an NDArray")
+        raise ArgumentTypeError(
+            "use tvmrt.runtime.empty(), array() or from_dlpack() to make an NDArray"
+        )
 
     @classmethod
     def _wrap(
@@ -196,7 +198,7 @@ class NDArray:
 
     def __len__(self) -> int:
         if not self.shape:
-            raise TypeError("len() of a 0-d NDArray")
+            raise ArgumentTypeError("len() of a 0-d NDArray")
         return self.shape[0]
 
     def __repr__(self) -> str:
@@ -256,7 +258,7 @@ class NDArray:
             try:
                 source_array = np.array(source_array, dtype=np_dtype)
             except (TypeError, ValueError) as exc:
-                raise TypeError(
+                raise ArgumentTypeError(
                     f"array must be an array_like data, type {type(source_array)} is not supported"
                 ) from exc
         assert isinstance(source_array, np.ndarray)
@@ -292,7 +294,9 @@ class NDArray:
 
     def __setitem__(self, in_slice: object, value: object) -> None:
         if not isinstance(in_slice, slice) or in_slice != slice(None):
-            raise ValueError("NDArray only supports assignment to the whole array: arr[:] = value")
+            raise InvalidArgumentError(
+                "NDArray only supports assignment to the whole array: arr[:] = value"
+            )
         if isinstance(value, NDArray):
             if value is not self:
                 value.copyto(self)
@@ -426,7 +430,7 @@ def empty(
         Memory scope; only the default (``None``/``"global"``) is supported.
     """
     if mem_scope not in (None, "", "global"):
-        raise ValueError(f"memory scope {mem_scope!r} is not supported; only 'global' is")
+        raise InvalidArgumentError(f"memory scope {mem_scope!r} is not supported; only 'global' is")
     dev = _as_device(device)
     dt = DataType(dtype)
     shp = _as_shape(shape)

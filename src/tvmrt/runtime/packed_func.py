@@ -6,6 +6,8 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tvmrt.error import ArgumentTypeError
+
 if TYPE_CHECKING:
     from tvmrt.runtime.ndarray import NDArray
 
@@ -42,7 +44,7 @@ class PackedFunc:
 
     def __init__(self, func: Callable[..., Any], name: str | None = None) -> None:
         if not callable(func):
-            raise TypeError(f"PackedFunc needs a callable, got {type(func).__name__}")
+            raise ArgumentTypeError(f"PackedFunc needs a callable, got {type(func).__name__}")
         self._func = func
         self.name = name if name is not None else getattr(func, "__name__", "<anonymous>")
 

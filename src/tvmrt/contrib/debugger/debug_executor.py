@@ -39,6 +39,7 @@ import numpy as np
 from tvmrt.contrib.debugger import debug_result
 from tvmrt.contrib.debugger.executor import GraphExecutorDebug
 from tvmrt.contrib.graph_executor import GraphModule, get_device
+from tvmrt.error import ArgumentTypeError, InvalidArgumentError, NodeNotFoundError, TVMError
 from tvmrt.runtime.benchmark import BenchmarkResult
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.module import Module
@@ -101,7 +102,7 @@ def create(
     >>> m.exit()
     """
     if not isinstance(graph_json_str, str):
-        raise TypeError(
+        raise ArgumentTypeError(
             "graph_json_str must be a str (the graph JSON text), "
             f"got {type(graph_json_str).__name__}"
         )
@@ -367,11 +368,11 @@ repeats_to_cooldown
                     node_index = i
                     break
             else:
-                raise AttributeError(f"Could not find a node named {node} in this graph.")
+                raise NodeNotFoundError(f"Could not find a node named {node} in this graph.")
         elif isinstance(node, int | np.integer):
             node_index = int(node)
         else:
-            raise RuntimeError("Require node index or name only.")
+            raise TVMError("Require node index or name only.")
         if out is not None:
             self._debug_get_output(node_index, out)
             return out
@@ -398,11 +399,11 @@ repeats_to_cooldown
             self.set_input(**input_dict)
         if self.module.type_key == "rpc":
             if collectors is not None:
-                raise ValueError("Profiling with collectors is not supported over RPC")
+                raise InvalidArgumentError("Profiling with collectors is not supported over RPC")
             return Report.from_json(self._profile_rpc())
         report = self._profile(collectors)
         if not isinstance(report, Report):
-            raise TypeError(f"profile returned {type(report).__name__}, expected a Report")
+            raise ArgumentTypeError(f"profile returned {type(report).__name__}, expected a Report")
         return report
 
     def get_debug_result(self, sort_by_time: bool = True) -> str:

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from tvmrt.contrib.graph_executor.graph import Graph, parse_graph
+from tvmrt.error import ArgumentTypeError, InvalidArgumentError
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.params import save_param_dict
 
@@ -143,7 +144,7 @@ class DebugResult:
     def update_output_tensors(self, tensors: Sequence[NDArray]) -> None:
         """Replace the stored node outputs (one per entry, in graph order)."""
         if isinstance(tensors, NDArray) or not isinstance(tensors, Sequence):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"tensors must be a list of NDArrays (one per node output), "
                 f"got {type(tensors).__name__}"
             )
@@ -159,7 +160,7 @@ class DebugResult:
         """
         needed = sum(self.get_graph_node_output_num(n) for n in self._nodes_list)
         if len(self._output_tensor_list) < needed:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"the graph has {needed} node outputs but {len(self._output_tensor_list)} "
                 "were collected; call run() on the debug module first"
             )

@@ -38,7 +38,15 @@ from typing import Any
 
 from tvmrt.contrib.graph_executor.executor import GraphExecutor, devices_from_packed_args
 from tvmrt.contrib.graph_executor.graph import Graph, parse_graph
-from tvmrt.error import ArrayError, InternalError, TVMError, add_note
+from tvmrt.error import (
+    ArgumentTypeError,
+    ArrayError,
+    InternalError,
+    InvalidArgumentError,
+    TVMError,
+    UnsupportedError,
+    add_note,
+)
 from tvmrt.runtime.benchmark import time_evaluate
 from tvmrt.runtime.device import Device, DLDeviceType, cpu
 from tvmrt.runtime.module import Module
@@ -88,33 +96,33 @@ class _TimingArgs:
 
 def _as_int(value: object, name: str) -> int:
     if isinstance(value, bool):
-        raise TypeError(f"{name} must be an integer, got bool")
+        raise ArgumentTypeError(f"{name} must be an integer, got bool")
     try:
         return operator.index(value)  # type: ignore[arg-type]
     except TypeError:
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}") from None
+        raise ArgumentTypeError(f"{name} must be an integer, got {type(value).__name__}") from None
 
 
 def _positive_int(name: str, value: object) -> int:
     number = _as_int(value, name)
     if number <= 0:
-        raise ValueError(f"{name} must be > 0, got {number}")
+        raise InvalidArgumentError(f"{name} must be > 0, got {number}")
     return number
 
 
 def _non_negative_int(name: str, value: object) -> int:
     number = _as_int(value, name)
     if number < 0:
-        raise ValueError(f"{name} must be >= 0, got {number}")
+        raise InvalidArgumentError(f"{name} must be >= 0, got {number}")
     return number
 
 
 def _non_negative(name: str, value: object) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+        raise ArgumentTypeError(f"{name} must be a number, got {type(value).__name__}")
     number = float(value)
     if not number >= 0:  # NaN fails too
-        raise ValueError(f"{name} must be >= 0, got {value}")
+        raise InvalidArgumentError(f"{name} must be >= 0, got {value}")
     return number
 
 
@@ -392,7 +400,7 @@ class GraphExecutorDebug(GraphExecutor):
             If ``collectors`` are given: tvmrt has no metric collectors.
         """
         if collectors:
-            raise NotImplementedError(
+            raise UnsupportedError(
                 "profile: metric collectors are not supported by tvmrt; pass collectors=None"
             )
         for _ in range(_WARMUP_RUNS):

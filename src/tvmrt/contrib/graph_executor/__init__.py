@@ -26,6 +26,7 @@ from tvmrt.contrib.graph_executor.factory import GraphExecutorFactory
 from tvmrt.contrib.graph_executor.graph import Graph, parse_graph
 from tvmrt.contrib.graph_executor.keys import GraphKeys
 from tvmrt.contrib.graph_executor.storage import StoragePlan, plan_storage
+from tvmrt.error import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 from tvmrt.runtime.benchmark import BenchmarkResult
 from tvmrt.runtime.device import RPC_SESS_MASK, Device
 from tvmrt.runtime.module import Module
@@ -70,15 +71,15 @@ def get_device(
     elif isinstance(device, list | tuple) and device:
         devices = list(device)
     else:
-        raise ValueError("dev has to be the type of Device or a list of Device")
+        raise InvalidArgumentError("dev has to be the type of Device or a list of Device")
     for dev in devices:
         if not isinstance(dev, Device):
-            raise ValueError("dev has to be the type of Device or a list of Device")
+            raise InvalidArgumentError("dev has to be the type of Device or a list of Device")
     num_rpc = sum(dev.device_type >= RPC_SESS_MASK for dev in devices)
     if num_rpc and num_rpc != len(devices):
-        raise ValueError("Either all or none of the devices should be rpc.")
+        raise InvalidArgumentError("Either all or none of the devices should be rpc.")
     if num_rpc:
-        raise ValueError("RPC devices are not supported by tvmrt (no RPC runtime)")
+        raise InvalidArgumentError("RPC devices are not supported by tvmrt (no RPC runtime)")
     flat = [v for dev in devices for v in (dev.device_type, dev.device_id)]
     return devices, num_rpc, flat
 
@@ -121,7 +122,7 @@ def create(graph_json_str: str, libmod: Module, device: Device | Sequence[Device
     array([1., 2., 3., 4.], dtype=float32)
     """
     if not isinstance(graph_json_str, str):
-        raise TypeError(
+        raise ArgumentTypeError(
             "graph_json_str must be a str (the graph JSON text), "
             f"got {type(graph_json_str).__name__}"
         )
@@ -163,7 +164,7 @@ class GraphModule:
     def executor(self) -> GraphExecutor:
         """The :class:`GraphExecutor` behind this module (tvmrt extension)."""
         if not isinstance(self.module, GraphExecutor):
-            raise TypeError(f"module {self.module.type_key!r} is not a tvmrt GraphExecutor")
+            raise ArgumentTypeError(f"module {self.module.type_key!r} is not a tvmrt GraphExecutor")
         return self.module
 
     @property
@@ -290,7 +291,7 @@ class GraphModule:
 
     def debug_get_output(self, node: int | str, out: NDArray | None = None) -> NDArray:
         """Not available here; use the debug executor."""
-        raise NotImplementedError("Please use debugger.debug_executor as graph_executor instead.")
+        raise UnsupportedError("Please use debugger.debug_executor as graph_executor instead.")
 
     def load_params(self, params_bytes: bytes | bytearray | memoryview) -> None:
         """Load a params blob (TVM's format); unknown names are ignored."""

@@ -35,6 +35,7 @@ from tvmrt.error import (
     ArrayError,
     FunctionNotFoundError,
     InternalError,
+    InvalidArgumentError,
     KernelError,
     TVMError,
     add_note,
@@ -116,7 +117,7 @@ class GraphExecutor(Module, GraphKeys):
     ) -> None:
         super().__init__()
         if not devices:
-            raise ValueError("a graph executor needs at least one device")
+            raise InvalidArgumentError("a graph executor needs at least one device")
         self.graph = graph
         self.lib = lib
         self.devices = tuple(devices)
@@ -464,7 +465,7 @@ class GraphExecutor(Module, GraphKeys):
     def run_from_inputs(self, host_device: Device, *key_values: object) -> list[NDArray]:
         """Set inputs from ``key, value`` pairs, run, and copy every output to the host."""
         if len(key_values) % 2:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "Number of arguments to run_from_inputs must be an even number of key-value pairs"
             )
         for i in range(0, len(key_values), 2):

@@ -12,7 +12,7 @@ from typing import Any
 
 from tvmrt.contrib.graph_executor.executor import GraphExecutor
 from tvmrt.contrib.graph_executor.graph import parse_graph
-from tvmrt.error import FunctionNotFoundError, ModuleLoadError, TVMError
+from tvmrt.error import ArgumentTypeError, FunctionNotFoundError, ModuleLoadError, TVMError
 from tvmrt.runtime._stream import ByteReader, ByteWriter
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.module import Module
@@ -87,7 +87,7 @@ class GraphExecutorFactory(Module):
     def create_executor(self, *devices: Device) -> GraphExecutor:
         """A new executor on ``devices`` with this factory's params bound."""
         if not devices:
-            raise TypeError(f"{self.module_name}() needs at least one device")
+            raise ArgumentTypeError(f"{self.module_name}() needs at least one device")
         return GraphExecutor(self._graph, self.lib, list(devices), preset=self.params)
 
     def debug_create(self, module_name: str, *devices: Device) -> Module:

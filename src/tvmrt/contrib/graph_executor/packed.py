@@ -103,9 +103,11 @@ def devices_from_packed_args(
     links no params).
     """
     if not isinstance(graph_json, str):
-        raise TypeError(f"{what}: graph_json must be a str, got {type(graph_json).__name__}")
+        raise ArgumentTypeError(
+            f"{what}: graph_json must be a str, got {type(graph_json).__name__}"
+        )
     if not isinstance(lib, Module):
-        raise TypeError(f"{what}: lib must be a Module, got {type(lib).__name__}")
+        raise ArgumentTypeError(f"{what}: lib must be a Module, got {type(lib).__name__}")
     rest = list(args)
     if rest and callable(rest[0]) and not isinstance(rest[0], Device):
         rest.pop(0)  # TVM's lookup_linked_param function
@@ -119,13 +121,13 @@ def devices_from_packed_args(
             continue
         dev_id = rest[i + 1] if i + 1 < len(rest) else None
         if not _is_int(arg) or not _is_int(dev_id):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"{what}: expected Devices or device type and id pairs, got {rest[i : i + 2]!r}"
             )
         devices.append(Device(int(arg), int(dev_id)))  # type: ignore[call-overload]
         i += 2
     if not devices:
-        raise TypeError(
+        raise ArgumentTypeError(
             f"{what} needs at least one device (a Device or a device type and id), "
             f"got {len(args) + 2} arguments in all"
         )

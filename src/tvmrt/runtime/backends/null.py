@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tvmrt.error import ArrayError
+from tvmrt.error import ArrayError, InvalidArgumentError
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.device_api import DeviceAPI, DeviceStorage, Storage
 
@@ -84,11 +84,11 @@ class NullDeviceAPI(DeviceAPI):
 
     def free_stream(self, dev: Device, stream: int) -> None:
         if self.streams.pop(stream, None) is None:
-            raise ValueError(f"stream {stream} was not created on {dev} by this backend")
+            raise InvalidArgumentError(f"stream {stream} was not created on {dev} by this backend")
 
     def set_stream(self, dev: Device, stream: int) -> None:
         if stream and stream not in self.streams:
-            raise ValueError(f"stream {stream} was not created on {dev} by this backend")
+            raise InvalidArgumentError(f"stream {stream} was not created on {dev} by this backend")
         self.current_stream[dev] = stream
 
     def attribute(self, dev: Device, name: str) -> Any:

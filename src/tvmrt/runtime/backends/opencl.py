@@ -20,7 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from tvmrt.error import ArrayError, DeviceOutOfMemoryError, DeviceUnavailableError
+from tvmrt.error import (
+    ArrayError,
+    DeviceOutOfMemoryError,
+    DeviceUnavailableError,
+    InvalidArgumentError,
+)
 from tvmrt.runtime.device import Device, DLDeviceType
 from tvmrt.runtime.device_api import DeviceAPI, DeviceStorage, Storage, register_device_api
 
@@ -170,7 +175,7 @@ class OpenCLDeviceAPI(DeviceAPI):
         state = self.state(dev)
         queue = state.queues.get(stream) if stream else state.queue
         if queue is None:
-            raise ValueError(f"stream {stream} is not a command queue of {dev}")
+            raise InvalidArgumentError(f"stream {stream} is not a command queue of {dev}")
         queue.finish()
 
     def create_stream(self, dev: Device) -> int:
@@ -182,7 +187,7 @@ class OpenCLDeviceAPI(DeviceAPI):
     def free_stream(self, dev: Device, stream: int) -> None:
         state = self.state(dev)
         if stream == 0 or stream not in state.queues:
-            raise ValueError(f"stream {stream} was not created on {dev} by create_stream")
+            raise InvalidArgumentError(f"stream {stream} was not created on {dev} by create_stream")
         if state.current == stream:
             state.current = 0
         state.queues.pop(stream).finish()
@@ -190,7 +195,7 @@ class OpenCLDeviceAPI(DeviceAPI):
     def set_stream(self, dev: Device, stream: int) -> None:
         state = self.state(dev)
         if stream not in state.queues:
-            raise ValueError(f"stream {stream} is not a command queue of {dev}")
+            raise InvalidArgumentError(f"stream {stream} is not a command queue of {dev}")
         state.current = stream
 
     # -- properties ------------------------------------------------------------------------
