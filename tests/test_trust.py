@@ -260,7 +260,7 @@ def test_index_and_type_errors_are_tvm_errors_and_builtins():
     mod = graph_executor.create(two_input_add(), numpy_op_library(), CPU)
     for call, text in (
         (lambda: mod.get_input(99), "input index 99 is out of range: the graph has 2 inputs"),
-        (lambda: mod.get_output(5), "output index 5 is out of range: the graph has 1 outputs"),
+        (lambda: mod.get_output(5), "output index 5 is out of range: the graph has 1 output"),
     ):
         with pytest.raises(InputIndexError, match=text) as info:
             call()

@@ -52,7 +52,10 @@ def check_index(what: str, key: object, count: int) -> int:
             f"{what} key must be a name or an index, got {type(key).__name__} {key!r}"
         )
     if not 0 <= key < count:
-        raise InputIndexError(f"{what} index {key} is out of range: the graph has {count} {what}s")
+        plural = "" if count == 1 else "s"
+        raise InputIndexError(
+            f"{what} index {key} is out of range: the graph has {count} {what}{plural}"
+        )
     return int(key)
 
 
