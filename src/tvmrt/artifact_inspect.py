@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tvmrt.artifact import ArtifactFiles
+from tvmrt.artifact import DEVICE_MODULE_KINDS, ArtifactFiles
 from tvmrt.contrib.graph_executor import GraphExecutorFactory
 from tvmrt.contrib.graph_executor.graph import Graph, parse_graph
 from tvmrt.contrib.graph_executor.roles import runnability_problems
@@ -154,6 +154,12 @@ def _read_factory(
             found.graph_json = module.graph_json
             found.params.update(module.params)
             found.out["embedded"] = "graph executor factory (graph JSON and params)"
+        elif getattr(module, "type_key", None) in DEVICE_MODULE_KINDS:
+            kind = module.type_key
+            found.out["device_code"] = (
+                f"{DEVICE_MODULE_KINDS[kind]} kernels ({kind!r} module): run it with "
+                f"--device {kind}"
+            )
         elif isinstance(module, AotExecutorFactory):
             found.aot = True
             found.out["form_text"] = f"{found.out.get('form_text', '')}: AOT executor build"

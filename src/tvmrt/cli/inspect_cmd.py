@@ -78,6 +78,8 @@ def _text(report: dict[str, Any]) -> str:
         lines.append(f"  C sources (compiled at load): {', '.join(lib['c_sources'])}")
     if "embedded" in lib:
         lines.append(f"  embeds: {lib['embedded']}")
+    if "device_code" in lib:
+        lines.append(f"  device code: {lib['device_code']}")
     graph = report.get("graph")
     if graph:
         lines.append(
