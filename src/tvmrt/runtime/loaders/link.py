@@ -32,6 +32,7 @@ import subprocess
 import tarfile
 import tempfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any, cast
 
@@ -211,6 +212,26 @@ def _open_bounded(path: str) -> Any:
     return _BoundedStream(stream, limit, why, raw)
 
 
+@contextlib.contextmanager
+def _bounded_archive(path: str) -> Iterator[tuple[tarfile.TarFile, Any]]:
+    """The archive opened with the bounds above, as ``(tarfile, stream)``; every failure
+    inside the ``with`` block, a bound or a corrupt header, becomes a ModuleLoadError."""
+    stream = None
+    try:
+        stream = _open_bounded(path)
+        with tarfile.open(fileobj=stream, mode="r:", tarinfo=_BoundedTarInfo) as archive:
+            yield archive, stream
+    except _ArchiveLimit as exc:
+        raise ModuleLoadError(f"cannot load {path!r}: {exc}") from None
+    except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
+        if isinstance(exc, ModuleLoadError):
+            raise
+        raise ModuleLoadError(f"cannot load {path!r}: not a readable tar archive: {exc}") from exc
+    finally:
+        if stream is not None:
+            stream.close()
+
+
 def member_names(path: str, limit: int = MAX_MEMBERS) -> list[str]:
     """Names of the archive's first ``limit`` files (``./`` stripped), reading no data.
 
@@ -223,28 +244,16 @@ def member_names(path: str, limit: int = MAX_MEMBERS) -> list[str]:
         If the archive is unreadable or breaks a bound.
     """
     names: list[str] = []
-    stream = None
-    try:
-        stream = _open_bounded(path)
-        with tarfile.open(fileobj=stream, mode="r:", tarinfo=_BoundedTarInfo) as archive:
-            for member in archive:
-                if len(names) >= limit:
-                    break
-                if member.isdir():
-                    continue
-                name = member.name
-                while name.startswith("./"):
-                    name = name[2:]
-                names.append(name)
-    except _ArchiveLimit as exc:
-        raise ModuleLoadError(f"cannot load {path!r}: {exc}") from None
-    except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
-        if isinstance(exc, ModuleLoadError):
-            raise
-        raise ModuleLoadError(f"cannot load {path!r}: not a readable tar archive: {exc}") from exc
-    finally:
-        if stream is not None:
-            stream.close()
+    with _bounded_archive(path) as (archive, _):
+        for member in archive:
+            if len(names) >= limit:
+                break
+            if member.isdir():
+                continue
+            name = member.name
+            while name.startswith("./"):
+                name = name[2:]
+            names.append(name)
     return names
 
 
@@ -257,60 +266,46 @@ def read_members(path: str) -> list[tuple[str, bytes]]:
     """
     members: list[tuple[str, bytes]] = []
     total = 0
-    stream = None
-    try:
-        stream = _open_bounded(path)
-        with tarfile.open(fileobj=stream, mode="r:", tarinfo=_BoundedTarInfo) as archive:
-            for index, member in enumerate(archive):
-                if index >= MAX_MEMBERS:
-                    raise ModuleLoadError(
-                        f"cannot load {path!r}: the archive has more than {MAX_MEMBERS} members"
-                    )
-                if member.isdir():
-                    continue
-                if not member.isreg():
-                    raise ModuleLoadError(
-                        f"cannot load {path!r}: member {member.name!r} is a link or special "
-                        "file; only regular files are accepted"
-                    )
-                if member.sparse is not None:
-                    raise ModuleLoadError(
-                        f"cannot load {path!r}: member {member.name!r} is a sparse file "
-                        "(TVM writes none)"
-                    )
-                parts = PurePosixPath(member.name).parts
-                if member.name.startswith("/") or ".." in parts:
-                    raise ModuleLoadError(
-                        f"cannot load {path!r}: member {member.name!r} has an unsafe path"
-                    )
-                if member.size > MAX_MEMBER_BYTES or total + member.size > MAX_TOTAL_BYTES:
-                    raise ModuleLoadError(
-                        f"cannot load {path!r}: member {member.name!r} ({member.size} bytes) "
-                        "exceeds the archive size limits"
-                    )
-                if isinstance(stream, _BoundedStream) and (
-                    member.offset_data + member.size > stream.limit
-                ):
-                    raise stream.exceeded()
-                member_stream = archive.extractfile(member)
-                if member_stream is None:
-                    continue
-                data = member_stream.read(member.size + 1)
-                if len(data) != member.size:
-                    raise ModuleLoadError(
-                        f"cannot load {path!r}: member {member.name!r} is truncated"
-                    )
-                total += len(data)
-                members.append((member.name, data))
-    except _ArchiveLimit as exc:
-        raise ModuleLoadError(f"cannot load {path!r}: {exc}") from None
-    except (tarfile.TarError, EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
-        if isinstance(exc, ModuleLoadError):
-            raise
-        raise ModuleLoadError(f"cannot load {path!r}: not a readable tar archive: {exc}") from exc
-    finally:
-        if stream is not None:
-            stream.close()
+    with _bounded_archive(path) as (archive, stream):
+        for index, member in enumerate(archive):
+            if index >= MAX_MEMBERS:
+                raise ModuleLoadError(
+                    f"cannot load {path!r}: the archive has more than {MAX_MEMBERS} members"
+                )
+            if member.isdir():
+                continue
+            if not member.isreg():
+                raise ModuleLoadError(
+                    f"cannot load {path!r}: member {member.name!r} is a link or special "
+                    "file; only regular files are accepted"
+                )
+            if member.sparse is not None:
+                raise ModuleLoadError(
+                    f"cannot load {path!r}: member {member.name!r} is a sparse file "
+                    "(TVM writes none)"
+                )
+            parts = PurePosixPath(member.name).parts
+            if member.name.startswith("/") or ".." in parts:
+                raise ModuleLoadError(
+                    f"cannot load {path!r}: member {member.name!r} has an unsafe path"
+                )
+            if member.size > MAX_MEMBER_BYTES or total + member.size > MAX_TOTAL_BYTES:
+                raise ModuleLoadError(
+                    f"cannot load {path!r}: member {member.name!r} ({member.size} bytes) "
+                    "exceeds the archive size limits"
+                )
+            if isinstance(stream, _BoundedStream) and (
+                member.offset_data + member.size > stream.limit
+            ):
+                raise stream.exceeded()
+            member_stream = archive.extractfile(member)
+            if member_stream is None:
+                continue
+            data = member_stream.read(member.size + 1)
+            if len(data) != member.size:
+                raise ModuleLoadError(f"cannot load {path!r}: member {member.name!r} is truncated")
+            total += len(data)
+            members.append((member.name, data))
     if not members:
         raise ModuleLoadError(f"cannot load {path!r}: the archive holds no object files")
     return members
