@@ -34,7 +34,7 @@ import numpy as np
 from tvmrt import runtime
 from tvmrt.artifact import find_artifact, inspect_artifact
 from tvmrt.contrib import graph_executor
-from tvmrt.contrib.graph_executor import parse_graph, plan_storage
+from tvmrt.runtime.graph_executor import parse_graph, plan_storage
 from tvmrt.runtime.params import save_param_dict
 from tvmrt.testing import GraphBuilder, numpy_op_library
 

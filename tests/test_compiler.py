@@ -36,10 +36,10 @@ import tvmrt  # noqa: E402
 from tvmrt.compiler import frontend  # noqa: E402
 from tvmrt.compiler import testing as models  # noqa: E402
 from tvmrt.contrib import graph_executor  # noqa: E402
-from tvmrt.contrib.graph_executor.factory import load_factory_binary  # noqa: E402
 from tvmrt.error import CompileError, ModuleLoadError  # noqa: E402
 from tvmrt.runtime import cpu, load_module  # noqa: E402
 from tvmrt.runtime._stream import ByteReader  # noqa: E402
+from tvmrt.runtime.graph_executor.factory import load_factory_binary  # noqa: E402
 from tvmrt.runtime.params import load_param_dict, save_param_dict  # noqa: E402
 
 FAMILIES = ["cnn", "mlp", "residual", "transformer", "two_outputs", "reshape_chain"]

@@ -23,9 +23,9 @@ import pytest
 from tvmrt import runtime
 from tvmrt.contrib.debugger import debug_executor
 from tvmrt.contrib.debugger.debug_result import DebugResult
-from tvmrt.contrib.debugger.executor import GraphExecutorDebug
-from tvmrt.contrib.graph_executor import GraphExecutorFactory
 from tvmrt.error import ArrayError, InternalError, TVMError
+from tvmrt.runtime.graph_executor import GraphExecutorFactory
+from tvmrt.runtime.graph_executor.debug import GraphExecutorDebug
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.params import load_param_dict
 from tvmrt.runtime.profiling import Count, Report

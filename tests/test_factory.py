@@ -7,9 +7,9 @@ import pytest
 
 from tvmrt import runtime
 from tvmrt.contrib import graph_executor
-from tvmrt.contrib.graph_executor.factory import load_factory_binary, save_factory_binary
 from tvmrt.error import FunctionNotFoundError, ParamsFormatError, TVMError
 from tvmrt.runtime._stream import ByteReader
+from tvmrt.runtime.graph_executor.factory import load_factory_binary, save_factory_binary
 from tvmrt.testing import GraphBuilder, numpy_op_library
 
 CPU = runtime.cpu()

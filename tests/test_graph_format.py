@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tvmrt.contrib.graph_executor import parse_graph
 from tvmrt.error import GraphFormatError
 from tvmrt.runtime import load_param_dict_from_file
+from tvmrt.runtime.graph_executor import parse_graph
 from tvmrt.testing import graphs
 
 

@@ -23,10 +23,10 @@ import pytest
 from tvmrt import runtime
 from tvmrt.artifact import find_artifact, load_artifact
 from tvmrt.contrib import graph_executor
-from tvmrt.contrib.graph_executor.factory import GraphExecutorFactory, save_factory_binary
-from tvmrt.contrib.graph_executor.graph import parse_graph
-from tvmrt.contrib.graph_executor.linked import linked_params
 from tvmrt.error import FunctionNotFoundError, KernelError, ModuleLoadError
+from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory, save_factory_binary
+from tvmrt.runtime.graph_executor.graph import parse_graph
+from tvmrt.runtime.graph_executor.linked import linked_params
 from tvmrt.runtime.loaders import abi, binary, dispatch, link
 
 pytestmark = pytest.mark.skipif(

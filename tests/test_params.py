@@ -76,9 +76,12 @@ T1_SHAPE0, T1_SHAPE1, T1_SIZE = 0x8B, 0x93, 0x9B
 RECORD_HEAD = "3fa1b496f0405edd00000000000000000100000000000000"
 
 ARTIFACT_PARAMS = [
+    "cross/aarch64/deploy_param.params",
+    "cross/armv7hf/deploy_param.params",
     "lenet-params/deploy_param.params",
     "mobilenet_v1/deploy_param.params",
     "mobilenet_v2/deploy_param.params",
+    "relayvm/cnn-static/late_bound_consts.params",
     "windows-dll/deploy.params",
     "wrn-arm32/wrn_8s_g0-rasp.params",
 ]

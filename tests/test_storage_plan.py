@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from tvmrt import runtime
 from tvmrt.contrib import graph_executor
-from tvmrt.contrib.graph_executor import parse_graph, plan_storage
-from tvmrt.contrib.graph_executor.storage import assign_storage_ids
+from tvmrt.runtime.graph_executor import parse_graph, plan_storage
+from tvmrt.runtime.graph_executor.storage import assign_storage_ids
 from tvmrt.testing import GraphBuilder, graphs, numpy_op_library
 
 

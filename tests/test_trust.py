@@ -12,10 +12,6 @@ import pytest
 
 from tvmrt import runtime
 from tvmrt.contrib import graph_executor
-from tvmrt.contrib.graph_executor import executor as executor_module
-from tvmrt.contrib.graph_executor import parse_graph, plan_storage
-from tvmrt.contrib.graph_executor.graph import MAX_ENTRY_BYTES
-from tvmrt.contrib.graph_executor.roles import classify_inputs, output_labels
 from tvmrt.error import (
     ArgumentTypeError,
     ArrayError,
@@ -25,6 +21,10 @@ from tvmrt.error import (
     InputNotFoundError,
     TVMError,
 )
+from tvmrt.runtime.graph_executor import executor as executor_module
+from tvmrt.runtime.graph_executor import parse_graph, plan_storage
+from tvmrt.runtime.graph_executor.graph import MAX_ENTRY_BYTES
+from tvmrt.runtime.graph_executor.roles import classify_inputs, output_labels
 from tvmrt.runtime.params import save_param_dict
 from tvmrt.testing import GraphBuilder, graphs, numpy_op_library
 
@@ -322,7 +322,7 @@ def test_load_params_into_read_only_memory_is_refused():
 
 
 def test_replace_step_patches_in_place_or_asks_for_a_recompile():
-    from tvmrt.contrib.graph_executor.program import compile_steps, replace_step
+    from tvmrt.runtime.graph_executor.program import compile_steps, replace_step
 
     calls: list[tuple[str, tuple[int, ...]]] = []
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tvmrt import contrib, error, runtime
-from tvmrt.contrib import graph_executor  # registers the factory loaders
+from tvmrt.contrib import graph_executor
 from tvmrt.error import TVMError
 from tvmrt.runtime import (
     DataType,

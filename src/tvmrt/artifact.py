@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from tvmrt.contrib.graph_executor import GraphModule, create
-from tvmrt.contrib.graph_executor.roles import output_labels
 from tvmrt.error import ArtifactNotFoundError, DeviceUnavailableError, ModuleLoadError
 from tvmrt.runtime.device import Device, cpu
 from tvmrt.runtime.executor import AotExecutor, AotModule
 from tvmrt.runtime.executor.profile import AotProfiler
+from tvmrt.runtime.graph_executor.roles import output_labels
 from tvmrt.runtime.module import Module, load_module
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.params import mapped_file, read_param_names
@@ -154,7 +154,7 @@ class LoadedModel:
     def output_names(self) -> list[str]:
         """One unique label per output, the same on screen and as ``.npz`` keys.
 
-        Graph outputs are ``node_i`` (:func:`~tvmrt.contrib.graph_executor.roles.output_labels`);
+        Graph outputs are ``node_i`` (:func:`~tvmrt.runtime.graph_executor.roles.output_labels`);
         an AOT build's come from its metadata.
         """
         if self.is_aot:

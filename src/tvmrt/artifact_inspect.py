@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from tvmrt.artifact import DEVICE_MODULE_KINDS, ArtifactFiles
-from tvmrt.contrib.graph_executor import GraphExecutorFactory
-from tvmrt.contrib.graph_executor.graph import Graph, parse_graph
-from tvmrt.contrib.graph_executor.roles import runnability_problems
-from tvmrt.contrib.graph_executor.storage import plan_storage
 from tvmrt.error import ModuleLoadError, TVMError
+from tvmrt.runtime.graph_executor import GraphExecutorFactory
+from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
+from tvmrt.runtime.graph_executor.roles import runnability_problems
+from tvmrt.runtime.graph_executor.storage import plan_storage
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.params import load_param_dict
 

@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 
 from tvmrt.artifact import ArtifactFiles, LoadedModel, find_artifact, load_artifact
-from tvmrt.contrib.graph_executor.roles import classify_inputs
 from tvmrt.runtime import _backend
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.device import device as make_device
 from tvmrt.runtime.dtype import DataType
+from tvmrt.runtime.graph_executor.roles import classify_inputs
 
 __all__ = [
     "UsageError",

@@ -13,8 +13,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from tvmrt.cli.profile_summary import NodeTiming, OpTypeTiming
-from tvmrt.contrib.graph_executor.graph import Graph
-from tvmrt.contrib.graph_executor.storage import StoragePlan
+from tvmrt.runtime.graph_executor.graph import Graph
+from tvmrt.runtime.graph_executor.storage import StoragePlan
 
 __all__ = ["render_html", "COLOURS"]
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tvmrt.contrib.graph_executor.graph import Graph
+from tvmrt.runtime.graph_executor.graph import Graph
 
 __all__ = ["NodeTiming", "OpTypeTiming", "by_op_type", "chrome_trace", "collect", "op_type"]
 

@@ -23,7 +23,7 @@ from tvmrt.compiler import (
 from tvmrt.compiler import tune as tuning
 from tvmrt.compiler._tvm import require_tvm
 from tvmrt.compiler.target import TargetSpec, resolve_target
-from tvmrt.contrib.graph_executor import parse_graph
+from tvmrt.runtime.graph_executor import parse_graph
 from tvmrt.runtime.params import save_param_dict
 
 __all__ = ["run_pipeline"]

@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 from tvmrt.compiler._tvm import require_tvm
-from tvmrt.contrib.graph_executor.factory import GraphExecutorFactory, save_factory_binary
 from tvmrt.error import CompileError
 from tvmrt.runtime import ndarray as nd
+from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory, save_factory_binary
 
 __all__ = [
     "build_kernels",

@@ -28,9 +28,9 @@ from typing import Any, NoReturn
 import numpy as np
 
 from tvmrt.compiler._tvm import require_tvm
-from tvmrt.contrib.graph_executor.storage import assign_storage_ids
 from tvmrt.error import CompileError, DataTypeError
 from tvmrt.runtime.dtype import DataType
+from tvmrt.runtime.graph_executor.storage import assign_storage_ids
 
 __all__ = ["GraphArtifact", "emit_graph"]
 

@@ -216,10 +216,13 @@ _device_storage: weakref.WeakValueDictionary[tuple[int, int], Storage] = (
     weakref.WeakValueDictionary()
 )
 _registry: dict[int, DeviceAPI] = {}
-# backends registered on first use, so that importing tvmrt never imports their drivers
+# The device backends, one file each under runtime/backends/, imported on first use so that
+# importing tvmrt never imports a driver: device type -> "module:function", where the
+# function returns the backend, or None when its driver is missing. A new backend is one
+# file there and one line here.
 _lazy: dict[int, str] = {
-    int(DLDeviceType.kDLCPU): "tvmrt.runtime.backends.cpu",
-    int(DLDeviceType.kDLOpenCL): "tvmrt.runtime.backends.opencl",
+    int(DLDeviceType.kDLCPU): "tvmrt.runtime.backends.cpu:backend",
+    int(DLDeviceType.kDLOpenCL): "tvmrt.runtime.backends.opencl:backend",
 }
 _lock = threading.Lock()
 
@@ -246,9 +249,15 @@ def find_device_api(device_type: int) -> DeviceAPI | None:
     """The backend serving ``device_type``, or ``None``."""
     api = _registry.get(device_type)
     if api is None and device_type in _lazy:
-        module = _lazy.pop(device_type)
-        importlib.import_module(module)  # registers itself when its driver is importable
-        api = _registry.get(device_type)
+        with _lock:
+            target = _lazy.pop(device_type, None)
+        if target is None:  # another thread is loading it or it was replaced
+            return _registry.get(device_type)
+        module_name, _, function = target.partition(":")
+        found = getattr(importlib.import_module(module_name), function)()
+        if found is not None:
+            with _lock:
+                api = _registry.setdefault(device_type, found)
     return api
 
 

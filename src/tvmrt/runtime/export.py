@@ -101,7 +101,7 @@ def kernel_objects(module: Module) -> list[tuple[str, bytes]] | None:
 
 def _module_blob(module: Module) -> bytes:
     """``__tvm_dev_mblob``'s payload for a factory over the library it is linked with."""
-    from tvmrt.contrib.graph_executor.factory import GraphExecutorFactory, save_factory_binary
+    from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory, save_factory_binary
 
     if not isinstance(module, GraphExecutorFactory):
         raise UnsupportedError(f"cannot export Module[{module.type_key}] with a module blob")

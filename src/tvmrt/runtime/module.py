@@ -19,7 +19,7 @@ from tvmrt.error import (
 from tvmrt.runtime.benchmark import BenchmarkResult, time_evaluate
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.packed_func import PackedFunc
-from tvmrt.runtime.registry import get_global_func, list_global_func_names, register_func
+from tvmrt.runtime.registry import get_global_func, list_global_func_names
 
 __all__ = [
     "Module",
@@ -412,14 +412,10 @@ def load_static_library(path: str | os.PathLike[str], func_names: list[str]) -> 
     return StaticLibraryModule(Path(resolved).read_bytes(), names)
 
 
-def _load_static_binary(reader: Any) -> StaticLibraryModule:
+def load_static_binary(reader: Any) -> StaticLibraryModule:
     data = bytes(reader.blob("static library object"))
     names = reader.strings("static library function names")
     return StaticLibraryModule(data, names)
-
-
-register_func("runtime.ModuleLoadStaticLibrary", load_static_library, override=True)
-register_func("runtime.module.loadbinary_static_library", _load_static_binary, override=True)
 
 
 def _format_of(path: str) -> str:

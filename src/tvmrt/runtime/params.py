@@ -46,7 +46,6 @@ from tvmrt.runtime._stream import ByteReader, ByteWriter
 from tvmrt.runtime.device import DLDeviceType, cpu
 from tvmrt.runtime.dtype import DataType, DataTypeCode
 from tvmrt.runtime.ndarray import NDArray, empty
-from tvmrt.runtime.registry import register_func
 
 __all__ = [
     "save_param_dict",
@@ -513,7 +512,3 @@ def save_param_dict_to_file(params: Mapping[str, object], path: str | os.PathLik
 
 
 # -- TVM's global functions ----------------------------------------------------------------
-register_func("runtime.SaveParams", save_param_dict, override=True)
-register_func("runtime.LoadParams", load_param_dict, override=True)
-register_func("runtime.SaveParamsToFile", save_param_dict_to_file, override=True)
-register_func("runtime.LoadParamsFromFile", load_param_dict_from_file, override=True)

@@ -2,11 +2,14 @@
 
 The registry is also how plug-ins are found: module loaders are registered as
 ``runtime.module.loadfile_<format>`` and compiled kernels may call registered
-functions through ``TVMBackendGetFuncFromEnv``.
+functions through ``TVMBackendGetFuncFromEnv``. tvmrt's own functions are not registered
+at import: they are listed in :mod:`tvmrt.runtime.builtins` and imported the first time
+their name is looked up; a function registered under the same name replaces one.
 """
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar, overload
@@ -17,6 +20,7 @@ from tvmrt.error import (
     FunctionNotFoundError,
     GlobalFunctionNotFoundError,
 )
+from tvmrt.runtime.builtins import BUILTIN_FUNCTIONS
 from tvmrt.runtime.packed_func import PackedFunc
 
 __all__ = [
@@ -29,6 +33,8 @@ __all__ = [
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 _functions: dict[str, PackedFunc] = {}
+# tvmrt's own functions not imported yet (name -> "module:attribute"); removed once loaded
+_builtins: dict[str, str] = dict(BUILTIN_FUNCTIONS)
 _lock = threading.Lock()
 
 
@@ -90,7 +96,22 @@ def _register(name: str, fn: Callable[..., Any], override: bool) -> None:
             raise FunctionAlreadyRegisteredError(
                 f"global function {name!r} is already registered; pass override=True to replace it"
             )
+        _builtins.pop(name, None)
         _functions[name] = packed
+
+
+def _load_builtin(name: str) -> PackedFunc | None:
+    """Import tvmrt's own function ``name`` (from :mod:`tvmrt.runtime.builtins`)."""
+    target = _builtins.get(name)
+    if target is None:
+        return None
+    module_name, _, attribute = target.partition(":")
+    fn = getattr(importlib.import_module(module_name), attribute)
+    with _lock:
+        if _builtins.pop(name, None) is None:  # registered or removed meanwhile
+            return _functions.get(name)
+        packed = _functions[name] = PackedFunc(fn, name)
+    return packed
 
 
 @overload
@@ -108,7 +129,7 @@ def get_global_func(name: str, allow_missing: bool = False) -> PackedFunc | None
         If there is no such function and ``allow_missing`` is false (an
         ``AttributeError`` and, as in TVM, a ``ValueError``).
     """
-    func = _functions.get(name)
+    func = _functions.get(name) or _load_builtin(name)
     if func is None and not allow_missing:
         raise GlobalFunctionNotFoundError(f"Cannot find global function {name}")
     return func
@@ -116,7 +137,7 @@ def get_global_func(name: str, allow_missing: bool = False) -> PackedFunc | None
 
 def list_global_func_names() -> list[str]:
     """Names of all registered global functions, sorted."""
-    return sorted(_functions)
+    return sorted({*_functions, *_builtins})
 
 
 def remove_global_func(name: str) -> None:
@@ -128,5 +149,7 @@ def remove_global_func(name: str) -> None:
         If no function has that name.
     """
     with _lock:
-        if _functions.pop(name, None) is None:
+        found = _functions.pop(name, None) is not None
+        found = _builtins.pop(name, None) is not None or found
+        if not found:
             raise FunctionNotFoundError(f"Cannot find global function {name}")

@@ -18,7 +18,7 @@ Where tvmrt departs from TVM, on purpose:
 * ``create`` raises the device checks' own ``ValueError`` messages; TVM replaces them with
   "Please set '(USE_PROFILER ON)' in config.cmake", which does not apply to tvmrt.
 * ``debug_get_output(node)`` returns the node's first output, not entry number ``node``
-  (see :mod:`tvmrt.contrib.debugger.executor`).
+  (see :mod:`tvmrt.runtime.graph_executor.debug`).
 """
 
 # SPDX-License-Identifier: Apache-2.0
@@ -37,11 +37,11 @@ from typing import Any
 import numpy as np
 
 from tvmrt.contrib.debugger import debug_result
-from tvmrt.contrib.debugger.executor import GraphExecutorDebug
 from tvmrt.contrib.graph_executor import GraphModule, get_device
 from tvmrt.error import ArgumentTypeError, InvalidArgumentError, NodeNotFoundError, TVMError
 from tvmrt.runtime.benchmark import BenchmarkResult
 from tvmrt.runtime.device import Device
+from tvmrt.runtime.graph_executor.debug import GraphExecutorDebug
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.profiling import Report

@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from tvmrt.contrib.graph_executor.graph import Graph, parse_graph
 from tvmrt.error import ArgumentTypeError, InvalidArgumentError
+from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.params import save_param_dict
 

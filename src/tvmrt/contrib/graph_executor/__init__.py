@@ -20,15 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from tvmrt.contrib.graph_executor.checks import unknown_input
-from tvmrt.contrib.graph_executor.executor import GraphExecutor, create_executor
-from tvmrt.contrib.graph_executor.factory import GraphExecutorFactory
-from tvmrt.contrib.graph_executor.graph import Graph, parse_graph
-from tvmrt.contrib.graph_executor.keys import GraphKeys
-from tvmrt.contrib.graph_executor.storage import StoragePlan, plan_storage
 from tvmrt.error import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 from tvmrt.runtime.benchmark import BenchmarkResult
 from tvmrt.runtime.device import RPC_SESS_MASK, Device
+from tvmrt.runtime.graph_executor.checks import unknown_input
+from tvmrt.runtime.graph_executor.executor import GraphExecutor, create_executor
+from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory
+from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
+from tvmrt.runtime.graph_executor.keys import GraphKeys
+from tvmrt.runtime.graph_executor.storage import StoragePlan, plan_storage
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.packed_func import PackedFunc
@@ -46,9 +46,6 @@ __all__ = [
     "StoragePlan",
     "plan_storage",
 ]
-
-
-register_func("tvm.graph_executor.create", create_executor, override=True)
 
 
 def get_device(

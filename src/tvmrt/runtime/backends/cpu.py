@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tvmrt.runtime.device import Device, DLDeviceType
-from tvmrt.runtime.device_api import HostDeviceAPI, register_device_api
+from tvmrt.runtime.device import Device
+from tvmrt.runtime.device_api import HostDeviceAPI
 
-__all__ = ["CPUDeviceAPI"]
+__all__ = ["CPUDeviceAPI", "backend"]
 
 
 class CPUDeviceAPI(HostDeviceAPI):
@@ -23,4 +23,6 @@ class CPUDeviceAPI(HostDeviceAPI):
         return None
 
 
-register_device_api(int(DLDeviceType.kDLCPU), CPUDeviceAPI(), override=True)
+def backend() -> CPUDeviceAPI:
+    """The CPU backend (runtime/device_api.py's lazy table calls this)."""
+    return CPUDeviceAPI()

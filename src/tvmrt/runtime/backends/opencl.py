@@ -26,8 +26,8 @@ from tvmrt.error import (
     DeviceUnavailableError,
     InvalidArgumentError,
 )
-from tvmrt.runtime.device import Device, DLDeviceType
-from tvmrt.runtime.device_api import DeviceAPI, DeviceStorage, Storage, register_device_api
+from tvmrt.runtime.device import Device
+from tvmrt.runtime.device_api import DeviceAPI, DeviceStorage, Storage
 
 cl: Any  # pyopencl, untyped here: storage objects are opaque to the device layer
 try:
@@ -37,7 +37,7 @@ try:
 except ImportError:  # pragma: no cover - the backend is optional
     cl = None
 
-__all__ = ["OpenCLDeviceAPI", "available"]
+__all__ = ["OpenCLDeviceAPI", "available", "backend"]
 
 _TOKEN_BASE = 0x7C00_0000_0000
 _TOKEN_STEP = 1 << 16
@@ -226,5 +226,6 @@ class OpenCLDeviceAPI(DeviceAPI):
         return None if getter is None else getter()
 
 
-if cl is not None:
-    register_device_api(int(DLDeviceType.kDLOpenCL), OpenCLDeviceAPI(), override=True)
+def backend() -> OpenCLDeviceAPI | None:
+    """The OpenCL backend, or None without pyopencl (runtime/device_api.py's lazy table)."""
+    return None if cl is None else OpenCLDeviceAPI()

@@ -23,7 +23,6 @@ from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, empty
 from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.params import read_ndarray
-from tvmrt.runtime.registry import register_func
 
 __all__ = ["AotExecutor", "AotExecutorFactory", "TensorInfo", "read_c_metadata"]
 
@@ -264,7 +263,7 @@ class _MetadataModule(Module):
         return "metadata_module"
 
 
-def _load_factory(reader: ByteReader) -> AotExecutorFactory:
+def load_factory_binary(reader: ByteReader) -> AotExecutorFactory:
     count = reader.count("number of params", 8)
     names = reader.strings("param names")
     if len(names) != count:
@@ -274,9 +273,5 @@ def _load_factory(reader: ByteReader) -> AotExecutorFactory:
     return AotExecutorFactory(dict(zip(names, arrays, strict=True)), module_name)
 
 
-def _load_metadata_module(reader: ByteReader) -> Module:
+def load_metadata_module(reader: ByteReader) -> Module:
     return _MetadataModule()
-
-
-register_func("runtime.module.loadbinary_AotExecutorFactory", _load_factory, override=True)
-register_func("runtime.module.loadbinary_metadata_module", _load_metadata_module, override=True)

@@ -40,7 +40,6 @@ from tvmrt.runtime.loaders import systemlib as _systemlib  # noqa: F401 - regist
 from tvmrt.runtime.loaders.abi import LibraryFacts, read_library
 from tvmrt.runtime.loaders.binary import BinaryInfo, check_host_compatible, identify
 from tvmrt.runtime.module import Module
-from tvmrt.runtime.registry import register_func
 
 __all__ = ["FORMS", "Sniffed", "is_builtin", "sniff", "recognises", "load", "load_library"]
 
@@ -254,14 +253,11 @@ def load(path: str, shown: str | None = None) -> Module:
         raise ModuleLoadError(f"{exc} ({shown!r} is a {FORMS[found.form]})") from exc
 
 
-def _loadfile(path: str) -> Module:
+def loadfile(path: str) -> Module:
+    """The global ``runtime.module.loadfile_<suffix>``: load a file, sniffing its form."""
     return load(str(Path(path).resolve()), path)
 
 
 def is_builtin(loader: object) -> bool:
     """Whether ``loader`` (a registry entry) is this dispatcher's ``loadfile_<kind>``."""
-    return getattr(loader, "_func", None) is _loadfile
-
-
-for _kind in ("so", "dll", "dylib", "tar", "o", "obj", "mlf"):
-    register_func(f"runtime.module.loadfile_{_kind}", _loadfile, override=True)
+    return getattr(loader, "_func", None) is loadfile

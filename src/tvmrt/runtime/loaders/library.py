@@ -282,8 +282,8 @@ def load_shared_library(facts: LibraryFacts) -> Module:
         graph_json = getattr(root, "graph_json", None)
         params = getattr(root, "params", None)
         if isinstance(graph_json, str) and isinstance(params, dict):
-            from tvmrt.contrib.graph_executor.graph import parse_graph
-            from tvmrt.contrib.graph_executor.linked import linked_params
+            from tvmrt.runtime.graph_executor.graph import parse_graph
+            from tvmrt.runtime.graph_executor.linked import linked_params
 
             for name, value in linked_params(module, parse_graph(graph_json)).items():
                 params.setdefault(name, value)

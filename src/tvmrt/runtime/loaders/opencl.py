@@ -30,7 +30,6 @@ from tvmrt.runtime.launch import (
 )
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.packed_func import PackedFunc
-from tvmrt.runtime.registry import register_func
 
 __all__ = ["OpenCLModule", "OpenCLKernel", "load_opencl_binary", "current_device"]
 
@@ -45,7 +44,7 @@ def current_device(device_type: int) -> Device:
     return devices.get(device_type, Device(device_type, 0))
 
 
-def _set_device(device_type: int, device_id: int) -> None:
+def set_device(device_type: int, device_id: int) -> None:
     """``__tvm_set_device``: compiled host code selects the device of its next launches."""
     if not hasattr(_current, "devices"):
         _current.devices = {}
@@ -188,7 +187,3 @@ def load_opencl_binary(reader: ByteReader) -> OpenCLModule:
             ) from None
     install_device_workspace()
     return OpenCLModule(fmt, data, table)
-
-
-register_func("runtime.module.loadbinary_opencl", load_opencl_binary, override=True)
-register_func("__tvm_set_device", _set_device, override=True)

@@ -70,7 +70,7 @@ def _store(data: bytes, suffix: str, shown: str) -> Path:
 def _factory(
     graph_json: str, params_blob: bytes | None, name: str, lib: Module, shown: str
 ) -> Module:
-    from tvmrt.contrib.graph_executor.factory import GraphExecutorFactory
+    from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory
 
     params = {}
     if params_blob is not None:

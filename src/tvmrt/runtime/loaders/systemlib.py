@@ -29,7 +29,6 @@ from tvmrt.runtime.loaders.blob import assemble_modules, parse_module_blob
 from tvmrt.runtime.loaders.library import LegacyPackedFunc
 from tvmrt.runtime.module import Module, python_system_lib
 from tvmrt.runtime.packed_func import PackedFunc
-from tvmrt.runtime.registry import register_func
 
 __all__ = ["SystemLibModule", "get_system_lib", "registered_names", "lookup_symbol"]
 
@@ -157,12 +156,8 @@ def get_system_lib(symbol_prefix: str = "") -> Module:
         return module
 
 
-def _global_system_lib(*args: object) -> Module:
+def global_system_lib(*args: object) -> Module:
     prefix = args[0] if args else ""
     if not isinstance(prefix, str):
         raise ArgumentTypeError(f"runtime.SystemLib takes a symbol prefix string, got {prefix!r}")
     return get_system_lib(prefix)
-
-
-register_func("runtime.SystemLib", _global_system_lib, override=True)
-register_func("module._GetSystemLib", _global_system_lib, override=True)

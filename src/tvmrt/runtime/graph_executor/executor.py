@@ -20,16 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from tvmrt.contrib.graph_executor.checks import (
-    external_problem,
-    is_read_only,
-)
-from tvmrt.contrib.graph_executor.graph import Graph, Node, parse_graph
-from tvmrt.contrib.graph_executor.keys import GraphKeys
-from tvmrt.contrib.graph_executor.linked import linked_params
-from tvmrt.contrib.graph_executor.packed import devices_from_packed_args, packed_functions
-from tvmrt.contrib.graph_executor.program import compile_steps, failed_step, replace_step
-from tvmrt.contrib.graph_executor.storage import StoragePlan, check_host_memory, plan_storage
 from tvmrt.error import (
     ArgumentTypeError,
     ArrayError,
@@ -42,6 +32,16 @@ from tvmrt.error import (
 )
 from tvmrt.runtime.device import Device, DLDeviceType
 from tvmrt.runtime.device_api import get_device_api
+from tvmrt.runtime.graph_executor.checks import (
+    external_problem,
+    is_read_only,
+)
+from tvmrt.runtime.graph_executor.graph import Graph, Node, parse_graph
+from tvmrt.runtime.graph_executor.keys import GraphKeys
+from tvmrt.runtime.graph_executor.linked import linked_params
+from tvmrt.runtime.graph_executor.packed import devices_from_packed_args, packed_functions
+from tvmrt.runtime.graph_executor.program import compile_steps, failed_step, replace_step
+from tvmrt.runtime.graph_executor.storage import StoragePlan, check_host_memory, plan_storage
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, empty, from_dlpack
 from tvmrt.runtime.packed_func import BoundCall, PackedFunc, PreparedCall
@@ -95,7 +95,7 @@ class GraphExecutor(Module, GraphKeys):
     Parameters
     ----------
     graph
-        A parsed graph (:func:`~tvmrt.contrib.graph_executor.graph.parse_graph`).
+        A parsed graph (:func:`~tvmrt.runtime.graph_executor.graph.parse_graph`).
     lib
         Module supplying every ``func_name`` of the graph (its imports are searched too).
     devices
@@ -105,7 +105,7 @@ class GraphExecutor(Module, GraphKeys):
         params): inputs bound this way get no pool of their own.
 
     Input and output keys (``input_index``, ``output_index``, ``input_info``, ...) come
-    from :class:`~tvmrt.contrib.graph_executor.keys.GraphKeys`.
+    from :class:`~tvmrt.runtime.graph_executor.keys.GraphKeys`.
     """
 
     def __init__(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ctypes
 
-from tvmrt.contrib.graph_executor.graph import Graph
+from tvmrt.runtime.graph_executor.graph import Graph
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, empty
 

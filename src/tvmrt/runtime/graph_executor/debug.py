@@ -36,8 +36,6 @@ import struct
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from tvmrt.contrib.graph_executor.executor import GraphExecutor, devices_from_packed_args
-from tvmrt.contrib.graph_executor.graph import Graph, parse_graph
 from tvmrt.error import (
     ArgumentTypeError,
     ArrayError,
@@ -49,10 +47,11 @@ from tvmrt.error import (
 )
 from tvmrt.runtime.benchmark import time_evaluate
 from tvmrt.runtime.device import Device, DLDeviceType, cpu
+from tvmrt.runtime.graph_executor.executor import GraphExecutor, devices_from_packed_args
+from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.profiling import Count, Metric, Profiler, Report
-from tvmrt.runtime.registry import register_func
 from tvmrt.runtime.threads import num_threads
 
 __all__ = ["GraphExecutorDebug", "create_debug_executor", "shape_string"]
@@ -465,10 +464,7 @@ def create_debug_executor(graph_json: str, lib: Module, *args: object) -> GraphE
     """The global function ``tvm.graph_executor_debug.create``.
 
     Takes the arguments of ``tvm.graph_executor.create``
-    (:func:`~tvmrt.contrib.graph_executor.executor.devices_from_packed_args`).
+    (:func:`~tvmrt.runtime.graph_executor.executor.devices_from_packed_args`).
     """
     devices = devices_from_packed_args("tvm.graph_executor_debug.create", graph_json, lib, args)
     return GraphExecutorDebug(parse_graph(graph_json), lib, devices)
-
-
-register_func("tvm.graph_executor_debug.create", create_debug_executor, override=True)

@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tvmrt.contrib.graph_executor.checks import copy_out
 from tvmrt.error import ArgumentTypeError, InputNotFoundError
 from tvmrt.runtime.device import Device
+from tvmrt.runtime.graph_executor.checks import copy_out
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 
 if TYPE_CHECKING:
-    from tvmrt.contrib.graph_executor.executor import GraphExecutor
+    from tvmrt.runtime.graph_executor.executor import GraphExecutor
 
 __all__ = ["packed_functions", "devices_from_packed_args"]
 

@@ -10,16 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tvmrt.contrib.graph_executor.executor import GraphExecutor
-from tvmrt.contrib.graph_executor.graph import parse_graph
 from tvmrt.error import ArgumentTypeError, FunctionNotFoundError, ModuleLoadError, TVMError
 from tvmrt.runtime._stream import ByteReader, ByteWriter
 from tvmrt.runtime.device import Device
+from tvmrt.runtime.graph_executor.executor import GraphExecutor
+from tvmrt.runtime.graph_executor.graph import parse_graph
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.params import read_ndarray, write_ndarray
-from tvmrt.runtime.registry import get_global_func, register_func
+from tvmrt.runtime.registry import get_global_func
 
 __all__ = ["GraphExecutorFactory", "load_factory_binary", "save_factory_binary"]
 
@@ -97,11 +97,7 @@ class GraphExecutorFactory(Module):
                 f"debug_create: the factory holds model {self.module_name!r}, not "
                 f"{module_name!r} (Currently we only support single model for now.)"
             )
-        create = get_global_func("tvm.graph_executor_debug.create", allow_missing=True)
-        if create is None:
-            import tvmrt.contrib.debugger.debug_executor  # noqa: F401 - registers it
-
-            create = get_global_func("tvm.graph_executor_debug.create")
+        create = get_global_func("tvm.graph_executor_debug.create")
         executor = create(self.graph_json, self.lib, *devices)
         set_input = executor.get_function("set_input")
         input_index = executor.get_function("get_input_index")
@@ -144,7 +140,3 @@ def save_factory_binary(factory: GraphExecutorFactory) -> bytes:
         write_ndarray(writer, arr)
     writer.string(factory.module_name)
     return bytes(writer.buffer)
-
-
-register_func("runtime.module.loadbinary_GraphExecutorFactory", load_factory_binary, override=True)
-register_func("runtime.module.loadbinary_GraphRuntimeFactory", load_factory_binary, override=True)

@@ -14,8 +14,8 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from tvmrt.contrib.graph_executor.graph import Graph
-from tvmrt.contrib.graph_executor.storage import StoragePlan, host_memory_problem
+from tvmrt.runtime.graph_executor.graph import Graph
+from tvmrt.runtime.graph_executor.storage import StoragePlan, host_memory_problem
 
 __all__ = [
     "WEIGHT_NAME",

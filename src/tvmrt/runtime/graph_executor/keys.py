@@ -1,15 +1,15 @@
 """Input and output keys of a graph executor: names, indices, entries and info.
 
 Inputs are found by name or index, outputs by index, ``"name:i"`` or a bare node name;
-each miss has one error (see :mod:`~tvmrt.contrib.graph_executor.checks`).
+each miss has one error (see :mod:`~tvmrt.runtime.graph_executor.checks`).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 
-from tvmrt.contrib.graph_executor.checks import check_index, unknown_input, unknown_output
-from tvmrt.contrib.graph_executor.graph import Graph
+from tvmrt.runtime.graph_executor.checks import check_index, unknown_input, unknown_output
+from tvmrt.runtime.graph_executor.graph import Graph
 from tvmrt.runtime.object import ShapeTuple
 
 __all__ = ["GraphKeys"]

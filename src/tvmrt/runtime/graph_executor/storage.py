@@ -14,8 +14,8 @@ from collections import defaultdict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tvmrt.contrib.graph_executor.graph import Graph
 from tvmrt.error import DeviceOutOfMemoryError, GraphFormatError
+from tvmrt.runtime.graph_executor.graph import Graph
 
 __all__ = [
     "PoolEntry",

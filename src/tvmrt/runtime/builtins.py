@@ -1,0 +1,53 @@
+"""The global functions tvmrt itself provides, found by name and imported on first use.
+
+This is the one table of tvmrt's own registrations (``runtime.registry`` consults it when a
+name is not registered yet): module loaders (``runtime.module.loadfile_<suffix>`` for files,
+``runtime.module.loadbinary_<type_key>`` for modules inside a factory's blob), executor
+constructors, and the functions compiled kernels look up by name. Nothing registers itself
+as a side effect of being imported, so ``import tvmrt`` imports none of these modules.
+
+To add one: write the function in its own module under ``tvmrt.runtime`` and add a line
+here, ``"global.name": "tvmrt.runtime.module_path:attribute"``. Only ``tvmrt.runtime``
+modules may appear (the runtime imports nothing above it; tests/runtime/test_layers.py
+checks this table too).
+"""
+
+from __future__ import annotations
+
+__all__ = ["BUILTIN_FUNCTIONS", "LOADFILE_SUFFIXES"]
+
+# file suffixes served by the loader's dispatcher (runtime/loaders/dispatch.py)
+LOADFILE_SUFFIXES = ("so", "dll", "dylib", "tar", "o", "obj", "mlf")
+
+_DISPATCH = "tvmrt.runtime.loaders.dispatch:loadfile"
+_GRAPH_FACTORY = "tvmrt.runtime.graph_executor.factory:load_factory_binary"
+
+BUILTIN_FUNCTIONS: dict[str, str] = {
+    # files -> modules
+    **{f"runtime.module.loadfile_{suffix}": _DISPATCH for suffix in LOADFILE_SUFFIXES},
+    # modules inside a factory blob, by type key
+    "runtime.module.loadbinary_GraphExecutorFactory": _GRAPH_FACTORY,
+    "runtime.module.loadbinary_GraphRuntimeFactory": _GRAPH_FACTORY,
+    "runtime.module.loadbinary_AotExecutorFactory": (
+        "tvmrt.runtime.executor._aot:load_factory_binary"
+    ),
+    "runtime.module.loadbinary_metadata_module": (
+        "tvmrt.runtime.executor._aot:load_metadata_module"
+    ),
+    "runtime.module.loadbinary_static_library": "tvmrt.runtime.module:load_static_binary",
+    "runtime.module.loadbinary_opencl": "tvmrt.runtime.loaders.opencl:load_opencl_binary",
+    "runtime.ModuleLoadStaticLibrary": "tvmrt.runtime.module:load_static_library",
+    # executors
+    "tvm.graph_executor.create": "tvmrt.runtime.graph_executor.executor:create_executor",
+    "tvm.graph_executor_debug.create": "tvmrt.runtime.graph_executor.debug:create_debug_executor",
+    # system library
+    "runtime.SystemLib": "tvmrt.runtime.loaders.systemlib:global_system_lib",
+    "module._GetSystemLib": "tvmrt.runtime.loaders.systemlib:global_system_lib",
+    # params
+    "runtime.SaveParams": "tvmrt.runtime.params:save_param_dict",
+    "runtime.LoadParams": "tvmrt.runtime.params:load_param_dict",
+    "runtime.SaveParamsToFile": "tvmrt.runtime.params:save_param_dict_to_file",
+    "runtime.LoadParamsFromFile": "tvmrt.runtime.params:load_param_dict_from_file",
+    # called by compiled host code
+    "__tvm_set_device": "tvmrt.runtime.loaders.opencl:set_device",
+}
