@@ -13,7 +13,7 @@ import io
 from collections.abc import Collection, Sequence
 
 from tvmrt.artifact.model import Executor, GraphTiming, TensorInfo
-from tvmrt.error import ModuleLoadError
+from tvmrt.error import ModuleLoadError, UnsupportedError
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.executor import AotExecutor, AotExecutorFactory, AotModule
 from tvmrt.runtime.executor.profile import AotProfiler
@@ -156,3 +156,16 @@ class AotProfilingAdapter(AotExecutorAdapter):
     def node_timing(self) -> GraphTiming | None:
         """None: an AOT build has no graph, so no per-node times."""
         return None
+
+    def replicate(self, count: int) -> list[Executor]:
+        """Not offered: a profiling executor times one executor; load without debug.
+
+        Raises
+        ------
+        UnsupportedError
+            Always.
+        """
+        raise UnsupportedError(
+            "a debug (profiling) executor is not replicated: load the artifact without "
+            "debug to run it on several executors"
+        )
