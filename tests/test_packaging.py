@@ -197,10 +197,10 @@ def test_linked_params_08_with_separate_graph_runs_through_load_artifact(tmp_pat
     model = load_artifact(find_artifact(folder))
     assert model.user_inputs() == {"x": ((4,), "float32")}
     x = np.array([4.0, 3.0, 2.0, 1.0], dtype="float32")
-    model.module.set_input("x", x)
-    model.module.run()
+    model.executor.set_input("x", x)
+    model.executor.run()
     np.testing.assert_array_equal(
-        model.module.get_output(0).numpy(), x + np.array(WEIGHTS, "float32")
+        model.executor.get_output(0).numpy(), x + np.array(WEIGHTS, "float32")
     )
 
 

@@ -12,11 +12,10 @@ from typing import Any
 import numpy as np
 
 from tvmrt.artifact import ArtifactFiles, LoadedModel, find_artifact, load_artifact
-from tvmrt.runtime import _backend
+from tvmrt.artifact.devices import set_kernel_threads
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.device import device as make_device
 from tvmrt.runtime.dtype import DataType
-from tvmrt.runtime.graph_executor.roles import classify_inputs
 
 __all__ = [
     "UsageError",
@@ -84,7 +83,7 @@ def load(
     if args.threads is not None:
         if args.threads < 1:
             raise UsageError(f"--threads must be at least 1, got {args.threads}")
-        _backend.set_num_threads(args.threads)
+        set_kernel_threads(args.threads)
     try:
         dev = make_device(args.device)
     except ValueError as exc:
@@ -124,11 +123,7 @@ def _check_weights(
     model: LoadedModel, given: Mapping[str, object], args: argparse.Namespace
 ) -> None:
     """Refuse missing or foreign weights unless --allow-missing-params (then warn)."""
-    executor = getattr(model.module, "executor", None)
-    if executor is None:  # an AOT module: its weights are linked into the library
-        return
-    roles = classify_inputs(executor.graph, set(model.param_names) | set(given))
-    problems = roles.problems()
+    problems = model.executor.weight_problems(set(given))
     if not problems:
         return
     if not getattr(args, "allow_missing_params", False):
@@ -201,7 +196,7 @@ def _fill(
 def set_inputs(model: LoadedModel, inputs: Mapping[str, np.ndarray[Any, Any]]) -> None:
     """Copy every array into the model's input of that name."""
     for name, arr in inputs.items():
-        model.module.set_input(name, arr)
+        model.executor.set_input(name, arr)
 
 
 def describe_array(arr: np.ndarray[Any, Any], limit: int = 5) -> str:

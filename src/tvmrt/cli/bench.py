@@ -72,18 +72,18 @@ def bench(args: argparse.Namespace) -> int:
         raise UsageError(f"--duration must be positive, got {args.duration}")
     model, load_s = load(args)
     inputs = make_inputs(model, args)
-    module = model.module
+    executor = model.executor
     set_inputs(model, inputs)
-    n_out = module.get_num_outputs()
+    n_out = len(model.output_names())
 
     def once() -> None:
         if args.end_to_end:
             set_inputs(model, inputs)
-            module.run()
+            executor.run()
             for i in range(n_out):
-                module.get_output(i).numpy()
+                executor.get_output(i).numpy()
         else:
-            module.run()
+            executor.run()
 
     for _ in range(args.warmup):
         once()

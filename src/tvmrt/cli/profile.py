@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import shutil
 import tempfile
 from pathlib import Path
@@ -21,6 +19,7 @@ from tvmrt.cli._common import (
 )
 from tvmrt.cli.profile_html import render_html
 from tvmrt.cli.profile_summary import by_op_type, chrome_trace, collect, format_by_op_type
+from tvmrt.error import InternalError
 
 EXAMPLES = """examples:
   tvmrt profile model_dir/                     # per-node table, slowest first, with %
@@ -70,35 +69,34 @@ def profile(args: argparse.Namespace) -> int:
     dump_root = args.dump or tempfile.mkdtemp(prefix="tvmrt_profile_")
     try:
         model, _ = load(args, loader=lambda files, dev: load_artifact(files, dev, True, dump_root))
+        profiler = model.profiler
+        if profiler is None:  # load_artifact(debug=True) always gives one
+            raise InternalError(f"{model.files.lib.name!r} was loaded without a profiler")
         inputs = make_inputs(model, args)
-        module: Any = model.module
         set_inputs(model, inputs)
-        table = io.StringIO()
-        with contextlib.redirect_stdout(table):
-            module.run(number=args.number, repeat=args.repeat)
+        table = profiler.run_timed(args.number, args.repeat)
         summary = None
-        if model.is_aot:  # one call for the whole model: its trace is the run itself
+        timing = profiler.node_timing()
+        if timing is None:  # one call for the whole model (AOT): its trace is the run itself
             if args.html:
-                raise UsageError("--html draws the graph, and an AOT build has none")
+                raise UsageError("--html draws the graph, and this artifact has none (AOT)")
             if args.trace:
-                shutil.copyfile(Path(module._dump_path) / TRACE_FILE, args.trace)
+                shutil.copyfile(Path(profiler.dump_path) / TRACE_FILE, args.trace)
         else:
-            graph = module.executor.graph
-            rows = collect(graph, module.debug_datum.time_list)
+            rows = collect(timing.graph, timing.times)
             types = by_op_type(rows)
             summary = format_by_op_type(types)
             if args.trace:
                 chrome_trace(rows, args.trace)
             if args.html:
-                plan = module.executor.plan
                 title = str(args.artifact or args.lib)
-                page = render_html(title, graph, model.param_names, rows, types, plan)
+                page = render_html(title, timing.graph, model.param_names, rows, types, timing.plan)
                 Path(args.html).write_text(page, encoding="utf-8")
         if args.csv or args.json:
-            report = module.profile()
+            report = profiler.profile()
             print(report.csv() if args.csv else report.json())
         else:
-            print(table.getvalue().rstrip("\n"))
+            print(table)
             if summary is not None:
                 print()
                 print("Summary by operator type (mean per run, slowest first)")
@@ -108,7 +106,7 @@ def profile(args: argparse.Namespace) -> int:
         if args.html and not (args.csv or args.json):
             print(f"HTML report written to {args.html} (open it in a browser)")
         if args.dump and not (args.csv or args.json):
-            print(f"debug dump kept in {module._dump_path}")
+            print(f"debug dump kept in {profiler.dump_path}")
     finally:
         if not args.dump:
             shutil.rmtree(dump_root, ignore_errors=True)

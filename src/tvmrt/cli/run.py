@@ -48,11 +48,11 @@ def run(args: argparse.Namespace) -> int:
     """Load, set inputs, run once, print, save."""
     model, load_s = load(args)
     inputs = make_inputs(model, args)
-    module = model.module
+    executor = model.executor
     set_inputs(model, inputs)
-    module.run()
+    executor.run()
     names = model.output_names()  # unique: screen and .npz agree
-    outputs = {name: module.get_output(i).numpy() for i, name in enumerate(names)}
+    outputs = {name: executor.get_output(i).numpy() for i, name in enumerate(names)}
     print(f"loaded {model.files.lib.name} in {load_s * 1e3:.1f} ms")
     print("inputs:")
     for name, arr in inputs.items():

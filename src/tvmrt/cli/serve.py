@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from tvmrt.artifact import find_artifact
+from tvmrt.artifact.devices import set_kernel_threads
 from tvmrt.cli._common import UsageError
-from tvmrt.runtime import _backend
 from tvmrt.runtime.device import device as make_device
 
 EXAMPLES = """examples:
@@ -71,7 +71,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--max-body-mb", type=float, default=64.0, help="largest request body in MiB (64)"
     )
-    parser.add_argument("--device", default="cpu", help="device, e.g. cpu (default)")
+    parser.add_argument(
+        "--device", default="cpu", help="device, e.g. cpu (default) or opencl (CPU kept too)"
+    )
     parser.add_argument("--threads", type=int, metavar="N", help="threads for parallel kernels")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning"))
     parser.set_defaults(handler=serve)
@@ -112,7 +114,9 @@ def serve(args: argparse.Namespace) -> int:
     if args.max_queue < 0 or args.timeout <= 0 or args.max_body_mb <= 0:
         raise UsageError("--max-queue must be >= 0, --timeout and --max-body-mb > 0")
     if args.threads is not None:
-        _backend.set_num_threads(args.threads)
+        if args.threads < 1:
+            raise UsageError(f"--threads must be at least 1, got {args.threads}")
+        set_kernel_threads(args.threads)
     try:
         dev = make_device(args.device)
     except ValueError as exc:

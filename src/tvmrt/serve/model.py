@@ -1,4 +1,4 @@
-"""A served model: K graph executors over one copy of the weights, behind a bounded queue.
+"""A served model: K executors over one copy of the weights, behind a bounded queue.
 
 Requests are admitted while fewer than ``K + max_queue`` are pending (waiting or running);
 past that :class:`~tvmrt.serve.protocol.OverloadedError` (HTTP 503) is raised at once, so
@@ -23,16 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from tvmrt.artifact import ArtifactFiles, load_artifact
-from tvmrt.contrib.graph_executor import GraphModule, create
+from tvmrt.artifact import ArtifactFiles, Executor, TensorInfo, executor_from_graph, load_artifact
 from tvmrt.error import InvalidArgumentError
-from tvmrt.runtime.device import Device, cpu
+from tvmrt.runtime.device import Device
 from tvmrt.runtime.module import Module
-from tvmrt.runtime.params import mapped_file
 from tvmrt.serve.metrics import ModelMetrics
 from tvmrt.serve.protocol import DeadlineError, OverloadedError, TensorSpec, datatype_of
 
-__all__ = ["ServedModel", "load_model", "model_from_graph"]
+__all__ = ["ServedModel", "load_model", "model_from_graph", "serve_executors"]
 
 
 class ServedModel:
@@ -43,7 +41,8 @@ class ServedModel:
     name
         The model name in URLs (``/v2/models/{name}``).
     executors
-        K executors of the same graph; they should share their weights (``share_params``).
+        K executors of the same model (:class:`tvmrt.artifact.Executor`); they should
+        share their weights (``Executor.replicate``).
     inputs, outputs
         What the model takes and returns (names, shapes, protocol datatypes).
     max_queue
@@ -60,7 +59,7 @@ class ServedModel:
     def __init__(
         self,
         name: str,
-        executors: Sequence[GraphModule],
+        executors: Sequence[Executor],
         inputs: Sequence[TensorSpec],
         outputs: Sequence[TensorSpec],
         max_queue: int = 64,
@@ -88,7 +87,7 @@ class ServedModel:
         self._batch_delay = batch_delay or 0.0
         self._waiting: deque[_Item] = deque()
         self._arrived = threading.Condition()
-        self._free: queue.SimpleQueue[GraphModule] = queue.SimpleQueue()
+        self._free: queue.SimpleQueue[Executor] = queue.SimpleQueue()
         for ex in executors:
             self._free.put(ex)
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix=f"tvmrt-{name}")
@@ -271,13 +270,29 @@ def _batch_size(name: str, inputs: Sequence[TensorSpec], outputs: Sequence[Tenso
     return int(next(iter(sizes)))  # type: ignore[arg-type]
 
 
-def _output_specs(module: GraphModule) -> list[TensorSpec]:
-    shapes, dtypes = module.get_output_info()
-    return [TensorSpec(n, tuple(shapes[n]), datatype_of(dtypes[n])) for n in shapes]
+def _specs(infos: Sequence[TensorInfo]) -> list[TensorSpec]:
+    return [TensorSpec(t.name, tuple(t.shape), datatype_of(t.dtype)) for t in infos]
 
 
-def _specs(info: Mapping[str, tuple[tuple[int, ...], str]]) -> list[TensorSpec]:
-    return [TensorSpec(n, tuple(shape), datatype_of(dt)) for n, (shape, dt) in info.items()]
+def serve_executors(
+    name: str,
+    executors: Sequence[Executor],
+    max_queue: int = 64,
+    timeout: float = 30.0,
+    batch_delay: float | None = None,
+) -> ServedModel:
+    """Serve executors of one model; the first one's inputs and outputs are the model's."""
+    if not executors:
+        raise InvalidArgumentError(f"model {name!r} needs at least one executor")
+    first = executors[0]
+    inputs, outputs = _specs(first.inputs), _specs(first.outputs)
+    return ServedModel(name, executors, inputs, outputs, max_queue, timeout, batch_delay)
+
+
+def _replicated(first: Executor, workers: int) -> list[Executor]:
+    if workers < 1:
+        raise InvalidArgumentError(f"workers must be at least 1, got {workers}")
+    return [first, *first.replicate(workers - 1)]
 
 
 def load_model(
@@ -291,34 +306,14 @@ def load_model(
 ) -> ServedModel:
     """Load an artifact (from :func:`tvmrt.artifact.find_artifact`) as K executors.
 
-    The first executor loads the params; the others share its arrays (``share_params``,
-    or the factory's own param arrays for an exported factory library), so the weights
-    are held once whatever K is.
+    The first executor loads the params; the others are its replicas
+    (:meth:`tvmrt.artifact.Executor.replicate`), so the weights are held once whatever K
+    is. Every form :func:`tvmrt.artifact.load_artifact` loads is served (AOT builds too).
     """
     if workers < 1:
         raise InvalidArgumentError(f"workers must be at least 1, got {workers}")
-    dev = device or cpu()
-    first = load_artifact(files, dev)
-    executors = [first.module]
-    graph_json = files.graph.read_text() if files.graph is not None else None
-    for _ in range(workers - 1):
-        if graph_json is None:
-            module = GraphModule(first.lib["default"](dev))
-        else:
-            module = create(graph_json, first.lib, dev)
-        if files.params is not None:
-            with mapped_file(files.params) as blob:
-                module.share_params(first.module, blob)
-        executors.append(module)
-    return ServedModel(
-        name,
-        executors,
-        _specs(first.user_inputs()),
-        _output_specs(first.module),
-        max_queue=max_queue,
-        timeout=timeout,
-        batch_delay=batch_delay,
-    )
+    first = load_artifact(files, device).executor
+    return serve_executors(name, _replicated(first, workers), max_queue, timeout, batch_delay)
 
 
 def model_from_graph(
@@ -333,16 +328,8 @@ def model_from_graph(
     batch_delay: float | None = None,
 ) -> ServedModel:
     """Serve a graph JSON over a kernel module (a loaded library or a ``PyModule``)."""
-    dev = device or cpu()
-    executors = [create(graph_json, lib, dev) for _ in range(workers)]
-    if params is not None:
-        executors[0].load_params(params)
-        for module in executors[1:]:
-            module.share_params(executors[0], params)
-    shapes, dtypes = executors[0].get_input_info()
-    inputs = [TensorSpec(n, tuple(shapes[n]), datatype_of(dtypes[n])) for n in shapes]
-    outputs = _output_specs(executors[0])
-    return ServedModel(name, executors, inputs, outputs, max_queue, timeout, batch_delay)
+    first = executor_from_graph(graph_json, lib, device, params)
+    return serve_executors(name, _replicated(first, workers), max_queue, timeout, batch_delay)
 
 
 def default_workers() -> int:

@@ -1,0 +1,171 @@
+"""TVM's AOT executor as an :class:`~tvmrt.artifact.model.Executor`, and its whole-run profiler.
+
+A thin adapter over :class:`~tvmrt.runtime.executor.AotModule`: inputs and outputs come
+from the library's metadata (names, shapes, dtypes); weights are linked into the library
+or bound by the factory, so none is set by the caller. Replicas are new executors from
+the same factory (``factory["default"](dev)``), each with its own input and output arrays.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Collection, Sequence
+
+from tvmrt.artifact.model import Executor, GraphTiming, TensorInfo
+from tvmrt.error import ModuleLoadError, UnsupportedError
+from tvmrt.runtime.device import Device
+from tvmrt.runtime.executor import AotExecutor, AotExecutorFactory, AotModule
+from tvmrt.runtime.executor.profile import AotProfiler
+from tvmrt.runtime.module import Module
+from tvmrt.runtime.ndarray import NDArray
+from tvmrt.runtime.profiling import Report
+
+__all__ = ["AotExecutorAdapter", "AotProfilingAdapter", "create_aot_executor"]
+
+
+def create_aot_executor(factory: Module, device: Device) -> AotExecutor:
+    """``factory["default"](device)``, checked to be TVM's AOT executor.
+
+    Raises
+    ------
+    ModuleLoadError
+        If the factory made something else.
+    """
+    executor = factory["default"](device)
+    if not isinstance(executor, AotExecutor):
+        raise ModuleLoadError(
+            f"the AOT factory's default() made a {type(executor).__name__}, not an AotExecutor"
+        )
+    return executor
+
+
+class AotExecutorAdapter:
+    """An AOT build behind the :class:`~tvmrt.artifact.model.Executor` interface.
+
+    Parameters
+    ----------
+    executor
+        The AOT executor, ``factory["default"](dev)``.
+    factory
+        The loaded library (``AotExecutorFactory``) that makes more executors.
+    device
+        The device the executors run on (``cpu(0)``: TVM's AOT executor runs there only).
+    """
+
+    def __init__(self, executor: AotExecutor, factory: Module, device: Device) -> None:
+        self.aot_executor = executor
+        self.module = AotModule(executor)
+        self._factory = factory
+        self._device = device
+        bound = factory.params if isinstance(factory, AotExecutorFactory) else {}
+        self.param_names = frozenset(bound)
+        self._inputs = [
+            TensorInfo(t.name, tuple(t.shape), str(t.dtype))
+            for t in executor.inputs
+            if t.name not in self.param_names
+        ]
+        self._outputs = [TensorInfo(t.name, tuple(t.shape), str(t.dtype)) for t in executor.outputs]
+
+    @property
+    def inputs(self) -> Sequence[TensorInfo]:
+        """The inputs of the model's metadata, less those the factory binds."""
+        return self._inputs
+
+    @property
+    def outputs(self) -> Sequence[TensorInfo]:
+        """The outputs of the model's metadata (their names may be empty)."""
+        return self._outputs
+
+    def output_labels(self) -> list[str]:
+        """The metadata's output names, ``output_i`` where one is empty."""
+        return [t.name or f"output_{i}" for i, t in enumerate(self._outputs)]
+
+    def set_input(self, key: int | str, value: object) -> None:
+        """As :meth:`AotModule.set_input`."""
+        self.module.set_input(key, value)
+
+    def get_input(self, key: int | str) -> NDArray:
+        """As :meth:`AotModule.get_input`."""
+        return self.module.get_input(key)
+
+    def get_input_index(self, name: str) -> int:
+        """As :meth:`AotModule.get_input_index` (an unknown name raises, as in TVM)."""
+        return self.module.get_input_index(name)
+
+    def get_num_inputs(self) -> int:
+        """As :meth:`AotModule.get_num_inputs`."""
+        return self.module.get_num_inputs()
+
+    def run(self) -> None:
+        """Call the model's entry function once."""
+        self.module.run()
+
+    def get_output(self, index: int) -> NDArray:
+        """As :meth:`AotModule.get_output`."""
+        return self.module.get_output(index)
+
+    def weight_problems(self, given: Collection[str]) -> list[str]:
+        """None: the weights are linked into the library or bound by its factory."""
+        return []
+
+    def replicate(self, count: int) -> list[Executor]:
+        """``count`` new executors from the factory (the linked weights are shared)."""
+        return [
+            AotExecutorAdapter(
+                create_aot_executor(self._factory, self._device), self._factory, self._device
+            )
+            for _ in range(count)
+        ]
+
+
+class AotProfilingAdapter(AotExecutorAdapter):
+    """An AOT build behind :class:`~tvmrt.artifact.model.ProfilingExecutor`: one row, the run.
+
+    Parameters
+    ----------
+    executor, factory, device
+        As :class:`AotExecutorAdapter`.
+    dump_root
+        Folder for the Chrome trace (created if missing).
+    """
+
+    def __init__(
+        self, executor: AotExecutor, factory: Module, device: Device, dump_root: str
+    ) -> None:
+        super().__init__(executor, factory, device)
+        self.profiler = AotProfiler(executor, dump_root)
+        self._dump_root = dump_root
+
+    @property
+    def dump_path(self) -> str:
+        """The folder holding the Chrome trace of the last :meth:`run_timed`."""
+        return self._dump_root
+
+    def run_timed(self, number: int, repeat: int) -> str:
+        """Time the whole model (:meth:`AotProfiler.run`); returns its one-row table."""
+        table = io.StringIO()
+        with contextlib.redirect_stdout(table):
+            self.profiler.run(number=number, repeat=repeat)
+        return table.getvalue().rstrip("\n")
+
+    def profile(self) -> Report:
+        """TVM's ``Report`` with one call, the model's entry function."""
+        return self.profiler.profile()
+
+    def node_timing(self) -> GraphTiming | None:
+        """None: an AOT build has no graph, so no per-node times."""
+        return None
+
+    def replicate(self, count: int) -> list[Executor]:
+        """Not offered: a profiling executor times one executor; load without debug.
+
+        Raises
+        ------
+        UnsupportedError
+            Always.
+        """
+        raise UnsupportedError(
+            "a debug (profiling) executor is not replicated: load the artifact without "
+            "debug to run it on several executors"
+        )

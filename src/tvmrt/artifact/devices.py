@@ -1,0 +1,68 @@
+"""Where an artifact runs: the devices an executor gets, device code, kernel threads.
+
+The one rule for devices: a run on the CPU uses ``[cpu]``; a run on another device
+keeps the CPU as the second device, ``[dev, cpu()]``, for graph nodes placed on the host
+(heterogeneous graphs: ``device_index`` 1 and ``__copy`` nodes).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tvmrt.error import DeviceUnavailableError, InvalidArgumentError
+from tvmrt.runtime.device import Device, cpu
+from tvmrt.runtime.module import Module
+
+__all__ = ["DEVICE_MODULE_KINDS", "check_device_code", "executor_devices", "set_kernel_threads"]
+
+# module kinds holding kernels for a device, not the host (see tvmrt.runtime.loaders.blob)
+DEVICE_MODULE_KINDS = {"opencl": "OpenCL", "cuda": "CUDA", "vulkan": "Vulkan", "metal": "Metal"}
+
+
+def executor_devices(device: Device | None) -> list[Device]:
+    """The devices a graph executor gets for a run on ``device`` (default ``cpu(0)``)."""
+    dev = device or cpu()
+    return [dev] if dev.device_type == cpu().device_type else [dev, cpu()]
+
+
+def check_device_code(lib: Module, dev: Device, path: Path) -> None:
+    """Refuse a CPU run of an artifact whose kernels are device code, naming the device.
+
+    Without this its host code would hand CPU memory to the device's kernel launcher.
+
+    Raises
+    ------
+    DeviceUnavailableError
+        If ``dev`` is the CPU and ``lib`` (or a module it imports) holds device kernels.
+    """
+    if dev.device_type != cpu().device_type:
+        return
+    stack, kinds = [lib], set()
+    while stack:
+        module = stack.pop()
+        if module.type_key in DEVICE_MODULE_KINDS:
+            kinds.add(module.type_key)
+        stack.extend(module.imported_modules)
+    if kinds:
+        kind = sorted(kinds)[0]
+        raise DeviceUnavailableError(
+            f"{path.name!r} holds {DEVICE_MODULE_KINDS[kind]} kernels ({kind!r} device "
+            f"module), which do not run on the CPU: choose that device (tvmrt ... --device "
+            f"{kind}; in Python, pass runtime.{kind}(0) with runtime.cpu(0))"
+        )
+
+
+def set_kernel_threads(count: int) -> None:
+    """Run parallel kernels on ``count`` threads (``--threads``).
+
+    Raises
+    ------
+    InvalidArgumentError
+        If ``count`` is below 1.
+    """
+    if count < 1:
+        raise InvalidArgumentError(f"--threads must be at least 1, got {count}")
+    # the runtime has no public setter yet; its worker pool is resized here only
+    from tvmrt.runtime import _backend
+
+    _backend.set_num_threads(count)

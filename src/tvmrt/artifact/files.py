@@ -1,0 +1,99 @@
+"""Which files make up an artifact: a folder's graph JSON, library and params, or one file.
+
+An artifact is a folder holding a graph JSON, a kernel library and (usually) a params
+file (TVM's ``deploy_graph.json`` / ``deploy_lib.so`` / ``deploy_param.params`` or tvmrt's
+``deploy.json`` / ``deploy.so`` / ``deploy.params``), one file that carries everything
+(a factory library, an AOT build, a Model Library Format tar, a tvmc package), or
+explicit ``graph=``/``lib=``/``params=`` files. Which form the files are is decided in
+:mod:`tvmrt.artifact.forms`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from tvmrt.error import ArtifactNotFoundError, ModuleLoadError
+
+__all__ = ["ArtifactFiles", "find_artifact"]
+
+_LIB_SUFFIXES = (".so", ".tar", ".dll", ".dylib", ".o")
+_PREFERRED_STEMS = ("deploy", "mod", "model")
+
+
+@dataclass(frozen=True)
+class ArtifactFiles:
+    """The files of one artifact (``graph``/``params`` are None for a factory library)."""
+
+    lib: Path
+    graph: Path | None = None
+    params: Path | None = None
+
+
+def _pick(candidates: list[Path], what: str, folder: Path, flag: str) -> Path | None:
+    if not candidates:
+        return None
+    if len(candidates) == 1:
+        return candidates[0]
+    preferred = [p for p in candidates if any(s in p.stem.lower() for s in _PREFERRED_STEMS)]
+    if len(preferred) == 1:
+        return preferred[0]
+    names = ", ".join(sorted(p.name for p in candidates))
+    raise ModuleLoadError(
+        f"folder {str(folder)!r} has several {what} files ({names}); pick one with {flag}"
+    )
+
+
+def find_artifact(
+    path: str | os.PathLike[str] | None = None,
+    graph: str | os.PathLike[str] | None = None,
+    lib: str | os.PathLike[str] | None = None,
+    params: str | os.PathLike[str] | None = None,
+) -> ArtifactFiles:
+    """Resolve the files of an artifact; explicit ``graph``/``lib``/``params`` win.
+
+    Raises
+    ------
+    FileNotFoundError
+        If a named file or folder does not exist.
+    ModuleLoadError
+        If the folder has no kernel library, or several candidates for one role.
+    """
+    found_graph = Path(graph) if graph else None
+    found_lib = Path(lib) if lib else None
+    found_params = Path(params) if params else None
+    if path is not None:
+        root = Path(path)
+        if not root.exists():
+            raise ArtifactNotFoundError(f"artifact {str(root)!r} does not exist")
+        if root.is_dir():
+            files = [p for p in sorted(root.iterdir()) if p.is_file()]
+            if found_lib is None:
+                libs = [p for p in files if p.suffix in _LIB_SUFFIXES]
+                found_lib = _pick(libs, "kernel library", root, "--lib")
+            if found_graph is None:
+                graphs = [
+                    p
+                    for p in files
+                    if p.suffix in (".json", ".graph") and not p.name.endswith("summary.json")
+                ]
+                found_graph = _pick(graphs, "graph JSON", root, "--graph")
+            if found_params is None:
+                found_params = _pick(
+                    [p for p in files if p.suffix == ".params"], "params", root, "--params"
+                )
+        elif found_lib is None:
+            found_lib = root
+        else:
+            raise ModuleLoadError(f"artifact {str(root)!r} is a file and --lib was given too")
+    if found_lib is None:
+        where = f" in {str(path)!r}" if path is not None else ""
+        raise ModuleLoadError(
+            f"no kernel library found{where}: expected a {'/'.join(_LIB_SUFFIXES)} file "
+            "(or pass --lib)"
+        )
+    for role, file in (("library", found_lib), ("graph", found_graph), ("params", found_params)):
+        if file is not None and not file.is_file():
+            raise ArtifactNotFoundError(f"{role} file {str(file)!r} does not exist")
+    return ArtifactFiles(found_lib, found_graph, found_params)

@@ -1,0 +1,69 @@
+"""A tvmc package: a tar of ``mod.so`` (or ``mod.tar``), ``mod.json`` and ``mod.params``.
+
+Loaded by the runtime's package loader (:mod:`tvmrt.runtime.loaders.packages`) into a
+graph executor factory, so the executor is the factory's own; inspection reads the
+members (the library's symbols, the graph, the params).
+"""
+
+from __future__ import annotations
+
+from tvmrt.artifact.files import ArtifactFiles
+from tvmrt.artifact.forms.base import ArtifactForm, LoadRequest
+from tvmrt.artifact.forms.graph_build import load_graph_model
+from tvmrt.artifact.inspect_binary import Found, archive_members, inspect_elf
+from tvmrt.artifact.model import LoadedModel
+from tvmrt.error import ModuleLoadError, TVMError
+from tvmrt.runtime.loaders.dispatch import Sniffed
+from tvmrt.runtime.module import Module
+from tvmrt.runtime.params import load_param_dict
+
+__all__ = ["FORM"]
+
+
+def _claims(files: ArtifactFiles, sniffed: Sniffed | None) -> bool:
+    return sniffed is not None and sniffed.form == "tvmc"
+
+
+def _load(request: LoadRequest, lib: Module) -> LoadedModel:
+    return load_graph_model("tvmc", request, lib, None)
+
+
+def _inspect(
+    files: ArtifactFiles, sniffed: Sniffed | None, found: Found, problems: list[str]
+) -> None:
+    path = files.lib
+    from tvmrt.runtime.loaders import binary
+
+    members = archive_members(path, problems)
+    if members is None:
+        return
+    if "mod.so" in members:
+        data = members["mod.so"]
+        info = binary.identify_bytes(data[:4096])
+        found.out["kind"] = f"tvmc package; mod.so: {info.describe()}"
+        found.out["machine"] = info.machine
+        try:
+            binary.check_host_compatible(info, f"{path}:mod.so", "shared library")
+        except ModuleLoadError as exc:
+            problems.append(str(exc))
+        if info.format == "elf":
+            inspect_elf(data, f"{path}:mod.so", info.kind, found, problems)
+    elif "mod.tar" not in members:
+        problems.append(f"{str(path)!r} is a tvmc package without mod.so or mod.tar")
+    if "mod.json" in members:
+        found.graph_json = members["mod.json"].decode("utf-8", errors="replace")
+    if "mod.params" in members:
+        try:
+            found.params.update(load_param_dict(members["mod.params"]))
+        except TVMError as exc:
+            problems.append(str(exc))
+    found.out["members"] = sorted(members)
+
+
+FORM = ArtifactForm(
+    "tvmc",
+    "tvmc package (mod.so or mod.tar, mod.json, mod.params)",
+    _claims,
+    _load,
+    _inspect,
+)

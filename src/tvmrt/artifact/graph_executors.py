@@ -1,0 +1,179 @@
+"""The graph executor (and its debug executor) as an :class:`~tvmrt.artifact.model.Executor`.
+
+Thin adapters over TVM's faces, :class:`~tvmrt.contrib.graph_executor.GraphModule` and
+:class:`~tvmrt.contrib.debugger.debug_executor.GraphModuleDebug`: the inputs a caller sets
+are the graph's inputs less the names the params supplied; outputs keep TVM's names
+(``get_output_info``) and get the labels of
+:func:`~tvmrt.runtime.graph_executor.roles.output_labels`. How a replica shares the weights
+depends on where they came from (a factory's own arrays, or ``share_params`` over a params
+blob), so the artifact form that created the executor passes that in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Callable, Collection, Sequence
+
+from tvmrt.artifact.model import Executor, GraphTiming, TensorInfo
+from tvmrt.contrib.debugger.debug_executor import GraphModuleDebug
+from tvmrt.contrib.graph_executor import GraphModule
+from tvmrt.error import UnsupportedError
+from tvmrt.runtime.graph_executor.executor import GraphExecutor
+from tvmrt.runtime.graph_executor.roles import classify_inputs, output_labels
+from tvmrt.runtime.ndarray import NDArray
+from tvmrt.runtime.profiling import Report
+
+__all__ = ["GraphExecutorAdapter", "GraphProfilingAdapter", "MakeReplica"]
+
+# given an executor, a new one of the same graph that uses its weights
+MakeReplica = Callable[[GraphModule], GraphModule]
+
+
+class GraphExecutorAdapter:
+    """A tvmrt graph executor behind the :class:`~tvmrt.artifact.model.Executor` interface.
+
+    Parameters
+    ----------
+    module
+        The executor's Python face (``GraphModule(lib["default"](dev))`` or ``create(...)``).
+    param_names
+        The input names the params supplied (not inputs a caller sets).
+    make_replica
+        Makes a new executor sharing the weights of the one given; None if it cannot be
+        replicated.
+    """
+
+    def __init__(
+        self,
+        module: GraphModule,
+        param_names: Collection[str],
+        make_replica: MakeReplica | None = None,
+    ) -> None:
+        self.module = module
+        self.param_names = frozenset(param_names)
+        self._make_replica = make_replica
+        graph = self.graph_executor.graph
+        inputs = []
+        for nid in graph.arg_nodes:
+            name = graph.nodes[nid].name
+            if name not in self.param_names:
+                eid = graph.entry_id(nid)
+                inputs.append(TensorInfo(name, tuple(graph.shapes[eid]), str(graph.dltypes[eid])))
+        self._inputs = inputs
+        shapes, dtypes = module.get_output_info()
+        self._outputs = [TensorInfo(n, tuple(shapes[n]), str(dtypes[n])) for n in shapes]
+
+    @property
+    def graph_executor(self) -> GraphExecutor:
+        """The tvmrt :class:`GraphExecutor` running the graph."""
+        return self.module.executor
+
+    @property
+    def inputs(self) -> Sequence[TensorInfo]:
+        """The graph's inputs that the params did not supply, in graph order."""
+        return self._inputs
+
+    @property
+    def outputs(self) -> Sequence[TensorInfo]:
+        """The graph's outputs under TVM's names (``node`` or ``node:i``)."""
+        return self._outputs
+
+    def output_labels(self) -> list[str]:
+        """``node_i`` per output (:func:`~tvmrt.runtime.graph_executor.roles.output_labels`)."""
+        return output_labels(self.graph_executor.graph)
+
+    def set_input(self, key: int | str, value: object) -> None:
+        """As :meth:`GraphModule.set_input` (a name the graph lacks is an error)."""
+        self.module.set_input(key, value)
+
+    def get_input(self, key: int | str) -> NDArray:
+        """As :meth:`GraphModule.get_input`."""
+        return self.module.get_input(key)
+
+    def get_input_index(self, name: str) -> int:
+        """As :meth:`GraphModule.get_input_index` (-1 if there is no such input)."""
+        return self.module.get_input_index(name)
+
+    def get_num_inputs(self) -> int:
+        """As :meth:`GraphModule.get_num_inputs` (params included)."""
+        return self.module.get_num_inputs()
+
+    def run(self) -> None:
+        """Run the graph once."""
+        self.module.run()
+
+    def get_output(self, index: int) -> NDArray:
+        """As :meth:`GraphModule.get_output`."""
+        return self.module.get_output(index)
+
+    def weight_problems(self, given: Collection[str]) -> list[str]:
+        """Weight inputs without a value, or params of another model (see ``classify_inputs``)."""
+        graph = self.graph_executor.graph
+        return classify_inputs(graph, self.param_names | set(given)).problems()
+
+    def replicate(self, count: int) -> list[Executor]:
+        """``count`` more executors over the same kernels, using this one's weight arrays.
+
+        Raises
+        ------
+        UnsupportedError
+            If this executor was made without a way to share its weights.
+        """
+        make = self._make_replica
+        if make is None:
+            raise UnsupportedError(
+                "this graph executor cannot be replicated (it was created without a way "
+                "to share its weights); load the artifact again"
+            )
+        return [
+            GraphExecutorAdapter(make(self.module), self.param_names, make) for _ in range(count)
+        ]
+
+
+class GraphProfilingAdapter(GraphExecutorAdapter):
+    """The debug executor behind :class:`~tvmrt.artifact.model.ProfilingExecutor`."""
+
+    def __init__(self, module: GraphModuleDebug, param_names: Collection[str]) -> None:
+        super().__init__(module, param_names, None)
+        self.debug_module = module
+
+    @property
+    def dump_path(self) -> str:
+        """The debug dump folder (``<dump_root>/_tvmdbg_device_CPU_0``)."""
+        path = self.debug_module._dump_path  # TVM's GraphModuleDebug names it so too
+        assert path is not None  # set by the constructor
+        return path
+
+    def run(self) -> None:
+        """Run the graph once, untimed (the debug executor's ``run`` times every node)."""
+        self.debug_module["run"]()
+
+    def run_timed(self, number: int, repeat: int) -> str:
+        """Time every node (``GraphModuleDebug.run``); returns the table it prints."""
+        table = io.StringIO()
+        with contextlib.redirect_stdout(table):
+            self.debug_module.run(number=number, repeat=repeat)
+        return table.getvalue().rstrip("\n")
+
+    def profile(self) -> Report:
+        """TVM's per-kernel ``Report`` (``GraphModuleDebug.profile``)."""
+        return self.debug_module.profile()
+
+    def node_timing(self) -> GraphTiming:
+        """The graph, its storage plan and the node times of the last :meth:`run_timed`."""
+        executor = self.graph_executor
+        return GraphTiming(executor.graph, executor.plan, self.debug_module.debug_datum.time_list)
+
+    def replicate(self, count: int) -> list[Executor]:
+        """Not offered: debug executors write one dump folder each; load without debug.
+
+        Raises
+        ------
+        UnsupportedError
+            Always.
+        """
+        raise UnsupportedError(
+            "a debug (profiling) executor is not replicated: load the artifact without "
+            "debug to run it on several executors"
+        )

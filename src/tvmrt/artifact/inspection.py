@@ -1,0 +1,126 @@
+"""``tvmrt inspect``: what an artifact is and whether it can run here, executing none of it.
+
+The form comes from :func:`tvmrt.artifact.forms.form_of` (the same table loading reads);
+the form reads its files (:mod:`tvmrt.artifact.inspect_binary` for library code); then
+the graph and the params are described and checked here, whatever the form.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tvmrt.artifact.files import ArtifactFiles
+from tvmrt.artifact.forms import form_of
+from tvmrt.artifact.inspect_binary import describe_library
+from tvmrt.error import TVMError
+from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
+from tvmrt.runtime.graph_executor.roles import runnability_problems
+from tvmrt.runtime.graph_executor.storage import plan_storage
+from tvmrt.runtime.ndarray import NDArray
+from tvmrt.runtime.params import load_param_dict
+
+__all__ = ["describe_graph", "dumps", "inspect_artifact"]
+
+
+def inspect_artifact(files: ArtifactFiles) -> dict[str, Any]:
+    """Describe an artifact without executing any of its code.
+
+    Returns a JSON-ready dict: the artifact ``form`` (:mod:`tvmrt.artifact.forms`), the
+    library (its form as the loader's dispatcher sees it, architecture, TVM ABI, kernels
+    it exports), the graph (inputs, outputs, nodes, kernels, storage plan), the params
+    (count, bytes), and ``problems``: everything that would stop it from running here
+    (``runnable`` is true only when there is none).
+    """
+    from tvmrt.runtime.loaders import binary
+
+    problems: list[str] = []
+    report: dict[str, Any] = {"files": {k: str(v) for k, v in vars(files).items() if v}}
+    form, sniffed, sniff_problem = form_of(files)
+    if sniff_problem is not None:
+        problems.append(sniff_problem)
+    report["form"] = form.name
+    found = describe_library(files.lib, sniffed, problems)
+    form.inspect(files, sniffed, found, problems)
+    report["library"] = found.out
+    graph_json = files.graph.read_text() if files.graph else found.graph_json
+    params: dict[str, NDArray] = dict(found.params)
+    if files.params is not None:
+        try:
+            params.update(load_param_dict(files.params.read_bytes()))
+        except TVMError as exc:
+            problems.append(str(exc))
+    if graph_json is None:
+        if not found.aot:
+            problems.append("no graph JSON: the library carries none and none was given")
+    else:
+        try:
+            graph = parse_graph(graph_json)
+            report["graph"] = describe_graph(graph, params, found.exported, problems)
+        except TVMError as exc:
+            problems.append(str(exc))
+    report["params"] = {
+        "count": len(params),
+        "bytes": sum(a.nbytes for a in params.values()),
+    }
+    report["host"] = {"machine": binary.host_machine(), "os": binary.host_os()}
+    report["problems"] = problems
+    report["runnable"] = not problems
+    return report
+
+
+def dumps(report: dict[str, Any]) -> str:
+    """The inspection report as indented JSON."""
+    return json.dumps(report, indent=2)
+
+
+def describe_graph(
+    graph: Graph, params: dict[str, NDArray], exported: set[str] | None, problems: list[str]
+) -> dict[str, Any]:
+    """Inputs, weights, outputs, kernels and storage plan of ``graph``; adds its problems."""
+    ops = [n for n in graph.nodes if n.is_op]
+    kernels = sorted({n.func_name for n in ops} - {"__nop", "__copy"})
+    if exported is not None:
+        missing = [k for k in kernels if k not in exported and f"__tvm_ffi_{k}" not in exported]
+        if missing:
+            shown = ", ".join(missing[:5])
+            problems.append(f"the library lacks {len(missing)} kernel(s) the graph calls: {shown}")
+    inputs: list[dict[str, Any]] = []
+    weights: list[dict[str, Any]] = []
+    for nid in graph.arg_nodes:
+        eid = graph.entry_id(nid)
+        entry = {
+            "name": graph.nodes[nid].name,
+            "shape": list(graph.shapes[eid]),
+            "dtype": str(graph.dltypes[eid]),
+        }
+        (weights if entry["name"] in params else inputs).append(entry)
+    outputs = []
+    for h in graph.heads:
+        eid = graph.entry_id(h.node_id, h.index)
+        outputs.append(
+            {
+                "name": f"{graph.nodes[h.node_id].name}:{h.index}",
+                "shape": list(graph.shapes[eid]),
+                "dtype": str(graph.dltypes[eid]),
+            }
+        )
+    device_types = graph.device_types or (1,)
+    plan = plan_storage(graph, device_types[0])
+    problems.extend(runnability_problems(graph, plan, params))  # weights, memory
+    naive = sum(graph.entry_nbytes(e) for e in range(graph.num_entries))
+    return {
+        "inputs": inputs,
+        "outputs": outputs,
+        "nodes": len(graph.nodes),
+        "operators": len(ops),
+        "kernels": kernels,
+        "params_in_graph": len(weights),
+        "storage": {
+            "pools": plan.num_pools,
+            "bytes": plan.total_bytes,
+            "bytes_without_reuse": naive,
+            "planned_by": "graph" if graph.storage_ids is not None else "tvmrt (liveness)",
+        },
+        "devices": sorted(set(device_types)),
+    }
