@@ -487,7 +487,7 @@ def _lookup(token: int, name: str) -> PackedFunc | None:
     from tvmrt.runtime.registry import get_global_func
 
     module = _modules.get(token)
-    func = module._find_function(name, True) if module is not None else None
+    func = module.find_function(name, True) if module is not None else None
     return func if func is not None else get_global_func(name, allow_missing=True)
 
 

@@ -235,7 +235,7 @@ class GraphExecutor(Module, GraphKeys):
         )
         func: PackedFunc | None = None
         if node.func_name not in ("__nop", "__copy"):
-            func = self.lib._find_function(node.func_name, True)
+            func = self.lib.find_function(node.func_name, True)
             if func is None:
                 raise FunctionNotFoundError(
                     f"node {nid} ({node.name!r}) calls kernel {node.func_name!r}, which the "

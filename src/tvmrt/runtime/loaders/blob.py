@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 from tvmrt.error import ModuleLoadError, TVMError
 from tvmrt.runtime._stream import ByteReader
-from tvmrt.runtime.loaders import opencl as _opencl  # noqa: F401 - registers its module kind
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.registry import get_global_func
 
