@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from tvmrt.artifact import ArtifactFiles, LoadedModel, find_artifact, load_artifact
-from tvmrt.runtime import _backend
+from tvmrt.runtime import kernel_services
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.device import device as make_device
 from tvmrt.runtime.dtype import DataType
@@ -84,7 +84,7 @@ def load(
     if args.threads is not None:
         if args.threads < 1:
             raise UsageError(f"--threads must be at least 1, got {args.threads}")
-        _backend.set_num_threads(args.threads)
+        kernel_services.set_num_threads(args.threads)
     try:
         dev = make_device(args.device)
     except ValueError as exc:

@@ -10,7 +10,7 @@ from typing import Any
 
 from tvmrt.artifact import find_artifact
 from tvmrt.cli._common import UsageError
-from tvmrt.runtime import _backend
+from tvmrt.runtime import kernel_services
 from tvmrt.runtime.device import device as make_device
 
 EXAMPLES = """examples:
@@ -112,7 +112,7 @@ def serve(args: argparse.Namespace) -> int:
     if args.max_queue < 0 or args.timeout <= 0 or args.max_body_mb <= 0:
         raise UsageError("--max-queue must be >= 0, --timeout and --max-body-mb > 0")
     if args.threads is not None:
-        _backend.set_num_threads(args.threads)
+        kernel_services.set_num_threads(args.threads)
     try:
         dev = make_device(args.device)
     except ValueError as exc:

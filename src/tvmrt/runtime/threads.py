@@ -20,7 +20,6 @@ import re
 import warnings
 
 __all__ = [
-    "num_threads",
     "default_num_threads",
     "max_threads",
     "parse_num_threads",
@@ -108,10 +107,3 @@ def default_num_threads() -> int:
         if value is not None:
             return value
     return min(physical_cores(), _HARD_LIMIT)
-
-
-def num_threads() -> int:
-    """Threads the runtime's worker pool runs parallel kernel loops on (TVM's ``num_threads``)."""
-    from tvmrt.runtime import _backend
-
-    return _backend.num_threads()

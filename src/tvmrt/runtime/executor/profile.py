@@ -17,9 +17,9 @@ from typing import Any
 
 from tvmrt.runtime.executor._aot import AotExecutor
 from tvmrt.runtime.executor.aot_executor import AotModule
+from tvmrt.runtime.kernel_services import num_threads
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.profiling import Count, Metric, Profiler, Report
-from tvmrt.runtime.threads import num_threads
 
 __all__ = ["AotProfiler"]
 

@@ -49,10 +49,10 @@ from tvmrt.runtime.benchmark import time_evaluate
 from tvmrt.runtime.device import Device, DLDeviceType, cpu
 from tvmrt.runtime.graph_executor.executor import GraphExecutor, devices_from_packed_args
 from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
+from tvmrt.runtime.kernel_services import num_threads
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.profiling import Count, Metric, Profiler, Report
-from tvmrt.runtime.threads import num_threads
 
 __all__ = ["GraphExecutorDebug", "create_debug_executor", "shape_string"]
 

@@ -8,7 +8,7 @@
   :mod:`.systemlib` is ``system_lib()``.
 * shared pieces: :mod:`.binary` (ELF/PE/Mach-O reading), :mod:`.abi` (what the symbols
   mean for TVM), :mod:`.blob` (the module blob), :mod:`._dso` (what every ``dlopen``-ed
-  library shares), :mod:`._values` (packed-call values).
+  library shares); packed-call values are :mod:`tvmrt.runtime.packed_values`.
 """
 
 from __future__ import annotations

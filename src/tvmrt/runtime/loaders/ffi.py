@@ -44,7 +44,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from tvmrt.error import ArgumentTypeError, FunctionNotFoundError, KernelError, ModuleLoadError
-from tvmrt.runtime import _backend
+from tvmrt.runtime import kernel_callbacks, kernel_services
 from tvmrt.runtime._ctypes_api import FFI_DLTENSOR_PTR, DLDataType, DLTensor, TVMFFIAny
 from tvmrt.runtime._dlpack import _dlpack_dtype
 from tvmrt.runtime.device import Device
@@ -187,7 +187,7 @@ class FFIKernelFunc(PackedFunc):
         self.library = library
 
     def _raise_error(self) -> NoReturn:
-        kind, message = _backend.take_last_error_with_kind()
+        kind, message = kernel_services.take_last_error_with_kind()
         raise KernelError(_error_text(self.name, kind, message))
 
     def __call__(self, *args: Any) -> Any:
@@ -206,7 +206,7 @@ class FFIKernelFunc(PackedFunc):
         for i, arg in enumerate(args):
             _set_any(values[i], arg, i, self.name, keep)
         result = TVMFFIAny()
-        _backend.clear_last_error()  # a message an earlier call left is not this call's
+        kernel_services.clear_last_error()  # a message an earlier call left is not this call's
         if self._func(None, values, n, ctypes.byref(result)) != 0:
             self._raise_error()
         del keep
@@ -215,7 +215,7 @@ class FFIKernelFunc(PackedFunc):
     def prepare_call(self, args: Sequence[NDArray]) -> PreparedCall:
         """Build the ``TVMFFIAny`` array once; ``fn()`` then runs the kernel from C.
 
-        ``fn`` is a native call object (see :func:`tvmrt.runtime._backend.make_kernel_call`)
+        ``fn`` is a native call object (see :func:`tvmrt.runtime.kernel_services.make_kernel_call`)
         that owns the argument memory and keeps ``args`` alive; it raises
         :class:`KernelError` when the kernel fails.
 
@@ -238,7 +238,7 @@ class FFIKernelFunc(PackedFunc):
             _set_any(values[i], arg, i, self.name, keep)
         result = TVMFFIAny()
         keep.extend((values, result, self))
-        call = _backend.make_kernel_call(
+        call = kernel_services.make_kernel_call(
             self.address,
             ctypes.addressof(values),
             n,
@@ -357,7 +357,7 @@ def load_ffi_library(facts: LibraryFacts) -> Module:
     )
     if elf is None or symbols is None:
         raise ModuleLoadError(f"cannot load {shown!r}: a tvm-ffi library must be an ELF file")
-    addresses = _backend.ffi_symbol_addresses()  # loads the native backend first
+    addresses = kernel_services.ffi_symbol_addresses()  # loads the native backend first
     _check_supported(symbols, addresses, shown)
     entry, bin_modules, parsed = _read_library_bin(elf, dynsym, symbols, shown)
     skipped = bin_modules.skipped if bin_modules is not None else []
@@ -378,7 +378,7 @@ def load_ffi_library(facts: LibraryFacts) -> Module:
             ctx = ctypes.c_void_p.in_dll(lib, name)
         except ValueError:
             continue
-        ctx.value = _backend.register_module_context(module)
+        ctx.value = kernel_callbacks.register_module_context(module)
     if bin_modules is not None:
         return bin_modules.assemble(module)
     return assemble_modules(parsed, module) if parsed is not None else module
