@@ -42,7 +42,7 @@ BUILTIN_FUNCTIONS: dict[str, str] = {
     "runtime.ModuleIsDSOExportable": "tvmrt.runtime.export:is_dso_exportable",
     "runtime.ModuleExportLibrary": "tvmrt.runtime.export:export_module",  # tvmrt's own name
     # executors
-    "tvm.graph_executor.create": "tvmrt.runtime.graph_executor.executor:create_executor",
+    "tvm.graph_executor.create": "tvmrt.runtime.graph_executor.packed:create_executor",
     "tvm.graph_executor_debug.create": "tvmrt.runtime.graph_executor.debug:create_debug_executor",
     # system library
     "runtime.SystemLib": "tvmrt.runtime.loaders.systemlib:global_system_lib",

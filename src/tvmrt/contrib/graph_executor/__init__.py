@@ -24,7 +24,7 @@ from tvmrt.error import ArgumentTypeError, InvalidArgumentError, UnsupportedErro
 from tvmrt.runtime.benchmark import BenchmarkResult
 from tvmrt.runtime.device import RPC_SESS_MASK, Device
 from tvmrt.runtime.graph_executor.checks import unknown_input
-from tvmrt.runtime.graph_executor.executor import GraphExecutor, create_executor
+from tvmrt.runtime.graph_executor.executor import GraphExecutor
 from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory
 from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
 from tvmrt.runtime.graph_executor.keys import GraphKeys

@@ -47,8 +47,9 @@ from tvmrt.error import (
 )
 from tvmrt.runtime.benchmark import time_evaluate
 from tvmrt.runtime.device import Device, DLDeviceType, cpu
-from tvmrt.runtime.graph_executor.executor import GraphExecutor, devices_from_packed_args
+from tvmrt.runtime.graph_executor.executor import GraphExecutor
 from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
+from tvmrt.runtime.graph_executor.packed import devices_from_packed_args
 from tvmrt.runtime.kernel_services import num_threads
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
@@ -464,7 +465,7 @@ def create_debug_executor(graph_json: str, lib: Module, *args: object) -> GraphE
     """The global function ``tvm.graph_executor_debug.create``.
 
     Takes the arguments of ``tvm.graph_executor.create``
-    (:func:`~tvmrt.runtime.graph_executor.executor.devices_from_packed_args`).
+    (:func:`~tvmrt.runtime.graph_executor.packed.devices_from_packed_args`).
     """
     devices = devices_from_packed_args("tvm.graph_executor_debug.create", graph_json, lib, args)
     return GraphExecutorDebug(parse_graph(graph_json), lib, devices)
