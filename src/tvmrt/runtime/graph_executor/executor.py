@@ -290,7 +290,7 @@ class GraphExecutor(Module, GraphKeys):
                     f"{record.dtype}, but the graph's input has shape {target.shape} and "
                     f"dtype {target.dtype}"
                 )
-            if target._np is not None:
+            if target.host_view is not None:
                 record.copy_into(target.numpy_view())
             else:  # device memory: stage through the host
                 staging = empty(target.shape, target.dtype)

@@ -46,7 +46,7 @@ import numpy as np
 from tvmrt.error import ArgumentTypeError, FunctionNotFoundError, KernelError, ModuleLoadError
 from tvmrt.runtime import kernel_callbacks, kernel_services
 from tvmrt.runtime._ctypes_api import FFI_DLTENSOR_PTR, DLDataType, DLTensor, TVMFFIAny
-from tvmrt.runtime._dlpack import _dlpack_dtype
+from tvmrt.runtime._dlpack import dlpack_dtype
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.loaders._dso import (
@@ -94,8 +94,8 @@ def _error_text(name: str, kind: str, message: str) -> str:
 
 def _ffi_dltensor(arr: NDArray) -> DLTensor:
     """A ``DLTensor`` for tvm-ffi kernels: DLPack dtype codes, data pointer already offset."""
-    legacy = arr._dltensor()  # owns the shape/strides arrays (cached on the NDArray)
-    code, bits, lanes = _dlpack_dtype(arr.dtype)
+    legacy = arr.dltensor()  # owns the shape/strides arrays (cached on the NDArray)
+    code, bits, lanes = dlpack_dtype(arr.dtype)
     return DLTensor(
         data=arr.data_ptr or None,
         device=legacy.device,
@@ -127,7 +127,7 @@ def _set_any(slot: TVMFFIAny, arg: object, index: int, name: str, keep: list[obj
     elif isinstance(arg, float | np.floating):
         slot.type_index, slot.v_float64 = _FLOAT, float(arg)
     elif isinstance(arg, DataType):
-        code, bits, lanes = _dlpack_dtype(arg)
+        code, bits, lanes = dlpack_dtype(arg)
         slot.type_index, slot.v_dtype = _DATATYPE, DLDataType(code, bits, lanes)
     elif isinstance(arg, Device):
         slot.type_index = _DEVICE

@@ -139,7 +139,7 @@ class LegacyPackedFunc(PackedFunc):
                     f"got {type(arg).__name__}"
                 )
             check_aligned(arg, i, self.name)
-            values[i].v_handle = ctypes.addressof(arg._dltensor())
+            values[i].v_handle = ctypes.addressof(arg.dltensor())
             codes[i] = TVM_DLTENSOR_HANDLE
         values.keepalive = (tuple(args), self)  # type: ignore[attr-defined]
         ret = TVMValue()
