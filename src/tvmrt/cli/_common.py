@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from tvmrt.artifact import ArtifactFiles, LoadedModel, find_artifact, load_artifact
+from tvmrt.error import UsageError
 from tvmrt.runtime import kernel_services
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.device import device as make_device
@@ -26,10 +27,6 @@ __all__ = [
     "make_inputs",
     "conversions",
 ]
-
-
-class UsageError(Exception):
-    """A bad argument or input file: printed as one line, exit code 2."""
 
 
 def add_artifact_arguments(parser: argparse.ArgumentParser) -> None:
