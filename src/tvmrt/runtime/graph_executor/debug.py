@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import logging
 import math
-import numbers
 import operator
 import struct
 from collections.abc import Callable, Mapping, Sequence
@@ -40,12 +39,11 @@ from tvmrt.error import (
     ArgumentTypeError,
     ArrayError,
     InternalError,
-    InvalidArgumentError,
     TVMError,
     UnsupportedError,
     add_note,
 )
-from tvmrt.runtime.benchmark import time_evaluate
+from tvmrt.runtime.benchmark import TimingConfig, time_evaluate_config
 from tvmrt.runtime.device import Device, DLDeviceType, cpu
 from tvmrt.runtime.graph_executor.executor import GraphExecutor
 from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
@@ -72,28 +70,6 @@ def shape_string(graph: Graph, eids: Sequence[int]) -> str:
     )
 
 
-class _TimingArgs:
-    """Checked arguments of the time evaluator, as ``run_individual`` takes them."""
-
-    def __init__(
-        self,
-        number: int,
-        repeat: int,
-        min_repeat_ms: float,
-        limit_zero_time_iterations: int,
-        cooldown_interval_ms: float,
-        repeats_to_cooldown: int,
-    ) -> None:
-        self.number = _positive_int("number", number)
-        self.repeat = _positive_int("repeat", repeat)
-        self.min_repeat_ms = _non_negative("min_repeat_ms", min_repeat_ms)
-        self.limit_zero_time_iterations = _non_negative_int(
-            "limit_zero_time_iterations", limit_zero_time_iterations
-        )
-        self.cooldown_interval_ms = _non_negative("cooldown_interval_ms", cooldown_interval_ms)
-        self.repeats_to_cooldown = _positive_int("repeats_to_cooldown", repeats_to_cooldown)
-
-
 def _as_int(value: object, name: str) -> int:
     if isinstance(value, bool):
         raise ArgumentTypeError(f"{name} must be an integer, got bool")
@@ -101,29 +77,6 @@ def _as_int(value: object, name: str) -> int:
         return operator.index(value)  # type: ignore[arg-type]
     except TypeError:
         raise ArgumentTypeError(f"{name} must be an integer, got {type(value).__name__}") from None
-
-
-def _positive_int(name: str, value: object) -> int:
-    number = _as_int(value, name)
-    if number <= 0:
-        raise InvalidArgumentError(f"{name} must be > 0, got {number}")
-    return number
-
-
-def _non_negative_int(name: str, value: object) -> int:
-    number = _as_int(value, name)
-    if number < 0:
-        raise InvalidArgumentError(f"{name} must be >= 0, got {number}")
-    return number
-
-
-def _non_negative(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ArgumentTypeError(f"{name} must be a number, got {type(value).__name__}")
-    number = float(value)
-    if not number >= 0:  # NaN fails too
-        raise InvalidArgumentError(f"{name} must be >= 0, got {value}")
-    return number
 
 
 class GraphExecutorDebug(GraphExecutor):
@@ -201,20 +154,10 @@ class GraphExecutorDebug(GraphExecutor):
         self._last_executed_node = self.num_nodes - 1
 
     # -- timing ----------------------------------------------------------------------------
-    def run_individual_node(
-        self,
-        node_index: int,
-        number: int = 10,
-        repeat: int = 1,
-        min_repeat_ms: float = 0,
-        limit_zero_time_iterations: int = 100,
-        cooldown_interval_ms: float = 0,
-        repeats_to_cooldown: int = 1,
-    ) -> list[float]:
+    def run_individual_node(self, node_index: int, timing: TimingConfig) -> list[float]:
         """Time one node's kernel call with the time evaluator on the host device.
 
-        Parameters are those of :func:`~tvmrt.runtime.benchmark.time_evaluate`. The node
-        runs on the arrays it is bound to: no inputs are copied.
+        The node runs on the arrays it is bound to: no inputs are copied.
 
         Returns
         -------
@@ -225,24 +168,14 @@ class GraphExecutorDebug(GraphExecutor):
         ------
         InternalError
             If ``node_index`` is out of range.
-        ValueError
-            If a timing argument is out of range.
         """
         nid = self._check_node(node_index, "run_individual_node")
-        args = _TimingArgs(
-            number,
-            repeat,
-            min_repeat_ms,
-            limit_zero_time_iterations,
-            cooldown_interval_ms,
-            repeats_to_cooldown,
-        )
-        return self._time_node(nid, args)
+        return self._time_node(nid, timing)
 
-    def _time_node(self, nid: int, args: _TimingArgs) -> list[float]:
+    def _time_node(self, nid: int, timing: TimingConfig) -> list[float]:
         call = self.node_calls[nid]
         if call is None:
-            return [0.0] * args.repeat
+            return [0.0] * timing.repeat
         host = self.devices[0]
         node_dev = self._node_device(nid)
         timed: Callable[[], object] = call
@@ -252,16 +185,7 @@ class GraphExecutorDebug(GraphExecutor):
                 call()
                 node_dev.sync()
 
-        evaluator = time_evaluate(
-            timed,
-            host,
-            args.number,
-            args.repeat,
-            args.min_repeat_ms,
-            args.limit_zero_time_iterations,
-            args.cooldown_interval_ms,
-            args.repeats_to_cooldown,
-        )
+        evaluator = time_evaluate_config(timed, host, timing)
         try:
             result = evaluator()
         except Exception as exc:
@@ -270,15 +194,7 @@ class GraphExecutorDebug(GraphExecutor):
             raise
         return [float(t) for t in result.results]
 
-    def run_individual(
-        self,
-        number: int,
-        repeat: int = 1,
-        min_repeat_ms: float = 0,
-        limit_zero_time_iterations: int = 100,
-        cooldown_interval_ms: float = 0,
-        repeats_to_cooldown: int = 1,
-    ) -> list[list[float]]:
+    def run_individual(self, timing: TimingConfig) -> list[list[float]]:
         """Run the graph once, then time every node with :meth:`run_individual_node`.
 
         Returns
@@ -287,19 +203,11 @@ class GraphExecutorDebug(GraphExecutor):
             Per node, seconds per call for each repeat (zeros for inputs and params; a
             NaN measurement becomes 0).
         """
-        args = _TimingArgs(
-            number,
-            repeat,
-            min_repeat_ms,
-            limit_zero_time_iterations,
-            cooldown_interval_ms,
-            repeats_to_cooldown,
-        )
         self.run()  # warm-up
         times = []
         op_count = 0
         for nid, node in enumerate(self.graph.nodes):
-            node_times = [0.0 if math.isnan(t) else t for t in self._time_node(nid, args)]
+            node_times = [0.0 if math.isnan(t) else t for t in self._time_node(nid, timing)]
             times.append(node_times)
             if node.is_op:
                 logger.info("Op #%d %s:", op_count, node.name)
@@ -431,15 +339,15 @@ class GraphExecutorDebug(GraphExecutor):
     # -- TVM's packed-function table -------------------------------------------------------
     def _packed_functions(self) -> dict[str, Callable[..., Any]]:
         def run_individual(*args: Any) -> bytes:
-            times = self.run_individual(*args)
+            times = self.run_individual(TimingConfig(*args))
             repeat = len(times[0]) if times else 0
             blob = bytearray(struct.pack("@q", len(times)))
             for node_times in times:
                 blob += struct.pack("@" + "d" * repeat, *node_times)
             return bytes(blob)
 
-        def run_individual_node(*args: Any) -> bytes:
-            times = self.run_individual_node(*args)
+        def run_individual_node(index: int, *args: Any) -> bytes:
+            times = self.run_individual_node(index, TimingConfig(*args))
             return struct.pack("@" + "d" * len(times), *times)
 
         def debug_get_output(node: int | str, out: NDArray | None = None) -> NDArray | None:
