@@ -369,7 +369,7 @@ class GraphExecutor(Module, GraphKeys):
         def get_input_index(name: object) -> int:
             if not isinstance(name, str):
                 raise ArgumentTypeError(f"input key must be a str, got {type(name).__name__}")
-            return self.input_index(name) if self.has_input(name) else -1
+            return self._input_map.get(name, -1)
 
         def get_output_index(name: object) -> int:
             if not isinstance(name, str):
