@@ -81,7 +81,7 @@ def profile(args: argparse.Namespace) -> int:
             if args.html:
                 raise UsageError("--html draws the graph, and an AOT build has none")
             if args.trace:
-                shutil.copyfile(Path(module._dump_path) / TRACE_FILE, args.trace)
+                shutil.copyfile(Path(module.dump_path) / TRACE_FILE, args.trace)
         else:
             graph = module.executor.graph
             rows = collect(graph, module.debug_datum.time_list)
@@ -108,7 +108,7 @@ def profile(args: argparse.Namespace) -> int:
         if args.html and not (args.csv or args.json):
             print(f"HTML report written to {args.html} (open it in a browser)")
         if args.dump and not (args.csv or args.json):
-            print(f"debug dump kept in {module._dump_path}")
+            print(f"debug dump kept in {module.dump_path}")
     finally:
         if not args.dump:
             shutil.rmtree(dump_root, ignore_errors=True)

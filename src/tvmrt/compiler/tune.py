@@ -255,9 +255,9 @@ def tune_kernels(
             measure_callbacks=callbacks,
         )
     except Exception as exc:
-        from tvmrt.compiler.frontend import _one_line
+        from tvmrt.compiler.frontend import one_line
 
-        raise CompileError(f"MetaSchedule tuning failed: {_one_line(exc)}") from exc
+        raise CompileError(f"MetaSchedule tuning failed: {one_line(exc)}") from exc
     finally:
         ms_logger.setLevel(old_level)
         bar.close()

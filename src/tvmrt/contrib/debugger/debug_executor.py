@@ -160,6 +160,12 @@ class GraphModuleDebug(GraphModule):
         self._create_debug_env(graph_json_str, devices)
 
     # -- dump folder -----------------------------------------------------------------------
+    @property
+    def dump_path(self) -> str:
+        """The folder of this module's dump files (tvmrt; TVM keeps it as ``_dump_path``)."""
+        assert self._dump_path is not None  # set in __init__
+        return self._dump_path
+
     @staticmethod
     def _format_device(device: Sequence[Device]) -> str:
         return str(device[0]).upper().replace("(", ":").replace(")", "")

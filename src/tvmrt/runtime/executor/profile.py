@@ -46,6 +46,11 @@ class AotProfiler:
         os.makedirs(self._dump_path, exist_ok=True)
 
     @property
+    def dump_path(self) -> str:
+        """The folder of the Chrome trace (``_tvmdbg_execution_trace.json``)."""
+        return self._dump_path
+
+    @property
     def entry_name(self) -> str:
         """The entry function timed (``tvmgen_default___tvm_main__``)."""
         return f"{self.module.model_name}___tvm_main__"

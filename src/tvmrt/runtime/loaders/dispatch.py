@@ -39,6 +39,7 @@ from tvmrt.runtime.loaders import ffi, library, link, packages
 from tvmrt.runtime.loaders.abi import LibraryFacts, read_library
 from tvmrt.runtime.loaders.binary import BinaryInfo, check_host_compatible, identify
 from tvmrt.runtime.module import Module
+from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.registry import get_global_func, list_global_func_names
 
 __all__ = [
@@ -271,7 +272,7 @@ def loadfile(path: str) -> Module:
 
 def is_builtin(loader: object) -> bool:
     """Whether ``loader`` (a registry entry) is this dispatcher's ``loadfile_<kind>``."""
-    return getattr(loader, "_func", None) is loadfile
+    return isinstance(loader, PackedFunc) and loader.wrapped is loadfile
 
 
 def _format_of(path: str) -> str:

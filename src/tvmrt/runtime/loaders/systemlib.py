@@ -105,15 +105,15 @@ class SystemLibModule(Module):
             self._cache[name] = func
             return func
         if self.root is not None and self.root is not self:
-            found = self.root._get_function(name)
+            found = self.root.find_function(name)
             if found is not None:
                 return found
         python = python_system_lib()
         if self.prefix:
-            found = python._get_function(self.prefix + name)
+            found = python.find_function(self.prefix + name)
             if found is not None:
                 return found
-        return python._get_function(name)
+        return python.find_function(name)
 
 
 def _build(prefix: str) -> Module:
