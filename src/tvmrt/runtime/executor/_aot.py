@@ -22,7 +22,7 @@ from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, empty
 from tvmrt.runtime.packed_func import PackedFunc
-from tvmrt.runtime.params import read_ndarray
+from tvmrt.runtime.tensor_record import read_ndarray
 
 __all__ = ["AotExecutor", "AotExecutorFactory", "TensorInfo", "read_c_metadata"]
 

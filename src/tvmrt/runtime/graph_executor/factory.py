@@ -18,8 +18,8 @@ from tvmrt.runtime.graph_executor.graph import parse_graph
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.packed_func import PackedFunc
-from tvmrt.runtime.params import read_ndarray, write_ndarray
 from tvmrt.runtime.registry import get_global_func
+from tvmrt.runtime.tensor_record import read_ndarray, write_ndarray
 
 __all__ = ["GraphExecutorFactory", "load_factory_binary", "save_factory_binary"]
 
