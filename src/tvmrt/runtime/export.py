@@ -26,8 +26,9 @@ from typing import Any
 from tvmrt.error import ModuleLoadError, UnsupportedError
 from tvmrt.runtime._stream import ByteWriter
 from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory, save_factory_binary
+from tvmrt.runtime.loaders.archive import read_members
 from tvmrt.runtime.loaders.binary import ElfFile
-from tvmrt.runtime.loaders.link import find_compiler, read_members
+from tvmrt.runtime.loaders.link import find_compiler
 from tvmrt.runtime.module import Module
 
 __all__ = ["export_library", "kernel_objects", "is_dso_exportable", "export_module"]

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tvmrt.error import ModuleFileNotFoundError, ModuleLoadError
-from tvmrt.runtime.loaders import ffi, library, link, packages
+from tvmrt.runtime.loaders import archive, ffi, library, link, packages
 from tvmrt.runtime.loaders.abi import LibraryFacts, read_library
 from tvmrt.runtime.loaders.binary import BinaryInfo, check_host_compatible, identify
 from tvmrt.runtime.module import Module
@@ -68,7 +68,7 @@ FORMS = {
     "foreign": "binary for another machine or OS",
     "other": "not a TVM module file",
 }
-_MAX_NAMES = link.MAX_MEMBERS
+_MAX_NAMES = archive.MAX_MEMBERS
 # forms whose loading goes through several steps: a failure message gets the form added
 _NAMED_FORMS = ("mlf", "tvmc")
 
@@ -104,7 +104,7 @@ class Sniffed:
 
 
 def _tar_names(path: str) -> list[str]:
-    return link.member_names(path, _MAX_NAMES)  # bounded like loading: sniffing stays cheap
+    return archive.member_names(path, _MAX_NAMES)  # bounded like loading: sniffing stays cheap
 
 
 def _archive_form(names: list[str]) -> str:
@@ -167,7 +167,7 @@ def sniff(path: str, shown: str | None = None) -> Sniffed:
 
 def _is_tar(path: str) -> bool:
     try:
-        link.member_names(path, 1)  # an empty archive is a tar too
+        archive.member_names(path, 1)  # an empty archive is a tar too
     except ModuleLoadError:
         return False
     return True
