@@ -122,7 +122,8 @@ def factory_library_bin(
     The layout is tvm-ffi's (``ProcessLibraryBin``): ``u64 nbytes``, then the import
     tree in CSR form (``vec<u64> indptr``, ``vec<u64> children``), then per module its
     kind and, except for the ``_lib`` placeholder, its bytes. Here module 0 is the
-    ``GraphExecutorFactory`` (its ``SaveToBinary`` payload, docs/spec.md §2.13) and
+    ``GraphExecutorFactory`` (its ``SaveToBinary`` payload, :func:`tvmrt.runtime.
+    graph_executor.factory.save_factory_binary`) and
     module 1 is the kernel library, imported by module 0.
     """
     factory = GraphExecutorFactory(

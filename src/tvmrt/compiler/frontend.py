@@ -2,7 +2,7 @@
 
 The ONNX frontend of today's TVM builds a Relax ``main``; legalizing, folding constants
 and fusing turns it into one dataflow block of ``call_tir`` bindings, which is the old
-``tvm_op`` graph (docs/toolchain.md §2). Symbolic input dimensions are fixed here, from
+``tvm_op`` graph. Symbolic input dimensions are fixed here, from
 the caller's ``input_shapes``, because a graph-executor artifact has static shapes only.
 """
 

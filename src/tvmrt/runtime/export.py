@@ -1,6 +1,6 @@
 """``Module.export_library``: write a loaded artifact back as one TVM factory library.
 
-What TVM's ``export_library`` writes (spec §2.13, abi §2.4): the kernels' object files
+What TVM's ``export_library`` writes: the kernels' object files
 plus ``devc.o``, an object defining ``__tvm_dev_mblob`` = ``u64 nbytes`` + the module
 blob (``GraphExecutorFactory`` payload, ``_lib``, ``_import_tree``), either linked into
 one shared library (``.so``) or put in a gzip tar (``.tar``) that the loader links.

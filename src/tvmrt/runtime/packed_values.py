@@ -1,7 +1,7 @@
 """Conversion between Python values and the legacy packed-function ABI (``TVMValue`` + code).
 
-Type codes are those of ``TVMArgTypeCode`` (docs/abi.md §2.1); tensors always travel as
-code 7 (``DLTensor*``).
+Type codes are those of ``TVMArgTypeCode`` (``src/tvmrt/include/tvm/runtime/
+c_runtime_api.h``, TVM v0.19's values); tensors always travel as code 7 (``DLTensor*``).
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """``GraphExecutorDebug``: the graph executor plus node-level timing, outputs and profiling.
 
-This is TVM's C++ ``GraphExecutorDebug`` (spec §5.1): the same module (type key
+This is TVM's C++ ``GraphExecutorDebug`` (``src/runtime/graph_executor/debug/``): the
+same module (type key
 ``"GraphExecutor"``) with the packed functions ``run_individual``, ``run_individual_node``,
 ``execute_node``, ``get_node_output``, ``debug_get_output``, ``profile`` and
-``profile_rpc`` added. Importing this module registers the global function
-``tvm.graph_executor_debug.create``, which ``factory["debug_create"]`` and
-:func:`tvmrt.contrib.debugger.debug_executor.create` call.
+``profile_rpc`` added. Its constructor is the global function
+``tvm.graph_executor_debug.create`` (a line of :mod:`tvmrt.runtime.builtins`), which
+``factory["debug_create"]`` and :func:`tvmrt.contrib.debugger.debug_executor.create` call.
 
 Where tvmrt departs from TVM, on purpose:
 
@@ -296,7 +297,7 @@ class GraphExecutorDebug(GraphExecutor):
 
     # -- profiling -------------------------------------------------------------------------
     def profile(self, collectors: Sequence[object] | None = None) -> Report:
-        """Run the graph 3 times, then once more timing every kernel call (spec §5.4).
+        """Run the graph 3 times, then once more timing every kernel call (TVM's ``Profile``).
 
         Each call's row has the kernel's ``Name``, ``Duration (us)``, ``Device``,
         ``Argument Shapes`` (inputs then outputs, unflattened), ``Hash`` when the node has

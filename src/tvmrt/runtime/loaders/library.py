@@ -2,7 +2,7 @@
 
 :mod:`.dispatch` hands over a shared library whose symbols say ``legacy`` (including
 ``system-lib`` builds, which register their functions at load time). The steps follow
-TVM's ``dso_library.cc`` / ``library_module.cc`` (docs/abi.md §6.1), with checks first so
+TVM's ``src/runtime/dso_library.cc`` / ``library_module.cc``, with checks first so
 that a wrong file fails with a clear :class:`~tvmrt.error.ModuleLoadError` before any of
 its code runs:
 
