@@ -40,7 +40,7 @@ import numpy as np
 
 from tvmrt import runtime
 from tvmrt.contrib import graph_executor
-from tvmrt.runtime import _backend
+from tvmrt.runtime import kernel_services
 from tvmrt.runtime._ctypes_api import TVMFFIAny
 from tvmrt.runtime.loaders import ffi
 from tvmrt.testing import graphs
@@ -126,7 +126,7 @@ def dispatch(kernels: Path, nodes: int, repeat: int) -> None:
     funcs = (ctypes.c_void_p * count)(*[p[0] for p in parts if p])
     argv = (ctypes.c_void_p * count)(*[p[1] for p in parts if p])
     nargs = (ctypes.c_int * count)(*[p[2] for p in parts if p])
-    native = _backend.native_library()
+    native = kernel_services.native_library()
 
     def bare() -> None:
         for fn, args in steps:
@@ -229,10 +229,10 @@ def decision(kernels: Path) -> None:
         # the design not taken: tvm_ffi plus tvmrt's services registered as context symbols
         "tvm_ffi+ctx": f"""
             import ctypes, numpy as np, tvm_ffi
-            from tvmrt.runtime import _backend
+            from tvmrt.runtime import kernel_services
             register = ctypes.CDLL(None).TVMFFIEnvModRegisterContextSymbol
             register.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
-            services = _backend.ffi_symbol_addresses()
+            services = kernel_services.ffi_symbol_addresses()
             services["TVMFFIErrorSetRaisedFromCStr"] = ctypes.cast(
                 ctypes.CDLL(None).TVMFFIErrorSetRaisedFromCStr, ctypes.c_void_p).value
             for name, address in services.items():

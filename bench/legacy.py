@@ -20,7 +20,7 @@ Alternating means machine noise hits both alike. Reported (medians):
 * ``backend``: an upper-bound estimate of the time kernels spend inside backend services,
   = workspace alloc/free pairs per inference x cost of one pair + parallel launches per
   inference x cost of one empty launch (both costs measured in C by the backend itself:
-  ``tvmrt_time_workspace``, ``tvmrt_time_empty_launch``; counts from ``_backend.stats()``);
+  ``tvmrt_time_workspace``, ``tvmrt_time_empty_launch``; counts from ``kernel_services.stats()``);
 * ``outside`` = ``dispatch + backend``, and its share of ``run`` (target: < 3 %).
 
 Usage::
@@ -42,7 +42,7 @@ import numpy as np
 
 from tvmrt import runtime
 from tvmrt.contrib import graph_executor
-from tvmrt.runtime import _backend
+from tvmrt.runtime import kernel_services
 from tvmrt.runtime.loaders.library import native_call_parts
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,7 +70,7 @@ class Replay:
         self._args = (ctypes.c_void_p * n)(*(p[1] for p in parts))
         self._codes = (ctypes.c_void_p * n)(*(p[2] for p in parts))
         self._nargs = (ctypes.c_int * n)(*(p[3] for p in parts))
-        self._lib = _backend.native_library()
+        self._lib = kernel_services.native_library()
 
     def __call__(self) -> int:
         """Nanoseconds for one pass over every kernel."""
@@ -78,7 +78,7 @@ class Replay:
             self.count, self._funcs, self._args, self._codes, self._nargs, 1
         )
         if ns < 0:
-            raise RuntimeError(_backend.take_last_error())
+            raise RuntimeError(kernel_services.take_last_error())
         return int(ns)
 
 
@@ -96,9 +96,9 @@ def measure(model: str, repeat: int, warmup: int) -> dict[str, float]:
         replay()
     np.testing.assert_allclose(module.get_output(0).numpy(), golden["output_0"], rtol=1e-6)
 
-    _backend.reset_stats()
+    kernel_services.reset_stats()
     module.run()
-    stats = _backend.stats()
+    stats = kernel_services.stats()
     ws_pairs = stats.workspace_allocs
     launches = stats.launches
 
@@ -108,7 +108,7 @@ def measure(model: str, repeat: int, warmup: int) -> dict[str, float]:
         module.run()
         runs.append(time.perf_counter_ns() - start)
         natives.append(replay())
-    lib_native = _backend.native_library()
+    lib_native = kernel_services.native_library()
     ws_cost = lib_native.tvmrt_time_workspace(4096, 200_000)
     launch_cost = lib_native.tvmrt_time_empty_launch(20_000)
 
@@ -141,10 +141,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=0, help="pool size (0: default)")
     parser.add_argument("--models", nargs="*", default=list(MODELS))
     args = parser.parse_args()
-    _backend.set_num_threads(args.threads)
+    kernel_services.set_num_threads(args.threads)
     print(
         f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-        f"pool of {_backend.num_threads()} threads, {args.repeat} runs after {args.warmup} warm-up"
+        f"pool of {kernel_services.num_threads()} threads, {args.repeat} runs after "
+        f"{args.warmup} warm-up"
     )
     header = (
         "| model | kernels | run ms | native replay ms | dispatch ms (us/call) "

@@ -51,7 +51,7 @@ def _entry(name: str, obj: object, level: str = "###") -> list[str]:
     head = f"{level} `{name}{_signature(obj) if kind == 'function' else ''}`"
     lines = [head, "", doc, ""]
     if inspect.isclass(obj):
-        for attr, member in vars(obj).items():
+        for attr, member in _own_members(obj).items():
             if attr.startswith("_") and attr not in ("__init__", "__call__"):
                 continue
             target = member.fget if isinstance(member, property) else member
@@ -64,6 +64,25 @@ def _entry(name: str, obj: object, level: str = "###") -> list[str]:
             lines.append(f"- `{attr}{sig}`: {summary}".rstrip(": "))
         lines.append("")
     return lines
+
+
+def _public_classes() -> set[int]:
+    found = set()
+    for module_name in MODULES:
+        module = importlib.import_module(module_name)
+        found.update(id(getattr(module, name)) for name in getattr(module, "__all__", []))
+    return found
+
+
+def _own_members(cls: type) -> dict[str, object]:
+    """``cls``'s members, with those of tvmrt base classes the reference does not list
+    itself (an implementation part such as NDArray's ArrayMemory); the class's own last."""
+    public = _public_classes()
+    members: dict[str, object] = {}
+    for base in reversed(cls.__mro__):
+        if base is cls or (base.__module__.startswith("tvmrt") and id(base) not in public):
+            members.update(vars(base))
+    return members
 
 
 def render() -> str:

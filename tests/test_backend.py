@@ -21,7 +21,7 @@ import pytest
 
 import tvmrt.runtime as rt
 from tvmrt.error import ArrayError, KernelError
-from tvmrt.runtime import _backend
+from tvmrt.runtime import kernel_services
 from tvmrt.runtime.loaders import LibraryModule
 from tvmrt.runtime.registry import register_func, remove_global_func
 
@@ -304,7 +304,7 @@ def kernels(tmp_path_factory: pytest.TempPathFactory) -> LibraryModule:
 def threads() -> Iterator[None]:
     """Restore the pool size after a test changes it."""
     yield
-    _backend.set_num_threads(0)
+    kernel_services.set_num_threads(0)
 
 
 def _record(kernels: LibraryModule) -> np.ndarray:
@@ -318,8 +318,8 @@ def _record(kernels: LibraryModule) -> np.ndarray:
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_launch_runs_every_task_id_once(kernels, threads, n):
-    _backend.set_num_threads(n)
-    assert _backend.num_threads() == n
+    kernel_services.set_num_threads(n)
+    assert kernel_services.num_threads() == n
     rows = _record(kernels)
     assert rows[:n, 0].tolist() == [1] * n  # each id exactly once
     assert rows[n:, 0].tolist() == [0] * (64 - n)
@@ -328,52 +328,52 @@ def test_launch_runs_every_task_id_once(kernels, threads, n):
 
 
 def test_launch_uses_distinct_threads(kernels, threads):
-    _backend.set_num_threads(3)
+    kernel_services.set_num_threads(3)
     rows = _record(kernels)
     assert len(set(rows[:3, 2].tolist())) == 3
 
 
 def test_entry_function_is_main(kernels, threads):
-    _backend.set_num_threads(2)
+    kernel_services.set_num_threads(2)
     out = rt.array(np.zeros((64, 4), dtype="int64"))
     kernels.entry_func(out)
     assert out.numpy()[:2, 0].tolist() == [1, 1]
 
 
 def test_launch_counts_in_stats(kernels, threads):
-    _backend.set_num_threads(2)
-    _backend.reset_stats()
+    kernel_services.set_num_threads(2)
+    kernel_services.reset_stats()
     for _ in range(5):
         _record(kernels)
-    stats = _backend.stats()
+    stats = kernel_services.stats()
     assert stats.launches == 5
     assert stats.serial_launches == 0
 
 
 def test_barrier_synchronises_tasks(kernels, threads):
     for n in (2, 3, 4):
-        _backend.set_num_threads(n)
+        kernel_services.set_num_threads(n)
         out = rt.array(np.full(1, -1, dtype="int64"))
         kernels["barrier_rounds"](out, 200)
         assert out.numpy()[0] == 0
 
 
 def test_barrier_single_task(kernels, threads):
-    _backend.set_num_threads(1)
+    kernel_services.set_num_threads(1)
     out = rt.array(np.full(1, -1, dtype="int64"))
     kernels["barrier_rounds"](out, 10)
     assert out.numpy()[0] == 0
 
 
 def test_nested_launch_runs_serially(kernels, threads):
-    _backend.set_num_threads(3)
+    kernel_services.set_num_threads(3)
     out = rt.array(np.zeros(64, dtype="int64"))
     kernels["nested_launch"](out)
     assert out.numpy()[:3].tolist() == [1, 1, 1]
 
 
 def test_concurrent_launches_do_not_deadlock(kernels, threads):
-    _backend.set_num_threads(2)
+    kernel_services.set_num_threads(2)
     errors: list[str] = []
 
     def worker() -> None:
@@ -398,15 +398,15 @@ def test_concurrent_launches_do_not_deadlock(kernels, threads):
 
 def test_set_num_threads_validates():
     with pytest.raises(ValueError, match=r"^number of threads must be >= 0"):
-        _backend.set_num_threads(-1)
+        kernel_services.set_num_threads(-1)
     with pytest.raises(TypeError):
-        _backend.set_num_threads(2.0)  # type: ignore[arg-type]
+        kernel_services.set_num_threads(2.0)  # type: ignore[arg-type]
 
 
 def test_num_threads_is_the_pool_size(threads):
-    _backend.set_num_threads(5)
+    kernel_services.set_num_threads(5)
     assert rt.num_threads() == 5
-    _backend.set_num_threads(0)
+    kernel_services.set_num_threads(0)
     assert rt.num_threads() == rt.threads.default_num_threads()
 
 
@@ -424,12 +424,12 @@ def _run_python(code: str, **env: str) -> str:
 def test_tvm_num_threads_is_honoured(kernels):
     code = (
         "import numpy as np, tvmrt.runtime as rt\n"
-        "from tvmrt.runtime import _backend\n"
+        "from tvmrt.runtime import kernel_services\n"
         f"m = rt.load_module({str(kernels.path)!r})\n"
         "out = rt.array(np.zeros((64, 4), dtype='int64'))\n"
         "m['record_tasks'](out)\n"
         "rows = out.numpy()\n"
-        "print(_backend.num_threads(), int(rows[0, 1]), int(rows[:, 0].sum()))\n"
+        "print(kernel_services.num_threads(), int(rows[0, 1]), int(rows[:, 0].sum()))\n"
     )
     assert _run_python(code, TVM_NUM_THREADS="3") == "3 3 3"
     assert _run_python(code, OMP_NUM_THREADS="2") == "2 2 2"
@@ -441,14 +441,14 @@ def test_tvm_num_threads_is_honoured(kernels):
 
 def test_workspace_is_aligned_and_private_per_task(kernels, threads):
     for n in (1, 2, 4):
-        _backend.set_num_threads(n)
+        kernel_services.set_num_threads(n)
         out = rt.array(np.full(2, -1, dtype="int64"))
         kernels["workspace_stress"](out, 50)
         assert out.numpy().tolist() == [0, 0]  # no misaligned block, no overwritten block
 
 
 def test_workspace_from_many_python_threads(kernels, threads):
-    _backend.set_num_threads(2)
+    kernel_services.set_num_threads(2)
     failures: list[str] = []
 
     def worker() -> None:
@@ -466,7 +466,7 @@ def test_workspace_from_many_python_threads(kernels, threads):
     for t in pool:
         t.join(timeout=60)
     assert failures == []
-    assert _backend.stats().workspace_bytes_in_use == 0
+    assert kernel_services.stats().workspace_bytes_in_use == 0
 
 
 def test_workspace_reuses_freed_blocks(kernels):
@@ -481,12 +481,12 @@ def test_workspace_reuses_freed_blocks(kernels):
 
 
 def test_workspace_steady_state_does_not_allocate(kernels, threads):
-    _backend.set_num_threads(2)
+    kernel_services.set_num_threads(2)
     out = rt.array(np.zeros(2, dtype="int64"))
     kernels["workspace_stress"](out, 3)  # warm the caches
-    _backend.reset_stats()
+    kernel_services.reset_stats()
     kernels["workspace_stress"](out, 3)
-    stats = _backend.stats()
+    stats = kernel_services.stats()
     assert stats.workspace_allocs == stats.workspace_frees == 2 * 3 * 6
     assert stats.workspace_system_allocs == 0
 
@@ -499,8 +499,8 @@ def test_workspace_on_another_device_fails_with_message(kernels):
 
 
 def test_release_workspace_cache():
-    _backend.release_workspace_cache()
-    before = _backend.stats().workspace_bytes_cached
+    kernel_services.release_workspace_cache()
+    before = kernel_services.stats().workspace_bytes_cached
     assert before >= 0
 
 
@@ -510,11 +510,11 @@ def test_release_workspace_cache():
 def test_kernel_error_carries_the_kernel_message(kernels):
     with pytest.raises(KernelError, match=r"^Assert fail: custom failure in fail_kernel$"):
         kernels["fail_kernel"]()
-    assert _backend.take_last_error() == ""  # taken by the raise
+    assert kernel_services.take_last_error() == ""  # taken by the raise
 
 
 def test_error_from_a_worker_thread_reaches_the_caller(kernels, threads):
-    _backend.set_num_threads(3)
+    kernel_services.set_num_threads(3)
     with pytest.raises(KernelError, match=r"^task failed on its worker thread$"):
         kernels["fail_in_task"]()
 
@@ -529,14 +529,14 @@ def test_prepared_call_raises_kernel_error(kernels):
 
 
 def test_error_slot_is_per_thread():
-    _backend.set_last_error("main thread error")
+    kernel_services.set_last_error("main thread error")
     seen: list[str] = []
-    t = threading.Thread(target=lambda: seen.append(_backend.take_last_error()))
+    t = threading.Thread(target=lambda: seen.append(kernel_services.take_last_error()))
     t.start()
     t.join()
     assert seen == [""]
-    assert _backend.take_last_error_with_kind() == ("", "main thread error")
-    assert _backend.take_last_error() == ""
+    assert kernel_services.take_last_error_with_kind() == ("", "main thread error")
+    assert kernel_services.take_last_error() == ""
 
 
 # -- function environment (call_packed) --------------------------------------------------
@@ -633,8 +633,8 @@ def test_c_target_library_resolves_backend_symbols(tmp_path):
 
 
 def test_slot_addresses_cover_every_slot():
-    slots = _backend.slot_addresses()
-    assert set(slots) == set(_backend.SLOT_FUNCTIONS)
+    slots = kernel_services.slot_addresses()
+    assert set(slots) == set(kernel_services.SLOT_FUNCTIONS)
     assert all(isinstance(a, int) and a for a in slots.values())
 
 
@@ -643,9 +643,9 @@ def test_pool_works_after_fork(kernels):
         pytest.skip("no fork on this platform")
     code = (
         "import os, numpy as np, tvmrt.runtime as rt\n"
-        "from tvmrt.runtime import _backend\n"
+        "from tvmrt.runtime import kernel_services\n"
         f"m = rt.load_module({str(kernels.path)!r})\n"
-        "_backend.set_num_threads(2)\n"
+        "kernel_services.set_num_threads(2)\n"
         "def run():\n"
         "    out = rt.array(np.zeros((64, 4), dtype='int64'))\n"
         "    m['record_tasks'](out)\n"
@@ -665,12 +665,12 @@ def test_native_library_is_importable():
 
     module = importlib.import_module("tvmrt._native_backend")
     assert module.__name__ == "tvmrt._native_backend"
-    assert _backend.available()
-    assert Path(_backend.library_path()).name.startswith("_native_backend")
+    assert kernel_services.available()
+    assert Path(kernel_services.library_path()).name.startswith("_native_backend")
 
 
 def test_ffi_error_setters_store_kind_and_joined_parts():
-    addresses = _backend.ffi_error_addresses()
+    addresses = kernel_services.ffi_error_addresses()
     set_one = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p)(
         addresses["TVMFFIErrorSetRaisedFromCStr"]
     )
@@ -678,11 +678,11 @@ def test_ffi_error_setters_store_kind_and_joined_parts():
         None, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_int32
     )(addresses["TVMFFIErrorSetRaisedFromCStrParts"])
     set_one(b"TypeError", b"Mismatched A.dtype")
-    assert _backend.take_last_error_with_kind() == ("TypeError", "Mismatched A.dtype")
+    assert kernel_services.take_last_error_with_kind() == ("TypeError", "Mismatched A.dtype")
     parts = (ctypes.c_char_p * 3)(b"Invalid A.shape[0]", b" on argument #0", b", expected 1024")
     set_parts(b"ValueError", parts, 3)
-    assert _backend.take_last_error_with_kind() == (
+    assert kernel_services.take_last_error_with_kind() == (
         "ValueError",
         "Invalid A.shape[0] on argument #0, expected 1024",
     )
-    assert _backend.take_last_error_with_kind() == ("", "")
+    assert kernel_services.take_last_error_with_kind() == ("", "")

@@ -60,7 +60,7 @@ def test_device_memory_has_no_numpy_view(dev: runtime.Device) -> None:
     with pytest.raises(ArrayError, match=r"device memory.*numpy\(\)"):
         arr.numpy_view()
     assert arr.data_ptr % 64 == 0
-    dl = arr._dltensor()
+    dl = arr.dltensor()
     assert (dl.device.device_type, dl.device.device_id) == (dev.device_type, dev.device_id)
     assert dl.data == arr.data_ptr
     assert dl.byte_offset == 0
@@ -200,13 +200,13 @@ def test_cpu_kernels_never_see_device_memory() -> None:
 
 def test_dlpack_exports_device_memory(dev: runtime.Device) -> None:
     from tvmrt.runtime._ctypes_api import DLManagedTensorVersioned
-    from tvmrt.runtime._dlpack import _capsule_get_name, _capsule_get_pointer
+    from tvmrt.runtime._dlpack import capsule_name, capsule_pointer
 
     arr = runtime.array(np.arange(6, dtype="float32").reshape(2, 3), dev)
     assert arr.__dlpack_device__() == (dev.device_type, dev.device_id)
     capsule = arr.__dlpack__(max_version=(1, 0))
-    name = _capsule_get_name(capsule)
-    tensor = DLManagedTensorVersioned.from_address(_capsule_get_pointer(capsule, name)).dl_tensor
+    name = capsule_name(capsule)
+    tensor = DLManagedTensorVersioned.from_address(capsule_pointer(capsule, name)).dl_tensor
     assert (tensor.device.device_type, tensor.device.device_id) == arr.__dlpack_device__()
     assert tensor.data == arr.data_ptr
     assert [tensor.strides[i] for i in range(2)] == [3, 1]
@@ -231,11 +231,11 @@ def test_host_numpy_and_device_capsules(dev: runtime.Device) -> None:
 
 def test_foreign_device_memory_is_refused(dev: runtime.Device) -> None:
     from tvmrt.runtime._ctypes_api import DLManagedTensorVersioned
-    from tvmrt.runtime._dlpack import _capsule_get_name, _capsule_get_pointer
+    from tvmrt.runtime._dlpack import capsule_name, capsule_pointer
 
     capsule = runtime.array(np.arange(4, dtype="float32"), dev).__dlpack__(max_version=(1, 0))
-    name = _capsule_get_name(capsule)
-    tensor = DLManagedTensorVersioned.from_address(_capsule_get_pointer(capsule, name)).dl_tensor
+    name = capsule_name(capsule)
+    tensor = DLManagedTensorVersioned.from_address(capsule_pointer(capsule, name)).dl_tensor
     tensor.data = 0x1000  # memory no tvmrt backend handed out
     with pytest.raises(BufferError, match=r"is not memory tvmrt's .* backend allocated"):
         runtime.from_dlpack(capsule)

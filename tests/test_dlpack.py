@@ -29,7 +29,6 @@ from tvmrt.runtime._dlpack import (
     FLAG_IS_COPIED,
     FLAG_IS_SUBBYTE_TYPE_PADDED,
     FLAG_READ_ONLY,
-    to_dlpack_capsule,
 )
 from tvmrt.runtime.device_api import (
     HostDeviceAPI,
@@ -37,7 +36,7 @@ from tvmrt.runtime.device_api import (
     register_device_api,
     unregister_device_api,
 )
-from tvmrt.runtime.ndarray import NDArray, array, empty
+from tvmrt.runtime.ndarray import NDArray, array, empty, to_dlpack_capsule
 
 # -- helpers: read capsules without consuming them, and a DLPack producer made with ctypes
 
@@ -345,7 +344,7 @@ def test_import_honours_byte_offset() -> None:
     assert nd.byte_offset == 12
     assert nd.data_ptr == memory.ctypes.data + 12
     np.testing.assert_array_equal(nd.numpy(), [[3, 4, 5], [6, 7, 8]])
-    assert nd._dltensor().data == memory.ctypes.data  # kernels see data + byte_offset
+    assert nd.dltensor().data == memory.ctypes.data  # kernels see data + byte_offset
     back = np.from_dlpack(nd)
     assert back.ctypes.data == memory.ctypes.data + 12
 

@@ -23,7 +23,7 @@ import tvmrt
 import tvmrt.runtime as rt
 from tvmrt.contrib import graph_executor
 from tvmrt.error import KernelError, ModuleLoadError
-from tvmrt.runtime import _backend
+from tvmrt.runtime import kernel_services
 from tvmrt.runtime import ndarray as nd
 from tvmrt.runtime._stream import ByteWriter
 from tvmrt.runtime.loaders import FFILibraryModule, abi, binary, link
@@ -126,9 +126,9 @@ def kernels(tmp_path_factory) -> Path:
 def threads(request):
     """Run with the default pool size, then with one thread."""
     if request.param == "one":
-        _backend.set_num_threads(1)
-    yield _backend.num_threads()
-    _backend.set_num_threads(0)
+        kernel_services.set_num_threads(1)
+    yield kernel_services.num_threads()
+    kernel_services.set_num_threads(0)
 
 
 def load(kernels: Path, name: str) -> FFILibraryModule:
@@ -259,11 +259,11 @@ def test_graph_conv2d_relu_parallel_then_flattened_add(kernels, threads):
     dv = rng.standard_normal((1, 8, 16, 16)).astype(np.float32)
     wv = rng.standard_normal((16, 8, 3, 3)).astype(np.float32)
     bv = rng.standard_normal(16).astype(np.float32)
-    _backend.reset_stats()
+    kernel_services.reset_stats()
     conv, doubled = run_graph(b, load(kernels, "net"), {"data": dv, "w": wv, "b": bv})
     np.testing.assert_allclose(conv, conv_relu_ref(dv, wv, bv), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(doubled, 2 * conv, rtol=1e-6)
-    stats = _backend.stats()
+    stats = kernel_services.stats()
     assert stats.launches >= 1
     assert (stats.serial_launches == stats.launches) == (threads == 1)
 
@@ -276,10 +276,10 @@ def test_graph_large_intermediate_buffer(kernels, threads, lib, func):
     (out,) = b.op("big", func, [a], [(512, 1024)])
     b.output(out)
     av = rng.random((512, 1024), dtype=np.float32)
-    _backend.reset_stats()
+    kernel_services.reset_stats()
     (result,) = run_graph(b, load(kernels, lib), {"a": av})
     np.testing.assert_allclose(result, av[::-1] * 2 + 1, rtol=1e-6)
-    stats = _backend.stats()
+    stats = kernel_services.stats()
     assert stats.workspace_allocs >= 1
     assert stats.workspace_allocs == stats.workspace_frees
 
@@ -335,7 +335,7 @@ def test_graphs_under_tvm_num_threads_1(kernels):
 
 def test_pool_follows_tvm_num_threads():
     if os.environ.get("TVM_NUM_THREADS") == "1":
-        assert _backend.num_threads() == 1
+        assert kernel_services.num_threads() == 1
 
 
 # -- refusals before anything runs --------------------------------------------------------

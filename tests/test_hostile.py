@@ -201,7 +201,7 @@ def test_lookup_order_is_unchanged_depth_first():
     a.import_module(c)
     b.import_module(d)
     c.import_module(d)
-    assert a._find_function("f", True) is None
+    assert a.find_function("f", True) is None
     assert found == ["a", "b", "d", "c"]  # depth first, in import order, d once
 
 

@@ -20,7 +20,7 @@ import pytest
 
 import tvmrt.runtime as rt
 from tvmrt.error import KernelError, ModuleLoadError
-from tvmrt.runtime import _backend, threads
+from tvmrt.runtime import kernel_services, threads
 
 HEADER = r"""
 #include <stdint.h>
@@ -214,7 +214,7 @@ def test_num_threads_parser(text, expected, warning):
 
 def _child_threads(**env: str) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if k not in ("TVM_NUM_THREADS", "OMP_NUM_THREADS")}
-    code = "from tvmrt.runtime import _backend; print(_backend.num_threads())"
+    code = "from tvmrt.runtime import kernel_services; print(kernel_services.num_threads())"
     return subprocess.run(
         [sys.executable, "-W", "always", "-c", code],
         env={**clean, **env},
@@ -235,21 +235,21 @@ def test_bad_env_value_warns_and_the_native_pool_agrees():
 
 def test_set_num_threads_refuses_absurd_counts(threads_restored):
     with pytest.raises(ValueError, match=r"number of threads must be at most"):
-        _backend.set_num_threads(threads.max_threads() + 1)
+        kernel_services.set_num_threads(threads.max_threads() + 1)
 
 
 def test_refused_threads_are_reported_not_silent():
     # a child whose address space fits a few more 8 MB thread stacks, not 31
     code = (
         "import resource, warnings\n"
-        "from tvmrt.runtime import _backend\n"
-        "_backend.set_num_threads(1)\n"
+        "from tvmrt.runtime import kernel_services\n"
+        "kernel_services.set_num_threads(1)\n"
         "size = int(open('/proc/self/statm').read().split()[0]) * resource.getpagesize()\n"
         "resource.setrlimit(resource.RLIMIT_AS, (size + (40 << 20), resource.RLIM_INFINITY))\n"
         "with warnings.catch_warnings(record=True) as w:\n"
         "    warnings.simplefilter('always')\n"
-        "    _backend.set_num_threads(32)\n"
-        "print(_backend.num_threads(), '|', '; '.join(str(x.message) for x in w))\n"
+        "    kernel_services.set_num_threads(32)\n"
+        "print(kernel_services.num_threads(), '|', '; '.join(str(x.message) for x in w))\n"
     )
     env = {**os.environ, "TVM_NUM_THREADS": "1"}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
@@ -262,7 +262,7 @@ def test_refused_threads_are_reported_not_silent():
 @pytest.fixture
 def threads_restored():
     yield
-    _backend.set_num_threads(0)
+    kernel_services.set_num_threads(0)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /sys topology")
@@ -275,7 +275,7 @@ def test_default_is_one_thread_per_physical_core():
     assert threads.physical_cores() == len(siblings)
     assert 1 <= threads.physical_cores() <= threads.available_cpus()
     clean = {k: v for k, v in os.environ.items() if k not in ("TVM_NUM_THREADS", "OMP_NUM_THREADS")}
-    code = "from tvmrt.runtime import _backend; print(_backend.num_threads())"
+    code = "from tvmrt.runtime import kernel_services; print(kernel_services.num_threads())"
     out = subprocess.run(
         [sys.executable, "-c", code], env=clean, capture_output=True, text=True, check=True
     )

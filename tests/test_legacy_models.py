@@ -24,7 +24,7 @@ import tvmrt.runtime as rt
 from tvmrt import error as rt_error
 from tvmrt.contrib import graph_executor
 from tvmrt.error import ModuleLoadError
-from tvmrt.runtime import _backend
+from tvmrt.runtime import kernel_services
 from tvmrt.runtime._stream import ByteReader
 from tvmrt.runtime.loaders import binary
 from tvmrt.runtime.params import read_ndarray
@@ -40,7 +40,7 @@ def _cache(tmp_path_factory, monkeypatch):
 @pytest.fixture
 def threads() -> Iterator[None]:
     yield
-    _backend.set_num_threads(0)
+    kernel_services.set_num_threads(0)
 
 
 def _mobilenet(folder: Path) -> graph_executor.GraphModule:
@@ -64,17 +64,17 @@ def test_mobilenet_matches_golden(artifacts, model, threads):
     module = _mobilenet(folder)
     _check(module, golden)
     _check(module, golden)  # a second run reuses the cached workspace and warm pool
-    assert _backend.stats().workspace_bytes_in_use == 0
+    assert kernel_services.stats().workspace_bytes_in_use == 0
 
 
 @pytest.mark.parametrize("model", MODELS)
 @pytest.mark.parametrize("n", [1, 2, 3])
 def test_mobilenet_with_thread_counts(artifacts, model, n, threads):
-    _backend.set_num_threads(n)
+    kernel_services.set_num_threads(n)
     folder = artifacts / model
-    _backend.reset_stats()
+    kernel_services.reset_stats()
     _check(_mobilenet(folder), np.load(folder / "golden.npz"))
-    stats = _backend.stats()
+    stats = kernel_services.stats()
     assert stats.launches > 0
     if n == 1:
         assert stats.serial_launches == stats.launches
@@ -89,7 +89,7 @@ def test_mobilenet_with_tvm_num_threads_env(artifacts):
         "from pathlib import Path\n"
         "import tvmrt.runtime as rt\n"
         "from tvmrt.contrib import graph_executor\n"
-        "from tvmrt.runtime import _backend\n"
+        "from tvmrt.runtime import kernel_services\n"
         "d = Path(sys.argv[1])\n"
         "m = graph_executor.create((d / 'deploy_graph.json').read_text(),\n"
         "                          rt.load_module(d / 'deploy_lib.so'), rt.cpu())\n"
@@ -97,7 +97,7 @@ def test_mobilenet_with_tvm_num_threads_env(artifacts):
         "g = np.load(d / 'golden.npz')\n"
         "m.run(data=g['data'])\n"
         "np.testing.assert_allclose(m.get_output(0).numpy(), g['output_0'], rtol=1e-6, atol=1e-7)\n"
-        "print(_backend.num_threads(), _backend.stats().serial_launches)\n"
+        "print(kernel_services.num_threads(), kernel_services.stats().serial_launches)\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
     env["TVM_NUM_THREADS"] = "2"
@@ -114,7 +114,7 @@ def test_mobilenet_with_tvm_num_threads_env(artifacts):
 
 def test_mobilenet_concurrent_executors(artifacts, threads):
     """Two executors over one library, run from two threads, both stay correct."""
-    _backend.set_num_threads(2)
+    kernel_services.set_num_threads(2)
     folder = artifacts / "mobilenet_v2"
     golden = np.load(folder / "golden.npz")
     modules = [_mobilenet(folder) for _ in range(2)]

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import tvmrt.runtime as rt
 from tvmrt.error import ModuleLoadError, TVMError
-from tvmrt.runtime import _backend
+from tvmrt.runtime import kernel_callbacks, kernel_services
 from tvmrt.runtime._stream import ByteReader, ByteWriter
 from tvmrt.runtime.loaders import LegacyPackedFunc, LibraryModule, abi, binary, blob, link
 from tvmrt.runtime.module import PyModule
@@ -102,7 +102,7 @@ def test_only_exported_kernels_are_functions(artifacts):
 def test_present_slots_are_filled(artifacts):
     module = rt.load_module(artifacts / "mobilenet_v1" / "deploy_lib.so")
     assert isinstance(module, LibraryModule)
-    addresses = _backend.slot_addresses()
+    addresses = kernel_services.slot_addresses()
     present = {"TVMAPISetLastError", "TVMBackendAllocWorkspace", "TVMBackendFreeWorkspace"}
     present.add("TVMBackendParallelLaunch")
     for name in present:
@@ -115,7 +115,7 @@ def test_module_context_token_is_set(tmp_path):
     assert isinstance(module, LibraryModule)
     token = ctypes.c_void_p.in_dll(module._lib, "__tvm_module_ctx").value
     assert token
-    assert _backend._modules[token] is module
+    assert kernel_callbacks._modules[token] is module
 
 
 def test_subset_of_slots_is_fine(tmp_path):

@@ -121,7 +121,7 @@ def test_asnumpy_is_deprecated():
 
 def test_dltensor_describes_the_memory():
     a = runtime.array(np.zeros((2, 3), "float16"))
-    dl = a._dltensor()
+    dl = a.dltensor()
     assert dl.data == a.data_ptr
     assert (dl.device.device_type, dl.device.device_id) == (1, 0)
     assert dl.ndim == 2

@@ -388,7 +388,7 @@ def test_profiler_builds_report_with_exact_durations(monkeypatch: pytest.MonkeyP
         def sync(self, dev: Device) -> None:
             synced.append(dev)
 
-    monkeypatch.setattr(profiling, "find_device_api", lambda device_type: FakeAPI())
+    monkeypatch.setattr(profiling.profiler, "find_device_api", lambda device_type: FakeAPI())
     ticks = _clock(0, 100, 1_000, 4_000, 5_000, 11_000, 20_100, 30_000)
     config: dict[str, Metric] = {"Executor": "Graph", "Number of threads": Count(4)}
     prof = Profiler([cpu(0), cuda(0)], config, clock=lambda: next(ticks))
@@ -447,7 +447,7 @@ def test_profiler_percent_is_ieee_when_total_is_zero() -> None:
     ],
 )
 def test_device_string(device: Device, text: str) -> None:
-    assert profiling._device_string(device) == text
+    assert profiling.device_string(device) == text
 
 
 def test_profiler_misuse_raises() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tvmrt import contrib, error, runtime
+from tvmrt._version import __version__
 from tvmrt.contrib import graph_executor
 from tvmrt.error import TVMError
 from tvmrt.runtime import (
@@ -32,8 +33,6 @@ from tvmrt.runtime import (
     vpi,
     vulkan,
 )
-
-__version__ = "0.1.0"
 
 
 def compile(model: Any, *args: Any, **kwargs: Any) -> Any:

@@ -28,10 +28,12 @@ plain Python code would catch, so ``except ValueError`` keeps working::
     ├── DeviceUnavailableError                   no backend for a device, or no such device
     ├── DeviceOutOfMemoryError (MemoryError)     an allocation failed on a device
     ├── KernelError                              a compiled kernel returned an error status
-    └── CompileError (ValueError)                tvmrt.compile cannot turn a model into a
-        │                                        graph-executor artifact
-        └── InputShapeRequiredError              an input has symbolic dimensions: give
-                                                 input_shapes / --input-shape
+    ├── CompileError (ValueError)                tvmrt.compile cannot turn a model into a
+    │   │                                        graph-executor artifact
+    │   └── InputShapeRequiredError              an input has symbolic dimensions: give
+    │                                            input_shapes / --input-shape
+    └── UsageError (ValueError)                  a command-line argument or input file is
+                                                 unusable (the tvmrt command exits with 2)
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ __all__ = [
     "KernelError",
     "CompileError",
     "InputShapeRequiredError",
+    "UsageError",
     "add_note",
 ]
 
@@ -178,6 +181,13 @@ class InputShapeRequiredError(CompileError):
     """A model input has symbolic (or unknown) dimensions and no static shape was given.
 
     A usage problem, not a model failure: ``input_shapes`` (CLI ``--input-shape``) fixes it.
+    """
+
+
+class UsageError(TVMError, ValueError):
+    """A command-line argument or input file is unusable: one line, exit status 2.
+
+    Raised by the ``tvmrt`` command's verbs (the compiler's ``compile`` verb included).
     """
 
 

@@ -15,18 +15,19 @@
  * and, for Python, KernelCall: one prepared tvm-ffi kernel call, run from C (the graph
  * executor's per-node call; ~50 ns against ~280 ns through ctypes).
  *
- * The functions carry TVM's exact C names and signatures (docs/abi.md §2.2, §2.6). The
- * Python side writes their addresses into a kernel library's `__TVMBackend*` slots, and
- * C-target kernels that reference the names as undefined symbols resolve against this
- * library once Python has made it global (RTLD_GLOBAL).
+ * The functions carry TVM's exact C names and signatures (tvm/runtime/c_backend_api.h
+ * and c_runtime_api.h under src/tvmrt/include). The Python side writes their addresses
+ * into a kernel library's `__TVMBackend*` slots, and C-target kernels that reference the
+ * names as undefined symbols resolve against this library once Python has made it
+ * global (RTLD_GLOBAL).
  *
  * The tvm-ffi error entry points are deliberately NOT exported under tvm-ffi's names
  * (TVMFFIErrorSetRaisedFromCStr[Parts]): if this library were global before a later
  * `import tvm_ffi`, libtvm_ffi's own calls could bind to these definitions (symbol
- * interposition, docs/abi.md §7 pitfall 7). They are `tvmrt_ffi_error_set_raised_*`
- * instead, with the same signatures; the tvm-ffi loader writes their addresses into the
- * `__TVMFFIErrorSetRaisedFromCStr` slot and patches the GOT entry of an undefined
- * `TVMFFIErrorSetRaisedFromCStrParts`.
+ * interposition: the first global definition of a name wins). They are
+ * `tvmrt_ffi_error_set_raised_*` instead, with the same signatures; the tvm-ffi loader
+ * writes their addresses into the `__TVMFFIErrorSetRaisedFromCStr` slot and patches the
+ * GOT entry of an undefined `TVMFFIErrorSetRaisedFromCStrParts`.
  *
  * Portable C99 plus pthreads and the GCC/Clang __atomic and __thread builtins; Linux
  * and macOS.

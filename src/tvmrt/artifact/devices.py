@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tvmrt.error import DeviceUnavailableError, InvalidArgumentError
+from tvmrt.runtime import kernel_services
 from tvmrt.runtime.device import Device, cpu
 from tvmrt.runtime.module import Module
 
@@ -62,7 +63,4 @@ def set_kernel_threads(count: int) -> None:
     """
     if count < 1:
         raise InvalidArgumentError(f"--threads must be at least 1, got {count}")
-    # the runtime has no public setter yet; its worker pool is resized here only
-    from tvmrt.runtime import _backend
-
-    _backend.set_num_threads(count)
+    kernel_services.set_num_threads(count)

@@ -141,9 +141,7 @@ class GraphProfilingAdapter(GraphExecutorAdapter):
     @property
     def dump_path(self) -> str:
         """The debug dump folder (``<dump_root>/_tvmdbg_device_CPU_0``)."""
-        path = self.debug_module._dump_path  # TVM's GraphModuleDebug names it so too
-        assert path is not None  # set by the constructor
-        return path
+        return self.debug_module.dump_path
 
     def run(self) -> None:
         """Run the graph once, untimed (the debug executor's ``run`` times every node)."""

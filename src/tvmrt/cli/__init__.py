@@ -74,7 +74,7 @@ _VERBOSE_HELP = "show tracebacks on errors"
 
 
 def _version() -> str:
-    from tvmrt import __version__
+    from tvmrt._version import __version__
 
     return __version__
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from tvmrt.artifact import ArtifactFiles, LoadedModel, find_artifact, load_artifact
 from tvmrt.artifact.devices import set_kernel_threads
+from tvmrt.error import UsageError
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.device import device as make_device
 from tvmrt.runtime.dtype import DataType
@@ -25,10 +26,6 @@ __all__ = [
     "make_inputs",
     "conversions",
 ]
-
-
-class UsageError(Exception):
-    """A bad argument or input file: printed as one line, exit code 2."""
 
 
 def add_artifact_arguments(parser: argparse.ArgumentParser) -> None:

@@ -20,7 +20,7 @@ from tvmrt.cli._common import (
     set_inputs,
 )
 from tvmrt.cli._progress import Progress
-from tvmrt.runtime.threads import num_threads
+from tvmrt.runtime.kernel_services import num_threads
 
 EXAMPLES = """examples:
   tvmrt bench model_dir/                       # 10 warm-up runs, then 100 timed runs

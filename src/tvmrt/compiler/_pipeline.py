@@ -9,19 +9,10 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from tvmrt.compiler import (
-    GRAPH,
-    LIB,
-    PARAMS,
-    STANDALONE,
-    TUNING_DIR,
-    CompileResult,
-    build,
-    emitter,
-    frontend,
-)
+from tvmrt.compiler import build, emitter, frontend
 from tvmrt.compiler import tune as tuning
 from tvmrt.compiler._tvm import require_tvm
+from tvmrt.compiler.result import GRAPH, LIB, PARAMS, STANDALONE, TUNING_DIR, CompileResult
 from tvmrt.compiler.target import TargetSpec, resolve_target
 from tvmrt.runtime.graph_executor import parse_graph
 from tvmrt.runtime.params import save_param_dict

@@ -84,9 +84,9 @@ def build_kernels(mod: Any, kernels: Sequence[str], target: Any) -> Any:
     try:
         return tvm.compile(tvm.IRModule(funcs), target=target)
     except Exception as exc:
-        from tvmrt.compiler.frontend import _one_line
+        from tvmrt.compiler.frontend import one_line
 
-        raise CompileError(f"building the kernels failed: {_one_line(exc)}") from exc
+        raise CompileError(f"building the kernels failed: {one_line(exc)}") from exc
 
 
 def export_library(lib: Any, path: str, addons: Sequence[str] = ()) -> None:
@@ -101,9 +101,9 @@ def export_library(lib: Any, path: str, addons: Sequence[str] = ()) -> None:
     try:
         lib.export_library(path, addons=list(addons) or None)
     except Exception as exc:
-        from tvmrt.compiler.frontend import _one_line
+        from tvmrt.compiler.frontend import one_line
 
-        raise CompileError(f"linking {os.path.basename(path)!r} failed: {_one_line(exc)}") from exc
+        raise CompileError(f"linking {os.path.basename(path)!r} failed: {one_line(exc)}") from exc
 
 
 def _u64(value: int) -> bytes:
@@ -122,7 +122,8 @@ def factory_library_bin(
     The layout is tvm-ffi's (``ProcessLibraryBin``): ``u64 nbytes``, then the import
     tree in CSR form (``vec<u64> indptr``, ``vec<u64> children``), then per module its
     kind and, except for the ``_lib`` placeholder, its bytes. Here module 0 is the
-    ``GraphExecutorFactory`` (its ``SaveToBinary`` payload, docs/spec.md §2.13) and
+    ``GraphExecutorFactory`` (its ``SaveToBinary`` payload, :func:`tvmrt.runtime.
+    graph_executor.factory.save_factory_binary`) and
     module 1 is the kernel library, imported by module 0.
     """
     factory = GraphExecutorFactory(

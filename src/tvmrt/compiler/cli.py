@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from tvmrt.compiler.target import PORTABLE_CPUS
-from tvmrt.error import CompileError, InvalidArgumentError
+from tvmrt.error import CompileError, InvalidArgumentError, UsageError
 
 __all__ = ["register_cli", "run_cli"]
 
@@ -77,7 +77,6 @@ def run_cli(args: argparse.Namespace) -> int:
     Bad arguments and unreadable model files raise the CLI's usage error (exit 2);
     a model that cannot be compiled raises :class:`~tvmrt.error.CompileError` (exit 1).
     """
-    from tvmrt.cli._common import UsageError
     from tvmrt.compiler import compile as compile_model
     from tvmrt.compiler.frontend import parse_input_shape
 

@@ -12,30 +12,24 @@ of the params. A PrimFunc with a reshape pattern becomes a ``__nop`` whose outpu
 its input's storage, as Relay emitted. Everything else a static graph cannot express is
 refused with a :class:`~tvmrt.error.CompileError` naming the construct and the binding.
 
-The conventions follow docs/spec.md §1.8 (the Relay code generator): ``flatten_data``
-``"0"``, input ``null`` nodes named after the model's inputs, keys written in the order
-``nodes, arg_nodes, heads, attrs, node_row_ptr``, and a ``hash`` attribute per kernel.
+Input ``null`` nodes are named after the model's inputs and each kernel gets a ``hash``
+attribute; the rest of the conventions (those of TVM's Relay code generator) are
+:mod:`.graph_builder`'s, which builds the graph and writes it out.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 import numpy as np
 
 from tvmrt.compiler._tvm import require_tvm
+from tvmrt.compiler.graph_builder import Entry, GraphArtifact, GraphBuilder, Value, flatten
 from tvmrt.error import CompileError, DataTypeError
 from tvmrt.runtime.dtype import DataType
-from tvmrt.runtime.graph_executor.storage import assign_storage_ids
 
 __all__ = ["GraphArtifact", "emit_graph"]
-
-NOP = "__nop"
-COPY = "__copy"
 
 _PACKED_OPS = {
     "relax.call_dps_packed": "a packed-function call (call_dps_packed: an external library "
@@ -44,77 +38,6 @@ _PACKED_OPS = {
     "relax.call_builtin_with_ctx": "a VM builtin call (call_builtin_with_ctx)",
     "relax.call_inplace_packed": "an in-place packed-function call (call_inplace_packed)",
 }
-
-
-@dataclass
-class _Entry:
-    """One graph entry: producing node, output index, shape and dtype."""
-
-    node_id: int
-    index: int
-    shape: tuple[int, ...]
-    dtype: str
-
-    @property
-    def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * DataType(self.dtype).itemsize
-
-
-@dataclass
-class _Node:
-    op: str
-    name: str
-    inputs: list[_Entry] = field(default_factory=list)
-    outputs: list[_Entry] = field(default_factory=list)
-    func_name: str = ""
-    attrs: dict[str, str] = field(default_factory=dict)
-    reshape: bool = False  # a reshape-pattern kernel: a __nop unless its output is a head
-
-
-@dataclass(frozen=True)
-class GraphArtifact:
-    """What :func:`emit_graph` produces.
-
-    Attributes
-    ----------
-    graph
-        The graph JSON as a dict (``json.dumps`` gives the file).
-    params
-        ``p0``, ``p1``, ... → the constant's array.
-    kernels
-        Names of the PrimFuncs the graph calls (``__nop`` excluded), in first-use order.
-    input_names, input_shapes, input_dtypes
-        The graph inputs that are not params.
-    output_shapes, output_dtypes
-        Per head.
-    kernel_args
-        Per kernel, ``(shape, dtype)`` of its arguments (inputs, then outputs).
-    """
-
-    graph: dict[str, Any]
-    params: dict[str, np.ndarray[Any, Any]]
-    kernels: tuple[str, ...]
-    input_names: tuple[str, ...]
-    input_shapes: tuple[tuple[int, ...], ...]
-    input_dtypes: tuple[str, ...]
-    output_shapes: tuple[tuple[int, ...], ...]
-    output_dtypes: tuple[str, ...]
-    kernel_args: dict[str, tuple[tuple[tuple[int, ...], str], ...]] = field(default_factory=dict)
-
-    @property
-    def json(self) -> str:
-        """The graph JSON text."""
-        return json.dumps(self.graph, indent=2)
-
-    @property
-    def num_nops(self) -> int:
-        """How many ``__nop`` nodes the graph has."""
-        return sum(
-            n["op"] == "tvm_op" and n["attrs"]["func_name"] == NOP for n in self.graph["nodes"]
-        )
-
-
-_Value = _Entry | list["_Value"]  # a tensor entry, or a (nested) tuple of values
 
 
 class _Emitter:
@@ -128,22 +51,11 @@ class _Emitter:
             name: tvm.ir.Op.get(name)
             for name in ("relax.call_tir", "relax.call_tir_inplace", "relax.call_tir_with_grad")
         }
-        self.nodes: list[_Node] = []
-        self.env: dict[Any, _Value] = {}
-        self.params: dict[str, np.ndarray[Any, Any]] = {}
-        self._param_of: dict[tuple[str, tuple[int, ...], str], _Entry] = {}
-        self._names: set[str] = set()
+        self.graph = GraphBuilder(list(output_names))
+        self.env: dict[Any, Value] = {}
         self.input_names = list(input_names) if input_names is not None else None
-        self.output_names = list(output_names)
 
     # -- helpers ---------------------------------------------------------------------------
-    def _fresh(self, base: str) -> str:
-        name, k = base, 1
-        while name in self._names:
-            name, k = f"{base}_{k}", k + 1
-        self._names.add(name)
-        return name
-
     def _tensor_type(self, ty: Any, what: str) -> tuple[tuple[int, ...], str]:
         """Static shape and dtype of a Relax TensorType, or a CompileError naming ``what``."""
         relax = self.relax
@@ -175,31 +87,14 @@ class _Emitter:
             ) from None
         return tuple(dims), dtype
 
-    def _null(self, name: str, shape: tuple[int, ...], dtype: str) -> _Entry:
-        node = _Node("null", self._fresh(name))
-        entry = _Entry(len(self.nodes), 0, shape, dtype)
-        node.outputs.append(entry)
-        self.nodes.append(node)
-        return entry
-
-    def _const(self, const: Any, what: str) -> _Entry:
+    def _const(self, const: Any, what: str) -> Entry:
         value = const.value.numpy()
         if value.dtype == object:
             raise CompileError(f"{what} is a constant of unsupported dtype {const.value.dtype}")
         arr = np.array(value, order="C")  # ascontiguousarray would make scalars 1-d
-        dtype = str(const.value.dtype)
-        key = (dtype, tuple(arr.shape), hashlib.sha256(arr.tobytes()).hexdigest())
-        entry = self._param_of.get(key)
-        if entry is None:
-            k = len(self.params)
-            while f"p{k}" in self._names or f"p{k}" in self.params:
-                k += 1
-            entry = self._null(f"p{k}", tuple(int(d) for d in arr.shape), dtype)
-            self.params[self.nodes[entry.node_id].name] = arr
-            self._param_of[key] = entry
-        return entry
+        return self.graph.param(arr, str(const.value.dtype))
 
-    def _value(self, expr: Any, what: str) -> _Value:
+    def _value(self, expr: Any, what: str) -> Value:
         ir = self.ir
         if isinstance(expr, ir.GenericConst):
             return self._const(expr, what)
@@ -272,7 +167,7 @@ class _Emitter:
         )
 
     # -- bindings --------------------------------------------------------------------------
-    def _call_tir(self, var: Any, call: Any, what: str) -> _Value:
+    def _call_tir(self, var: Any, call: Any, what: str) -> Value:
         op = call.op
         if op.same_as(self.ops["relax.call_tir_inplace"]):
             raise CompileError(
@@ -286,10 +181,10 @@ class _Emitter:
                 "tir_vars); a graph-executor artifact needs static shapes"
             )
         func = self.mod[gvar]
-        inputs: list[_Entry] = []
+        inputs: list[Entry] = []
         for k, arg in enumerate(call.args[1].fields):
             value = self._value(arg, f"{what}: argument {k} of {gvar.name_hint!r}")
-            if not isinstance(value, _Entry):
+            if not isinstance(value, Entry):
                 raise CompileError(
                     f"{what}: argument {k} of {gvar.name_hint!r} is a tuple, not a tensor"
                 )
@@ -307,9 +202,7 @@ class _Emitter:
                 f"call passes {len(inputs)} tensors and {len(shapes)} outputs (scalar parameters "
                 "come from symbolic shapes, which a static graph cannot pass)"
             )
-        nid = len(self.nodes)
-        node = _Node("tvm_op", self._fresh(var.name), inputs, func_name=gvar.name_hint)
-        node.outputs = [_Entry(nid, i, s, d) for i, (s, d) in enumerate(shapes)]
+        node = self.graph.add_op(var.name, inputs, gvar.name_hint, shapes)
         node.reshape = (
             len(inputs) == 1
             and len(shapes) == 1
@@ -319,7 +212,6 @@ class _Emitter:
         )
         h = int(self.tvm_ffi_hash(func)) & 0xFFFFFFFFFFFFFFFF
         node.attrs = {"hash": f"{h:016x}"}
-        self.nodes.append(node)
         return (
             node.outputs[0] if not isinstance(out_ty, self.relax.TupleType) else list(node.outputs)
         )
@@ -357,7 +249,7 @@ class _Emitter:
         inputs = []
         for name, param in zip(names, params, strict=True):
             shape, dtype = self._tensor_type(param.ty, f"input {name!r}")
-            entry = self._null(name, shape, dtype)
+            entry = self.graph.null(name, shape, dtype)
             self.env[param] = entry
             inputs.append((name, shape, dtype))
         body = main.body
@@ -367,8 +259,8 @@ class _Emitter:
             for binding in block.bindings:
                 self._binding(binding)
         result = self._value(body.body, "the result of main")
-        heads = _flatten(result)
-        return self._finish(heads, inputs)
+        heads = flatten(result)
+        return self.graph.finish(heads, inputs)
 
     def _main(self) -> Any:
         relax = self.relax
@@ -384,124 +276,6 @@ class _Emitter:
                 "a graph-executor artifact runs one function of call_tir kernels"
             )
         return funcs["main"]
-
-    def _finish(
-        self, heads: list[_Entry], inputs: list[tuple[str, tuple[int, ...], str]]
-    ) -> GraphArtifact:
-        heads = [self._copy_if_null(e) for e in heads]
-        head_ids = {(e.node_id, e.index) for e in heads}
-        for node in self.nodes:
-            if (
-                node.op == "tvm_op"
-                and node.reshape
-                and (node.outputs[0].node_id, 0) not in head_ids
-            ):
-                node.func_name = NOP
-        self._name_outputs(heads)
-        graph = self._graph_dict(heads)
-        kernels = tuple(
-            dict.fromkeys(
-                n.func_name
-                for n in self.nodes
-                if n.op == "tvm_op" and n.func_name not in (NOP, COPY)
-            )
-        )
-        return GraphArtifact(
-            graph=graph,
-            params=self.params,
-            kernels=kernels,
-            input_names=tuple(n for n, _, _ in inputs),
-            input_shapes=tuple(s for _, s, _ in inputs),
-            input_dtypes=tuple(d for _, _, d in inputs),
-            output_shapes=tuple(e.shape for e in heads),
-            output_dtypes=tuple(e.dtype for e in heads),
-            kernel_args={
-                n.func_name: tuple((e.shape, e.dtype) for e in [*n.inputs, *n.outputs])
-                for n in reversed(self.nodes)
-                if n.func_name in kernels
-            },
-        )
-
-    def _copy_if_null(self, entry: _Entry) -> _Entry:
-        """An output that is an input or a constant gets a private copy (built-in ``__copy``)."""
-        if self.nodes[entry.node_id].op != "null":
-            return entry
-        nid = len(self.nodes)
-        node = _Node("tvm_op", self._fresh("__copy"), [entry], func_name=COPY)
-        node.outputs = [_Entry(nid, 0, entry.shape, entry.dtype)]
-        self.nodes.append(node)
-        return node.outputs[0]
-
-    def _name_outputs(self, heads: list[_Entry]) -> None:
-        """Name single-output kernel nodes after the model output they produce."""
-        if len(self.output_names) != len(heads):
-            return
-        counts: dict[int, int] = {}
-        for e in heads:
-            counts[e.node_id] = counts.get(e.node_id, 0) + 1
-        for name, e in zip(self.output_names, heads, strict=True):
-            node = self.nodes[e.node_id]
-            if node.op != "tvm_op" or len(node.outputs) != 1 or counts[e.node_id] != 1:
-                continue
-            if name in self._names:
-                continue
-            self._names.discard(node.name)
-            node.name = name
-            self._names.add(name)
-
-    def _graph_dict(self, heads: list[_Entry]) -> dict[str, Any]:
-        row_ptr = [0]
-        for node in self.nodes:
-            row_ptr.append(row_ptr[-1] + len(node.outputs))
-
-        def eid(e: _Entry) -> int:
-            return row_ptr[e.node_id] + e.index
-
-        entries = [e for node in self.nodes for e in node.outputs]
-        storage = assign_storage_ids(
-            nbytes=[e.nbytes for e in entries],
-            producers=[
-                (
-                    [eid(o) for o in n.outputs],
-                    [eid(i) for i in n.inputs],
-                    n.op == "null",
-                    n.func_name == NOP,
-                )
-                for n in self.nodes
-            ],
-            heads=[eid(h) for h in heads],
-        )
-        nodes_json: list[dict[str, Any]] = []
-        for node in self.nodes:
-            item: dict[str, Any] = {"op": node.op, "name": node.name}
-            if node.op == "tvm_op":
-                attrs = {
-                    "func_name": node.func_name,
-                    "flatten_data": "0",
-                    "num_inputs": str(len(node.inputs)),
-                    "num_outputs": str(len(node.outputs)),
-                }
-                attrs.update(node.attrs)
-                item["attrs"] = attrs
-            item["inputs"] = [[i.node_id, i.index, 0] for i in node.inputs]
-            nodes_json.append(item)
-        return {
-            "nodes": nodes_json,
-            "arg_nodes": [i for i, n in enumerate(self.nodes) if n.op == "null"],
-            "heads": [[h.node_id, h.index, 0] for h in heads],
-            "attrs": {
-                "dltype": ["list_str", [e.dtype for e in entries]],
-                "shape": ["list_shape", [list(e.shape) for e in entries]],
-                "storage_id": ["list_int", storage],
-            },
-            "node_row_ptr": row_ptr,
-        }
-
-
-def _flatten(value: _Value) -> list[_Entry]:
-    if isinstance(value, _Entry):
-        return [value]
-    return [e for v in value for e in _flatten(v)]
 
 
 def emit_graph(

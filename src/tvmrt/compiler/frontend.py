@@ -2,7 +2,7 @@
 
 The ONNX frontend of today's TVM builds a Relax ``main``; legalizing, folding constants
 and fusing turns it into one dataflow block of ``call_tir`` bindings, which is the old
-``tvm_op`` graph (docs/toolchain.md §2). Symbolic input dimensions are fixed here, from
+``tvm_op`` graph. Symbolic input dimensions are fixed here, from
 the caller's ``input_shapes``, because a graph-executor artifact has static shapes only.
 """
 
@@ -36,6 +36,7 @@ __all__ = [
     "parse_input_shape",
     "import_onnx",
     "lower",
+    "one_line",
 ]
 
 ModelLike = Any  # onnx.ModelProto, or a path to an .onnx file
@@ -246,7 +247,7 @@ def import_onnx(proto: Any, shapes: Mapping[str, tuple[int, ...]]) -> Any:
         failed = re.search(r"Error converting operator (\S+)", printed.getvalue())
         where = f" (operator {failed.group(1).rstrip(',')})" if failed else ""
         raise CompileError(
-            f"the ONNX frontend of TVM rejects the model{where}: {_one_line(exc)}"
+            f"the ONNX frontend of TVM rejects the model{where}: {one_line(exc)}"
         ) from exc
 
 
@@ -308,7 +309,7 @@ def lower(mod: Any, target: Any) -> Any:
             return passes(mod)
     except Exception as exc:
         raise CompileError(
-            f"lowering the Relax module failed{_legalizing(exc)}: {_one_line(exc)}"
+            f"lowering the Relax module failed{_legalizing(exc)}: {one_line(exc)}"
         ) from exc
 
 
@@ -324,7 +325,7 @@ def _legalizing(exc: BaseException) -> str:
     return ""
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
     """The gist of a TVM error: its last non-empty line (TVM adds long tracebacks)."""
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
     text = lines[-1] if lines else f"{type(exc).__name__} (an internal check of TVM failed)"

@@ -2,9 +2,9 @@
 
 TVM 0.27 only accepts targets as dicts or JSON (``"llvm -mcpu=x"`` strings are rejected),
 plain ``{"kind": "llvm"}`` produces generic SSE2 code, and ``"mcpu": "native"`` is not
-understood by its LLVM, which logs an error and silently falls back to generic code
-(docs/toolchain.md §5). So the CPU is always named: the host's by default, or a portable
-level such as ``x86-64-v3`` on request.
+understood by its LLVM, which logs an error and silently falls back to generic code.
+So the CPU is always named: the host's by default, or a portable level such as
+``x86-64-v3`` on request.
 """
 
 from __future__ import annotations

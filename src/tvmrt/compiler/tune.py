@@ -5,7 +5,7 @@
   every worker of every build round, which parses hundreds of TVMScript intrinsics
   (15-40 s); with the default 30 s timeout every build then fails with "Build errors".
   :func:`build_without_intrinsics` builds the already-scheduled module without that import,
-  and the builder timeout is 300 s regardless (docs/toolchain.md §5 item 9).
+  and the builder timeout is 300 s regardless.
 * The cost model is XGBoost when ``xgboost`` is installed, else ``"random"`` (no extra
   dependency). MetaSchedule's worker pools need ``psutil`` and ``cloudpickle``, which the
   ``compile`` extra installs.
@@ -255,9 +255,9 @@ def tune_kernels(
             measure_callbacks=callbacks,
         )
     except Exception as exc:
-        from tvmrt.compiler.frontend import _one_line
+        from tvmrt.compiler.frontend import one_line
 
-        raise CompileError(f"MetaSchedule tuning failed: {_one_line(exc)}") from exc
+        raise CompileError(f"MetaSchedule tuning failed: {one_line(exc)}") from exc
     finally:
         ms_logger.setLevel(old_level)
         bar.close()

@@ -28,6 +28,7 @@ from tvmrt.runtime.device import (
     webgpu,
 )
 from tvmrt.runtime.dtype import DataType, DataTypeCode
+from tvmrt.runtime.kernel_services import num_threads
 from tvmrt.runtime.module import (
     Module,
     PyModule,
@@ -60,7 +61,6 @@ from tvmrt.runtime.registry import (
     register_func,
     remove_global_func,
 )
-from tvmrt.runtime.threads import num_threads
 
 __all__ = [
     # devices

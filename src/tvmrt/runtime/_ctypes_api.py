@@ -1,6 +1,8 @@
 """ctypes mirrors of the C structures compiled kernels and DLPack exchange read.
 
-Layouts are for LP64 platforms (x86-64 and aarch64 Linux); see docs/abi.md §1.
+Layouts are for LP64 platforms (x86-64 and aarch64 Linux: 8-byte pointers and
+``int64_t``, natural alignment), as ``dlpack/dlpack.h`` and ``tvm/runtime/c_runtime_api.h``
+under ``src/tvmrt/include`` declare them.
 """
 
 from __future__ import annotations

@@ -34,11 +34,15 @@ BUILTIN_FUNCTIONS: dict[str, str] = {
     "runtime.module.loadbinary_metadata_module": (
         "tvmrt.runtime.executor._aot:load_metadata_module"
     ),
-    "runtime.module.loadbinary_static_library": "tvmrt.runtime.module:load_static_binary",
+    "runtime.module.loadbinary_static_library": ("tvmrt.runtime.static_library:load_static_binary"),
     "runtime.module.loadbinary_opencl": "tvmrt.runtime.loaders.opencl:load_opencl_binary",
-    "runtime.ModuleLoadStaticLibrary": "tvmrt.runtime.module:load_static_library",
+    "runtime.ModuleLoadStaticLibrary": "tvmrt.runtime.static_library:load_static_library",
+    # what Module and load_module hand down (TVM's Module methods call runtime.Module*)
+    "runtime.ModuleLoadFromFile": "tvmrt.runtime.loaders.dispatch:load_module_file",
+    "runtime.ModuleIsDSOExportable": "tvmrt.runtime.export:is_dso_exportable",
+    "runtime.ModuleExportLibrary": "tvmrt.runtime.export:export_module",  # tvmrt's own name
     # executors
-    "tvm.graph_executor.create": "tvmrt.runtime.graph_executor.executor:create_executor",
+    "tvm.graph_executor.create": "tvmrt.runtime.graph_executor.packed:create_executor",
     "tvm.graph_executor_debug.create": "tvmrt.runtime.graph_executor.debug:create_debug_executor",
     # system library
     "runtime.SystemLib": "tvmrt.runtime.loaders.systemlib:global_system_lib",

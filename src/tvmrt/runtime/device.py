@@ -1,16 +1,40 @@
-"""Devices: ``Device`` (DLPack's ``DLDevice``) and TVM's constructors ``cpu()``, ``cuda()``, ..."""
+"""Devices: ``Device`` (DLPack's ``DLDevice``), TVM's ``cpu()``, ``cuda()``, ..., and the
+table of backends serving each device type.
+
+A device's properties (``exist``, ``warp_size``...) and streams are served by the backend
+of its type: an object with the :class:`DeviceBackend` methods (in practice a
+:class:`~tvmrt.runtime.device_api.DeviceAPI`, which also allocates and copies; register one
+with :func:`~tvmrt.runtime.device_api.register_device_api`). The backends tvmrt ships, one
+file each under :mod:`tvmrt.runtime.backends`, are imported on first use, so that
+importing tvmrt never imports a driver.
+"""
 
 from __future__ import annotations
 
 import ctypes
-import enum
-from typing import Any
+import importlib
+import threading
+from typing import Any, Protocol
 
-from tvmrt.error import ArgumentTypeError, InvalidArgumentError, ReadOnlyError
+from tvmrt.error import (
+    ArgumentTypeError,
+    DeviceUnavailableError,
+    InvalidArgumentError,
+    ReadOnlyError,
+)
 from tvmrt.runtime._deprecate import warn_deprecated
+from tvmrt.runtime.device_type import MASK2STR, RPC_SESS_MASK, STR2MASK, DLDeviceType
 
 __all__ = [
     "DLDeviceType",
+    "MASK2STR",
+    "STR2MASK",
+    "RPC_SESS_MASK",
+    "DeviceBackend",
+    "register_backend",
+    "unregister_backend",
+    "find_backend",
+    "backend_of",
     "Device",
     "DeviceLike",
     "device",
@@ -29,71 +53,81 @@ __all__ = [
     "webgpu",
 ]
 
-# Device types at and above this value are RPC sessions (TVM's kRPCSessMask).
-RPC_SESS_MASK = 128
+
+class DeviceBackend(Protocol):
+    """What a :class:`Device`'s own methods ask of the backend serving its type.
+
+    :class:`~tvmrt.runtime.device_api.DeviceAPI` has these methods (and memory and
+    copies besides); see it for what each does.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def attribute(self, dev: Device, name: str) -> Any: ...
+    def sync(self, dev: Device, stream: int = 0) -> None: ...
+    def create_stream(self, dev: Device) -> int: ...
+    def free_stream(self, dev: Device, stream: int) -> None: ...
+    def set_stream(self, dev: Device, stream: int) -> None: ...
 
 
-class DLDeviceType(enum.IntEnum):
-    """DLPack device types (``DLDeviceType``), keeping DLPack's ``kDL*`` names."""
-
-    kDLCPU = 1
-    kDLCUDA = 2
-    kDLCUDAHost = 3
-    kDLOpenCL = 4
-    kDLVulkan = 7
-    kDLMetal = 8
-    kDLVPI = 9
-    kDLROCM = 10
-    kDLROCMHost = 11
-    kDLExtDev = 12
-    kDLCUDAManaged = 13
-    kDLOneAPI = 14
-    kDLWebGPU = 15
-    kDLHexagon = 16
-
-
-MASK2STR: dict[int, str] = {
-    1: "cpu",
-    2: "cuda",
-    3: "cuda_host",
-    4: "opencl",
-    5: "aocl",
-    6: "sdaccel",
-    7: "vulkan",
-    8: "metal",
-    9: "vpi",
-    10: "rocm",
-    11: "rocm_host",
-    12: "ext_dev",
-    13: "cuda_managed",
-    14: "oneapi",
-    15: "webgpu",
-    16: "hexagon",
+_backends: dict[int, DeviceBackend] = {}
+# The backends tvmrt ships, imported on first use: device type -> "module:function", where
+# the function returns the backend, or None when its driver is missing. A new backend is
+# one file under runtime/backends/ and one line here.
+_lazy: dict[int, str] = {
+    int(DLDeviceType.kDLCPU): "tvmrt.runtime.backends.cpu:backend",
+    int(DLDeviceType.kDLOpenCL): "tvmrt.runtime.backends.opencl:backend",
 }
+_lock = threading.Lock()
 
-STR2MASK: dict[str, int] = {
-    "llvm": 1,
-    "stackvm": 1,
-    "cpu": 1,
-    "c": 1,
-    "test": 1,
-    "hybrid": 1,
-    "composite": 1,
-    "cuda": 2,
-    "nvptx": 2,
-    "cl": 4,
-    "opencl": 4,
-    "sdaccel": 4,
-    "aocl": 5,
-    "aocl_sw_emu": 5,
-    "vulkan": 7,
-    "metal": 8,
-    "vpi": 9,
-    "rocm": 10,
-    "ext_dev": 12,
-    "hexagon": 16,
-    "webgpu": 15,
-}
+
+def register_backend(device_type: int, backend: DeviceBackend, override: bool = False) -> None:
+    """Serve ``device_type`` with ``backend``; ``override`` replaces an existing one."""
+    with _lock:
+        if device_type in _backends and not override:
+            raise InvalidArgumentError(
+                f"device type {device_type} ({MASK2STR.get(device_type, '?')}) already has "
+                f"backend {_backends[device_type].name!r}; pass override=True to replace it"
+            )
+        _lazy.pop(device_type, None)
+        _backends[device_type] = backend
+
+
+def unregister_backend(device_type: int) -> None:
+    """Remove the backend of ``device_type`` (no-op when there is none)."""
+    with _lock:
+        _backends.pop(device_type, None)
+
+
+def find_backend(device_type: int) -> DeviceBackend | None:
+    """The backend serving ``device_type`` (imported now if tvmrt ships it), or ``None``."""
+    backend = _backends.get(device_type)
+    if backend is None and device_type in _lazy:
+        with _lock:
+            target = _lazy.pop(device_type, None)
+        if target is None:  # another thread is loading it or it was replaced
+            return _backends.get(device_type)
+        module_name, _, function = target.partition(":")
+        found = getattr(importlib.import_module(module_name), function)()
+        if found is not None:
+            with _lock:
+                backend = _backends.setdefault(device_type, found)
+    return backend
+
+
+def backend_of(dev: Device) -> DeviceBackend:
+    """The backend serving ``dev``; raises DeviceUnavailableError when there is none."""
+    backend = _backends.get(dev.device_type) or find_backend(dev.device_type)
+    if backend is None:
+        have = ", ".join(MASK2STR.get(t, str(t)) for t in sorted(_backends))
+        hint = ""
+        if dev.device_type == DLDeviceType.kDLOpenCL:
+            hint = " (OpenCL needs pyopencl and a driver: pip install 'tvmrt[opencl]')"
+        raise DeviceUnavailableError(
+            f"no backend for device {dev}: tvmrt runs compiled kernels on {have}{hint}"
+        )
+    return backend
 
 
 class Device:
@@ -149,10 +183,8 @@ class Device:
 
     # -- introspection, served by the device's backend -------------------------------
     def _attr(self, name: str) -> Any:
-        from tvmrt.runtime.device_api import find_device_api
-
-        api = find_device_api(self.device_type)
-        return None if api is None else api.attribute(self, name)
+        backend = find_backend(self.device_type)
+        return None if backend is None else backend.attribute(self, name)
 
     @property
     def exist(self) -> bool:
@@ -230,34 +262,26 @@ class Device:
 
         Host backends have one stream and return a null handle, as TVM's CPU does.
         """
-        from tvmrt.runtime.device_api import get_device_api
-
-        return ctypes.c_void_p(get_device_api(self).create_stream(self) or None)
+        return ctypes.c_void_p(backend_of(self).create_stream(self) or None)
 
     def free_raw_stream(self, stream: ctypes.c_void_p | int | None) -> None:
         """Release a stream made by :meth:`create_raw_stream`."""
-        from tvmrt.runtime.device_api import get_device_api
-
         handle = _stream_id(stream)
         if handle:
-            get_device_api(self).free_stream(self, handle)
+            backend_of(self).free_stream(self, handle)
 
     def set_raw_stream(self, stream: ctypes.c_void_p | int | None) -> None:
         """Make ``stream`` the one kernels and copies on this device are queued on."""
-        from tvmrt.runtime.device_api import get_device_api
-
-        get_device_api(self).set_stream(self, _stream_id(stream))
+        backend_of(self).set_stream(self, _stream_id(stream))
 
     def sync(self, stream: ctypes.c_void_p | int | None = None) -> None:
         """Wait until work queued on ``stream`` (default: the current one) has finished."""
-        from tvmrt.runtime.device_api import get_device_api
-
         handle = _stream_id(stream)
-        api = get_device_api(self)
+        backend = backend_of(self)
         if handle:
-            api.sync(self, handle)
+            backend.sync(self, handle)
         else:  # the one-argument form: backends written before streams keep working
-            api.sync(self)
+            backend.sync(self)
 
 
 DeviceLike = Device | str | int

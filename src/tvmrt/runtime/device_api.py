@@ -11,8 +11,6 @@ their memory as a numpy buffer, so only their arrays have zero-copy numpy views.
 from __future__ import annotations
 
 import contextlib
-import importlib
-import threading
 import weakref
 from typing import Any, ClassVar
 
@@ -26,7 +24,14 @@ from tvmrt.error import (
     InvalidArgumentError,
     UnsupportedError,
 )
-from tvmrt.runtime.device import MASK2STR, Device, DLDeviceType
+from tvmrt.runtime.device import (
+    Device,
+    DeviceBackend,
+    backend_of,
+    find_backend,
+    register_backend,
+    unregister_backend,
+)
 
 __all__ = [
     "ALLOC_ALIGNMENT",
@@ -215,61 +220,34 @@ def find_storage(device_type: int, handle: int) -> Storage | None:
 _device_storage: weakref.WeakValueDictionary[tuple[int, int], Storage] = (
     weakref.WeakValueDictionary()
 )
-_registry: dict[int, DeviceAPI] = {}
-# The device backends, one file each under runtime/backends/, imported on first use so that
-# importing tvmrt never imports a driver: device type -> "module:function", where the
-# function returns the backend, or None when its driver is missing. A new backend is one
-# file there and one line here.
-_lazy: dict[int, str] = {
-    int(DLDeviceType.kDLCPU): "tvmrt.runtime.backends.cpu:backend",
-    int(DLDeviceType.kDLOpenCL): "tvmrt.runtime.backends.opencl:backend",
-}
-_lock = threading.Lock()
 
 
 def register_device_api(device_type: int, api: DeviceAPI, override: bool = False) -> None:
     """Serve ``device_type`` with ``api``; ``override`` replaces an existing backend."""
-    with _lock:
-        if device_type in _registry and not override:
-            raise InvalidArgumentError(
-                f"device type {device_type} ({MASK2STR.get(device_type, '?')}) already has "
-                f"backend {_registry[device_type].name!r}; pass override=True to replace it"
-            )
-        _lazy.pop(device_type, None)
-        _registry[device_type] = api
+    register_backend(device_type, api, override)
 
 
 def unregister_device_api(device_type: int) -> None:
     """Remove the backend of ``device_type`` (no-op when there is none)."""
-    with _lock:
-        _registry.pop(device_type, None)
+    unregister_backend(device_type)
 
 
 def find_device_api(device_type: int) -> DeviceAPI | None:
     """The backend serving ``device_type``, or ``None``."""
-    api = _registry.get(device_type)
-    if api is None and device_type in _lazy:
-        with _lock:
-            target = _lazy.pop(device_type, None)
-        if target is None:  # another thread is loading it or it was replaced
-            return _registry.get(device_type)
-        module_name, _, function = target.partition(":")
-        found = getattr(importlib.import_module(module_name), function)()
-        if found is not None:
-            with _lock:
-                api = _registry.setdefault(device_type, found)
-    return api
+    return _as_device_api(find_backend(device_type))
 
 
 def get_device_api(dev: Device) -> DeviceAPI:
     """The backend serving ``dev``; raises DeviceUnavailableError when there is none."""
-    api = _registry.get(dev.device_type) or find_device_api(dev.device_type)
-    if api is None:
-        have = ", ".join(MASK2STR.get(t, str(t)) for t in sorted(_registry))
-        hint = ""
-        if dev.device_type == DLDeviceType.kDLOpenCL:
-            hint = " (OpenCL needs pyopencl and a driver: pip install 'tvmrt[opencl]')"
-        raise DeviceUnavailableError(
-            f"no backend for device {dev}: tvmrt runs compiled kernels on {have}{hint}"
-        )
+    api = _as_device_api(backend_of(dev))
+    assert api is not None
     return api
+
+
+def _as_device_api(backend: DeviceBackend | None) -> DeviceAPI | None:
+    if backend is None or isinstance(backend, DeviceAPI):
+        return backend
+    raise DeviceUnavailableError(
+        f"backend {backend.name!r} serves Device methods only; memory needs a DeviceAPI "
+        "(register one with register_device_api)"
+    )

@@ -1,6 +1,6 @@
 """``Module.export_library``: write a loaded artifact back as one TVM factory library.
 
-What TVM's ``export_library`` writes (spec §2.13, abi §2.4): the kernels' object files
+What TVM's ``export_library`` writes: the kernels' object files
 plus ``devc.o``, an object defining ``__tvm_dev_mblob`` = ``u64 nbytes`` + the module
 blob (``GraphExecutorFactory`` payload, ``_lib``, ``_import_tree``), either linked into
 one shared library (``.so``) or put in a gzip tar (``.tar``) that the loader links.
@@ -21,15 +21,17 @@ import subprocess
 import tarfile
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tvmrt.error import ModuleLoadError, UnsupportedError
 from tvmrt.runtime._stream import ByteWriter
+from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory, save_factory_binary
+from tvmrt.runtime.loaders.archive import read_members
+from tvmrt.runtime.loaders.binary import ElfFile
+from tvmrt.runtime.loaders.link import find_compiler
+from tvmrt.runtime.module import Module
 
-if TYPE_CHECKING:
-    from tvmrt.runtime.module import Module
-
-__all__ = ["export_library", "kernel_objects"]
+__all__ = ["export_library", "kernel_objects", "is_dso_exportable", "export_module"]
 
 _BLOB_SYMBOL = "__tvm_dev_mblob"
 _SYSTEM_LIB_REGISTER = "TVMBackendRegisterSystemLibSymbol"
@@ -48,8 +50,6 @@ def _is_object(data: bytes) -> bool:
 
 def _symbols(data: bytes, name: str) -> tuple[set[str], set[str]]:
     """(defined, undefined) global symbol names of an ELF object file."""
-    from tvmrt.runtime.loaders.binary import ElfFile
-
     defined: set[str] = set()
     undefined: set[str] = set()
     for symbol in ElfFile(data, name).symbols(dynamic=False):
@@ -81,8 +81,6 @@ def kernel_objects(module: Module) -> list[tuple[str, bytes]] | None:
         return None
     members: list[tuple[str, bytes]] = []
     if tarfile.is_tarfile(path):
-        from tvmrt.runtime.loaders.link import read_members
-
         members = read_members(path)
     else:
         data = Path(path).read_bytes()
@@ -101,8 +99,6 @@ def kernel_objects(module: Module) -> list[tuple[str, bytes]] | None:
 
 def _module_blob(module: Module) -> bytes:
     """``__tvm_dev_mblob``'s payload for a factory over the library it is linked with."""
-    from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory, save_factory_binary
-
     if not isinstance(module, GraphExecutorFactory):
         raise UnsupportedError(f"cannot export Module[{module.type_key}] with a module blob")
     writer = ByteWriter()
@@ -153,14 +149,26 @@ def _run(command: list[str], what: str) -> None:
 
 
 def _compiler() -> list[str]:
-    from tvmrt.runtime.loaders.link import find_compiler
-
     compiler = find_compiler()
     if compiler is None:
         raise ModuleLoadError(
             "export_library needs a C compiler to build devc.o; install gcc or clang, or set $CC"
         )
     return compiler
+
+
+def is_dso_exportable(module: Module) -> bool:
+    """The global ``runtime.ModuleIsDSOExportable`` (``Module.is_dso_exportable``)."""
+    try:
+        return kernel_objects(module) is not None
+    except (ModuleLoadError, UnsupportedError):
+        return False
+
+
+def export_module(module: Module, file_name: str, options: dict[str, Any]) -> None:
+    """The global ``runtime.ModuleExportLibrary``: :func:`export_library` with its options
+    as one dict (``Module.export_library``'s keyword arguments)."""
+    export_library(module, file_name, **options)
 
 
 def export_library(module: Module, file_name: str | os.PathLike[str], **kwargs: Any) -> None:

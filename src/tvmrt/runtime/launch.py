@@ -25,6 +25,7 @@ from tvmrt.runtime._stream import ByteReader
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.device_api import Storage, get_device_api
 from tvmrt.runtime.dtype import DataType
+from tvmrt.runtime.kernel_services import native_library, set_last_error
 from tvmrt.runtime.packed_func import PackedFunc
 
 __all__ = [
@@ -198,8 +199,6 @@ _install_lock = threading.Lock()
 
 
 def _alloc_workspace(device_type: int, device_id: int, nbytes: int) -> int | None:
-    from tvmrt.runtime._backend import set_last_error
-
     try:
         dev = Device(device_type, device_id)
         storage = get_device_api(dev).alloc(dev, int(nbytes))
@@ -211,8 +210,6 @@ def _alloc_workspace(device_type: int, device_id: int, nbytes: int) -> int | Non
 
 
 def _free_workspace(device_type: int, device_id: int, ptr: int | None) -> int:
-    from tvmrt.runtime._backend import set_last_error
-
     if _workspaces.pop(ptr or 0, None) is None:
         set_last_error(
             f"TVMBackendFreeWorkspace: {ptr or 0:#x} is not workspace of device type "
@@ -227,8 +224,6 @@ def install_device_workspace() -> None:
     with _install_lock:
         if _installed:
             return
-        from tvmrt.runtime._backend import native_library
-
         lib = native_library()
         alloc, free = _AllocCallback(_alloc_workspace), _FreeCallback(_free_workspace)
         _installed.extend([alloc, free])  # callbacks must outlive every kernel library

@@ -1,25 +1,32 @@
-"""``Module``: a named collection of functions, with imports; ``load_module`` and ``system_lib``."""
+"""``Module``: a named collection of functions, with imports; ``load_module`` and ``system_lib``.
+
+What a module does beyond finding functions is served through the global registry, as
+in TVM (whose ``Module`` methods call ``runtime.Module*`` global functions): loading a
+file (``runtime.ModuleLoadFromFile``), the system library (``runtime.SystemLib``),
+static libraries (``runtime.ModuleLoadStaticLibrary``) and exporting
+(``runtime.ModuleIsDSOExportable``, ``runtime.ModuleExportLibrary``) are implemented by
+the loaders and :mod:`tvmrt.runtime.export`, which build on this module
+(:mod:`tvmrt.runtime.builtins` names them).
+"""
 
 from __future__ import annotations
 
 import os
 import threading
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 from tvmrt.error import (
     ArgumentTypeError,
     FunctionNotFoundError,
     InvalidArgumentError,
-    ModuleFileNotFoundError,
     ModuleLoadError,
     UnsupportedError,
 )
-from tvmrt.runtime.benchmark import BenchmarkResult, time_evaluate
+from tvmrt.runtime.benchmark import BenchmarkResult, TimingConfig, time_evaluate_config
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.packed_func import PackedFunc
-from tvmrt.runtime.registry import get_global_func, list_global_func_names
+from tvmrt.runtime.registry import get_global_func
 
 __all__ = [
     "Module",
@@ -27,12 +34,9 @@ __all__ = [
     "load_module",
     "load_static_library",
     "python_system_lib",
-    "StaticLibraryModule",
     "system_lib",
     "register_system_lib_func",
 ]
-
-_LOADER_PREFIX = "runtime.module.loadfile_"
 
 
 class Module:
@@ -74,12 +78,16 @@ class Module:
         FunctionNotFoundError
             If there is no such function (an ``AttributeError``, as in TVM).
         """
-        func = self._find_function(name, query_imports)
+        func = self.find_function(name, query_imports)
         if func is None:
             raise FunctionNotFoundError(f"Module has no function '{name}'")
         return func
 
-    def _find_function(self, name: str, query_imports: bool) -> PackedFunc | None:
+    def find_function(self, name: str, query_imports: bool = False) -> PackedFunc | None:
+        """:meth:`get_function`, returning ``None`` instead of raising (tvmrt extension).
+
+        Executors and loaders look kernels up with it: a missing name is theirs to report.
+        """
         func = self._get_function(name)
         if func is not None or not query_imports:
             return func
@@ -101,7 +109,7 @@ class Module:
 
     def implements_function(self, name: str, query_imports: bool = False) -> bool:
         """Whether :meth:`get_function` would find ``name``."""
-        return self._find_function(name, query_imports) is not None
+        return self.find_function(name, query_imports) is not None
 
     def __getitem__(self, name: str) -> PackedFunc:
         if not isinstance(name, str):
@@ -191,22 +199,19 @@ class Module:
         >>> len(res.results)
         2
         """
-        func = self._find_function(func_name, True)
+        func = self.find_function(func_name, True)
         if func is None:
             raise FunctionNotFoundError(f"Cannot find {func_name} in the module or its imports")
-        preproc = get_global_func(f_preproc) if f_preproc else None
-        return time_evaluate(
-            func,
-            dev,
+        timing = TimingConfig(
             number,
             repeat,
             min_repeat_ms,
             limit_zero_time_iterations,
             cooldown_interval_ms,
             repeats_to_cooldown,
-            cache_flush_bytes,
-            preproc,
         )
+        preproc = get_global_func(f_preproc) if f_preproc else None
+        return time_evaluate_config(func, dev, timing, cache_flush_bytes, preproc)
 
     # -- saving and exporting (TVM's Module.save / export_library) ------------------------
     def save(self, file_name: str | os.PathLike[str], fmt: str = "") -> None:
@@ -231,12 +236,7 @@ class Module:
         True for kernel libraries (and factories over them) that tvmrt holds as object
         files, i.e. loaded from an exported ``.tar`` or an ``.o``.
         """
-        from tvmrt.runtime.export import kernel_objects
-
-        try:
-            return kernel_objects(self) is not None
-        except (ModuleLoadError, UnsupportedError):
-            return False
+        return bool(get_global_func("runtime.ModuleIsDSOExportable")(self))
 
     def export_library(self, file_name: str | os.PathLike[str], **kwargs: Any) -> None:
         """Write this module as one TVM factory library (``.so``, or ``.tar`` of objects).
@@ -254,9 +254,7 @@ class Module:
         ModuleLoadError
             If no C compiler is found, or compiling or linking fails.
         """
-        from tvmrt.runtime.export import export_library
-
-        export_library(self, file_name, **kwargs)
+        get_global_func("runtime.ModuleExportLibrary")(self, os.fspath(file_name), kwargs)
 
 
 class PyModule(Module):
@@ -337,9 +335,7 @@ def system_lib(symbol_prefix: str = "") -> Module:
     ModuleLoadError
         If a registered module blob is corrupt.
     """
-    from tvmrt.runtime.loaders.systemlib import get_system_lib
-
-    return get_system_lib(symbol_prefix)
+    return _as_module(get_global_func("runtime.SystemLib")(symbol_prefix), "runtime.SystemLib")
 
 
 def register_system_lib_func(name: str, func: Callable[..., Any]) -> None:
@@ -348,52 +344,12 @@ def register_system_lib_func(name: str, func: Callable[..., Any]) -> None:
         _system_lib.add_function(name, func)
 
 
-class StaticLibraryModule(Module):
-    """An object file kept as it is (TVM's ``static_library`` module).
-
-    It is not linked or loaded: it has no callable functions, only ``get_func_names``;
-    :meth:`implements_function` answers for the names it was given, and
-    :meth:`save` writes the object back (what ``export_library`` links into a library).
-
-    Parameters
-    ----------
-    data
-        The object file's bytes.
-    func_names
-        The functions it implements.
-    """
-
-    def __init__(self, data: bytes, func_names: list[str]) -> None:
-        super().__init__()
-        self.data = data
-        self.func_names = list(func_names)
-
-    @property
-    def type_key(self) -> str:
-        return "static_library"
-
-    def __repr__(self) -> str:
-        return f"StaticLibraryModule({len(self.data)} bytes, {self.func_names})"
-
-    def _get_function(self, name: str) -> PackedFunc | None:
-        if name == "get_func_names":
-            return PackedFunc(lambda: list(self.func_names), name)
-        return None
-
-    def implements_function(self, name: str, query_imports: bool = False) -> bool:
-        """Whether ``name`` is one of the functions the object implements."""
-        return name in self.func_names
-
-    def save(self, file_name: str | os.PathLike[str], fmt: str = "") -> None:
-        """Write the object file to ``file_name``."""
-        Path(file_name).write_bytes(self.data)
-
-
 def load_static_library(path: str | os.PathLike[str], func_names: list[str]) -> Module:
     """Load the ``.o`` at ``path`` implementing ``func_names``, without linking it.
 
     TVM's ``tvm.runtime.load_static_library``: the result stays a ``static_library``
-    module (see :class:`StaticLibraryModule`) instead of being relinked into a ``.so``.
+    module (see :class:`~tvmrt.runtime.static_library.StaticLibraryModule`) instead of
+    being relinked into a ``.so``.
 
     Raises
     ------
@@ -402,28 +358,8 @@ def load_static_library(path: str | os.PathLike[str], func_names: list[str]) -> 
     TypeError
         If ``func_names`` is not a list of strings.
     """
-    text = os.fspath(path)
-    resolved = os.path.realpath(text)
-    if not os.path.isfile(resolved):
-        raise ModuleFileNotFoundError(f"static library {text!r} does not exist")
-    names = list(func_names)
-    if not all(isinstance(n, str) for n in names):
-        raise ArgumentTypeError(f"func_names must be strings, got {names!r}")
-    return StaticLibraryModule(Path(resolved).read_bytes(), names)
-
-
-def load_static_binary(reader: Any) -> StaticLibraryModule:
-    data = bytes(reader.blob("static library object"))
-    names = reader.strings("static library function names")
-    return StaticLibraryModule(data, names)
-
-
-def _format_of(path: str) -> str:
-    name = Path(path).name
-    if name.endswith((".so", ".dll", ".dylib")) or ".so." in name:
-        return "so"
-    suffix = Path(path).suffix
-    return suffix[1:] if suffix else ""
+    loader = get_global_func("runtime.ModuleLoadStaticLibrary")
+    return _as_module(loader(path, func_names), "runtime.ModuleLoadStaticLibrary")
 
 
 def load_module(path: str | os.PathLike[str], fmt: str = "") -> Module:
@@ -450,27 +386,11 @@ def load_module(path: str | os.PathLike[str], fmt: str = "") -> Module:
     ModuleLoadError
         If no loader handles this kind of file, or the loader rejects it.
     """
-    from tvmrt.runtime.loaders import dispatch  # registers the built-in loaders
+    loader = get_global_func("runtime.ModuleLoadFromFile")
+    return _as_module(loader(os.fspath(path), fmt), "runtime.ModuleLoadFromFile")
 
-    text = os.fspath(path)
-    resolved = os.path.realpath(text)
-    if not os.path.isfile(resolved):
-        what = "is a folder, not a file" if os.path.isdir(resolved) else "does not exist"
-        raise ModuleFileNotFoundError(f"module file {text!r} {what}")
-    kind = fmt or _format_of(text)
-    loader = get_global_func(_LOADER_PREFIX + kind, allow_missing=True) if kind else None
-    if loader is None:
-        if dispatch.recognises(resolved):
-            return dispatch.load(resolved, shown=text)
-        names = list_global_func_names()
-        known = sorted(n[len(_LOADER_PREFIX) :] for n in names if n.startswith(_LOADER_PREFIX))
-        raise ModuleLoadError(
-            f"cannot load {text!r}: no loader for file kind {kind!r}; "
-            f"supported kinds are {', '.join(repr(k) for k in known)}"
-        )
-    if dispatch.is_builtin(loader):  # tvmrt's own: messages name the file as given
-        return dispatch.load(resolved, shown=text)
-    module = loader(resolved)
-    if not isinstance(module, Module):
-        raise ModuleLoadError(f"loader for {kind!r} returned {type(module).__name__}, not a Module")
-    return module
+
+def _as_module(value: object, what: str) -> Module:
+    if not isinstance(value, Module):
+        raise ModuleLoadError(f"{what} returned {type(value).__name__}, not a Module")
+    return value

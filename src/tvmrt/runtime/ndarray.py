@@ -1,57 +1,42 @@
 """``NDArray``: a tensor in device memory, with TVM's API and DLPack exchange.
 
 An NDArray is device storage (:class:`~tvmrt.runtime.device_api.Storage`) + a byte offset
-+ a shape + a dtype. Arrays in host memory (the CPU) also keep a numpy view of their
-bytes, so host access is zero-copy; arrays in device memory move through their backend's
-copy hooks. Memory is 64-byte aligned when tvmrt allocates it (compiled kernels require that).
-Arrays made from another framework's memory (:func:`from_dlpack`) keep that memory and
-its alignment; the graph executor checks alignment wherever a kernel would see it.
++ a shape + a dtype (:class:`~tvmrt.runtime.array_memory.ArrayMemory`). Arrays in host
+memory (the CPU) also keep a numpy view of their bytes, so host access is zero-copy;
+arrays in device memory move through their backend's copy hooks. Memory is 64-byte
+aligned when tvmrt allocates it (compiled kernels require that). Arrays made from another
+framework's memory (:func:`from_dlpack`) keep that memory and its alignment; the graph
+executor checks alignment wherever a kernel would see it.
 """
 
 from __future__ import annotations
 
-import ctypes
 import math
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from tvmrt.error import ArgumentTypeError, ArrayError, InvalidArgumentError
-from tvmrt.runtime._ctypes_api import DLDataType, DLDevice, DLTensor
+from tvmrt.error import ArgumentTypeError, ArrayError, DeviceUnavailableError, InvalidArgumentError
 from tvmrt.runtime._deprecate import warn_deprecated
-from tvmrt.runtime._transfer import copy_between as _copy_between
-from tvmrt.runtime._transfer import copy_numpy_into as _copy_numpy_into
-from tvmrt.runtime.device import Device, DeviceLike, cpu, device
-from tvmrt.runtime.device_api import ALLOC_ALIGNMENT, Storage, get_device_api
-from tvmrt.runtime.dtype import DataType, DataTypeCode, DTypeLike
+from tvmrt.runtime._transfer import copy_between, copy_numpy_into
+from tvmrt.runtime.array_memory import ArrayMemory, ShapeLike, as_shape, numpy_shape
+from tvmrt.runtime.device import Device, DeviceLike, DLDeviceType, cpu, device
+from tvmrt.runtime.device_api import ALLOC_ALIGNMENT, get_device_api
+from tvmrt.runtime.dlpack_export import export_capsule
+from tvmrt.runtime.dlpack_import import import_tensor
+from tvmrt.runtime.dtype import DataType, DTypeLike
 
-__all__ = ["NDArray", "empty", "array", "from_dlpack", "ShapeLike"]
-
-ShapeLike = Sequence[int] | int
-
-
-def _as_shape(shape: ShapeLike) -> tuple[int, ...]:
-    dims = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
-    out = []
-    for d in dims:
-        if isinstance(d, bool) or not isinstance(d, int | np.integer):
-            raise ArgumentTypeError(f"shape {shape!r}: dimension {d!r} is not an integer")
-        if d < 0:
-            raise InvalidArgumentError(f"shape {shape!r}: dimension {d} is negative")
-        out.append(int(d))
-    return tuple(out)
+__all__ = [
+    "NDArray",
+    "empty",
+    "array",
+    "from_dlpack",
+    "to_dlpack_capsule",
+    "ShapeLike",
+]
 
 
-# tvmrt numbers float8 types after DLPack's bool (6); TVM v0.19 used 6 and 7 for them.
-_TVM_LEGACY_CODES: dict[int, int] = {DataTypeCode.E4M3_FLOAT8: 6, DataTypeCode.E5M2_FLOAT8: 7}
-
-
-def _numpy_shape(shape: tuple[int, ...], dtype: DataType) -> tuple[int, ...]:
-    return (*shape, dtype.lanes) if dtype.lanes > 1 else shape
-
-
-class NDArray:
+class NDArray(ArrayMemory):
     """A tensor on a device: shape, dtype, device and (host-addressable) memory.
 
     Create one with :func:`empty`, :func:`array` or :func:`from_dlpack`. Like TVM,
@@ -67,134 +52,12 @@ class NDArray:
     array([0., 1., 2., 3.], dtype=float32)
     """
 
-    __slots__ = (
-        "__weakref__",
-        "_byte_offset",
-        "_device",
-        "_dl",
-        "_dtype",
-        "_np",
-        "_owner",
-        "_shape",
-        "_storage",
-    )
-
-    _np: np.ndarray[Any, Any] | None  # the bytes as numpy, for host memory only
-    _storage: Storage | None  # None for host memory another framework owns
-    _shape: tuple[int, ...]
-    _dtype: DataType
-    _device: Device
-    _byte_offset: int
-    _owner: object
-    _dl: tuple[DLTensor, Any] | None
+    __slots__ = ()
 
     def __init__(self) -> None:
         raise ArgumentTypeError(
             "use tvmrt.runtime.empty(), array() or from_dlpack() to make an NDArray"
         )
-
-    @classmethod
-    def _wrap(
-        cls,
-        view: np.ndarray[Any, Any],
-        dtype: DataType,
-        dev: Device,
-        owner: object = None,
-        byte_offset: int = 0,
-    ) -> NDArray:
-        """Wrap a numpy view of host memory (shape includes lanes) without copying."""
-        self = object.__new__(cls)
-        self._np = view
-        self._dtype = dtype
-        self._device = dev
-        self._owner = owner
-        self._byte_offset = byte_offset
-        self._dl = None
-        self._shape = view.shape[:-1] if dtype.lanes > 1 else view.shape
-        self._storage = owner if isinstance(owner, Storage) else None
-        return self
-
-    @classmethod
-    def _from_storage(
-        cls, storage: Storage, byte_offset: int, shape: tuple[int, ...], dtype: DataType
-    ) -> NDArray:
-        """A dense array over ``storage`` from ``byte_offset`` (a numpy view if host memory)."""
-        nbytes = math.prod(shape) * dtype.itemsize
-        if byte_offset < 0 or byte_offset + nbytes > storage.nbytes:
-            raise ArrayError(
-                f"array of shape {shape} and dtype {dtype} at byte offset {byte_offset} "
-                f"needs {nbytes} bytes, but the storage has {storage.nbytes}"
-            )
-        if storage.host is not None:
-            raw = storage.host[byte_offset : byte_offset + nbytes]
-            view = raw.view(dtype.numpy_dtype).reshape(_numpy_shape(shape, dtype))
-            return cls._wrap(view, dtype, storage.device, storage)
-        self = object.__new__(cls)
-        self._np = None
-        self._dtype = dtype
-        self._device = storage.device
-        self._owner = storage
-        self._storage = storage
-        self._byte_offset = byte_offset
-        self._shape = shape
-        self._dl = None
-        return self
-
-    def _device_storage(self) -> Storage:
-        assert self._storage is not None
-        return self._storage
-
-    def _host(self, what: str) -> np.ndarray[Any, Any]:
-        """The numpy view of host memory; ArrayError for device memory."""
-        if self._np is None:
-            raise ArrayError(
-                f"{what}: the array is in device memory on {self._device}, which has no "
-                "numpy view; use numpy() to copy it to the host"
-            )
-        return self._np
-
-    # -- TVM properties ------------------------------------------------------------
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """Shape as a tuple of ints (lanes of vector dtypes are not a dimension)."""
-        return self._shape
-
-    @property
-    def dtype(self) -> DataType:
-        """Element type (a ``str`` subclass: ``arr.dtype == "float32"``)."""
-        return self._dtype
-
-    @property
-    def device(self) -> Device:
-        """The device holding the data."""
-        return self._device
-
-    @property
-    def ndim(self) -> int:
-        """Number of dimensions."""
-        return len(self.shape)
-
-    @property
-    def byte_offset(self) -> int:
-        """Offset in bytes of the first element from the DLTensor's ``data`` pointer."""
-        return self._byte_offset
-
-    @property
-    def is_contiguous(self) -> bool:
-        """Whether elements are laid out densely in row-major order."""
-        return self._np is None or bool(self._np.flags.c_contiguous)
-
-    @property
-    def nbytes(self) -> int:
-        """Size of the data in bytes (TVM's ``GetDataSize``)."""
-        return math.prod(self.shape) * self._dtype.itemsize
-
-    @property
-    def data_ptr(self) -> int:
-        """Address of the first element (``data + byte_offset``; a token in device memory)."""
-        if self._np is None:
-            return self._device_storage().handle + self._byte_offset
-        return int(self._np.ctypes.data)
 
     def __len__(self) -> int:
         if not self.shape:
@@ -212,7 +75,7 @@ class NDArray:
         """A numpy copy of the data (vector dtypes gain a trailing lanes dimension)."""
         if self._np is not None:
             return np.array(self._np, copy=True)
-        out = np.empty(_numpy_shape(self._shape, self._dtype), self._dtype.numpy_dtype)
+        out = np.empty(numpy_shape(self._shape, self._dtype), self._dtype.numpy_dtype)
         storage = self._device_storage()
         storage.api.copy_to_host(storage, self._byte_offset, out)
         return out
@@ -253,7 +116,7 @@ class NDArray:
         if target is not None:
             np_shape, np_dtype = target.shape, target.dtype
         else:
-            np_shape, np_dtype = _numpy_shape(self._shape, self._dtype), self._dtype.numpy_dtype
+            np_shape, np_dtype = numpy_shape(self._shape, self._dtype), self._dtype.numpy_dtype
         if not isinstance(source_array, np.ndarray):
             try:
                 source_array = np.array(source_array, dtype=np_dtype)
@@ -267,10 +130,10 @@ class NDArray:
                 f"array shape do not match the shape of NDArray {source_array.shape} vs {np_shape}"
             )
         if target is not None:
-            _copy_numpy_into(target, source_array, self._dtype)
+            copy_numpy_into(target, source_array, self._dtype)
             return self
         staging = np.empty(np_shape, np_dtype)
-        _copy_numpy_into(staging, source_array, self._dtype)
+        copy_numpy_into(staging, source_array, self._dtype)
         storage = self._device_storage()
         storage.api.copy_from_host(storage, self._byte_offset, staging)
         return self
@@ -287,7 +150,15 @@ class NDArray:
                     f"source {self.shape} {self.dtype} has {self.nbytes} bytes, "
                     f"target {target.shape} {target.dtype} has {target.nbytes}"
                 )
-            _copy_between(self, target)
+            copy_between(
+                self._np,
+                self._storage,
+                self._byte_offset,
+                target._np,
+                target._storage,
+                target._byte_offset,
+                self.nbytes,
+            )
             return target
         out = empty(self.shape, self.dtype, _as_device(target), mem_scope)
         return self.copyto(out)
@@ -307,69 +178,6 @@ class NDArray:
         else:
             self.copyfrom(np.full(self._shape, value, dtype=self._dtype.numpy_dtype))
 
-    def _create_view(
-        self, shape: ShapeLike, dtype: DTypeLike | None = None, relative_byte_offset: int = 0
-    ) -> NDArray:
-        """A view of this (contiguous) array's memory with another shape and dtype."""
-        if not self.is_contiguous:
-            raise ArrayError("cannot create a view of a non-contiguous NDArray")
-        new_dtype = self._dtype if dtype is None else DataType(dtype)
-        new_shape = _as_shape(shape)
-        nbytes = math.prod(new_shape) * new_dtype.itemsize
-        if self._np is None:  # device memory: same storage, offset moved (TVM's CreateView)
-            if relative_byte_offset < 0 or relative_byte_offset + nbytes > self.nbytes:
-                raise ArrayError(
-                    f"view with shape {new_shape} and dtype {new_dtype} at byte offset "
-                    f"{relative_byte_offset} needs {nbytes} bytes, but the array has "
-                    f"{self.nbytes}"
-                )
-            start = self._byte_offset + relative_byte_offset
-            return NDArray._from_storage(self._device_storage(), start, new_shape, new_dtype)
-        flat = self._np.reshape(-1).view(np.uint8)
-        if relative_byte_offset < 0 or relative_byte_offset + nbytes > flat.size:
-            raise ArrayError(
-                f"view with shape {new_shape} and dtype {new_dtype} at byte offset "
-                f"{relative_byte_offset} needs {nbytes} bytes, but the array has {flat.size}"
-            )
-        raw = np.ndarray((nbytes,), np.uint8, buffer=flat, offset=relative_byte_offset)
-        view = raw.view(new_dtype.numpy_dtype).reshape(_numpy_shape(new_shape, new_dtype))
-        owner = self if self._owner is None else self._owner
-        return NDArray._wrap(view, new_dtype, self._device, owner, self._byte_offset)
-
-    # -- C view for compiled kernels ---------------------------------------------------
-    def _dltensor(self) -> DLTensor:
-        """This array as a ``DLTensor`` (cached; valid while the NDArray is alive)."""
-        if self._dl is None:
-            shape = self.shape
-            ndim = len(shape)
-            shape_arr = (ctypes.c_int64 * max(ndim, 1))(*shape)
-            strides_arr = None
-            if self._np is not None and not self.is_contiguous:
-                step = self._np.itemsize * self._dtype.lanes
-                strides_arr = (ctypes.c_int64 * max(ndim, 1))(
-                    *(s // step for s in self._np.strides[:ndim])
-                )
-            dtype = self._dtype
-            # TVM v0.19's own codes (kernels compare dtypes exactly); tvm-ffi re-encodes bool
-            code = _TVM_LEGACY_CODES.get(dtype.type_code, dtype.type_code)
-            if self._np is None:
-                data = self._device_storage().handle
-            else:
-                data = self.data_ptr - self._byte_offset
-            dl = DLTensor(
-                data=data,
-                device=DLDevice(self._device.device_type, self._device.device_id),
-                ndim=ndim,
-                dtype=DLDataType(code, dtype.bits, dtype.lanes),
-                shape=ctypes.cast(shape_arr, ctypes.POINTER(ctypes.c_int64)),
-                strides=None
-                if strides_arr is None
-                else ctypes.cast(strides_arr, ctypes.POINTER(ctypes.c_int64)),
-                byte_offset=self._byte_offset,
-            )
-            self._dl = (dl, (shape_arr, strides_arr))
-        return self._dl[0]
-
     # -- DLPack ---------------------------------------------------------------------------
     def __dlpack__(
         self,
@@ -379,8 +187,6 @@ class NDArray:
         copy: bool | None = None,
     ) -> Any:
         """Export as a DLPack capsule (zero-copy), per the Python array API standard."""
-        from tvmrt.runtime._dlpack import to_dlpack_capsule
-
         return to_dlpack_capsule(self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self) -> tuple[int, int]:
@@ -433,13 +239,13 @@ def empty(
         raise InvalidArgumentError(f"memory scope {mem_scope!r} is not supported; only 'global' is")
     dev = _as_device(device)
     dt = DataType(dtype)
-    shp = _as_shape(shape)
+    shp = as_shape(shape)
     nbytes = math.prod(shp) * dt.itemsize
     storage = get_device_api(dev).alloc(dev, nbytes, ALLOC_ALIGNMENT)
     if storage.host is not None:
-        view = storage.host.view(dt.numpy_dtype).reshape(_numpy_shape(shp, dt))
-        return NDArray._wrap(view, dt, dev, storage)
-    return NDArray._from_storage(storage, 0, shp, dt)
+        view = storage.host.view(dt.numpy_dtype).reshape(numpy_shape(shp, dt))
+        return NDArray.from_host_memory(view, dt, dev, storage)
+    return NDArray.from_storage(storage, 0, shp, dt)
 
 
 def array(
@@ -465,10 +271,75 @@ def from_dlpack(ext_tensor: object) -> NDArray:
     ext_tensor
         An object with ``__dlpack__``/``__dlpack_device__``, or a DLPack capsule.
     """
-    from tvmrt.runtime._dlpack import from_dlpack as _impl
+    imported = import_tensor(ext_tensor)
+    if imported.view is not None:
+        dtype, dev = imported.dtype, imported.device
+        return NDArray.from_host_memory(
+            imported.view, dtype, dev, imported.owner, imported.byte_offset
+        )
+    assert imported.storage is not None
+    nd = NDArray.from_storage(
+        imported.storage, imported.byte_offset, imported.shape, imported.dtype
+    )
+    nd._owner = imported.owner  # the storage stays alive through nd
+    return nd
 
-    result: NDArray = _impl(ext_tensor)
-    return result
+
+def to_dlpack_capsule(
+    nd: NDArray,
+    stream: int | None = None,
+    max_version: tuple[int, int] | None = None,
+    dl_device: tuple[int, int] | None = None,
+    copy: bool | None = None,
+) -> Any:
+    """Export ``nd`` as a DLPack capsule sharing its memory (``NDArray.__dlpack__``).
+
+    Parameters
+    ----------
+    nd
+        The array to export.
+    stream
+        The consumer's stream; must be ``None`` or ``-1`` for CPU arrays. For other
+        (host-backed) devices tvmrt synchronises the device first.
+    max_version
+        The highest DLPack version the consumer reads. ``(1, x)`` or higher gives a
+        ``"dltensor_versioned"`` capsule; ``None`` or ``(0, x)`` a legacy ``"dltensor"``.
+    dl_device
+        ``(device_type, device_id)`` the consumer wants; another device than ``nd``'s
+        needs ``copy=True``.
+    copy
+        ``True`` exports a copy (flagged ``IS_COPIED``); ``None`` or ``False`` never copy.
+
+    Raises
+    ------
+    BufferError
+        If the stream, device or array cannot be exported (a read-only array needs a
+        versioned capsule, as in numpy).
+    """
+    dev = nd.device
+    if stream is not None and stream != -1:
+        if dev.device_type == DLDeviceType.kDLCPU:
+            raise BufferError(f"stream must be None or -1 for an array on {dev}, got {stream!r}")
+        get_device_api(dev).sync(dev)
+    copied = False
+    wanted = None if dl_device is None else (int(dl_device[0]), int(dl_device[1]))
+    if wanted is not None and wanted != (dev.device_type, dev.device_id):
+        target = Device(*wanted)
+        if copy is not True:
+            raise BufferError(
+                f"array is on {dev}, not on the requested device {target}; "
+                "pass copy=True to export a copy there"
+            )
+        try:
+            nd, copied = nd.copyto(target), True
+        except DeviceUnavailableError as exc:
+            raise BufferError(f"cannot copy an array on {dev} to {target}: {exc}") from exc
+    elif copy:
+        nd, copied = nd.copyto(dev), True
+    data = 0 if nd._storage is None or nd._np is not None else nd._storage.handle
+    return export_capsule(
+        nd._np, nd.shape, nd.dtype, nd.device, data, nd.byte_offset, nd, copied, max_version
+    )
 
 
 def _as_device(dev: DeviceLike) -> Device:

@@ -51,6 +51,12 @@ class PackedFunc:
     def __call__(self, *args: Any) -> Any:
         return self._func(*args)
 
+    @property
+    def wrapped(self) -> Callable[..., Any]:
+        """The Python callable this function calls (tvmrt; for compiled functions, the
+        loader's own calling code)."""
+        return self._func
+
     def prepare_call(self, args: Sequence[NDArray]) -> PreparedCall:
         """Prepare a call on fixed tensor arguments, for a loop that runs it many times.
 

@@ -1,9 +1,11 @@
 """How many threads compiled kernels use for their parallel loops.
 
 The one parser of ``TVM_NUM_THREADS`` / ``OMP_NUM_THREADS`` (the native backend takes the
-number from here). A value that is not a whole positive number is ignored with a warning,
-and one above :func:`max_threads` is lowered to it with a warning: TVM's ``atoi`` read
-``"4x"`` as 4 and ``"abc"`` as one thread, and created any number of threads asked for.
+number from here; the pool itself, ``num_threads`` and ``set_num_threads``, is
+:mod:`tvmrt.runtime.kernel_services`). A value that is not a whole positive number is
+ignored with a warning, and one above :func:`max_threads` is lowered to it with a
+warning: TVM's ``atoi`` read ``"4x"`` as 4 and ``"abc"`` as one thread, and created any
+number of threads asked for.
 
 Default without either variable: the physical cores among the CPUs this process may run
 on (its affinity mask), i.e. one thread per core however many hyper-threads it has.
@@ -20,7 +22,6 @@ import re
 import warnings
 
 __all__ = [
-    "num_threads",
     "default_num_threads",
     "max_threads",
     "parse_num_threads",
@@ -108,10 +109,3 @@ def default_num_threads() -> int:
         if value is not None:
             return value
     return min(physical_cores(), _HARD_LIMIT)
-
-
-def num_threads() -> int:
-    """Threads the runtime's worker pool runs parallel kernel loops on (TVM's ``num_threads``)."""
-    from tvmrt.runtime import _backend
-
-    return _backend.num_threads()

@@ -146,7 +146,7 @@ class InferenceApp:
             ok = path.endswith("live") or self.ready
             return _json(200 if ok else 503, {"live" if path.endswith("live") else "ready": ok})
         if path == "/v2" and method == "GET":
-            from tvmrt import __version__
+            from tvmrt._version import __version__
 
             return _json(
                 200,

@@ -39,7 +39,7 @@ import numpy as np
 from tvmrt.contrib.debugger import debug_result
 from tvmrt.contrib.graph_executor import GraphModule, get_device
 from tvmrt.error import ArgumentTypeError, InvalidArgumentError, NodeNotFoundError, TVMError
-from tvmrt.runtime.benchmark import BenchmarkResult
+from tvmrt.runtime.benchmark import BenchmarkResult, TimingConfig
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.graph_executor.debug import GraphExecutorDebug
 from tvmrt.runtime.module import Module
@@ -160,6 +160,12 @@ class GraphModuleDebug(GraphModule):
         self._create_debug_env(graph_json_str, devices)
 
     # -- dump folder -----------------------------------------------------------------------
+    @property
+    def dump_path(self) -> str:
+        """The folder of this module's dump files (tvmrt; TVM keeps it as ``_dump_path``)."""
+        assert self._dump_path is not None  # set in __init__
+        return self._dump_path
+
     @staticmethod
     def _format_device(device: Sequence[Device]) -> str:
         return str(device[0]).upper().replace("(", ":").replace(")", "")
@@ -199,23 +205,8 @@ class GraphModuleDebug(GraphModule):
                 output_tensors.append(self._get_node_output(i, j))
         self.debug_datum.update_output_tensors(output_tensors)
 
-    def _run_debug(
-        self,
-        number: int,
-        repeat: int,
-        min_repeat_ms: float,
-        limit_zero_time_iterations: int,
-        cooldown_interval_ms: float,
-        repeats_to_cooldown: int,
-    ) -> None:
-        self.debug_datum._time_list = self.run_individual(
-            number=number,
-            repeat=repeat,
-            min_repeat_ms=min_repeat_ms,
-            limit_zero_time_iterations=limit_zero_time_iterations,
-            cooldown_interval_ms=cooldown_interval_ms,
-            repeats_to_cooldown=repeats_to_cooldown,
-        )
+    def _run_debug(self, timing: TimingConfig) -> None:
+        self.debug_datum._time_list = self.run_individual(*timing.as_args())
         self._run_per_layer()
 
     def run(
@@ -252,14 +243,15 @@ class GraphModuleDebug(GraphModule):
         """
         if input_dict:
             self.set_input(**input_dict)
-        self._run_debug(
-            number=number,
-            repeat=repeat,
-            min_repeat_ms=min_repeat_ms,
-            limit_zero_time_iterations=limit_zero_time_iterations,
-            cooldown_interval_ms=cooldown_interval_ms,
-            repeats_to_cooldown=repeats_to_cooldown,
+        timing = TimingConfig(
+            number,
+            repeat,
+            min_repeat_ms,
+            limit_zero_time_iterations,
+            cooldown_interval_ms,
+            repeats_to_cooldown,
         )
+        self._run_debug(timing)
         self.debug_datum.dump_output_tensor()
         self.debug_datum.dump_chrome_trace()
         self.debug_datum.display_debug_result(sort_by_time)

@@ -1,4 +1,4 @@
-"""``DebugResult``: the debug executor's dump files and console table (spec §5.3).
+"""``DebugResult``: the debug executor's dump files and console table (TVM's ``debug_result.py``).
 
 Files written into the dump path, in TVM v0.19's formats:
 

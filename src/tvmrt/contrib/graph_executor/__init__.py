@@ -24,7 +24,7 @@ from tvmrt.error import ArgumentTypeError, InvalidArgumentError, UnsupportedErro
 from tvmrt.runtime.benchmark import BenchmarkResult
 from tvmrt.runtime.device import RPC_SESS_MASK, Device
 from tvmrt.runtime.graph_executor.checks import unknown_input
-from tvmrt.runtime.graph_executor.executor import GraphExecutor, create_executor
+from tvmrt.runtime.graph_executor.executor import GraphExecutor
 from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory
 from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
 from tvmrt.runtime.graph_executor.keys import GraphKeys
@@ -130,6 +130,10 @@ def create(graph_json_str: str, libmod: Module, device: Device | Sequence[Device
 class GraphModule:
     """Python interface of a graph executor module (TVM's ``GraphModule``).
 
+    Every call goes through the module's packed functions, looked up once here, so any
+    module with TVM's graph-executor functions works; with tvmrt's executor, ``run`` is
+    its straight-line program of kernel calls bound at create.
+
     Parameters
     ----------
     module
@@ -153,9 +157,12 @@ class GraphModule:
         self._get_input_index = module["get_input_index"]
         self._get_input_info = module["get_input_info"]
         self._get_output_info = module["get_output_info"]
+        self._get_output_index = module["get_output_index"]
         self._get_num_inputs = module["get_num_inputs"]
         self._load_params = module["load_params"]
+        self._load_params_from_file = module["load_params_from_file"]
         self._share_params = module["share_params"]
+        self._known_inputs: set[str] = set()
 
     @property
     def executor(self) -> GraphExecutor:
@@ -203,20 +210,11 @@ class GraphModule:
                 self._set_input(name, params[name])
 
     def _check_input_name(self, key: object) -> None:
-        if not isinstance(key, str):
+        if not isinstance(key, str) or key in self._known_inputs:
             return  # indices are checked by the executor
-        ex = self.module
-        known = (
-            ex.has_input(key) if isinstance(ex, GraphExecutor) else self._get_input_index(key) >= 0
-        )
-        if not known:
-            raise unknown_input(key, self._input_names())
-
-    def _input_names(self) -> list[str]:
-        ex = self.module
-        if isinstance(ex, GraphExecutor):
-            return ex.input_names
-        return list(self.get_input_info()[0])
+        if self._get_input_index(key) < 0:
+            raise unknown_input(key, list(self.get_input_info()[0]))
+        self._known_inputs.add(key)  # a graph's input names never change
 
     def set_input_zero_copy(
         self, key: int | str | None = None, value: object = None, **params: Any
@@ -277,7 +275,7 @@ class GraphModule:
 
     def get_output_index(self, name: str) -> int:
         """Index of the output named ``name`` (``"node"`` or ``"node:i"``), or -1."""
-        return int(self.module["get_output_index"](name))
+        return int(self._get_output_index(name))
 
     def get_output(self, index: int | str, out: NDArray | None = None) -> NDArray:
         """Output ``index``: an alias that the next ``run`` overwrites, or a copy into ``out``."""
@@ -296,7 +294,7 @@ class GraphModule:
 
     def load_params_from_file(self, path: str | os.PathLike[str]) -> None:
         """Load a ``.params`` file, memory-mapped: the file is never read whole (tvmrt)."""
-        self.module["load_params_from_file"](os.fspath(path))
+        self._load_params_from_file(os.fspath(path))
 
     def share_params(
         self, other: GraphModule, params_bytes: bytes | bytearray | memoryview

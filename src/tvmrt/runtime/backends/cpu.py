@@ -24,5 +24,5 @@ class CPUDeviceAPI(HostDeviceAPI):
 
 
 def backend() -> CPUDeviceAPI:
-    """The CPU backend (runtime/device_api.py's lazy table calls this)."""
+    """The CPU backend (the lazy table of runtime/device.py calls this)."""
     return CPUDeviceAPI()

@@ -227,5 +227,5 @@ class OpenCLDeviceAPI(DeviceAPI):
 
 
 def backend() -> OpenCLDeviceAPI | None:
-    """The OpenCL backend, or None without pyopencl (runtime/device_api.py's lazy table)."""
+    """The OpenCL backend, or None without pyopencl (runtime/device.py's lazy table)."""
     return None if cl is None else OpenCLDeviceAPI()

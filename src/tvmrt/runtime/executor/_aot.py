@@ -22,7 +22,7 @@ from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, empty
 from tvmrt.runtime.packed_func import PackedFunc
-from tvmrt.runtime.params import read_ndarray
+from tvmrt.runtime.tensor_record import read_ndarray
 
 __all__ = ["AotExecutor", "AotExecutorFactory", "TensorInfo", "read_c_metadata"]
 
@@ -134,7 +134,7 @@ class AotExecutor(Module):
             raise InternalError(f"the AOT executor runs on cpu(0) only (as in TVM), got {device}")
         self.lib = lib
         self.device = device
-        get_metadata = lib._find_function("get_c_metadata", True)
+        get_metadata = lib.find_function("get_c_metadata", True)
         if get_metadata is None:
             raise ModuleLoadError(
                 "the AOT library has no get_c_metadata function (not an AOT build of the "
@@ -143,7 +143,7 @@ class AotExecutor(Module):
         name, self.inputs, self.outputs = read_c_metadata(int(get_metadata() or 0))
         self.model_name = name
         entry_name = f"{name}___tvm_main__"  # runtime::get_name_mangled(mod_name, main)
-        entry = lib._find_function(entry_name, True)
+        entry = lib.find_function(entry_name, True)
         if entry is None:
             raise ModuleLoadError(f"the AOT library has no entry function {entry_name!r}")
         self._entry = entry

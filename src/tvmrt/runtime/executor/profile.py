@@ -15,11 +15,12 @@ import tempfile
 import time
 from typing import Any
 
+from tvmrt.runtime.benchmark import TimingConfig
 from tvmrt.runtime.executor._aot import AotExecutor
 from tvmrt.runtime.executor.aot_executor import AotModule
+from tvmrt.runtime.kernel_services import num_threads
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.profiling import Count, Metric, Profiler, Report
-from tvmrt.runtime.threads import num_threads
 
 __all__ = ["AotProfiler"]
 
@@ -45,6 +46,11 @@ class AotProfiler:
         os.makedirs(self._dump_path, exist_ok=True)
 
     @property
+    def dump_path(self) -> str:
+        """The folder of the Chrome trace (``_tvmdbg_execution_trace.json``)."""
+        return self._dump_path
+
+    @property
     def entry_name(self) -> str:
         """The entry function timed (``tvmgen_default___tvm_main__``)."""
         return f"{self.module.model_name}___tvm_main__"
@@ -65,14 +71,21 @@ class AotProfiler:
         """Time ``repeat`` measurements of ``number`` runs; print a table; write the trace.
 
         Returns the mean seconds per run of each measurement.
+
+        Raises
+        ------
+        InvalidArgumentError
+            If ``number`` or ``repeat`` is not positive (checked as by every timing front,
+            :class:`~tvmrt.runtime.benchmark.TimingConfig`).
         """
+        timing = TimingConfig(number=number, repeat=repeat)
         self._aot.run()  # warm up once
         means = []
-        for _ in range(repeat):
+        for _ in range(timing.repeat):
             start = time.perf_counter()
-            for _ in range(number):
+            for _ in range(timing.number):
                 self._aot.run()
-            means.append((time.perf_counter() - start) / number)
+            means.append((time.perf_counter() - start) / timing.number)
         mean_us = sum(means) / len(means) * 1e6
         print(f"{'Node Name':40s} {'Ops':>6s} {'Time(us)':>12s} {'Time(%)':>8s}")
         print(f"{self.entry_name:40s} {'AOT':>6s} {mean_us:12.3f} {100.0:8.1f}")

@@ -64,7 +64,7 @@ def is_read_only(arr: NDArray) -> bool:
 
     Device memory has no such flag: it is writable by the device's kernels.
     """
-    view = arr._np
+    view = arr.host_view
     return view is not None and not view.flags.writeable
 
 

@@ -1,11 +1,12 @@
 """``GraphExecutorDebug``: the graph executor plus node-level timing, outputs and profiling.
 
-This is TVM's C++ ``GraphExecutorDebug`` (spec §5.1): the same module (type key
+This is TVM's C++ ``GraphExecutorDebug`` (``src/runtime/graph_executor/debug/``): the
+same module (type key
 ``"GraphExecutor"``) with the packed functions ``run_individual``, ``run_individual_node``,
 ``execute_node``, ``get_node_output``, ``debug_get_output``, ``profile`` and
-``profile_rpc`` added. Importing this module registers the global function
-``tvm.graph_executor_debug.create``, which ``factory["debug_create"]`` and
-:func:`tvmrt.contrib.debugger.debug_executor.create` call.
+``profile_rpc`` added. Its constructor is the global function
+``tvm.graph_executor_debug.create`` (a line of :mod:`tvmrt.runtime.builtins`), which
+``factory["debug_create"]`` and :func:`tvmrt.contrib.debugger.debug_executor.create` call.
 
 Where tvmrt departs from TVM, on purpose:
 
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import logging
 import math
-import numbers
 import operator
 import struct
 from collections.abc import Callable, Mapping, Sequence
@@ -40,19 +40,19 @@ from tvmrt.error import (
     ArgumentTypeError,
     ArrayError,
     InternalError,
-    InvalidArgumentError,
     TVMError,
     UnsupportedError,
     add_note,
 )
-from tvmrt.runtime.benchmark import time_evaluate
+from tvmrt.runtime.benchmark import TimingConfig, time_evaluate_config
 from tvmrt.runtime.device import Device, DLDeviceType, cpu
-from tvmrt.runtime.graph_executor.executor import GraphExecutor, devices_from_packed_args
+from tvmrt.runtime.graph_executor.executor import GraphExecutor
 from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
+from tvmrt.runtime.graph_executor.packed import devices_from_packed_args
+from tvmrt.runtime.kernel_services import num_threads
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.profiling import Count, Metric, Profiler, Report
-from tvmrt.runtime.threads import num_threads
 
 __all__ = ["GraphExecutorDebug", "create_debug_executor", "shape_string"]
 
@@ -71,28 +71,6 @@ def shape_string(graph: Graph, eids: Sequence[int]) -> str:
     )
 
 
-class _TimingArgs:
-    """Checked arguments of the time evaluator, as ``run_individual`` takes them."""
-
-    def __init__(
-        self,
-        number: int,
-        repeat: int,
-        min_repeat_ms: float,
-        limit_zero_time_iterations: int,
-        cooldown_interval_ms: float,
-        repeats_to_cooldown: int,
-    ) -> None:
-        self.number = _positive_int("number", number)
-        self.repeat = _positive_int("repeat", repeat)
-        self.min_repeat_ms = _non_negative("min_repeat_ms", min_repeat_ms)
-        self.limit_zero_time_iterations = _non_negative_int(
-            "limit_zero_time_iterations", limit_zero_time_iterations
-        )
-        self.cooldown_interval_ms = _non_negative("cooldown_interval_ms", cooldown_interval_ms)
-        self.repeats_to_cooldown = _positive_int("repeats_to_cooldown", repeats_to_cooldown)
-
-
 def _as_int(value: object, name: str) -> int:
     if isinstance(value, bool):
         raise ArgumentTypeError(f"{name} must be an integer, got bool")
@@ -100,29 +78,6 @@ def _as_int(value: object, name: str) -> int:
         return operator.index(value)  # type: ignore[arg-type]
     except TypeError:
         raise ArgumentTypeError(f"{name} must be an integer, got {type(value).__name__}") from None
-
-
-def _positive_int(name: str, value: object) -> int:
-    number = _as_int(value, name)
-    if number <= 0:
-        raise InvalidArgumentError(f"{name} must be > 0, got {number}")
-    return number
-
-
-def _non_negative_int(name: str, value: object) -> int:
-    number = _as_int(value, name)
-    if number < 0:
-        raise InvalidArgumentError(f"{name} must be >= 0, got {number}")
-    return number
-
-
-def _non_negative(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ArgumentTypeError(f"{name} must be a number, got {type(value).__name__}")
-    number = float(value)
-    if not number >= 0:  # NaN fails too
-        raise InvalidArgumentError(f"{name} must be >= 0, got {value}")
-    return number
 
 
 class GraphExecutorDebug(GraphExecutor):
@@ -200,20 +155,10 @@ class GraphExecutorDebug(GraphExecutor):
         self._last_executed_node = self.num_nodes - 1
 
     # -- timing ----------------------------------------------------------------------------
-    def run_individual_node(
-        self,
-        node_index: int,
-        number: int = 10,
-        repeat: int = 1,
-        min_repeat_ms: float = 0,
-        limit_zero_time_iterations: int = 100,
-        cooldown_interval_ms: float = 0,
-        repeats_to_cooldown: int = 1,
-    ) -> list[float]:
+    def run_individual_node(self, node_index: int, timing: TimingConfig) -> list[float]:
         """Time one node's kernel call with the time evaluator on the host device.
 
-        Parameters are those of :func:`~tvmrt.runtime.benchmark.time_evaluate`. The node
-        runs on the arrays it is bound to: no inputs are copied.
+        The node runs on the arrays it is bound to: no inputs are copied.
 
         Returns
         -------
@@ -224,24 +169,14 @@ class GraphExecutorDebug(GraphExecutor):
         ------
         InternalError
             If ``node_index`` is out of range.
-        ValueError
-            If a timing argument is out of range.
         """
         nid = self._check_node(node_index, "run_individual_node")
-        args = _TimingArgs(
-            number,
-            repeat,
-            min_repeat_ms,
-            limit_zero_time_iterations,
-            cooldown_interval_ms,
-            repeats_to_cooldown,
-        )
-        return self._time_node(nid, args)
+        return self._time_node(nid, timing)
 
-    def _time_node(self, nid: int, args: _TimingArgs) -> list[float]:
+    def _time_node(self, nid: int, timing: TimingConfig) -> list[float]:
         call = self.node_calls[nid]
         if call is None:
-            return [0.0] * args.repeat
+            return [0.0] * timing.repeat
         host = self.devices[0]
         node_dev = self._node_device(nid)
         timed: Callable[[], object] = call
@@ -251,16 +186,7 @@ class GraphExecutorDebug(GraphExecutor):
                 call()
                 node_dev.sync()
 
-        evaluator = time_evaluate(
-            timed,
-            host,
-            args.number,
-            args.repeat,
-            args.min_repeat_ms,
-            args.limit_zero_time_iterations,
-            args.cooldown_interval_ms,
-            args.repeats_to_cooldown,
-        )
+        evaluator = time_evaluate_config(timed, host, timing)
         try:
             result = evaluator()
         except Exception as exc:
@@ -269,15 +195,7 @@ class GraphExecutorDebug(GraphExecutor):
             raise
         return [float(t) for t in result.results]
 
-    def run_individual(
-        self,
-        number: int,
-        repeat: int = 1,
-        min_repeat_ms: float = 0,
-        limit_zero_time_iterations: int = 100,
-        cooldown_interval_ms: float = 0,
-        repeats_to_cooldown: int = 1,
-    ) -> list[list[float]]:
+    def run_individual(self, timing: TimingConfig) -> list[list[float]]:
         """Run the graph once, then time every node with :meth:`run_individual_node`.
 
         Returns
@@ -286,19 +204,11 @@ class GraphExecutorDebug(GraphExecutor):
             Per node, seconds per call for each repeat (zeros for inputs and params; a
             NaN measurement becomes 0).
         """
-        args = _TimingArgs(
-            number,
-            repeat,
-            min_repeat_ms,
-            limit_zero_time_iterations,
-            cooldown_interval_ms,
-            repeats_to_cooldown,
-        )
         self.run()  # warm-up
         times = []
         op_count = 0
         for nid, node in enumerate(self.graph.nodes):
-            node_times = [0.0 if math.isnan(t) else t for t in self._time_node(nid, args)]
+            node_times = [0.0 if math.isnan(t) else t for t in self._time_node(nid, timing)]
             times.append(node_times)
             if node.is_op:
                 logger.info("Op #%d %s:", op_count, node.name)
@@ -387,7 +297,7 @@ class GraphExecutorDebug(GraphExecutor):
 
     # -- profiling -------------------------------------------------------------------------
     def profile(self, collectors: Sequence[object] | None = None) -> Report:
-        """Run the graph 3 times, then once more timing every kernel call (spec §5.4).
+        """Run the graph 3 times, then once more timing every kernel call (TVM's ``Profile``).
 
         Each call's row has the kernel's ``Name``, ``Duration (us)``, ``Device``,
         ``Argument Shapes`` (inputs then outputs, unflattened), ``Hash`` when the node has
@@ -430,15 +340,15 @@ class GraphExecutorDebug(GraphExecutor):
     # -- TVM's packed-function table -------------------------------------------------------
     def _packed_functions(self) -> dict[str, Callable[..., Any]]:
         def run_individual(*args: Any) -> bytes:
-            times = self.run_individual(*args)
+            times = self.run_individual(TimingConfig(*args))
             repeat = len(times[0]) if times else 0
             blob = bytearray(struct.pack("@q", len(times)))
             for node_times in times:
                 blob += struct.pack("@" + "d" * repeat, *node_times)
             return bytes(blob)
 
-        def run_individual_node(*args: Any) -> bytes:
-            times = self.run_individual_node(*args)
+        def run_individual_node(index: int, *args: Any) -> bytes:
+            times = self.run_individual_node(index, TimingConfig(*args))
             return struct.pack("@" + "d" * len(times), *times)
 
         def debug_get_output(node: int | str, out: NDArray | None = None) -> NDArray | None:
@@ -464,7 +374,7 @@ def create_debug_executor(graph_json: str, lib: Module, *args: object) -> GraphE
     """The global function ``tvm.graph_executor_debug.create``.
 
     Takes the arguments of ``tvm.graph_executor.create``
-    (:func:`~tvmrt.runtime.graph_executor.executor.devices_from_packed_args`).
+    (:func:`~tvmrt.runtime.graph_executor.packed.devices_from_packed_args`).
     """
     devices = devices_from_packed_args("tvm.graph_executor_debug.create", graph_json, lib, args)
     return GraphExecutorDebug(parse_graph(graph_json), lib, devices)

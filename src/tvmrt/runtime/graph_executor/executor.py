@@ -9,13 +9,10 @@ that touch it.
 
 from __future__ import annotations
 
-import functools
-import math
 import os
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,59 +20,27 @@ import numpy as np
 from tvmrt.error import (
     ArgumentTypeError,
     ArrayError,
-    FunctionNotFoundError,
-    InternalError,
+    InputNotFoundError,
     InvalidArgumentError,
     KernelError,
     TVMError,
     add_note,
 )
-from tvmrt.runtime.device import Device, DLDeviceType
-from tvmrt.runtime.device_api import get_device_api
-from tvmrt.runtime.graph_executor.checks import (
-    external_problem,
-    is_read_only,
-)
-from tvmrt.runtime.graph_executor.graph import Graph, Node, parse_graph
+from tvmrt.runtime.device import Device
+from tvmrt.runtime.graph_executor.binding import OpBinding, find_op, noop, prepare_step
+from tvmrt.runtime.graph_executor.checks import copy_out, external_problem, is_read_only
+from tvmrt.runtime.graph_executor.graph import Graph
 from tvmrt.runtime.graph_executor.keys import GraphKeys
 from tvmrt.runtime.graph_executor.linked import linked_params
-from tvmrt.runtime.graph_executor.packed import devices_from_packed_args, packed_functions
+from tvmrt.runtime.graph_executor.memory import alias_groups, allocate_entries, device_for_type
 from tvmrt.runtime.graph_executor.program import compile_steps, failed_step, replace_step
 from tvmrt.runtime.graph_executor.storage import StoragePlan, check_host_memory, plan_storage
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, empty, from_dlpack
-from tvmrt.runtime.packed_func import BoundCall, PackedFunc, PreparedCall
+from tvmrt.runtime.packed_func import BoundCall, PackedFunc
 from tvmrt.runtime.params import iter_param_records, mapped_file, read_param_names
 
-__all__ = [
-    "GraphExecutor",
-    "OpBinding",
-    "as_ndarray",
-    "devices_from_packed_args",
-    "create_executor",
-]
-
-
-def _noop() -> None:
-    return None
-
-
-@dataclass
-class OpBinding:
-    """A ``tvm_op`` node bound to its kernel and argument entries."""
-
-    node_id: int
-    node: Node
-    arg_eids: tuple[int, ...]
-    func: PackedFunc | None
-    step: PreparedCall
-    step_index: int = -1  # position in the run program; -1: not in it (``__nop``)
-
-    @property
-    def call(self) -> BoundCall:
-        """The step as one zero-argument callable."""
-        fn, fn_args = self.step
-        return functools.partial(fn, *fn_args)
+__all__ = ["GraphExecutor", "as_ndarray"]
 
 
 def as_ndarray(value: object) -> NDArray | None:
@@ -126,22 +91,31 @@ class GraphExecutor(Module, GraphKeys):
         self._run_lock = threading.Lock()
         self._packed: dict[str, PackedFunc] | None = None
         self._init_keys(graph)
-        self._alias_groups = self._find_alias_groups()
+        self._alias_groups = alias_groups(graph)
         linked = linked_params(lib, graph)  # TVM 0.7/0.8 link-params libraries
         self._param_names.update(linked)
         self.linked_param_names = frozenset(linked)
-        self.entries: list[NDArray] = self._allocate({**linked, **(preset or {})})
+        self.entries: list[NDArray] = allocate_entries(
+            graph,
+            self.plan,
+            self.devices,
+            self._input_map,
+            self._alias_groups,
+            {**linked, **(preset or {})},
+        )
         self.node_calls: list[BoundCall | None] = [None] * len(graph.nodes)
         self._ops: list[OpBinding] = []
         self._ops_by_eid: dict[int, list[OpBinding]] = defaultdict(list)
         for nid, node in enumerate(graph.nodes):
             if node.is_op:
-                self._ops.append(self._make_op(nid, node))
+                op = find_op(graph, lib, nid, node)
+                self._bind(op)
+                self._ops.append(op)
         for op in self._ops:
             for eid in set(op.arg_eids):
                 self._ops_by_eid[eid].append(op)
         self._step_ops: list[OpBinding] = []
-        self._program: Callable[[], None] = _noop
+        self._program: Callable[[], None] = noop
         self._refresh_steps()
 
     # -- set-up ------------------------------------------------------------------------
@@ -152,123 +126,10 @@ class GraphExecutor(Module, GraphKeys):
     def device_of_entry(self, eid: int) -> Device:
         """Device holding entry ``eid`` (by its pool's device type)."""
         dev_type = self.plan.pools[self.plan.entry_storage[eid]].device_type
-        return self._device_for_type(dev_type)
-
-    def _device_for_type(self, device_type: int) -> Device:
-        for dev in self.devices:
-            if dev.device_type == device_type:
-                return dev
-        return self.devices[0]
-
-    def _find_alias_groups(self) -> list[list[int]]:
-        """Entries joined by ``__nop`` nodes (a reshape aliases its input): group per entry."""
-        g = self.graph
-        parent = list(range(g.num_entries))
-
-        def root(e: int) -> int:
-            while parent[e] != e:
-                parent[e] = parent[parent[e]]
-                e = parent[e]
-            return e
-
-        for nid, node in enumerate(g.nodes):
-            if node.is_op and node.func_name == "__nop":
-                for k, ref in enumerate(node.inputs[: node.num_outputs]):
-                    src, dst = g.entry_id(ref.node_id, ref.index), g.entry_id(nid, k)
-                    if g.entry_nbytes(src) == g.entry_nbytes(dst):
-                        parent[root(dst)] = root(src)
-        members: dict[int, list[int]] = defaultdict(list)
-        for eid in range(g.num_entries):
-            members[root(eid)].append(eid)
-        return [members[root(eid)] for eid in range(g.num_entries)]
-
-    def _allocate(self, preset: Mapping[str, NDArray]) -> list[NDArray]:
-        g, plan = self.graph, self.plan
-        bound: dict[int, NDArray] = {}
-        copied: list[tuple[int, NDArray]] = []
-        for name, arr in preset.items():
-            index = self._input_map.get(name)
-            if index is None:
-                continue  # as TVM: params the graph does not use are ignored
-            eid = g.entry_id(g.arg_nodes[index])
-            problem = self._fits(eid, arr, written=False)
-            if problem is None:
-                pass
-            elif arr.device != self.device_of_entry(eid) and arr.shape == g.shapes[eid]:
-                copied.append((eid, arr))  # a param for another device: copied there below
-                continue
-            elif arr.dtype == g.dltypes[eid] and arr.nbytes == g.entry_nbytes(eid):
-                copied.append((eid, arr))  # same bytes, other shape or layout: copy, as TVM
-                continue
-            else:
-                raise ArrayError(
-                    f"param {name!r} embedded in the factory does not fit the graph's input "
-                    f"{name!r}: {problem}"
-                )
-            for member in self._alias_groups[eid]:
-                bound[member] = arr._create_view(g.shapes[member], g.dltypes[member])
-        needed = {plan.entry_storage[eid] for eid in range(g.num_entries) if eid not in bound}
-        pools: dict[int, NDArray] = {}
-        for pool in plan.pools:
-            if pool.storage_id in needed:
-                dev = self._device_for_type(pool.device_type)
-                _check_fallback(pool.device_type, dev)
-                pools[pool.storage_id] = empty((pool.alloc_bytes // 4,), "float32", dev)
-        entries = []
-        for eid in range(g.num_entries):
-            if eid in bound:
-                entries.append(bound[eid])
-                continue
-            pool_arr = pools[plan.entry_storage[eid]]
-            try:
-                entries.append(pool_arr._create_view(g.shapes[eid], g.dltypes[eid]))
-            except ArrayError as exc:  # cannot happen for a consistent plan
-                raise InternalError(f"entry {eid} does not fit its pool: {exc}") from exc
-        for eid, arr in copied:
-            arr.copyto(entries[eid])
-        return entries
-
-    def _make_op(self, nid: int, node: Node) -> OpBinding:
-        g = self.graph
-        arg_eids = tuple(g.entry_id(r.node_id, r.index) for r in node.inputs) + tuple(
-            g.entry_id(nid, k) for k in range(node.num_outputs)
-        )
-        func: PackedFunc | None = None
-        if node.func_name not in ("__nop", "__copy"):
-            func = self.lib._find_function(node.func_name, True)
-            if func is None:
-                raise FunctionNotFoundError(
-                    f"node {nid} ({node.name!r}) calls kernel {node.func_name!r}, which the "
-                    f"library ({self.lib.type_key!r} module) does not have: "
-                    f"no such function in module: {node.func_name}"
-                )
-        elif node.func_name == "__copy" and len(arg_eids) != 2:
-            raise ArrayError(
-                f"node {nid} ({node.name!r}): __copy takes one input and one output, "
-                f"got {len(node.inputs)} and {node.num_outputs}"
-            )
-        op = OpBinding(nid, node, arg_eids, func, (_noop, ()))
-        self._bind(op)
-        return op
+        return device_for_type(self.devices, dev_type)
 
     def _bind(self, op: OpBinding) -> None:
-        args = tuple(self.entries[e] for e in op.arg_eids)
-        if op.node.flatten_data:
-            args = tuple(a._create_view((math.prod(a.shape),)) for a in args)
-        name = op.node.func_name
-        if name == "__nop":
-            op.step = (_noop, ())
-        elif name == "__copy":
-            src, dst = args
-            if src.nbytes != dst.nbytes:
-                raise ArrayError(
-                    f"node {op.node_id} ({op.node.name!r}): __copy from {src.shape} {src.dtype} "
-                    f"to {dst.shape} {dst.dtype}: the size in bytes must exactly match"
-                )
-            op.step = (src.copyto, (dst,))
-        else:
-            assert op.func is not None
-            op.step = op.func.prepare_call(args)
+        op.step = prepare_step(op, self.entries)
         self.node_calls[op.node_id] = op.call
 
     def _refresh_steps(self) -> None:
@@ -429,7 +290,7 @@ class GraphExecutor(Module, GraphKeys):
                     f"{record.dtype}, but the graph's input has shape {target.shape} and "
                     f"dtype {target.dtype}"
                 )
-            if target._np is not None:
+            if target.host_view is not None:
                 record.copy_into(target.numpy_view())
             else:  # device memory: stage through the host
                 staging = empty(target.shape, target.dtype)
@@ -474,28 +335,83 @@ class GraphExecutor(Module, GraphKeys):
         self.run()
         return [self.get_output(i).copyto(host_device) for i in range(len(self.graph.heads))]
 
-    # -- TVM's packed-function table ---------------------------------------------------------
+    # -- TVM's packed-function table (GraphExecutor::GetFunction) -------------------------------
     def _get_function(self, name: str) -> PackedFunc | None:
         if self._packed is None:  # built on first lookup, once per executor
             self._packed = {n: PackedFunc(f, n) for n, f in self._packed_functions().items()}
         return self._packed.get(name)
 
     def _packed_functions(self) -> dict[str, Callable[..., Any]]:
-        return packed_functions(self)
+        """Name -> callable for every packed function (the debug executor adds its own).
 
+        Departures from TVM, on purpose: ``set_input`` with a name the graph lacks raises
+        instead of being ignored (a misspelled name would otherwise run on stale data), and
+        ``get_output``/``get_input`` with ``out`` refuse an array of another shape or dtype
+        instead of reinterpreting its bytes.
+        """
 
-def _check_fallback(device_type: int, dev: Device) -> None:
-    """Refuse to put host-kernel memory on a device whose memory the host cannot address."""
-    on_host = device_type == DLDeviceType.kDLCPU
-    if on_host and dev.device_type != device_type and not get_device_api(dev).host_visible:
-        raise ArrayError(
-            f"the graph places entries on the CPU (device_index 1), but no cpu device "
-            f"was given and the fallback {dev} is device memory that CPU kernels cannot "
-            f"read; pass the CPU too, e.g. [{dev}, cpu(0)]"
-        )
+        def get_input(key: int | str, out: NDArray | None = None) -> NDArray | None:
+            if isinstance(key, str) and not self.has_input(key):
+                return None  # as TVM: GraphModule turns this into InputNotFoundError
+            arr = self.get_input(key)
+            if out is None:
+                return arr
+            copy_out(arr, out, f"get_input({key!r})")
+            return None
 
+        def get_output(key: int | str, out: NDArray | None = None) -> NDArray | None:
+            arr = self.get_output(key)
+            if out is None:
+                return arr
+            copy_out(arr, out, f"get_output({key!r})")
+            return None
 
-def create_executor(graph_json: str, lib: Module, *args: object) -> GraphExecutor:
-    """The global function ``tvm.graph_executor.create`` (TVM's C++ entry point)."""
-    devices = devices_from_packed_args("tvm.graph_executor.create", graph_json, lib, args)
-    return GraphExecutor(parse_graph(graph_json), lib, devices)
+        def get_input_index(name: object) -> int:
+            if not isinstance(name, str):
+                raise ArgumentTypeError(f"input key must be a str, got {type(name).__name__}")
+            return self._input_map.get(name, -1)
+
+        def get_output_index(name: object) -> int:
+            if not isinstance(name, str):
+                raise ArgumentTypeError(f"output key must be a str, got {type(name).__name__}")
+            try:
+                return self.output_index(name)
+            except InputNotFoundError:
+                return -1
+
+        def input_info() -> dict[str, dict[str, Any]]:
+            shapes, dtypes = self.input_info()
+            return {"shape": shapes, "dtype": dtypes}
+
+        def output_info() -> dict[str, dict[str, Any]]:
+            shapes, dtypes = self.output_info()
+            return {"shape": shapes, "dtype": dtypes}
+
+        def run_from_inputs(dev_type: int, dev_id: int, *kv: object) -> list[NDArray]:
+            return self.run_from_inputs(Device(dev_type, dev_id), *kv)
+
+        def share_params(other: Module, params: bytes | bytearray | memoryview) -> None:
+            if other.type_key != "GraphExecutor":
+                raise ArgumentTypeError(
+                    f"share_params needs a GraphExecutor, got {other.type_key!r}"
+                )
+            self.share_params(other, params)  # type: ignore[arg-type]
+
+        return {
+            "set_input": self.set_input,
+            "set_input_zero_copy": self.set_input_zero_copy,
+            "set_output_zero_copy": self.set_output_zero_copy,
+            "get_output": get_output,
+            "get_input": get_input,
+            "get_num_outputs": lambda: len(self.graph.heads),
+            "get_num_inputs": lambda: len(self.graph.arg_nodes),
+            "run": self.run,
+            "run_from_inputs": run_from_inputs,
+            "load_params": self.load_params,
+            "load_params_from_file": self.load_params_from_file,
+            "share_params": share_params,
+            "get_input_index": get_input_index,
+            "get_output_index": get_output_index,
+            "get_input_info": input_info,
+            "get_output_info": output_info,
+        }

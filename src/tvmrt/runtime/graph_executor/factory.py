@@ -1,4 +1,4 @@
-"""``GraphExecutorFactory``: graph JSON + params + kernel library in one module (spec §2.13).
+"""``GraphExecutorFactory``: graph JSON + params + kernel library in one module.
 
 This is the root module of a library exported by TVM's ``relay.build(...).export_library``:
 ``lib["default"](dev)`` creates an executor with the embedded params. Libraries saved
@@ -18,8 +18,8 @@ from tvmrt.runtime.graph_executor.graph import parse_graph
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.packed_func import PackedFunc
-from tvmrt.runtime.params import read_ndarray, write_ndarray
 from tvmrt.runtime.registry import get_global_func
+from tvmrt.runtime.tensor_record import read_ndarray, write_ndarray
 
 __all__ = ["GraphExecutorFactory", "load_factory_binary", "save_factory_binary"]
 
@@ -119,7 +119,11 @@ class GraphExecutorFactory(Module):
 
 
 def load_factory_binary(reader: ByteReader) -> GraphExecutorFactory:
-    """Read a factory's ``SaveToBinary`` payload (spec §2.13) from ``reader``."""
+    """Read a factory's ``SaveToBinary`` payload from ``reader``.
+
+    The payload is ``string graph_json``, ``u64 count``, ``count`` param names, ``count``
+    tensor records, ``string module_name`` (:func:`save_factory_binary` writes it).
+    """
     graph_json = reader.string("graph_json")
     count = reader.count("number of params", 8)
     names = reader.strings("param names")

@@ -32,7 +32,7 @@ def linked_params(lib: Module, graph: Graph) -> dict[str, NDArray]:
     """
     if graph.storage_ids is None:
         return {}
-    lookup = lib._find_function(LOOKUP_FUNCTION, True)
+    lookup = lib.find_function(LOOKUP_FUNCTION, True)
     if lookup is None:
         return {}
     out: dict[str, NDArray] = {}

@@ -1,4 +1,8 @@
-"""Storage plan: one pool per ``storage_id``, sized exactly as TVM sizes it (spec §3).
+"""Storage plan: one pool per ``storage_id``, sized exactly as TVM sizes it.
+
+A pool is as large as the largest entry that uses it, allocated as TVM's
+``GraphExecutor::SetupStorage`` does: a ``float32`` array of ``ceil(nbytes / 4)``
+elements.
 
 The compiler's ``storage_id`` assignment is taken as is. A graph without a
 ``storage_id`` table gets a plan from :func:`plan_by_liveness`: inputs and outputs

@@ -1,14 +1,18 @@
 """Built-in module loaders; :mod:`.dispatch` says which kinds of file exist and who loads each.
 
-* :mod:`.dispatch`: sniffs a file once and hands it to exactly one leaf below; registers
-  ``runtime.module.loadfile_<kind>`` for ``so``, ``tar``, ``o``, ...
+* :mod:`.dispatch`: sniffs a file once and hands it to exactly one leaf below; serves
+  ``runtime.module.loadfile_<kind>`` for ``so``, ``tar``, ``o``, ... and
+  ``runtime.ModuleLoadFromFile`` (``load_module``), all listed in
+  :mod:`tvmrt.runtime.builtins`.
 * leaves: :mod:`.library` (legacy ABI, TVM <= 0.20, system-lib builds included),
-  :mod:`.ffi` (tvm-ffi ABI, TVM >= 0.21), :mod:`.packages` (Model Library Format, tvmc);
-  :mod:`.link` is the link/compile step for objects, archives and C sources;
-  :mod:`.systemlib` is ``system_lib()``.
+  :mod:`.ffi` (tvm-ffi ABI, TVM >= 0.21; its kernels are called by :mod:`.ffi_call`),
+  :mod:`.packages` (Model Library Format, tvmc); :mod:`.link` is the link/compile step
+  for objects, archives and C sources; :mod:`.systemlib` is ``system_lib()``;
+  :mod:`.opencl` holds OpenCL device code.
 * shared pieces: :mod:`.binary` (ELF/PE/Mach-O reading), :mod:`.abi` (what the symbols
-  mean for TVM), :mod:`.blob` (the module blob), :mod:`._dso` (what every ``dlopen``-ed
-  library shares), :mod:`._values` (packed-call values).
+  mean for TVM), :mod:`.archive` (reading export archives within bounds), :mod:`.blob`
+  (the module blob), :mod:`._dso` (what every ``dlopen``-ed library shares); packed-call
+  values are :mod:`tvmrt.runtime.packed_values`.
 """
 
 from __future__ import annotations

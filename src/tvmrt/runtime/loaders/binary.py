@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tvmrt.error import ModuleLoadError
 from tvmrt.runtime.loaders.headers import (
-    _HEAD_SIZE,
+    HEAD_SIZE,
     BinaryInfo,
     check_host_compatible,
     host_machine,
@@ -211,7 +211,7 @@ class ElfFile:
     def __init__(self, data: bytes, path: str) -> None:
         self.data = data
         self.path = path
-        self.info = identify_bytes(data[:_HEAD_SIZE])
+        self.info = identify_bytes(data[:HEAD_SIZE])
         if self.info.format != "elf":
             raise ModuleLoadError(f"cannot read {path!r}: not an ELF file ({self.info.describe()})")
         if self.info.bits not in (32, 64) or not self.info.endian:

@@ -1,4 +1,10 @@
-"""Parse ``__tvm_dev_mblob``: the modules a legacy library imports (docs/abi.md §2.4).
+"""Parse ``__tvm_dev_mblob``: the modules a legacy library imports.
+
+The symbol holds ``u64 nbytes`` then the blob: ``u64 count``, then ``count`` entries of
+``string type_key`` + that module's bytes, where the type key ``_lib`` is the library
+itself and ``_import_tree`` (TVM >= 0.8) carries the import tree in CSR form
+(``u64 vectors row_ptr, child_indices``); TVM's ``ProcessModuleBlob`` in
+``src/runtime/library_module.cc`` reads the same layout.
 
 ``export_library`` serialises the modules a kernel library imports (the graph executor
 factory, GPU kernels, ...) into this symbol. Each entry is a type key followed by the
@@ -16,7 +22,6 @@ from dataclasses import dataclass, field
 
 from tvmrt.error import ModuleLoadError, TVMError
 from tvmrt.runtime._stream import ByteReader
-from tvmrt.runtime.loaders import opencl as _opencl  # noqa: F401 - registers its module kind
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.registry import get_global_func
 

@@ -30,18 +30,30 @@ import each other.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tvmrt.error import ModuleLoadError
-from tvmrt.runtime import executor as _executor  # noqa: F401 - registers the AOT loaders
-from tvmrt.runtime.loaders import ffi, library, link, packages
-from tvmrt.runtime.loaders import systemlib as _systemlib  # noqa: F401 - registers globals
+from tvmrt.error import ModuleFileNotFoundError, ModuleLoadError
+from tvmrt.runtime.loaders import archive, ffi, library, link, packages
 from tvmrt.runtime.loaders.abi import LibraryFacts, read_library
 from tvmrt.runtime.loaders.binary import BinaryInfo, check_host_compatible, identify
 from tvmrt.runtime.module import Module
+from tvmrt.runtime.packed_func import PackedFunc
+from tvmrt.runtime.registry import get_global_func, list_global_func_names
 
-__all__ = ["FORMS", "Sniffed", "is_builtin", "sniff", "recognises", "load", "load_library"]
+__all__ = [
+    "FORMS",
+    "Sniffed",
+    "is_builtin",
+    "sniff",
+    "recognises",
+    "load",
+    "load_library",
+    "load_module_file",
+]
+
+_LOADFILE = "runtime.module.loadfile_"
 
 # form -> a phrase for messages and ``tvmrt inspect``
 FORMS = {
@@ -56,7 +68,7 @@ FORMS = {
     "foreign": "binary for another machine or OS",
     "other": "not a TVM module file",
 }
-_MAX_NAMES = link.MAX_MEMBERS
+_MAX_NAMES = archive.MAX_MEMBERS
 # forms whose loading goes through several steps: a failure message gets the form added
 _NAMED_FORMS = ("mlf", "tvmc")
 
@@ -92,7 +104,7 @@ class Sniffed:
 
 
 def _tar_names(path: str) -> list[str]:
-    return link.member_names(path, _MAX_NAMES)  # bounded like loading: sniffing stays cheap
+    return archive.member_names(path, _MAX_NAMES)  # bounded like loading: sniffing stays cheap
 
 
 def _archive_form(names: list[str]) -> str:
@@ -155,7 +167,7 @@ def sniff(path: str, shown: str | None = None) -> Sniffed:
 
 def _is_tar(path: str) -> bool:
     try:
-        link.member_names(path, 1)  # an empty archive is a tar too
+        archive.member_names(path, 1)  # an empty archive is a tar too
     except ModuleLoadError:
         return False
     return True
@@ -260,4 +272,43 @@ def loadfile(path: str) -> Module:
 
 def is_builtin(loader: object) -> bool:
     """Whether ``loader`` (a registry entry) is this dispatcher's ``loadfile_<kind>``."""
-    return getattr(loader, "_func", None) is loadfile
+    return isinstance(loader, PackedFunc) and loader.wrapped is loadfile
+
+
+def _format_of(path: str) -> str:
+    name = Path(path).name
+    if name.endswith((".so", ".dll", ".dylib")) or ".so." in name:
+        return "so"
+    suffix = Path(path).suffix
+    return suffix[1:] if suffix else ""
+
+
+def load_module_file(path: str, fmt: str = "") -> Module:
+    """The global ``runtime.ModuleLoadFromFile``, behind :func:`tvmrt.runtime.load_module`.
+
+    ``path`` is resolved to a real file first; the loader registered as
+    ``runtime.module.loadfile_<fmt or extension>`` reads it, else :func:`load` sniffs it.
+    tvmrt's own loaders name the file as given in their messages.
+    """
+    text = os.fspath(path)
+    resolved = os.path.realpath(text)
+    if not os.path.isfile(resolved):
+        what = "is a folder, not a file" if os.path.isdir(resolved) else "does not exist"
+        raise ModuleFileNotFoundError(f"module file {text!r} {what}")
+    kind = fmt or _format_of(text)
+    loader = get_global_func(_LOADFILE + kind, allow_missing=True) if kind else None
+    if loader is None:
+        if recognises(resolved):
+            return load(resolved, shown=text)
+        names = list_global_func_names()
+        known = sorted(n[len(_LOADFILE) :] for n in names if n.startswith(_LOADFILE))
+        raise ModuleLoadError(
+            f"cannot load {text!r}: no loader for file kind {kind!r}; "
+            f"supported kinds are {', '.join(repr(k) for k in known)}"
+        )
+    if is_builtin(loader):  # tvmrt's own: messages name the file as given
+        return load(resolved, shown=text)
+    module = loader(resolved)
+    if not isinstance(module, Module):
+        raise ModuleLoadError(f"loader for {kind!r} returned {type(module).__name__}, not a Module")
+    return module

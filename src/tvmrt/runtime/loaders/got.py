@@ -13,7 +13,7 @@ import ctypes
 import os
 
 from tvmrt.error import ModuleLoadError
-from tvmrt.runtime import _backend
+from tvmrt.runtime import kernel_services
 from tvmrt.runtime.loaders.abi import TvmSymbols
 from tvmrt.runtime.loaders.binary import ElfFile, ElfSymbol
 
@@ -66,7 +66,7 @@ def apply_patches(
     if not patches:
         return
     base = _load_base(lib, dynsym, shown)
-    addresses = _backend.ffi_symbol_addresses()
+    addresses = kernel_services.ffi_symbol_addresses()
     relro = elf.relro_ranges()
     mprotect = ctypes.CDLL(None, use_errno=True).mprotect
     mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]

@@ -27,11 +27,12 @@ __all__ = [
     "identify_bytes",
     "check_host_compatible",
     "with_article",
+    "HEAD_SIZE",
 ]
 
 _ELF_MAGIC = b"\x7fELF"
 _PARAMS_MAGIC = struct.pack("<Q", 0xF7E58D4F05049CB7)  # TVM's save_param_dict
-_HEAD_SIZE = 4096  # enough for every header identify() reads
+HEAD_SIZE = 4096  # enough for every header identify() reads
 
 # e_machine -> (short name, qualifier shown in messages)
 _ELF_MACHINES: dict[int, tuple[str, str]] = {
@@ -200,7 +201,7 @@ def identify_bytes(head: bytes) -> BinaryInfo:
 def identify(path: str | Path) -> BinaryInfo:
     """Identify the file at ``path`` from its header (nothing is loaded or executed)."""
     with open(path, "rb") as f:
-        return identify_bytes(f.read(_HEAD_SIZE))
+        return identify_bytes(f.read(HEAD_SIZE))
 
 
 def _compression(head: bytes) -> str:

@@ -2,7 +2,7 @@
 
 :mod:`.dispatch` hands over a shared library whose symbols say ``legacy`` (including
 ``system-lib`` builds, which register their functions at load time). The steps follow
-TVM's ``dso_library.cc`` / ``library_module.cc`` (docs/abi.md §6.1), with checks first so
+TVM's ``src/runtime/dso_library.cc`` / ``library_module.cc``, with checks first so
 that a wrong file fails with a clear :class:`~tvmrt.error.ModuleLoadError` before any of
 its code runs:
 
@@ -23,9 +23,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from tvmrt.error import ArgumentTypeError, KernelError, ModuleLoadError
-from tvmrt.runtime import _backend
+from tvmrt.runtime import kernel_callbacks, kernel_services, packed_values
 from tvmrt.runtime._ctypes_api import TVM_DLTENSOR_HANDLE, TVMValue
-from tvmrt.runtime.loaders import _values
 from tvmrt.runtime.loaders._dso import (
     KernelLibrary,
     check_aligned,
@@ -60,7 +59,7 @@ _NULL_CODE = 4
 def _make_errcheck(name: str) -> Any:
     def errcheck(result: int, func: object, arguments: object) -> int:
         if result != 0:
-            message = _backend.take_last_error().rstrip()
+            message = kernel_services.take_last_error().rstrip()
             if not message:
                 message = f"function {name!r} returned {result} without setting an error message"
             raise KernelError(message)
@@ -86,7 +85,7 @@ class LegacyPackedFunc(PackedFunc):
 
     def __init__(self, address: int, name: str, library: Module) -> None:
         # called through tvmrt_call_packed(f, ...): each call starts with an empty error slot
-        cfunc = _PackedCFunc(_backend.call_packed_address())
+        cfunc = _PackedCFunc(kernel_services.call_packed_address())
         cfunc.errcheck = _make_errcheck(name)
         super().__init__(cfunc, name)
         self.address = address
@@ -107,11 +106,11 @@ class LegacyPackedFunc(PackedFunc):
         for i, arg in enumerate(args):
             if isinstance(arg, NDArray):
                 check_aligned(arg, i, self.name)
-        values, codes, keep = _values.pack_args(args)
+        values, codes, keep = packed_values.pack_args(args)
         ret = (TVMValue * 1)()
         ret_code = (ctypes.c_int * 1)(_NULL_CODE)
         self._func(self._kernel, values, codes, len(args), ret, ret_code)
-        result = _values.from_tvm_value(ret[0], ret_code[0])
+        result = packed_values.from_tvm_value(ret[0], ret_code[0])
         del keep  # arguments (strings, bytes) the return value may point into
         return result
 
@@ -140,7 +139,7 @@ class LegacyPackedFunc(PackedFunc):
                     f"got {type(arg).__name__}"
                 )
             check_aligned(arg, i, self.name)
-            values[i].v_handle = ctypes.addressof(arg._dltensor())
+            values[i].v_handle = ctypes.addressof(arg.dltensor())
             codes[i] = TVM_DLTENSOR_HANDLE
         values.keepalive = (tuple(args), self)  # type: ignore[attr-defined]
         ret = TVMValue()
@@ -253,13 +252,13 @@ def load_shared_library(facts: LibraryFacts) -> Module:
     parsed: ParsedBlob | None = None
     if symbols is not None:
         _check_abi(symbols, shown)
-        if symbols.system_lib or _backend.PROVIDED_SYMBOLS.intersection(symbols.undefined):
-            _backend.make_global()  # imported by name: resolved from the global scope
+        if symbols.system_lib or kernel_services.PROVIDED_SYMBOLS.intersection(symbols.undefined):
+            kernel_services.make_global()  # imported by name: resolved from the global scope
         if symbols.system_lib:
             _check_constructor_imports(symbols, shown)
         assert elf is not None
         entry, parsed = _read_from_file(elf, dynsym, symbols, shown)
-    slots = _backend.slot_addresses()  # loads the native backend before the library
+    slots = kernel_services.slot_addresses()  # loads the native backend before the library
     lib = dlopen_checked(path, elf.data if elf is not None else None, shown)
     try:
         if symbols is not None and symbols.system_lib:
@@ -358,7 +357,7 @@ def _set_module_context(lib: ctypes.CDLL, symbols: TvmSymbols | None, module: Mo
         ctx = ctypes.c_void_p.in_dll(lib, "__tvm_module_ctx")
     except ValueError:
         return
-    ctx.value = _backend.register_module_context(module)
+    ctx.value = kernel_callbacks.register_module_context(module)
 
 
 def _probe_entry(lib: ctypes.CDLL) -> str | None:

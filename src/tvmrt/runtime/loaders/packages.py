@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tvmrt.error import ModuleLoadError, TVMError
-from tvmrt.runtime.loaders import link
+from tvmrt.runtime.loaders import archive, link
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.params import load_param_dict
 
@@ -39,7 +39,7 @@ LoadLibrary = Callable[[str, str], Module]
 
 def _members(path: str) -> dict[str, bytes]:
     out = {}
-    for name, data in link.read_members(path):
+    for name, data in archive.read_members(path):
         while name.startswith("./"):
             name = name[2:]
         out[name] = data

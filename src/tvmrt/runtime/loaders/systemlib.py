@@ -24,7 +24,7 @@ import ctypes
 import threading
 
 from tvmrt.error import ArgumentTypeError, ModuleLoadError
-from tvmrt.runtime import _backend
+from tvmrt.runtime import kernel_callbacks, kernel_services
 from tvmrt.runtime.loaders.blob import assemble_modules, parse_module_blob
 from tvmrt.runtime.loaders.library import LegacyPackedFunc
 from tvmrt.runtime.module import Module, python_system_lib
@@ -43,7 +43,7 @@ _declared = False
 
 def _native() -> ctypes.CDLL:
     global _declared
-    lib = _backend.native_library()
+    lib = kernel_services.native_library()
     if not _declared:
         lib.tvmrt_system_lib_lookup.restype = ctypes.c_void_p
         lib.tvmrt_system_lib_lookup.argtypes = [ctypes.c_char_p]
@@ -105,27 +105,27 @@ class SystemLibModule(Module):
             self._cache[name] = func
             return func
         if self.root is not None and self.root is not self:
-            found = self.root._get_function(name)
+            found = self.root.find_function(name)
             if found is not None:
                 return found
         python = python_system_lib()
         if self.prefix:
-            found = python._get_function(self.prefix + name)
+            found = python.find_function(self.prefix + name)
             if found is not None:
                 return found
-        return python._get_function(name)
+        return python.find_function(name)
 
 
 def _build(prefix: str) -> Module:
     library = SystemLibModule(prefix)
     # like TVM's InitContextFunctions over the registry: slots some builds register
-    for name, address in _backend.slot_addresses().items():
+    for name, address in kernel_services.slot_addresses().items():
         slot = library.symbol_address("__" + name)
         if slot:
             ctypes.c_void_p.from_address(slot).value = address
     ctx = library.symbol_address(_MODULE_CTX)
     if ctx:
-        ctypes.c_void_p.from_address(ctx).value = _backend.register_module_context(library)
+        ctypes.c_void_p.from_address(ctx).value = kernel_callbacks.register_module_context(library)
     blob = library.symbol_address(_BLOB)
     if not blob:
         return library

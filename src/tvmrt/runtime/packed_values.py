@@ -1,7 +1,7 @@
 """Conversion between Python values and the legacy packed-function ABI (``TVMValue`` + code).
 
-Type codes are those of ``TVMArgTypeCode`` (docs/abi.md §2.1); tensors always travel as
-code 7 (``DLTensor*``).
+Type codes are those of ``TVMArgTypeCode`` (``src/tvmrt/include/tvm/runtime/
+c_runtime_api.h``, TVM v0.19's values); tensors always travel as code 7 (``DLTensor*``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class _ByteArray(ctypes.Structure):
 def _set(value: TVMValue, codes: Any, i: int, arg: object, keep: list[object]) -> None:
     """Encode ``arg`` into ``value`` / ``codes[i]``; objects C will point into go to ``keep``."""
     if isinstance(arg, NDArray):
-        dl = arg._dltensor()
+        dl = arg.dltensor()
         value.v_handle = ctypes.addressof(dl)
         codes[i] = DLTENSOR
         keep.append(arg)
@@ -156,4 +156,4 @@ def ndarray_from_dltensor(address: int) -> NDArray:
         view = np.lib.stride_tricks.as_strided(flat, shape + lanes, byte_strides)
     else:
         view = np.frombuffer(_memory(data, count * elem), dtype=np_dtype).reshape(shape + lanes)
-    return NDArray._wrap(view, dtype, Device(_CPU, dl.device.device_id))
+    return NDArray.from_host_memory(view, dtype, Device(_CPU, dl.device.device_id))

@@ -1,4 +1,4 @@
-"""Backend services for compiled kernels: workspace, parallel launch, errors, function lookup.
+"""Kernel services: what compiled kernels call into (workspace, parallel launch, errors).
 
 The services live in a small C library built with the package (``tvmrt._native_backend``,
 source ``src/tvmrt/_native/backend.c``): a 64-byte aligned caching workspace allocator, a
@@ -18,30 +18,23 @@ global, these definitions also take precedence for libraries loaded later (for e
 entry points are exported under ``tvmrt_``-prefixed names for the same reason.
 
 Only ``TVMBackendGetFuncFromEnv`` and ``TVMFuncCall`` (``call_packed`` externs, rare)
-come back into Python, through ctypes callbacks that are kept alive for the life of the
-process.
+come back into Python, through the callbacks of :mod:`tvmrt.runtime.kernel_callbacks`.
 """
 
 from __future__ import annotations
 
 import ctypes
 import importlib.util
-import itertools
 import os
 import threading
 import warnings
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tvmrt.error import ArgumentTypeError, InvalidArgumentError, ModuleLoadError, TVMError
-from tvmrt.runtime._ctypes_api import TVMValue
+from tvmrt.runtime.kernel_callbacks import install_callbacks
 from tvmrt.runtime.threads import default_num_threads, max_threads
-
-if TYPE_CHECKING:
-    from tvmrt.runtime.module import Module
-    from tvmrt.runtime.packed_func import PackedFunc
 
 __all__ = [
     "BackendStats",
@@ -64,7 +57,6 @@ __all__ = [
     "stats",
     "reset_stats",
     "release_workspace_cache",
-    "register_module_context",
 ]
 
 _EXTENSION = "tvmrt._native_backend"
@@ -110,33 +102,10 @@ _STAT_NAMES = (
     "barriers",
 )
 
-_GetFuncCallback = ctypes.CFUNCTYPE(
-    ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)
-)
-_FuncCallCallback = ctypes.CFUNCTYPE(
-    ctypes.c_int,
-    ctypes.c_void_p,
-    ctypes.POINTER(TVMValue),
-    ctypes.POINTER(ctypes.c_int),
-    ctypes.c_int,
-    ctypes.POINTER(TVMValue),
-    ctypes.POINTER(ctypes.c_int),
-)
-
 _lock = threading.RLock()
 _lib: ctypes.CDLL | None = None
 _path: str | None = None
 _global = False
-_callbacks: list[Any] = []  # ctypes callback objects: must outlive every kernel library
-
-# module-context tokens written into __tvm_module_ctx, and function handles for TVMFuncCall:
-# (token, name), resolved on each call. Neither keeps a module alive: a library is unloaded
-# when its module goes (loaders.library.unload_with).
-_modules: weakref.WeakValueDictionary[int, Module] = weakref.WeakValueDictionary()
-_tokens = itertools.count(1)
-_handles: dict[int, tuple[int, str]] = {}
-_handle_of: dict[tuple[int, str], int] = {}
-_ret_keepalive = threading.local()
 
 
 @dataclass(frozen=True)
@@ -218,7 +187,7 @@ def _load(path: str) -> None:
         lib = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
     except OSError as exc:
         raise ModuleLoadError(f"cannot load the native backend {path!r}: {exc}") from exc
-    c_int, c_void_p, c_char_p = ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p
+    c_int, c_char_p = ctypes.c_int, ctypes.c_char_p
     lib.tvmrt_get_num_threads.restype = c_int
     lib.tvmrt_get_num_threads.argtypes = []
     lib.tvmrt_set_num_threads.restype = c_int
@@ -235,18 +204,13 @@ def _load(path: str) -> None:
     lib.tvmrt_reset_stats.argtypes = []
     lib.tvmrt_release_workspace_cache.restype = None
     lib.tvmrt_release_workspace_cache.argtypes = []
-    lib.tvmrt_set_env_callbacks.restype = None
-    lib.tvmrt_set_env_callbacks.argtypes = [c_void_p, c_void_p]
     lib.tvmrt_time_call_sequence.restype = ctypes.c_int64
     lib.tvmrt_time_ffi_call_sequence.restype = ctypes.c_int64
     lib.tvmrt_time_empty_launch.restype = ctypes.c_double
     lib.tvmrt_time_empty_launch.argtypes = [c_int]
     lib.tvmrt_time_workspace.restype = ctypes.c_double
     lib.tvmrt_time_workspace.argtypes = [ctypes.c_uint64, c_int]
-    getfunc = _GetFuncCallback(_get_func_from_env)
-    funccall = _FuncCallCallback(_func_call)
-    _callbacks.extend([getfunc, funccall])
-    lib.tvmrt_set_env_callbacks(ctypes.cast(getfunc, c_void_p), ctypes.cast(funccall, c_void_p))
+    install_callbacks(lib)
     lib.tvmrt_clear_last_error.restype = None
     lib.tvmrt_clear_last_error.argtypes = []
     _resize_pool(lib, default_num_threads())  # the environment is parsed on this side only
@@ -325,6 +289,12 @@ def set_spin_count(n: int) -> None:
 # -- context slots and errors ----------------------------------------------------------------
 
 
+def _address(lib: ctypes.CDLL, name: str) -> int:
+    address = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+    assert address is not None
+    return address
+
+
 def slot_addresses() -> dict[str, int]:
     """C addresses to write into a kernel library's context slots.
 
@@ -334,12 +304,7 @@ def slot_addresses() -> dict[str, int]:
         Slot name without the ``__`` prefix (``"TVMBackendAllocWorkspace"``) → address.
     """
     lib = native_library()
-    out = {}
-    for name in SLOT_FUNCTIONS:
-        address = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
-        assert address is not None
-        out[name] = address
-    return out
+    return {name: _address(lib, name) for name in SLOT_FUNCTIONS}
 
 
 def ffi_error_addresses() -> dict[str, int]:
@@ -353,16 +318,8 @@ def ffi_error_addresses() -> dict[str, int]:
     ``(kind, message)``.
     """
     lib = native_library()
-    names = {
-        "TVMFFIErrorSetRaisedFromCStr": "tvmrt_ffi_error_set_raised_from_cstr",
-        "TVMFFIErrorSetRaisedFromCStrParts": "tvmrt_ffi_error_set_raised_from_cstr_parts",
-    }
-    out = {}
-    for ffi_name, name in names.items():
-        address = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
-        assert address is not None
-        out[ffi_name] = address
-    return out
+    setters = ("TVMFFIErrorSetRaisedFromCStr", "TVMFFIErrorSetRaisedFromCStrParts")
+    return {name: _address(lib, FFI_FUNCTIONS[name]) for name in setters}
 
 
 def ffi_symbol_addresses() -> dict[str, int]:
@@ -374,20 +331,13 @@ def ffi_symbol_addresses() -> dict[str, int]:
     ``tvmrt_ffi_*`` names (see :func:`ffi_error_addresses`).
     """
     lib = native_library()
-    out = {}
-    for ffi_name, name in FFI_FUNCTIONS.items():
-        address = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
-        assert address is not None
-        out[ffi_name] = address
-    return out
+    return {ffi_name: _address(lib, name) for ffi_name, name in FFI_FUNCTIONS.items()}
 
 
 def call_packed_address() -> int:
     """Address of ``tvmrt_call_packed(f, args, codes, n, ret, ret_code)``: clears the calling
     thread's error slot, then calls the legacy packed function ``f``."""
-    address = ctypes.cast(native_library().tvmrt_call_packed, ctypes.c_void_p).value
-    assert address is not None
-    return address
+    return _address(native_library(), "tvmrt_call_packed")
 
 
 def make_kernel_call(
@@ -455,82 +405,3 @@ def reset_stats() -> None:
 def release_workspace_cache() -> None:
     """Free the calling thread's cached workspace blocks."""
     native_library().tvmrt_release_workspace_cache()
-
-
-# -- function environment (TVMBackendGetFuncFromEnv / TVMFuncCall) ----------------------------
-
-
-def register_module_context(module: Module) -> int:
-    """A token for ``__tvm_module_ctx``: kernels pass it back to ``TVMBackendGetFuncFromEnv``.
-
-    The registry holds the module weakly: the library that holds the token lives only as
-    long as the module.
-    """
-    with _lock:
-        token = next(_tokens)
-        _modules[token] = module
-        return token
-
-
-def _handle_for(token: int, name: str) -> int:
-    with _lock:
-        handle = _handle_of.get((token, name))
-        if handle is None:
-            handle = len(_handles) + 1
-            _handles[handle] = (token, name)
-            _handle_of[(token, name)] = handle
-        return handle
-
-
-def _lookup(token: int, name: str) -> PackedFunc | None:
-    """The function a kernel of the module with ``token`` means by ``name``."""
-    from tvmrt.runtime.registry import get_global_func
-
-    module = _modules.get(token)
-    func = module._find_function(name, True) if module is not None else None
-    return func if func is not None else get_global_func(name, allow_missing=True)
-
-
-def _error_text(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _get_func_from_env(mod_ctx: int | None, name: bytes | None, out: Any) -> int:
-    try:
-        fname = (name or b"").decode("utf-8", errors="replace")
-        token = mod_ctx or 0
-        if _lookup(token, fname) is None:
-            set_last_error(
-                f"cannot find function {fname!r} in the kernel library, its imports or the "
-                "global registry"
-            )
-            return -1
-        out[0] = _handle_for(token, fname)
-        return 0
-    except BaseException as exc:  # a ctypes callback must not raise: report it to the kernel
-        set_last_error(_error_text(exc))
-        return -1
-
-
-def _func_call(
-    handle: int | None, args: Any, codes: Any, num_args: int, ret_val: Any, ret_code: Any
-) -> int:
-    try:
-        from tvmrt.runtime.loaders import _values
-
-        key = _handles.get(handle or 0)
-        func = _lookup(*key) if key is not None else None
-        if func is None:
-            set_last_error(f"TVMFuncCall: invalid function handle {handle}")
-            return -1
-        raw = getattr(func, "raw_call", None)
-        if raw is not None:  # a compiled kernel: hand the C arguments straight through
-            return int(raw(args, codes, num_args, ret_val, ret_code))
-        values = [_values.from_tvm_value(args[i], codes[i]) for i in range(num_args)]
-        result = func(*values)
-        keep = _values.to_tvm_value(result, ret_val, ret_code)
-        _ret_keepalive.value = keep  # a returned string must outlive this call
-        return 0
-    except BaseException as exc:  # a ctypes callback must not raise: report it to the kernel
-        set_last_error(_error_text(exc))
-        return -1
