@@ -19,7 +19,9 @@ entry points are exported under ``tvmrt_``-prefixed names for the same reason.
 
 Only ``TVMBackendGetFuncFromEnv`` and ``TVMFuncCall`` (``call_packed`` externs, rare)
 come back into Python, through ctypes callbacks that are kept alive for the life of the
-process.
+process; a lookup that finds a function implemented in C (the ``tvm.contrib.sort`` family,
+``src/tvmrt/_native/sort.c``) hands out its native handle, which ``TVMFuncCall`` runs
+without Python.
 """
 
 from __future__ import annotations
@@ -499,13 +501,16 @@ def _get_func_from_env(mod_ctx: int | None, name: bytes | None, out: Any) -> int
     try:
         fname = (name or b"").decode("utf-8", errors="replace")
         token = mod_ctx or 0
-        if _lookup(token, fname) is None:
+        func = _lookup(token, fname)
+        if func is None:
             set_last_error(
                 f"cannot find function {fname!r} in the kernel library, its imports or the "
                 "global registry"
             )
             return -1
-        out[0] = _handle_for(token, fname)
+        # a function implemented in C (runtime/contrib/_native.py): TVMFuncCall runs it directly
+        native = getattr(func, "native_handle", None)
+        out[0] = native if native is not None else _handle_for(token, fname)
         return 0
     except BaseException as exc:  # a ctypes callback must not raise: report it to the kernel
         set_last_error(_error_text(exc))
