@@ -128,6 +128,10 @@ def _inspect_elf(data: bytes, shown: str, kind: str, found: _Found, problems: li
     out["functions"] = len(found.exported)
     if tvm.blob_symbol:
         _read_factory(elf, symbols, tvm.blob_symbol, shown, found, problems)
+    if tvm.abi == "legacy":  # runtime functions its kernels look up, CPU features it uses
+        from tvmrt.runtime.loaders import needs
+
+        out["needs"] = needs.describe(elf, set(tvm.functions), "device_code" in out, problems)
 
 
 def _read_factory(

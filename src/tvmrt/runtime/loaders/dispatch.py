@@ -35,7 +35,7 @@ from pathlib import Path
 
 from tvmrt.error import ModuleLoadError
 from tvmrt.runtime import executor as _executor  # noqa: F401 - registers the AOT loaders
-from tvmrt.runtime.loaders import ffi, library, link, packages
+from tvmrt.runtime.loaders import ffi, library, link, needs, packages
 from tvmrt.runtime.loaders import systemlib as _systemlib  # noqa: F401 - registers globals
 from tvmrt.runtime.loaders.abi import LibraryFacts, read_library
 from tvmrt.runtime.loaders.binary import BinaryInfo, check_host_compatible, identify
@@ -206,6 +206,9 @@ def _load_linked(linked: Path, shown: str) -> Module:
 def _load_sniffed(found: Sniffed, path: str, shown: str) -> Module:
     if found.reason:
         raise ModuleLoadError(found.reason)
+    facts = found.facts
+    if found.form in ("legacy-so", "system-lib-so", "tvm-ffi-so") and facts and facts.elf:
+        needs.check_cpu(facts.elf, shown)  # before dlopen: constructors run code too
     if found.form in ("legacy-so", "system-lib-so"):
         assert found.facts is not None
         return library.load_shared_library(found.facts)
