@@ -24,10 +24,11 @@ native_backend = Extension(
     sources=[
         "src/tvmrt/_native/backend.c",
         "src/tvmrt/_native/sort.c",
+        "src/tvmrt/_native/sort_args.c",
         "src/tvmrt/_native/isa.c",
     ],
     include_dirs=["src/tvmrt/_native", "src/tvmrt/include"],
-    depends=["src/tvmrt/_native/native.h"],
+    depends=["src/tvmrt/_native/native.h", "src/tvmrt/_native/sort_args.h"],
     extra_compile_args=_CFLAGS,
     libraries=_LIBS,
     define_macros=[("Py_LIMITED_API", "0x030A0000")],

@@ -131,7 +131,10 @@ def _inspect_elf(data: bytes, shown: str, kind: str, found: _Found, problems: li
     if tvm.abi == "legacy":  # runtime functions its kernels look up, CPU features it uses
         from tvmrt.runtime.loaders import needs
 
-        out["needs"] = needs.describe(elf, set(tvm.functions), "device_code" in out, problems)
+        try:
+            out["needs"] = needs.describe(elf, set(tvm.functions), "device_code" in out, problems)
+        except TVMError as exc:  # a corrupt .symtab
+            problems.append(str(exc))
 
 
 def _read_factory(

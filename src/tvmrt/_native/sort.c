@@ -17,27 +17,12 @@
  * (backend.c) calls entries directly (tvmrt_native_entry_of).
  */
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "native.h"
-
-#define MAX_NDIM 64
-#define TYPE_INT 0
-#define TYPE_UINT 1
-#define TYPE_FLOAT 2
-#define CODE_INT 0
-#define CODE_UINT 1
-#define CODE_STR 11
-#define CODE_DLTENSOR 7
-#define CODE_NDARRAY 13
-/* top-k below this k keeps a sorted candidate list; above, it sorts the whole row */
-#define TOPK_SELECT_MAX 64
-
-enum { D_F16, D_F32, D_F64, D_I8, D_U8, D_I32, D_I64, D_BAD };
+#include "sort_args.h"
 
 typedef struct {
   union {
@@ -46,137 +31,6 @@ typedef struct {
   } key;
   int64_t idx;
 } pair_t;
-
-/* ---------------------------------------------------------------------------------- */
-/* Errors                                                                             */
-
-static int fail(const char* func, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(const char* func, const char* fmt, ...) {
-  char msg[512];
-  int n = snprintf(msg, sizeof(msg), "%s: ", func);
-  va_list ap;
-  va_start(ap, fmt);
-  if (n > 0 && (size_t)n < sizeof(msg)) vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
-  va_end(ap);
-  TVMAPISetLastError(msg);
-  return -1;
-}
-
-static const char* dtype_name(DLDataType t, char* buf, size_t cap) {
-  const char* base = t.code == TYPE_INT ? "int" : t.code == TYPE_UINT ? "uint"
-                   : t.code == TYPE_FLOAT ? "float" : t.code == 4 ? "bfloat" : "type";
-  if (t.lanes == 1) snprintf(buf, cap, "%s%u", base, (unsigned)t.bits);
-  else snprintf(buf, cap, "%s%ux%u", base, (unsigned)t.bits, (unsigned)t.lanes);
-  return buf;
-}
-
-static int dkind(DLDataType t) {
-  if (t.lanes != 1) return D_BAD;
-  if (t.code == TYPE_FLOAT && t.bits == 16) return D_F16;
-  if (t.code == TYPE_FLOAT && t.bits == 32) return D_F32;
-  if (t.code == TYPE_FLOAT && t.bits == 64) return D_F64;
-  if (t.code == TYPE_INT && t.bits == 8) return D_I8;
-  if (t.code == TYPE_UINT && t.bits == 8) return D_U8;
-  if (t.code == TYPE_INT && t.bits == 32) return D_I32;
-  if (t.code == TYPE_INT && t.bits == 64) return D_I64;
-  return D_BAD;
-}
-
-static size_t dsize(int k) {
-  switch (k) {
-    case D_F16: return 2;
-    case D_F32: case D_I32: return 4;
-    case D_F64: case D_I64: return 8;
-    default: return 1;
-  }
-}
-
-static int is_float_kind(int k) { return k == D_F16 || k == D_F32 || k == D_F64; }
-
-/* ---------------------------------------------------------------------------------- */
-/* Arguments                                                                          */
-
-static int get_tensor(const char* func, TVMValue* args, int* codes, int i, const char* what,
-                      DLTensor** out) {
-  DLTensor* t;
-  int d;
-  int64_t expect = 1;
-  if (codes[i] != CODE_DLTENSOR && codes[i] != CODE_NDARRAY)
-    return fail(func, "argument %d (%s) must be a tensor, got type code %d", i, what, codes[i]);
-  t = (DLTensor*)args[i].v_handle;
-  if (t == NULL) return fail(func, "argument %d (%s) is a NULL tensor", i, what);
-  if (t->device.device_type != 1)
-    return fail(func, "argument %d (%s) is on device type %d; these functions run on the CPU "
-                "(device type 1)", i, what, (int)t->device.device_type);
-  if (t->ndim < 0 || t->ndim > MAX_NDIM)
-    return fail(func, "argument %d (%s) has %d dimensions (at most %d)", i, what, t->ndim,
-                MAX_NDIM);
-  for (d = 0; d < t->ndim; ++d)
-    if (t->shape[d] < 0) return fail(func, "argument %d (%s) has a negative dimension", i, what);
-  if (t->strides != NULL) {
-    for (d = t->ndim - 1; d >= 0; --d) {
-      if (t->shape[d] != 1 && t->strides[d] != expect)
-        return fail(func, "argument %d (%s) is not compact row-major (strides given); pass a "
-                    "contiguous tensor", i, what);
-      expect *= t->shape[d];
-    }
-  }
-  *out = t;
-  return 0;
-}
-
-static int get_int(const char* func, TVMValue* args, int* codes, int i, const char* what,
-                   int64_t* out) {
-  if (codes[i] != CODE_INT && codes[i] != CODE_UINT)
-    return fail(func, "argument %d (%s) must be an integer, got type code %d", i, what, codes[i]);
-  *out = args[i].v_int64;
-  return 0;
-}
-
-static char* data_of(const DLTensor* t) { return (char*)t->data + t->byte_offset; }
-
-static int64_t numel(const DLTensor* t) {
-  int64_t n = 1;
-  int d;
-  for (d = 0; d < t->ndim; ++d) n *= t->shape[d];
-  return n;
-}
-
-/* axis normalised like TVM (negative counts from the end), or -1 after reporting */
-static int norm_axis(const char* func, int64_t axis, int ndim, int* out) {
-  if (axis < 0) axis += ndim;
-  if (axis < 0 || axis >= ndim)
-    return fail(func, "axis %lld is out of range for a %d-dimensional input", (long long)axis,
-                ndim);
-  *out = (int)axis;
-  return 0;
-}
-
-static void split_axis(const DLTensor* t, int axis, int64_t* before, int64_t* after) {
-  int d;
-  *before = 1;
-  *after = 1;
-  for (d = 0; d < t->ndim; ++d) {
-    if (d < axis) *before *= t->shape[d];
-    else if (d > axis) *after *= t->shape[d];
-  }
-}
-
-/* out must have in's shape, except `axis_len` along `axis` (if axis_len >= 0) */
-static int check_shape(const char* func, const DLTensor* in, const DLTensor* out, int axis,
-                       int64_t axis_len, const char* what) {
-  int d;
-  if (out->ndim != in->ndim)
-    return fail(func, "%s has %d dimensions; expected %d like the input", what, out->ndim,
-                in->ndim);
-  for (d = 0; d < in->ndim; ++d) {
-    int64_t want = (d == axis && axis_len >= 0) ? axis_len : in->shape[d];
-    if (out->shape[d] != want)
-      return fail(func, "%s has %lld along dimension %d; expected %lld", what,
-                  (long long)out->shape[d], d, (long long)want);
-  }
-  return 0;
-}
 
 /* ---------------------------------------------------------------------------------- */
 /* Keys                                                                               */
@@ -307,7 +161,7 @@ static int alloc_pairs(const char* func, int64_t n, pair_t** a, pair_t** b) {
   if (*a == NULL || *b == NULL) {
     free(*a);
     free(*b);
-    return fail(func, "cannot allocate %lld bytes of sort buffers", (long long)(2 * n * 16));
+    return sort_fail(func, "cannot allocate %lld bytes of sort buffers", (long long)(2 * n * 16));
   }
   return 0;
 }
@@ -328,36 +182,36 @@ static int sort_common(const char* func, int mode, TVMValue* args, int* codes, i
   char b1[32], b2[32];
   pair_t *p, *tmp;
   if (nargs != 4)
-    return fail(func, "expected 4 arguments (data, output, axis, is_ascend), got %d", nargs);
-  if (get_tensor(func, args, codes, 0, "data", &in) || get_tensor(func, args, codes, 1, "output", &out) ||
-      get_int(func, args, codes, 2, "axis", &axis64) || get_int(func, args, codes, 3, "is_ascend", &asc))
+    return sort_fail(func, "expected 4 arguments (data, output, axis, is_ascend), got %d", nargs);
+  if (sort_get_tensor(func, args, codes, 0, "data", &in) || sort_get_tensor(func, args, codes, 1, "output", &out) ||
+      sort_get_int(func, args, codes, 2, "axis", &axis64) || sort_get_int(func, args, codes, 3, "is_ascend", &asc))
     return -1;
-  if (in->ndim == 0) return fail(func, "the input has no dimensions to sort along");
-  if (norm_axis(func, axis64, in->ndim, &axis)) return -1;
-  kin = dkind(in->dtype);
-  kout = dkind(out->dtype);
+  if (in->ndim == 0) return sort_fail(func, "the input has no dimensions to sort along");
+  if (sort_norm_axis(func, axis64, in->ndim, &axis)) return -1;
+  kin = sort_dkind(in->dtype);
+  kout = sort_dkind(out->dtype);
   if (!sort_kind_ok(kin))
-    return fail(func, "unsupported input dtype %s; expected float32, float64, int32, int64 or "
-                "float16", dtype_name(in->dtype, b1, sizeof b1));
+    return sort_fail(func, "unsupported input dtype %s; expected float32, float64, int32, int64 or "
+                "float16", sort_dtype_name(in->dtype, b1, sizeof b1));
   if (mode == 0 && !index_kind_ok(kout))
-    return fail(func, "unsupported output dtype %s; expected int32, int64, float32 or float64",
-                dtype_name(out->dtype, b2, sizeof b2));
+    return sort_fail(func, "unsupported output dtype %s; expected int32, int64, float32 or float64",
+                sort_dtype_name(out->dtype, b2, sizeof b2));
   if (mode == 1 && kout != kin)
-    return fail(func, "output dtype %s differs from the input's %s",
-                dtype_name(out->dtype, b2, sizeof b2), dtype_name(in->dtype, b1, sizeof b1));
-  if (check_shape(func, in, out, axis, -1, "the output")) return -1;
-  if (numel(in) == 0) return 0;
-  split_axis(in, axis, &before, &after);
+    return sort_fail(func, "output dtype %s differs from the input's %s",
+                sort_dtype_name(out->dtype, b2, sizeof b2), sort_dtype_name(in->dtype, b1, sizeof b1));
+  if (sort_check_shape(func, in, out, axis, -1, "the output")) return -1;
+  if (sort_numel(in) == 0) return 0;
+  sort_split_axis(in, axis, &before, &after);
   n = in->shape[axis];
   if (alloc_pairs(func, n, &p, &tmp)) return -1;
   for (i = 0; i < before; ++i) {
     for (j = 0; j < after; ++j) {
       int64_t base = i * n * after + j;
-      gather(data_of(in), kin, base, after, n, p);
-      stable_sort(p, tmp, n, is_float_kind(kin), asc != 0);
+      gather(sort_data_of(in), kin, base, after, n, p);
+      stable_sort(p, tmp, n, sort_is_float_kind(kin), asc != 0);
       for (k = 0; k < n; ++k) {
-        if (mode == 0) put_index(data_of(out), kout, base + k * after, p[k].idx);
-        else put_value(data_of(out), data_of(in), dsize(kin), base + k * after,
+        if (mode == 0) put_index(sort_data_of(out), kout, base + k * after, p[k].idx);
+        else put_value(sort_data_of(out), sort_data_of(in), sort_dsize(kin), base + k * after,
                        base + p[k].idx * after);
       }
     }
@@ -386,47 +240,47 @@ static int argsort_nms_fn(TVMValue* args, int* codes, int nargs, TVMValue* ret, 
   char b1[32];
   pair_t *p, *tmp;
   if (nargs != 5)
-    return fail(func, "expected 5 arguments (data, valid_count, output, axis, is_ascend), got %d",
+    return sort_fail(func, "expected 5 arguments (data, valid_count, output, axis, is_ascend), got %d",
                 nargs);
-  if (get_tensor(func, args, codes, 0, "data", &in) ||
-      get_tensor(func, args, codes, 1, "valid_count", &cnt) ||
-      get_tensor(func, args, codes, 2, "output", &out) ||
-      get_int(func, args, codes, 3, "axis", &axis64) ||
-      get_int(func, args, codes, 4, "is_ascend", &asc))
+  if (sort_get_tensor(func, args, codes, 0, "data", &in) ||
+      sort_get_tensor(func, args, codes, 1, "valid_count", &cnt) ||
+      sort_get_tensor(func, args, codes, 2, "output", &out) ||
+      sort_get_int(func, args, codes, 3, "axis", &axis64) ||
+      sort_get_int(func, args, codes, 4, "is_ascend", &asc))
     return -1;
-  if (in->ndim == 0) return fail(func, "the input has no dimensions to sort along");
-  if (norm_axis(func, axis64, in->ndim, &axis)) return -1;
-  if (dkind(in->dtype) != D_F32)
-    return fail(func, "unsupported input dtype %s; expected float32 (as TVM on x86)",
-                dtype_name(in->dtype, b1, sizeof b1));
-  if (dkind(cnt->dtype) != D_I32)
-    return fail(func, "valid_count has dtype %s; expected int32",
-                dtype_name(cnt->dtype, b1, sizeof b1));
-  if (dkind(out->dtype) != D_I32)
-    return fail(func, "the output has dtype %s; expected int32",
-                dtype_name(out->dtype, b1, sizeof b1));
-  if (check_shape(func, in, out, axis, -1, "the output")) return -1;
-  split_axis(in, axis, &before, &after);
-  if (numel(cnt) < before * after)
-    return fail(func, "valid_count has %lld elements; expected %lld (one per sorted row)",
-                (long long)numel(cnt), (long long)(before * after));
-  if (numel(in) == 0) return 0;
+  if (in->ndim == 0) return sort_fail(func, "the input has no dimensions to sort along");
+  if (sort_norm_axis(func, axis64, in->ndim, &axis)) return -1;
+  if (sort_dkind(in->dtype) != D_F32)
+    return sort_fail(func, "unsupported input dtype %s; expected float32 (as TVM on x86)",
+                sort_dtype_name(in->dtype, b1, sizeof b1));
+  if (sort_dkind(cnt->dtype) != D_I32)
+    return sort_fail(func, "valid_count has dtype %s; expected int32",
+                sort_dtype_name(cnt->dtype, b1, sizeof b1));
+  if (sort_dkind(out->dtype) != D_I32)
+    return sort_fail(func, "the output has dtype %s; expected int32",
+                sort_dtype_name(out->dtype, b1, sizeof b1));
+  if (sort_check_shape(func, in, out, axis, -1, "the output")) return -1;
+  sort_split_axis(in, axis, &before, &after);
+  if (sort_numel(cnt) < before * after)
+    return sort_fail(func, "valid_count has %lld elements; expected %lld (one per sorted row)",
+                (long long)sort_numel(cnt), (long long)(before * after));
+  if (sort_numel(in) == 0) return 0;
   n = in->shape[axis];
   if (alloc_pairs(func, n, &p, &tmp)) return -1;
   for (i = 0; i < before; ++i) {
     for (j = 0; j < after; ++j) {
-      int64_t base = i * n * after + j, m = ((const int32_t*)data_of(cnt))[i * after + j];
+      int64_t base = i * n * after + j, m = ((const int32_t*)sort_data_of(cnt))[i * after + j];
       if (m > n) {
         free(p);
         free(tmp);
-        return fail(func, "valid_count %lld of row %lld exceeds the axis length %lld",
+        return sort_fail(func, "valid_count %lld of row %lld exceeds the axis length %lld",
                     (long long)m, (long long)(i * after + j), (long long)n);
       }
       if (m < 0) m = 0;
-      gather(data_of(in), D_F32, base, after, m, p);
+      gather(sort_data_of(in), D_F32, base, after, m, p);
       stable_sort(p, tmp, m, 1, asc != 0);
       for (k = 0; k < n; ++k)
-        ((int32_t*)data_of(out))[base + k * after] = (int32_t)(k < m ? p[k].idx : k);
+        ((int32_t*)sort_data_of(out))[base + k * after] = (int32_t)(k < m ? p[k].idx : k);
     }
   }
   free(p);
@@ -451,71 +305,71 @@ static int topk_fn(TVMValue* args, int* codes, int nargs, TVMValue* ret, int* rc
   char b1[32], b2[32];
   pair_t *p, *tmp;
   if (nargs < 6 || nargs > 7)
-    return fail(func, "expected 6 or 7 arguments (data, outputs..., k, axis, ret_type, "
+    return sort_fail(func, "expected 6 or 7 arguments (data, outputs..., k, axis, ret_type, "
                 "is_ascend), got %d", nargs);
   if (codes[nargs - 2] != CODE_STR || args[nargs - 2].v_str == NULL)
-    return fail(func, "argument %d (ret_type) must be a string, got type code %d", nargs - 2,
+    return sort_fail(func, "argument %d (ret_type) must be a string, got type code %d", nargs - 2,
                 codes[nargs - 2]);
   ret_type = args[nargs - 2].v_str;
   if (strcmp(ret_type, "both") == 0) nout = 2;
   else if (strcmp(ret_type, "values") == 0 || strcmp(ret_type, "indices") == 0) nout = 1;
-  else return fail(func, "unsupported ret_type '%.40s'; expected both, values or indices", ret_type);
+  else return sort_fail(func, "unsupported ret_type '%.40s'; expected both, values or indices", ret_type);
   if (nargs != 5 + nout)
-    return fail(func, "ret_type '%s' takes %d output tensors; the call has %d", ret_type, nout,
+    return sort_fail(func, "ret_type '%s' takes %d output tensors; the call has %d", ret_type, nout,
                 nargs - 5);
-  if (get_tensor(func, args, codes, 0, "data", &in) ||
-      get_int(func, args, codes, nargs - 4, "k", &k) ||
-      get_int(func, args, codes, nargs - 3, "axis", &axis64) ||
-      get_int(func, args, codes, nargs - 1, "is_ascend", &asc))
+  if (sort_get_tensor(func, args, codes, 0, "data", &in) ||
+      sort_get_int(func, args, codes, nargs - 4, "k", &k) ||
+      sort_get_int(func, args, codes, nargs - 3, "axis", &axis64) ||
+      sort_get_int(func, args, codes, nargs - 1, "is_ascend", &asc))
     return -1;
   if (ret_type[0] == 'b') {
-    if (get_tensor(func, args, codes, 1, "values", &values) ||
-        get_tensor(func, args, codes, 2, "indices", &indices))
+    if (sort_get_tensor(func, args, codes, 1, "values", &values) ||
+        sort_get_tensor(func, args, codes, 2, "indices", &indices))
       return -1;
   } else if (ret_type[0] == 'v') {
-    if (get_tensor(func, args, codes, 1, "values", &values)) return -1;
-  } else if (get_tensor(func, args, codes, 1, "indices", &indices)) {
+    if (sort_get_tensor(func, args, codes, 1, "values", &values)) return -1;
+  } else if (sort_get_tensor(func, args, codes, 1, "indices", &indices)) {
     return -1;
   }
-  if (in->ndim == 0) return fail(func, "the input has no dimensions to select along");
-  if (norm_axis(func, axis64, in->ndim, &axis)) return -1;
-  kin = dkind(in->dtype);
+  if (in->ndim == 0) return sort_fail(func, "the input has no dimensions to select along");
+  if (sort_norm_axis(func, axis64, in->ndim, &axis)) return -1;
+  kin = sort_dkind(in->dtype);
   if (!(sort_kind_ok(kin) || kin == D_U8 || kin == D_I8))
-    return fail(func, "unsupported input dtype %s; expected float32, float64, uint8, int8, "
-                "int32, int64 or float16", dtype_name(in->dtype, b1, sizeof b1));
+    return sort_fail(func, "unsupported input dtype %s; expected float32, float64, uint8, int8, "
+                "int32, int64 or float16", sort_dtype_name(in->dtype, b1, sizeof b1));
   if (indices != NULL) {
-    kidx = dkind(indices->dtype);
+    kidx = sort_dkind(indices->dtype);
     if (!topk_index_ok(kin, kidx))
-      return fail(func, "unsupported indices dtype %s for %s input; expected int32, int64, "
-                  "float32 or float64", dtype_name(indices->dtype, b2, sizeof b2),
-                  dtype_name(in->dtype, b1, sizeof b1));
+      return sort_fail(func, "unsupported indices dtype %s for %s input; expected int32, int64, "
+                  "float32 or float64", sort_dtype_name(indices->dtype, b2, sizeof b2),
+                  sort_dtype_name(in->dtype, b1, sizeof b1));
   }
-  if (values != NULL && dkind(values->dtype) != kin)
-    return fail(func, "values dtype %s differs from the input's %s",
-                dtype_name(values->dtype, b2, sizeof b2), dtype_name(in->dtype, b1, sizeof b1));
+  if (values != NULL && sort_dkind(values->dtype) != kin)
+    return sort_fail(func, "values dtype %s differs from the input's %s",
+                sort_dtype_name(values->dtype, b2, sizeof b2), sort_dtype_name(in->dtype, b1, sizeof b1));
   n = in->shape[axis];
   kk = k < 1 ? n : k;
-  if ((values && check_shape(func, in, values, axis, kk, "the values output")) ||
-      (indices && check_shape(func, in, indices, axis, kk, "the indices output")))
+  if ((values && sort_check_shape(func, in, values, axis, kk, "the values output")) ||
+      (indices && sort_check_shape(func, in, indices, axis, kk, "the indices output")))
     return -1;
-  if (numel(in) == 0) return 0;
+  if (sort_numel(in) == 0) return 0;
   m = kk < n ? kk : n;
-  split_axis(in, axis, &before, &after);
+  sort_split_axis(in, axis, &before, &after);
   if (alloc_pairs(func, n, &p, &tmp)) return -1;
   for (i = 0; i < before; ++i) {
     for (j = 0; j < after; ++j) {
       int64_t src = i * n * after + j, dst = i * kk * after + j;
       const pair_t* best = p;
-      gather(data_of(in), kin, src, after, n, p);
+      gather(sort_data_of(in), kin, src, after, n, p);
       if (m <= TOPK_SELECT_MAX && m < n) {
-        select_first(p, n, m, tmp, is_float_kind(kin), asc != 0);
+        select_first(p, n, m, tmp, sort_is_float_kind(kin), asc != 0);
         best = tmp;
       } else {
-        stable_sort(p, tmp, n, is_float_kind(kin), asc != 0);
+        stable_sort(p, tmp, n, sort_is_float_kind(kin), asc != 0);
       }
       for (q = 0; q < m; ++q) {
-        if (indices) put_index(data_of(indices), kidx, dst + q * after, best[q].idx);
-        if (values) put_value(data_of(values), data_of(in), dsize(kin), dst + q * after,
+        if (indices) put_index(sort_data_of(indices), kidx, dst + q * after, best[q].idx);
+        if (values) put_value(sort_data_of(values), sort_data_of(in), sort_dsize(kin), dst + q * after,
                               src + best[q].idx * after);
       }
     }
