@@ -3,7 +3,9 @@
 ``tvmrt._native_backend`` is a small C library (``src/tvmrt/_native/backend.c``) with the
 services compiled kernels call back into: workspace allocation, the parallel thread pool
 and the error slot. Python loads it with ctypes (see ``tvmrt.runtime._backend``); the
-module-init function only makes it importable. It uses Python's limited API, so one
+module-init function only makes it importable. ``sort.c`` adds the runtime functions
+that TOPI's CPU sort kernels call by name (``tvm.contrib.sort.*``); ``isa.c`` scans x86-64
+code for the instruction sets it uses (before a library is loaded). It uses Python's limited API, so one
 build serves every CPython version.
 """
 
@@ -19,7 +21,14 @@ _LIBS = ["pthread"] if sys.platform.startswith("linux") else []
 
 native_backend = Extension(
     "tvmrt._native_backend",
-    sources=["src/tvmrt/_native/backend.c"],
+    sources=[
+        "src/tvmrt/_native/backend.c",
+        "src/tvmrt/_native/sort.c",
+        "src/tvmrt/_native/sort_args.c",
+        "src/tvmrt/_native/isa.c",
+    ],
+    include_dirs=["src/tvmrt/_native", "src/tvmrt/include"],
+    depends=["src/tvmrt/_native/native.h", "src/tvmrt/_native/sort_args.h"],
     extra_compile_args=_CFLAGS,
     libraries=_LIBS,
     define_macros=[("Py_LIMITED_API", "0x030A0000")],

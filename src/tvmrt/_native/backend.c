@@ -8,7 +8,9 @@
  *   TVMBackendParallelLaunch / TVMBackendParallelBarrier  persistent pthread pool
  *   TVMAPISetLastError                                    thread-local error slot
  *   TVMBackendGetFuncFromEnv / TVMFuncCall                forwarded to callbacks that the
- *                                                         Python side installs (legacy)
+ *                                                         Python side installs (legacy);
+ *                                                         TVMFuncCall runs the functions
+ *                                                         implemented in C (sort.c) directly
  *   tvm-ffi lookups (GetFuncFromEnv, FunctionCall,        report an error: tvmrt has no
  *   EnvModLookupFromImports), TVMFFIHandleInitOnce        tvm-ffi function objects
  *
@@ -46,7 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EXPORT __attribute__((visibility("default")))
+#include "native.h"
 
 #define kDLCPU 1
 #define WS_ALIGN 64
@@ -67,13 +69,6 @@ typedef struct {
 } TVMParallelGroupEnv;
 
 typedef int (*FTVMParallelLambda)(int task_id, TVMParallelGroupEnv* penv, void* cdata);
-
-typedef union {
-  int64_t v_int64;
-  double v_float64;
-  void* v_handle;
-  const char* v_str;
-} TVMValue;
 
 typedef int (*tvmrt_getfunc_cb)(void* mod_ctx, const char* name, void** out);
 typedef int (*tvmrt_funccall_cb)(void* handle, TVMValue* args, int* codes, int num_args,
@@ -867,6 +862,11 @@ EXPORT int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name, void*
 
 EXPORT int TVMFuncCall(void* func, TVMValue* args, int* arg_type_codes, int num_args,
                        TVMValue* ret_val, int* ret_type_code) {
+  const tvmrt_native_entry* native = tvmrt_native_entry_of(func);
+  if (native != NULL) { /* a function tvmrt implements in C (sort.c): no Python */
+    *ret_type_code = 4; /* kTVMNullptr: these return nothing */
+    return native->fn(args, arg_type_codes, num_args, ret_val, ret_type_code);
+  }
   if (g_funccall == NULL) {
     set_error("", "TVMFuncCall: the tvmrt function environment is not set up");
     return -1;

@@ -16,6 +16,7 @@ from typing import Any
 from tvmrt.artifact.devices import DEVICE_MODULE_KINDS
 from tvmrt.error import ModuleLoadError, TVMError
 from tvmrt.runtime.graph_executor import GraphExecutorFactory
+from tvmrt.runtime.loaders import abi, binary, needs
 from tvmrt.runtime.loaders.dispatch import Sniffed
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
@@ -90,8 +91,6 @@ def inspect_library_code(
 
 def inspect_elf(data: bytes, shown: str, kind: str, found: Found, problems: list[str]) -> None:
     """Symbols and the embedded factory of one ELF file (library or object, any machine)."""
-    from tvmrt.runtime.loaders import abi, binary
-
     try:
         elf = binary.ElfFile(data, shown)
         symbols = elf.symbols(dynamic=kind == "shared library")
@@ -110,6 +109,11 @@ def inspect_elf(data: bytes, shown: str, kind: str, found: Found, problems: list
     out["functions"] = len(found.exported)
     if tvm.blob_symbol:
         _read_factory(elf, symbols, tvm.blob_symbol, shown, found, problems)
+    if tvm.abi == "legacy":  # runtime functions its kernels look up, CPU features it uses
+        try:
+            out["needs"] = needs.describe(elf, set(tvm.functions), "device_code" in out, problems)
+        except TVMError as exc:  # a corrupt .symtab
+            problems.append(str(exc))
 
 
 def _read_factory(

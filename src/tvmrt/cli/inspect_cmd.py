@@ -80,6 +80,11 @@ def _text(report: dict[str, Any]) -> str:
         lines.append(f"  embeds: {lib['embedded']}")
     if "device_code" in lib:
         lines.append(f"  device code: {lib['device_code']}")
+    needs = lib.get("needs", {})
+    for name, state in needs.get("functions", {}).items():
+        lines.append(f"  calls:  {name} ({state})")
+    if needs.get("cpu", {}).get("uses"):
+        lines.append(f"  CPU features its code uses: {', '.join(needs['cpu']['uses'])}")
     graph = report.get("graph")
     if graph:
         lines.append(

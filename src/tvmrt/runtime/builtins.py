@@ -21,6 +21,14 @@ LOADFILE_SUFFIXES = ("so", "dll", "dylib", "tar", "o", "obj", "mlf")
 
 _DISPATCH = "tvmrt.runtime.loaders.dispatch:loadfile"
 _GRAPH_FACTORY = "tvmrt.runtime.graph_executor.factory:load_factory_binary"
+_SORT = ("argsort", "argsort_nms", "sort", "topk")
+_BLAS = "tvmrt.runtime.contrib.blas"
+_BLAS_NAMES = [
+    (lib, name)
+    for lib in ("cblas", "mkl")
+    for name in ("matmul", "batch_matmul", "batch_matmul_iterative")
+]
+_RANDOM = ("randint", "uniform", "normal", "random_fill", "random_fill_for_measure")
 
 BUILTIN_FUNCTIONS: dict[str, str] = {
     # files -> modules
@@ -54,4 +62,10 @@ BUILTIN_FUNCTIONS: dict[str, str] = {
     "runtime.LoadParamsFromFile": "tvmrt.runtime.params:load_param_dict_from_file",
     # called by compiled host code
     "__tvm_set_device": "tvmrt.runtime.loaders.opencl:set_device",
+    # called by kernels (call_packed externs of TOPI; TVM v0.19's src/runtime/contrib)
+    **{f"tvm.contrib.sort.{name}": f"tvmrt.runtime.contrib.sort:{name}" for name in _SORT},
+    **{f"tvm.contrib.{lib}.{name}": f"{_BLAS}:{name}" for lib, name in _BLAS_NAMES},
+    "tvm.contrib.mkl.matmul_u8s8s32": f"{_BLAS}:matmul_u8s8s32",
+    "tvm.contrib.dnnl.matmul": f"{_BLAS}:dnnl_matmul",
+    **{f"tvm.contrib.random.{name}": f"tvmrt.runtime.contrib.random:{name}" for name in _RANDOM},
 }

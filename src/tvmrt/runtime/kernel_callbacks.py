@@ -115,13 +115,16 @@ def _get_func_from_env(mod_ctx: int | None, name: bytes | None, out: Any) -> int
     try:
         fname = (name or b"").decode("utf-8", errors="replace")
         token = mod_ctx or 0
-        if _lookup(token, fname) is None:
+        func = _lookup(token, fname)
+        if func is None:
             _report(
                 f"cannot find function {fname!r} in the kernel library, its imports or the "
                 "global registry"
             )
             return -1
-        out[0] = _handle_for(token, fname)
+        # a function implemented in C (runtime/contrib/_native.py): TVMFuncCall runs it directly
+        native = getattr(func, "native_handle", None)
+        out[0] = native if native is not None else _handle_for(token, fname)
         return 0
     except BaseException as exc:  # a ctypes callback must not raise: report it to the kernel
         _report(_error_text(exc))

@@ -18,7 +18,10 @@ global, these definitions also take precedence for libraries loaded later (for e
 entry points are exported under ``tvmrt_``-prefixed names for the same reason.
 
 Only ``TVMBackendGetFuncFromEnv`` and ``TVMFuncCall`` (``call_packed`` externs, rare)
-come back into Python, through the callbacks of :mod:`tvmrt.runtime.kernel_callbacks`.
+come back into Python, through the callbacks of :mod:`tvmrt.runtime.kernel_callbacks`; a
+lookup that finds a function implemented in C (the ``tvm.contrib.sort`` family,
+``src/tvmrt/_native/sort.c``) hands out its native handle, which ``TVMFuncCall`` runs
+without Python.
 """
 
 from __future__ import annotations

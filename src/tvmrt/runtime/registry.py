@@ -110,7 +110,7 @@ def _load_builtin(name: str) -> PackedFunc | None:
     with _lock:
         if _builtins.pop(name, None) is None:  # registered or removed meanwhile
             return _functions.get(name)
-        packed = _functions[name] = PackedFunc(fn, name)
+        packed = _functions[name] = fn if isinstance(fn, PackedFunc) else PackedFunc(fn, name)
     return packed
 
 

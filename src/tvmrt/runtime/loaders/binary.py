@@ -141,6 +141,7 @@ class _Section:
     size: int
     link: int
     entsize: int
+    flags: int = 0  # SHF_* (SHF_EXECINSTR = 4: code)
 
 
 # A symbol or section name longer than this is taken for corruption (TVM truncates its
@@ -261,11 +262,11 @@ class ElfFile:
         names = raw[shstrndx] if 0 < shstrndx < shnum else None
         table = _StringTable(self, names[4], names[5]) if names else None
         sections = []
-        for name_off, sh_type, _, addr, offset, size, link, _, _, entsize in raw:
+        for name_off, sh_type, flags, addr, offset, size, link, _, _, entsize in raw:
             name = table.name(name_off) if table is not None else ""
             if sh_type != _SHT_NOBITS and offset + size > len(self.data):
                 raise self._corrupt(f"section {name!r} at byte offset {offset} runs past the end")
-            sections.append(_Section(name, sh_type, addr, offset, size, link, entsize))
+            sections.append(_Section(name, sh_type, addr, offset, size, link, entsize, flags))
         return sections
 
     def symbols(self, dynamic: bool = True) -> list[ElfSymbol]:

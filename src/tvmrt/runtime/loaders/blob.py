@@ -44,6 +44,30 @@ _GPU_KINDS = {
     "aocl": "Intel FPGA (AOCL)",
 }
 
+# external-codegen (BYOC) runtime modules of TVM v0.19, by type key: each needs its own
+# C++ runtime (and usually a vendor library), which tvmrt does not have
+_BYOC_KINDS = {
+    "dnnl_json": "DNNL/oneDNN JSON runtime (partitioned with -libs/BYOC dnnl)",
+    "tensorrt": "NVIDIA TensorRT",
+    "msc_tensorrt": "NVIDIA TensorRT (MSC)",
+    "arm_compute_lib": "Arm Compute Library",
+    "bnns_json": "Apple BNNS",
+    "clml": "Qualcomm OpenCL ML (CLML)",
+    "coreml": "Apple Core ML",
+    "cublas_json": "cuBLAS JSON runtime",
+    "cudnn_json": "cuDNN JSON runtime",
+    "hipblas_json": "hipBLAS JSON runtime",
+    "nnapi": "Android NNAPI",
+    "VitisAIRuntime": "AMD/Xilinx Vitis AI",
+    "mrvl_hw": "Marvell ML accelerator",
+    "mrvl_sim": "Marvell ML accelerator simulator",
+    "torch": "LibTorch (PyTorch's C++ runtime)",
+    "tflite": "TensorFlow Lite",
+    "ethos-n": "Arm Ethos-N NPU",
+    "ethos-u": "Arm Ethos-U NPU",
+    "verilator": "Verilator hardware simulation",
+}
+
 
 @dataclass
 class ParsedBlob:
@@ -73,6 +97,12 @@ def _missing_loader(kind: str, what: str) -> ModuleLoadError:
             f"imports a {kind!r} module ({_GPU_KINDS[kind]} GPU kernels); tvmrt has no "
             f"{_GPU_KINDS[kind]} backend, so this model needs TVM's runtime with "
             f"{_GPU_KINDS[kind]} support"
+        )
+    elif kind in _BYOC_KINDS:
+        reason = (
+            f"imports a {kind!r} module: an external-codegen (BYOC) part of the model for "
+            f"{_BYOC_KINDS[kind]}, which needs that runtime; tvmrt cannot run it. Build the "
+            "model without that partitioning to run it with tvmrt"
         )
     elif kind in ("metadata", "const_loader"):
         reason = (

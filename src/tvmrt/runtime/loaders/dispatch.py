@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tvmrt.error import ModuleFileNotFoundError, ModuleLoadError
-from tvmrt.runtime.loaders import archive, ffi, library, link, packages
+from tvmrt.runtime.loaders import archive, ffi, library, link, needs, packages
 from tvmrt.runtime.loaders.abi import LibraryFacts, read_library
 from tvmrt.runtime.loaders.binary import BinaryInfo, check_host_compatible, identify
 from tvmrt.runtime.module import Module
@@ -218,6 +218,9 @@ def _load_linked(linked: Path, shown: str) -> Module:
 def _load_sniffed(found: Sniffed, path: str, shown: str) -> Module:
     if found.reason:
         raise ModuleLoadError(found.reason)
+    facts = found.facts
+    if found.form in ("legacy-so", "system-lib-so", "tvm-ffi-so") and facts and facts.elf:
+        needs.check_cpu(facts.elf, shown)  # before dlopen: constructors run code too
     if found.form in ("legacy-so", "system-lib-so"):
         assert found.facts is not None
         return library.load_shared_library(found.facts)

@@ -25,6 +25,7 @@ from typing import Any
 from tvmrt.error import ArgumentTypeError, KernelError, ModuleLoadError
 from tvmrt.runtime import kernel_callbacks, kernel_services, packed_values
 from tvmrt.runtime._ctypes_api import TVM_DLTENSOR_HANDLE, TVMValue
+from tvmrt.runtime.loaders import needs
 from tvmrt.runtime.loaders._dso import (
     KernelLibrary,
     check_aligned,
@@ -277,6 +278,8 @@ def load_shared_library(facts: LibraryFacts) -> Module:
     _fill_slots(lib, symbols, slots)
     _set_module_context(lib, symbols, module)
     root = assemble_modules(parsed, module) if parsed is not None else module
+    if elf is not None:  # every function a kernel looks up by name exists (loaders/needs.py)
+        needs.check_functions(module, elf, shown)
     if symbols is not None and symbols.linked_params:  # TVM 0.7/0.8: weights in the code
         graph_json = getattr(root, "graph_json", None)
         params = getattr(root, "params", None)

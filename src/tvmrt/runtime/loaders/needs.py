@@ -1,0 +1,151 @@
+"""What a kernel library needs from the runtime and the machine, checked before it runs.
+
+Two things a library's kernels take for granted that ``dlopen`` does not check:
+
+- **Runtime functions looked up by name.** A ``call_packed`` extern (TOPI's CPU sort and
+  top-k, ``-libs=cblas`` dense, ...) asks ``TVMBackendGetFuncFromEnv`` for a function the
+  first time the kernel runs. LLVM-built libraries keep each name's handle in a local
+  symbol ``.tvm_func.<name>`` (``.symtab``); the name itself is a string constant, which
+  is what C-target (and stripped) libraries leave, so strings of ``.rodata`` that start
+  with ``tvm.contrib.`` count too. :func:`lookup_names` reads both.
+- **Instruction sets** (:mod:`.isa`): AVX-512 code on a CPU without it dies with SIGILL.
+
+:func:`check_cpu` runs before the library is loaded and :func:`check_functions` once its
+modules are assembled (a name is provided when the library, its imports or the global
+registry has it, exactly where ``TVMBackendGetFuncFromEnv`` looks), so ``load_module``
+fails with one message naming every missing function before any kernel runs. A
+function registered with ``register_func`` must therefore be registered before the
+library is loaded. :func:`describe` gives ``tvmrt inspect`` the same facts without loading
+anything. tvm-ffi libraries (TVM >= 0.21) are not checked for functions: tvmrt gives
+their lookups no functions at all (``src/tvmrt/_native/backend.c``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tvmrt.error import ModuleLoadError
+from tvmrt.runtime.contrib.catalog import unsupported_reason
+from tvmrt.runtime.loaders import isa
+from tvmrt.runtime.loaders.binary import ElfFile
+from tvmrt.runtime.module import Module
+
+__all__ = ["lookup_names", "check_cpu", "check_functions", "describe"]
+
+CACHE_PREFIX = ".tvm_func."
+_RODATA_NAME = re.compile(rb"\x00(tvm\.contrib\.[A-Za-z0-9_.]{1,200})(?=\x00)")
+# runtime functions (the global registry); other names are kernels of imported modules
+_RUNTIME_PREFIXES = ("tvm.", "runtime.", "__tvm")
+
+
+def lookup_names(elf: ElfFile) -> list[str]:
+    """The function names a library's kernels look up by name, sorted."""
+    names: set[str] = set()
+    for dynamic in (False, True):
+        for symbol in elf.symbols(dynamic=dynamic):
+            if symbol.name.startswith(CACHE_PREFIX) and len(symbol.name) > len(CACHE_PREFIX):
+                names.add(symbol.name[len(CACHE_PREFIX) :])
+    for section in elf.sections:
+        if section.name.startswith(".rodata") and section.type != 8:
+            data = b"\x00" + elf.data[section.offset : section.offset + section.size]
+            names.update(m.decode("ascii") for m in _RODATA_NAME.findall(data))
+    return sorted(names)
+
+
+def _why_missing(name: str) -> str:
+    reason = unsupported_reason(name)
+    if reason is not None:
+        return f"{name!r} ({reason})"
+    return f"{name!r} (not in the library, its imports or the global registry)"
+
+
+def check_cpu(elf: ElfFile, shown: str) -> None:
+    """Refuse a library whose code uses instructions this CPU lacks.
+
+    Raises
+    ------
+    ModuleLoadError
+        Naming the missing CPU features (and the ``-mcpu`` the build recorded, if any).
+    """
+    found = isa.code_features(elf)
+    missing = isa.missing_features(found)
+    if missing:
+        raise ModuleLoadError(f"cannot load {shown!r}: {_cpu_text(found, missing, elf)}")
+
+
+def _cpu_text(found: isa.CodeFeatures, missing: list[str], elf: ElfFile) -> str:
+    what = (
+        f"{found.evex} AVX-512 (EVEX) instructions, the first at {found.first_evex}"
+        if "avx512f" in missing
+        else f"{found.vex} AVX (VEX) instructions"
+    )
+    mcpu = isa.mcpu_hint(elf.data)
+    built = f", built for -mcpu={mcpu}" if mcpu else ""
+    return (
+        f"its code uses CPU features this CPU lacks: {', '.join(missing)} ({what}{built}); "
+        "running it would kill the process with SIGILL. Rebuild it for this CPU (e.g. "
+        "-mcpu=native on this machine) or run it on one that has them"
+    )
+
+
+def check_functions(library: Module, elf: ElfFile, shown: str) -> None:
+    """Refuse a library whose kernels look up functions nobody provides.
+
+    ``library`` is the kernel library's own module with its imports attached.
+
+    Raises
+    ------
+    ModuleLoadError
+        Naming each missing function and, for one TVM's runtime had, what it needs.
+    """
+    from tvmrt.runtime.registry import get_global_func
+
+    missing = [
+        name
+        for name in lookup_names(elf)
+        if library.find_function(name, True) is None
+        and get_global_func(name, allow_missing=True) is None
+    ]
+    if missing:
+        raise ModuleLoadError(f"cannot load {shown!r}: {_functions_text(missing)}")
+
+
+def _functions_text(missing: list[str]) -> str:
+    return (
+        "its kernels call runtime functions that are not provided: "
+        + "; ".join(_why_missing(n) for n in missing)
+        + " (a function of your own must be registered with register_func before loading)"
+    )
+
+
+def describe(
+    elf: ElfFile, exported: set[str], has_device_modules: bool, problems: list[str]
+) -> dict[str, Any]:
+    """``tvmrt inspect``'s report of what a library needs; appends problems to ``problems``.
+
+    Without loading anything, a name counts as provided when the library exports it, when
+    tvmrt's global registry has it, or (for a kernel name, not a runtime function) when the
+    library carries device modules that may define it.
+    """
+    from tvmrt.runtime.registry import get_global_func
+
+    functions: dict[str, str] = {}
+    for name in lookup_names(elf):
+        if name in exported or get_global_func(name, allow_missing=True) is not None:
+            functions[name] = "provided"
+        elif has_device_modules and not name.startswith(_RUNTIME_PREFIXES):
+            functions[name] = "provided by a device module"
+        else:
+            functions[name] = "missing"
+    missing = [n for n, state in functions.items() if state == "missing"]
+    if missing:
+        problems.append(_functions_text(missing))
+    found = isa.code_features(elf)
+    lacking = isa.missing_features(found)
+    if lacking:
+        problems.append(_cpu_text(found, lacking, elf))
+    cpu = {"uses": list(found.features), "evex": found.evex, "vex": found.vex}
+    if lacking:
+        cpu["missing_here"] = lacking
+    return {"functions": functions, "cpu": cpu}
