@@ -3,7 +3,7 @@
 Each target takes bytes and may raise only a tvmrt error (``TVMError``); any other
 exception, a crash, a hang or a runaway allocation is a bug. The same targets run under
 atheris (``fuzz/run.py``, long runs outside the test suite) and under hypothesis in the
-test suite (``tests/test_fuzz.py``, short runs on every CI).
+test suite (``tests/hostile/test_fuzz.py``, short runs on every CI).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 
 Each target runs in a fresh process: first every hostile file of ``hostile.py`` (the
 resource bombs of issue 11), then random mutations of its seeds (real artifacts; the
-same edits as tests/test_fuzz.py: bit flips, set bytes, cuts, duplications) until the
+same edits as tests/hostile/test_fuzz.py: bit flips, set bytes, cuts, duplications) until the
 time is up. The process's peak RSS (``ru_maxrss``: everything, the interpreter and
 numpy included) is the figure; the case that raised it most is named. ``load_module``
 stops where the loader would link or ``dlopen`` (fuzz_targets.load_module), so nothing

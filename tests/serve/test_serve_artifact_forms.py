@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from support.paths import REPO
 from tvmrt.serve.server import free_port
 
 pytest.importorskip("uvicorn")
 
-REPO = Path(__file__).resolve().parents[2]
 READY_SECONDS = 60
 
 

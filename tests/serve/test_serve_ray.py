@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from support.paths import REPO
 from tvmrt.serve.server import free_port
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ import importlib
 import pytest
 
 import tvmrt
+from support.paths import REPO
 from tvmrt import error
 
 BUILTIN_OF = {
@@ -82,8 +83,7 @@ def test_tvm_style_top_level():
 def test_api_reference_is_up_to_date():
     import subprocess
     import sys
-    from pathlib import Path
 
-    script = Path(__file__).resolve().parents[1] / "scripts" / "gen_api_docs.py"
+    script = REPO / "scripts" / "gen_api_docs.py"
     done = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
+from support.paths import REPO
+
+sys.path.insert(0, str(REPO / "fuzz"))
 
 import hostile
-
 import tvmrt.runtime as rt
 from tvmrt.error import ModuleLoadError
 from tvmrt.runtime import Module

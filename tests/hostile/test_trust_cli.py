@@ -3,21 +3,12 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-
-def tvmrt(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tvmrt", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+from support.cli import tvmrt
 
 
 @pytest.fixture

@@ -10,19 +10,19 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from support.models import sleepy_model
+from support.paths import REPO
 from tvmrt.artifact import find_artifact
 from tvmrt.serve import BackgroundServer, InferenceApp, load_model, model_from_graph
 from tvmrt.serve.server import free_port
-from tvmrt.testing import GraphBuilder, graphs, numpy_op_library
+from tvmrt.testing import graphs, numpy_op_library
 
 pytest.importorskip("uvicorn")
 
-REPO = Path(__file__).resolve().parents[1]
 ATOL = {"rtol": 1e-6, "atol": 1e-7}
 
 
@@ -272,23 +272,6 @@ def test_wrong_method_and_unknown_route(add1_server):
     assert request(add1_server.url, "GET", "/v2/models/add1/infer")[0] == 405
     assert request(add1_server.url, "GET", "/nowhere")[0] == 404
     assert request(add1_server.url, "GET", "/v2/models/add1/versions/7")[0] == 404
-
-
-def sleepy_model(**kw: object) -> object:
-    """x (2,): sleeps x[0] seconds, raises if x[1] < 0, returns x * 2."""
-
-    def sleepy(a, out):
-        v = a.numpy()
-        if v[1] < 0:
-            raise ValueError(f"kernel refuses negative input {v[1]}")
-        time.sleep(float(v[0]))
-        out.copyfrom(v * 2)
-
-    b = GraphBuilder()
-    x = b.input("x", (2,))
-    (y,) = b.op("sleepy", "sleepy", [x], [(2,)])
-    b.output(y)
-    return model_from_graph("sleepy", b.to_json(), numpy_op_library(sleepy=sleepy), **kw)  # type: ignore[arg-type]
 
 
 def test_graceful_shutdown_finishes_in_flight_requests():

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from support.paths import ARTIFACTS
 from tvmrt import runtime
 from tvmrt.contrib import graph_executor
 from tvmrt.error import ArrayError
@@ -20,7 +21,7 @@ cl = pytest.importorskip("pyopencl")
 if not runtime.opencl(0).exist:
     pytest.skip("no OpenCL device (install pocl-binary-distribution)", allow_module_level=True)
 
-ART = Path(__file__).parent / ".." / ".." / "shared" / "artifacts" / "relay016"
+ART = ARTIFACTS / "relay016"
 TOL = {"rtol": 1e-5, "atol": 1e-5}
 
 

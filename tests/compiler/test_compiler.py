@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from support.cli import tvmrt as run_tvmrt
+
 if importlib.util.find_spec("tvm") is None or importlib.util.find_spec("onnx") is None:
     pytest.skip("needs the compile extra: pip install 'tvmrt[compile]'", allow_module_level=True)
 ort = pytest.importorskip("onnxruntime")
@@ -534,12 +536,7 @@ def test_compile_rejects_a_bad_tune_value(tmp_path: Path) -> None:
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tvmrt", "compile", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_tvmrt("compile", *args)
 
 
 @pytest.mark.slow

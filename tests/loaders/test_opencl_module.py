@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from support.paths import ARTIFACTS
 from tvmrt import runtime
 from tvmrt.error import KernelError, ModuleLoadError
 from tvmrt.runtime._stream import ByteReader, ByteWriter
@@ -14,7 +14,7 @@ from tvmrt.runtime.launch import FunctionInfo, LaunchConfig, read_function_table
 from tvmrt.runtime.loaders.opencl import OpenCLModule, load_opencl_binary
 from tvmrt.runtime.registry import get_global_func
 
-ART = Path(__file__).parent / ".." / ".." / "shared" / "artifacts" / "relay016"
+ART = ARTIFACTS / "relay016"
 HANDLE = runtime.DataType("handle")
 
 

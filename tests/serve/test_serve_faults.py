@@ -16,29 +16,13 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
+from support.models import sleepy_model
 from tvmrt.serve import BackgroundServer, InferenceApp, model_from_graph
 from tvmrt.testing import GraphBuilder, graphs, numpy_op_library
 
 pytest.importorskip("uvicorn")
 
 SCALE = float(os.environ.get("TVMRT_STRESS_SCALE", "1"))
-
-
-def sleepy_model(**kw):
-    """x (2,): sleeps x[0] seconds, raises if x[1] < 0, returns x * 2."""
-
-    def sleepy(a, out):
-        v = a.numpy()
-        if v[1] < 0:
-            raise ValueError(f"kernel refuses negative input {v[1]}")
-        time.sleep(float(v[0]))
-        out.copyfrom(v * 2)
-
-    b = GraphBuilder()
-    x = b.input("x", (2,))
-    (y,) = b.op("sleepy", "sleepy", [x], [(2,)])
-    b.output(y)
-    return model_from_graph("sleepy", b.to_json(), numpy_op_library(sleepy=sleepy), **kw)
 
 
 def post(url, path, doc, conn=None):

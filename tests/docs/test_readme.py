@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from support.paths import REPO
 
 
 def walkthrough_commands() -> list[str]:

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from support.paths import ARTIFACTS
 from tvmrt import runtime
 from tvmrt.artifact import find_artifact, load_artifact
 from tvmrt.contrib import graph_executor
@@ -325,7 +326,7 @@ def test_system_lib_needing_unknown_tvm_function_is_refused_before_loading(tmp_p
 
 
 def test_inspect_reads_symbols_of_foreign_tar_members(capsys):
-    folder = Path(__file__).resolve().parents[2] / "shared" / "artifacts" / "wrn-arm32"
+    folder = ARTIFACTS / "wrn-arm32"
     if not folder.is_dir():
         pytest.skip("wrn-arm32 artifact not available")
     from tvmrt.cli import main as cli_main
@@ -340,14 +341,7 @@ def test_inspect_reads_symbols_of_foreign_tar_members(capsys):
 
 def test_load_static_library_keeps_the_object(tmp_path):
     members = {}
-    with tarfile.open(
-        Path(__file__).resolve().parents[2]
-        / "shared"
-        / "artifacts"
-        / "relay016"
-        / "systemlib-tar"
-        / "deploy.tar"
-    ) as archive:
+    with tarfile.open(ARTIFACTS / "relay016" / "systemlib-tar" / "deploy.tar") as archive:
         for member in archive:
             stream = archive.extractfile(member)
             if stream is not None:
@@ -378,7 +372,7 @@ def _tar_of(path: Path, members: dict[str, bytes]) -> Path:
 
 
 def test_foreign_code_in_mlf_and_tvmc_is_refused_naming_the_form(tmp_path):
-    shared = Path(__file__).resolve().parents[2] / "shared" / "artifacts"
+    shared = ARTIFACTS
     arm_tar = shared / "wrn-arm32" / "wrn_8s_g0-rasp.tar"
     aarch64_so = shared / "aarch64" / "deploy_lib.so"
     if not arm_tar.is_file() or not aarch64_so.is_file():

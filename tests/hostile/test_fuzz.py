@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
+from support.paths import REPO
+
+sys.path.insert(0, str(REPO / "fuzz"))
 
 import contextlib
 
@@ -66,7 +67,7 @@ def test_peak_rss_of_inspect_and_load_stays_under_256_mb(artifacts):
     import subprocess
 
     seconds = os.environ.get("TVMRT_FUZZ_RSS_SECONDS", "2")
-    script = Path(__file__).resolve().parents[1] / "fuzz" / "rss.py"
+    script = REPO / "fuzz" / "rss.py"
     result = subprocess.run(
         [sys.executable, str(script), "--seconds", seconds, "inspect", "load_module"],
         capture_output=True,

@@ -22,13 +22,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from support.paths import ARTIFACTS
 from tvmrt import runtime
 from tvmrt.cli import main as cli_main
 from tvmrt.contrib import graph_executor
 from tvmrt.error import FunctionNotFoundError, InputNotFoundError, ModuleLoadError
 from tvmrt.runtime.executor import AotModule
 
-ROOT = Path(__file__).resolve().parent.parent.parent / "shared" / "artifacts" / "relay016"
+ROOT = ARTIFACTS / "relay016"
 pytestmark = pytest.mark.skipif(not ROOT.is_dir(), reason="relay016 artifacts not available")
 
 # (folder, file, how TVM ran it)

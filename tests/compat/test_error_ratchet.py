@@ -10,7 +10,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "tvmrt"
+from support.paths import REPO
+
+SRC = REPO / "src" / "tvmrt"
 
 BUILTINS = {
     "ValueError",
