@@ -860,9 +860,48 @@ EXPORT int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name, void*
   return g_getfunc(mod_node, func_name, out);
 }
 
+/* Tables of packed functions implemented in C (sort.c registers its own). A table is
+   written before the count that publishes it, and never removed. */
+static const tvmrt_native_entry* g_native_tables[TVMRT_NATIVE_TABLES];
+static int g_native_sizes[TVMRT_NATIVE_TABLES];
+static int g_native_count = 0;
+static pthread_mutex_t g_native_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int tvmrt_register_native_table(const tvmrt_native_entry* table, int count) {
+  int i, n, status = 0;
+  pthread_mutex_lock(&g_native_mu);
+  n = __atomic_load_n(&g_native_count, __ATOMIC_RELAXED);
+  for (i = 0; i < n; ++i)
+    if (g_native_tables[i] == table) break;
+  if (i == n) {
+    if (n == TVMRT_NATIVE_TABLES || table == NULL || count <= 0) {
+      status = -1;
+    } else {
+      g_native_tables[n] = table;
+      g_native_sizes[n] = count;
+      __atomic_store_n(&g_native_count, n + 1, __ATOMIC_RELEASE);
+    }
+  }
+  pthread_mutex_unlock(&g_native_mu);
+  return status;
+}
+
+/* The entry `handle` points to, or NULL if it is not a registered native function. */
+static const tvmrt_native_entry* native_entry_of(const void* handle) {
+  int i, n = __atomic_load_n(&g_native_count, __ATOMIC_ACQUIRE);
+  const char* h = (const char*)handle;
+  for (i = 0; i < n; ++i) {
+    const char* lo = (const char*)g_native_tables[i];
+    const char* hi = (const char*)(g_native_tables[i] + g_native_sizes[i]);
+    if (h >= lo && h < hi && (size_t)(h - lo) % sizeof(tvmrt_native_entry) == 0)
+      return (const tvmrt_native_entry*)handle;
+  }
+  return NULL;
+}
+
 EXPORT int TVMFuncCall(void* func, TVMValue* args, int* arg_type_codes, int num_args,
                        TVMValue* ret_val, int* ret_type_code) {
-  const tvmrt_native_entry* native = tvmrt_native_entry_of(func);
+  const tvmrt_native_entry* native = native_entry_of(func);
   if (native != NULL) { /* a function tvmrt implements in C (sort.c): no Python */
     *ret_type_code = 4; /* kTVMNullptr: these return nothing */
     return native->fn(args, arg_type_codes, num_args, ret_val, ret_type_code);

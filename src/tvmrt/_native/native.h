@@ -3,8 +3,10 @@
  * and the table of functions tvmrt implements in C.
  *
  * A native function's handle (what TVMBackendGetFuncFromEnv gives a kernel) is the address
- * of its table entry; TVMFuncCall recognises such handles with tvmrt_native_entry_of and
- * calls the function without going through Python.
+ * of its table entry. The file that implements a table registers it with backend.c
+ * (tvmrt_register_native_table) before it hands out any handle, so TVMFuncCall recognises
+ * such handles and calls the function without going through Python, while backend.c, the
+ * lowest layer, refers to no file above it.
  */
 #ifndef TVMRT_NATIVE_H_
 #define TVMRT_NATIVE_H_
@@ -31,8 +33,10 @@ typedef struct {
   tvmrt_native_fn fn;
 } tvmrt_native_entry;
 
-/* The entry `handle` points to, or NULL if it is not a native function handle. */
-const tvmrt_native_entry* tvmrt_native_entry_of(const void* handle);
+/* backend.c: make the `count` entries of `table` callable through TVMFuncCall (idempotent;
+   at most TVMRT_NATIVE_TABLES tables). Returns 0, or -1 when the table cannot be added. */
+#define TVMRT_NATIVE_TABLES 8
+int tvmrt_register_native_table(const tvmrt_native_entry* table, int count);
 
 /* backend.c: the calling thread's error slot */
 void TVMAPISetLastError(const char* msg);

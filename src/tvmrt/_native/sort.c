@@ -13,8 +13,8 @@
  * too.
  *
  * Kernels reach these functions without Python: TVMBackendGetFuncFromEnv hands out the
- * address of an entry of tvmrt_native_funcs as the function handle, and TVMFuncCall
- * (backend.c) calls entries directly (tvmrt_native_entry_of).
+ * address of an entry of g_native (below) as the function handle, and TVMFuncCall
+ * (backend.c) calls entries of the tables registered with it directly.
  */
 #include <math.h>
 #include <stdint.h>
@@ -390,18 +390,11 @@ static const tvmrt_native_entry g_native[] = {
 };
 #define NATIVE_COUNT ((int)(sizeof(g_native) / sizeof(g_native[0])))
 
-const tvmrt_native_entry* tvmrt_native_entry_of(const void* handle) {
-  const char* h = (const char*)handle;
-  const char* lo = (const char*)&g_native[0];
-  const char* hi = (const char*)&g_native[NATIVE_COUNT];
-  if (h < lo || h >= hi || (size_t)(h - lo) % sizeof(tvmrt_native_entry) != 0) return NULL;
-  return (const tvmrt_native_entry*)handle;
-}
-
-/* The function handle of native function `name` (an entry's address), or NULL. */
+/* The function handle of native function `name` (an entry's address), or NULL. The table
+   is registered with backend.c first, so TVMFuncCall knows the handle. */
 EXPORT const void* tvmrt_native_function(const char* name) {
   int i;
-  if (name == NULL) return NULL;
+  if (name == NULL || tvmrt_register_native_table(g_native, NATIVE_COUNT) != 0) return NULL;
   for (i = 0; i < NATIVE_COUNT; ++i)
     if (strcmp(g_native[i].name, name) == 0) return &g_native[i];
   return NULL;
