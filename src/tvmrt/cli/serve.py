@@ -11,7 +11,9 @@ from typing import Any
 from tvmrt.artifact import find_artifact
 from tvmrt.artifact.devices import set_kernel_threads
 from tvmrt.cli._common import UsageError
+from tvmrt.error import InvalidArgumentError
 from tvmrt.runtime.device import device as make_device
+from tvmrt.serve.limits import MIB, ServeLimits
 
 EXAMPLES = """examples:
   tvmrt serve model_dir/ --port 8000
@@ -68,8 +70,74 @@ def register(subparsers: Any) -> None:
         help="dynamic batching (off by default), for artifacts compiled with a batch "
         "dimension B > 1: requests send 1..B rows; wait up to MS to fill a batch",
     )
-    parser.add_argument(
-        "--max-body-mb", type=float, default=64.0, help="largest request body in MiB (64)"
+    limits = parser.add_argument_group(
+        "limits", "what clients may hold (docs/serving.md, Limits); past each: an error answer"
+    )
+    lim = ServeLimits()
+    limits.add_argument(
+        "--max-connections",
+        type=int,
+        default=lim.max_connections,
+        metavar="N",
+        help=f"open connections; one more gets 503 and is closed ({lim.max_connections})",
+    )
+    limits.add_argument(
+        "--max-header-kb",
+        type=float,
+        default=lim.max_header_bytes / 1024,
+        metavar="KB",
+        help=f"request line + headers in KiB; more: 400 ({lim.max_header_bytes >> 10})",
+    )
+    limits.add_argument(
+        "--header-timeout",
+        type=float,
+        default=lim.header_timeout,
+        metavar="S",
+        help=f"seconds for a request's headers, whatever the trickle ({lim.header_timeout:g})",
+    )
+    limits.add_argument(
+        "--max-body-mb",
+        type=float,
+        default=lim.max_body_bytes / MIB,
+        metavar="MB",
+        help=f"largest request body in MiB; more: 413 ({lim.max_body_bytes // MIB})",
+    )
+    limits.add_argument(
+        "--max-json-mb",
+        type=float,
+        default=lim.max_json_bytes / MIB,
+        metavar="MB",
+        help=f"largest JSON part of a body in MiB; more: 413 ({lim.max_json_bytes // MIB})",
+    )
+    limits.add_argument(
+        "--body-timeout",
+        type=float,
+        default=lim.body_timeout,
+        metavar="S",
+        help=f"seconds for a whole body once the headers are in; then 408 ({lim.body_timeout:g})",
+    )
+    limits.add_argument(
+        "--max-inflight-mb",
+        type=float,
+        default=lim.max_inflight_body_bytes / MIB,
+        metavar="MB",
+        help="MiB of request bodies held at once over all connections; past it 503 "
+        f"({lim.max_inflight_body_bytes // MIB})",
+    )
+    limits.add_argument(
+        "--parse-workers",
+        type=int,
+        default=lim.parse_workers,
+        metavar="N",
+        help=f"threads parsing large requests off the event loop ({lim.parse_workers})",
+    )
+    limits.add_argument(
+        "--graceful-timeout",
+        type=float,
+        default=lim.graceful_timeout,
+        metavar="S",
+        help="seconds from SIGTERM to exit; work not done by then gets 503 "
+        f"({lim.graceful_timeout:g})",
     )
     parser.add_argument(
         "--device", default="cpu", help="device, e.g. cpu (default) or opencl (CPU kept too)"
@@ -89,6 +157,23 @@ def _names(args: argparse.Namespace, count: int) -> list[str]:
     if args.artifact:
         return [Path(a).stem or Path(a).name for a in args.artifact]
     return [Path(args.lib).stem]
+
+
+def _limits(args: argparse.Namespace) -> ServeLimits:
+    try:
+        return ServeLimits(
+            max_connections=args.max_connections,
+            max_header_bytes=int(args.max_header_kb * 1024),
+            header_timeout=args.header_timeout,
+            max_body_bytes=int(args.max_body_mb * MIB),
+            max_json_bytes=int(args.max_json_mb * MIB),
+            body_timeout=args.body_timeout,
+            max_inflight_body_bytes=int(args.max_inflight_mb * MIB),
+            parse_workers=args.parse_workers,
+            graceful_timeout=args.graceful_timeout,
+        )
+    except InvalidArgumentError as exc:
+        raise UsageError(f"bad limit flags: {exc}") from None
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -111,8 +196,9 @@ def serve(args: argparse.Namespace) -> int:
         raise UsageError(f"--workers must be at least 1, got {args.workers}")
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port must be in 0..65535, got {args.port}")
-    if args.max_queue < 0 or args.timeout <= 0 or args.max_body_mb <= 0:
-        raise UsageError("--max-queue must be >= 0, --timeout and --max-body-mb > 0")
+    if args.max_queue < 0 or args.timeout <= 0:
+        raise UsageError("--max-queue must be >= 0 and --timeout > 0")
+    limits = _limits(args)
     if args.threads is not None:
         if args.threads < 1:
             raise UsageError(f"--threads must be at least 1, got {args.threads}")
@@ -140,7 +226,7 @@ def serve(args: argparse.Namespace) -> int:
             "loaded",
             extra={"fields": {"model": name, "lib": str(files.lib), "workers": args.workers}},
         )
-    app = InferenceApp(models, max_body_bytes=int(args.max_body_mb * (1 << 20)))
+    app = InferenceApp(models, limits=limits)
     log.info(
         "serving",
         extra={"fields": {"host": args.host, "port": args.port, "models": sorted(app.models)}},

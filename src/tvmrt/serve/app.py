@@ -4,10 +4,17 @@
 ASGI callable wraps it for uvicorn, and :mod:`tvmrt.serve.ray` calls the same method from
 a Ray Serve replica, so every deployment answers identically. No web framework: routing
 is nine fixed paths, and the ASGI layer is the only thing a framework would add.
+
+The ASGI layer enforces the body limits of :class:`tvmrt.serve.limits.ServeLimits`: a
+body is read with a byte cap and a deadline (413, 408), within a budget of bytes held by
+all requests at once (503), and large requests are parsed and answered in worker
+threads, so the event loop keeps answering health probes. Every answer has a
+``Content-Length`` (no chunked encoding, which HTTP/1.0 clients cannot read).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -15,11 +22,16 @@ import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from functools import partial
+from typing import Any, TypeVar
 
 from tvmrt.error import InvalidArgumentError
-from tvmrt.serve.metrics import render_prometheus
+from tvmrt.serve.body import Reply, read_body
+from tvmrt.serve.jsondata import short
+from tvmrt.serve.limits import BodyBudget, ServeLimits
+from tvmrt.serve.metrics import JsonLogFormatter, render_prometheus
 from tvmrt.serve.model import ServedModel
 from tvmrt.serve.protocol import (
     BadRequestError,
@@ -37,36 +49,16 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+T = TypeVar("T")
 
 _MODEL_PATH = re.compile(r"^/v2/models/([^/]+)(?:/versions/([^/]+))?(/ready|/infer|/stats)?$")
-
-
-@dataclass
-class Reply:
-    """An HTTP answer: status, body and headers."""
-
-    status: int
-    body: bytes
-    headers: dict[str, str] = field(default_factory=lambda: {"content-type": "application/json"})
+_INLINE_BYTES = 64 << 10  # bodies this small are parsed on the loop: a thread hop costs more
+_INLINE_VALUES = 16 << 10  # outputs with fewer elements are encoded on the loop
+_MAX_ERROR = 1000  # characters of an error message; longer ones are cut
 
 
 def _json(status: int, doc: object) -> Reply:
     return Reply(status, json.dumps(doc, separators=(",", ":")).encode())
-
-
-class JsonLogFormatter(logging.Formatter):
-    """One JSON object per line: time, level, message and the record's ``fields``."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        doc: dict[str, Any] = {
-            "ts": round(record.created, 6),
-            "level": record.levelname.lower(),
-            "msg": record.getMessage(),
-        }
-        doc.update(getattr(record, "fields", {}))
-        if record.exc_info and record.exc_info[1] is not None:
-            doc["error"] = repr(record.exc_info[1])
-        return json.dumps(doc, separators=(",", ":"))
 
 
 class InferenceApp:
@@ -77,24 +69,92 @@ class InferenceApp:
     models
         The served models, by their names.
     max_body_bytes
-        Larger request bodies get 413 (checked on ``Content-Length`` and while reading).
+        Shorthand for ``limits.max_body_bytes`` (the JSON cap and the in-flight budget
+        follow it where they would otherwise be out of order).
+    limits
+        Body, parse and shutdown bounds (:class:`tvmrt.serve.limits.ServeLimits`).
     """
 
-    def __init__(self, models: Sequence[ServedModel], max_body_bytes: int = 64 << 20) -> None:
+    def __init__(
+        self,
+        models: Sequence[ServedModel],
+        max_body_bytes: int | None = None,
+        limits: ServeLimits | None = None,
+    ) -> None:
         self.models = {m.name: m for m in models}
         if len(self.models) != len(models):
             raise InvalidArgumentError(
                 "two served models have the same name; give each its own --name"
             )
-        self.max_body_bytes = max_body_bytes
+        limits = limits or ServeLimits()
+        if max_body_bytes is not None:
+            limits = replace(
+                limits,
+                max_body_bytes=max_body_bytes,
+                max_json_bytes=min(limits.max_json_bytes, max_body_bytes),
+                max_inflight_body_bytes=max(limits.max_inflight_body_bytes, max_body_bytes),
+            )
+        self.limits = limits
+        self.budget = BodyBudget(limits.max_inflight_body_bytes)
         self.ready = True
         self.worker_id = f"{os.getpid()}"
+        self._pool: ThreadPoolExecutor | None = None
+        self._signals: tuple[asyncio.AbstractEventLoop, asyncio.Future[None], asyncio.Future[None]]
+        self._signals = None  # type: ignore[assignment]
+        self._drain_deadline: float | None = None
+
+    @property
+    def max_body_bytes(self) -> int:
+        """The largest request body (``limits.max_body_bytes``)."""
+        return self.limits.max_body_bytes
+
+    # -- shutdown ------------------------------------------------------------------------
+    def _stop_signals(self) -> tuple[asyncio.Future[None], asyncio.Future[None]]:
+        """(stopping, abort) for the running loop: done once the drain starts / ends."""
+        loop = asyncio.get_running_loop()
+        if self._signals is None or self._signals[0] is not loop:
+            self._signals = (loop, loop.create_future(), loop.create_future())
+        return self._signals[1], self._signals[2]
+
+    def begin_drain(self) -> None:
+        """Start the graceful shutdown (on the event loop; :mod:`tvmrt.serve.server` calls it).
+
+        New requests and bodies still being read get 503; queued and running requests go
+        on until ``graceful_timeout - drain_margin`` seconds from now, when those still
+        waiting are answered 503 and the queued ones dropped unrun.
+        """
+        stopping, _ = self._stop_signals()
+        if stopping.done():
+            return
+        stopping.set_result(None)
+        self.ready = False
+        for model in self.models.values():
+            model.stop_admitting()
+        loop = asyncio.get_running_loop()
+        self._drain_deadline = loop.time() + self.limits.graceful_timeout
+        delay = max(0.0, self.limits.graceful_timeout - self.limits.drain_margin)
+        loop.call_later(delay, self._abort_waiting)
+
+    def _abort_waiting(self) -> None:
+        _, abort = self._stop_signals()
+        if not abort.done():
+            abort.set_result(None)
+        for model in self.models.values():
+            model.cancel_queued()
+
+    async def _offload(self, small: bool, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on the loop when ``small``, else in a parse worker thread."""
+        if small:
+            return fn(*args)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.limits.parse_workers, "tvmrt-parse")
+        return await asyncio.get_running_loop().run_in_executor(self._pool, partial(fn, *args))
 
     # -- framework-free core -------------------------------------------------------------
     async def handle(
-        self, method: str, path: str, headers: Mapping[str, str], body: bytes
+        self, method: str, path: str, headers: Mapping[str, str], body: bytes | bytearray
     ) -> Reply:
-        """Answer one request; never raises."""
+        """Answer one request; never raises (error messages are cut to 1,000 characters)."""
         start = time.perf_counter()
         model_name: str | None = None
         try:
@@ -109,12 +169,14 @@ class InferenceApp:
                 model_name = match.group(1)
             reply = await self._route(method, path, match, headers, body)
         except ServeError as exc:
-            reply = _json(exc.status, {"error": str(exc)})
+            reply = _json(exc.status, {"error": short_text(str(exc))})
             if exc.retry_after is not None:
                 reply.headers["retry-after"] = str(max(1, round(exc.retry_after)))
         except Exception as exc:  # a kernel that raised: the server keeps serving
-            log.error("request failed", exc_info=exc, extra={"fields": {"path": path}})
-            reply = _json(500, {"error": f"{type(exc).__name__}: {exc}"})
+            log.error(
+                "request failed", exc_info=exc, extra={"fields": {"path": short_text(path, 200)}}
+            )
+            reply = _json(500, {"error": short_text(f"{type(exc).__name__}: {exc}")})
         reply.headers["x-tvmrt-worker"] = self.worker_id
         elapsed = time.perf_counter() - start
         if match_infer(path) and model_name in self.models:
@@ -125,10 +187,11 @@ class InferenceApp:
                 extra={
                     "fields": {
                         "method": method,
-                        "path": path,
+                        "path": short_text(path, 200),
                         "status": reply.status,
                         "ms": round(elapsed * 1e3, 3),
-                        "request_id": headers.get("x-request-id") or uuid.uuid4().hex[:12],
+                        "request_id": short_text(headers.get("x-request-id") or "", 64)
+                        or uuid.uuid4().hex[:12],
                     }
                 },
             )
@@ -140,7 +203,7 @@ class InferenceApp:
         path: str,
         match: re.Match[str] | None,
         headers: Mapping[str, str],
-        body: bytes,
+        body: bytes | bytearray,
     ) -> Reply:
         if path in ("/v2/health/live", "/v2/health/ready"):
             ok = path.endswith("live") or self.ready
@@ -162,13 +225,17 @@ class InferenceApp:
         if path == "/v2/models/stats" and method == "GET":
             return _json(200, {"model_stats": [m.metrics.stats() for m in self.models.values()]})
         if match is None:
-            raise NotFoundError(f"no route {method} {path}")
+            raise NotFoundError(f"no route {method} {short(path)}")
         name, version, action = match.groups()
         model = self.models.get(name)
         if model is None:
-            raise NotFoundError(f"unknown model {name!r}; served models are {sorted(self.models)}")
+            raise NotFoundError(
+                f"unknown model {short(name)}; served models are {sorted(self.models)}"
+            )
         if version not in (None, "1"):
-            raise NotFoundError(f"model {name!r} has no version {version!r}; it has version '1'")
+            raise NotFoundError(
+                f"model {name!r} has no version {short(version)}; it has version '1'"
+            )
         if action == "/infer":
             if method != "POST":
                 raise BadRequestError(f"infer takes POST, got {method}", status=405)
@@ -181,16 +248,29 @@ class InferenceApp:
             return _json(200, {"model_stats": [model.metrics.stats()]})
         return _json(200, model.metadata())
 
-    async def _infer(self, model: ServedModel, headers: Mapping[str, str], body: bytes) -> Reply:
-        request = parse_infer_request(body, headers, model.inputs, [s.name for s in model.outputs])
-        arrays = await model.infer(request.inputs)
+    async def _infer(
+        self, model: ServedModel, headers: Mapping[str, str], body: bytes | bytearray
+    ) -> Reply:
+        names = [s.name for s in model.outputs]
+        request = await self._offload(
+            len(body) <= _INLINE_BYTES,
+            parse_infer_request,
+            body,
+            headers,
+            model.inputs,
+            names,
+            self.limits.max_json_bytes,
+        )
+        _, abort = self._stop_signals()
+        arrays = await model.infer(request.inputs, abort)
         wanted = request.outputs
         pairs = [
             (spec, arr)
             for spec, arr in zip(model.outputs, arrays, strict=True)
             if wanted is None or spec.name in wanted
         ]
-        data, extra = encode_infer_response(model.name, request, pairs)
+        small = sum(a.size for _, a in pairs) <= _INLINE_VALUES
+        data, extra = await self._offload(small, encode_infer_response, model.name, request, pairs)
         return Reply(200, data, extra)
 
     # -- ASGI ----------------------------------------------------------------------------
@@ -201,49 +281,25 @@ class InferenceApp:
         if scope["type"] != "http":
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        body = await self._read_body(headers, receive)
-        if body is None:  # the client went away before sending its body: nobody to answer
-            return
-        if isinstance(body, Reply):
-            reply = body
-        else:
-            reply = await self.handle(scope["method"], scope["path"], headers, body)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": reply.status,
-                "headers": [(k.encode(), v.encode()) for k, v in reply.headers.items()],
-            }
-        )
-        await send({"type": "http.response.body", "body": reply.body})
-
-    async def _read_body(
-        self, headers: Mapping[str, str], receive: Receive
-    ) -> bytes | Reply | None:
-        declared = headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
-            return _json(
-                413,
-                {
-                    "error": f"request body of {declared} bytes exceeds the limit of "
-                    f"{self.max_body_bytes} bytes"
-                },
-            )
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return None
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                return _json(
-                    413, {"error": f"request body exceeds the limit of {self.max_body_bytes} bytes"}
-                )
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
+        held = [0]  # body bytes reserved from the budget, given back once answered
+        try:
+            stopping, _ = self._stop_signals()
+            body = await read_body(headers, receive, self.limits, self.budget, stopping, held)
+            if body is None:  # the client went away before sending its body: nobody to answer
+                return
+            if isinstance(body, Reply):
+                reply = body
+            else:
+                reply = await self.handle(scope["method"], scope["path"], headers, body)
+                del body
+            out = [(k.encode(), v.encode()) for k, v in reply.headers.items()]
+            out.append((b"content-length", str(len(reply.body)).encode()))
+            if reply.close:
+                out.append((b"connection", b"close"))
+            await send({"type": "http.response.start", "status": reply.status, "headers": out})
+            await send({"type": "http.response.body", "body": reply.body})
+        finally:
+            self.budget.give(held[0])
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -251,11 +307,29 @@ class InferenceApp:
             if message["type"] == "lifespan.startup":
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                self.ready = False
-                for model in self.models.values():  # in-flight requests were answered
-                    model.close(wait=True)
+                await self._close_models()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    async def _close_models(self) -> None:
+        """Drop queued work and wait for running kernels, until the grace period ends."""
+        self.ready = False
+        for model in self.models.values():
+            model.close(wait=False)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        loop = asyncio.get_running_loop()
+        end = self._drain_deadline or loop.time() + self.limits.graceful_timeout
+        joining = [loop.run_in_executor(None, m.close, True) for m in self.models.values()]
+        try:
+            await asyncio.wait_for(asyncio.gather(*joining), max(0.0, end - loop.time()))
+        except asyncio.TimeoutError:  # a kernel still runs: it cannot be interrupted
+            log.warning("a kernel was still running at the end of the grace period")
+
+
+def short_text(text: str, limit: int = _MAX_ERROR) -> str:
+    """``text`` cut to ``limit`` characters."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def match_infer(path: str) -> bool:

@@ -6,13 +6,15 @@ No ``prometheus_client``: its process-global registry makes two servers in one p
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ModelMetrics", "LATENCY_BUCKETS", "render_prometheus"]
+__all__ = ["ModelMetrics", "LATENCY_BUCKETS", "render_prometheus", "JsonLogFormatter"]
 
 # seconds; covers a tiny graph (sub-ms) up to a large model under load
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -144,3 +146,18 @@ def render_prometheus(models: Iterable[ModelMetrics]) -> str:
         for samples in per_model:
             lines.extend(samples[family])
     return "\n".join(lines) + "\n"
+
+
+class JsonLogFormatter(logging.Formatter):
+    """One JSON object per line: time, level, message and the record's ``fields``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        doc: dict[str, Any] = {
+            "ts": round(record.created, 6),
+            "level": record.levelname.lower(),
+            "msg": record.getMessage(),
+        }
+        doc.update(getattr(record, "fields", {}))
+        if record.exc_info and record.exc_info[1] is not None:
+            doc["error"] = repr(record.exc_info[1])[:1000]
+        return json.dumps(doc, separators=(",", ":"))

@@ -2,7 +2,8 @@
 
 Requests are admitted while fewer than ``K + max_queue`` are pending (waiting or running);
 past that :class:`~tvmrt.serve.protocol.OverloadedError` (HTTP 503) is raised at once, so
-memory stays bounded under any load. Each admitted request runs on the first free
+the queue cannot grow without bound (the bytes a request holds before it gets here are
+bounded by :class:`tvmrt.serve.limits.ServeLimits`). Each admitted request runs on the first free
 executor in one of K worker threads; compiled kernels run without the GIL, so K executors
 use K cores. A request that waits past its timeout is dropped from the queue unrun; one
 already running finishes (a kernel cannot be interrupted) and its executor is reused.
@@ -154,16 +155,32 @@ class ServedModel:
                 f"model {self.name!r} did not answer within {self.timeout:g} s"
             ) from None
 
-    async def infer(self, arrays: Mapping[str, np.ndarray[Any, Any]]) -> list[Any]:
-        """:meth:`infer_sync` for an event loop (the loop is never blocked)."""
+    async def infer(
+        self, arrays: Mapping[str, np.ndarray[Any, Any]], abort: asyncio.Future[None] | None = None
+    ) -> list[Any]:
+        """:meth:`infer_sync` for an event loop (the loop is never blocked).
+
+        ``abort`` done (the server's grace period ending) answers at once with
+        :class:`OverloadedError`: a queued request is dropped unrun, a running one finishes
+        in its thread unanswered.
+        """
         future = self.submit(arrays)
-        try:
-            return await asyncio.wait_for(asyncio.wrap_future(future), self.timeout)
-        except asyncio.TimeoutError:
-            future.cancel()  # dropped unrun if still queued
-            raise DeadlineError(
-                f"model {self.name!r} did not answer within {self.timeout:g} s"
-            ) from None
+        result = asyncio.wrap_future(future)
+        waiters: set[asyncio.Future[Any]] = {result} if abort is None else {result, abort}
+        done, _ = await asyncio.wait(
+            waiters, timeout=self.timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        if result in done and not result.cancelled():
+            return result.result()
+        future.cancel()  # dropped unrun if still queued
+        result.cancel()
+        if result in done or (abort is not None and abort in done):
+            raise OverloadedError(
+                f"the server is shutting down: model {self.name!r} could not answer within "
+                "the grace period",
+                retry_after=1,
+            )
+        raise DeadlineError(f"model {self.name!r} did not answer within {self.timeout:g} s")
 
     def _run(self, arrays: dict[str, np.ndarray[Any, Any]], admitted: float) -> list[Any]:
         executor = self._free.get()  # never blocks: one executor per worker thread
@@ -238,10 +255,26 @@ class ServedModel:
         if future.cancelled():
             self.metrics.add_depth(-1, 0)
 
-    def close(self, wait: bool = True) -> None:
-        """Refuse new requests; with ``wait``, finish the admitted ones first."""
+    def stop_admitting(self) -> None:
+        """Refuse new requests (503); admitted ones go on."""
         with self._lock:
             self._closed = True
+
+    def cancel_queued(self) -> None:
+        """Refuse new requests and drop every queued one unrun; running ones finish."""
+        self.stop_admitting()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._arrived:
+            for item in self._waiting:
+                item.future.cancel()
+            self._waiting.clear()
+
+    def close(self, wait: bool = True) -> None:
+        """Refuse new requests; with ``wait``, finish the admitted ones first (this blocks:
+        call it off the event loop), else drop the queued ones unrun."""
+        self.stop_admitting()
+        if not wait:
+            self.cancel_queued()
         self._pool.shutdown(wait=wait, cancel_futures=not wait)
 
 

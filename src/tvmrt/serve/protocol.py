@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from tvmrt.error import TVMError
+from tvmrt.serve.jsondata import SPARE_VALUES, array_from_json, count_values, json_data, short
 
 __all__ = [
     "ServeError",
@@ -32,6 +33,7 @@ __all__ = [
     "parse_infer_request",
     "encode_infer_response",
     "HEADER_LENGTH",
+    "max_values",
 ]
 
 HEADER_LENGTH = "inference-header-content-length"
@@ -137,32 +139,65 @@ def _fail(message: str) -> BadRequestError:
     return BadRequestError(message)
 
 
+def max_values(inputs: Sequence[TensorSpec]) -> int:
+    """The most JSON values a request to a model with ``inputs`` may hold."""
+    total = 0
+    for spec in inputs:
+        rows = spec.max_batch or 1
+        total += rows * int(np.prod(spec.shape, dtype=np.int64))
+    return total + SPARE_VALUES
+
+
 def parse_infer_request(
-    body: bytes, headers: Mapping[str, str], inputs: Sequence[TensorSpec], outputs: Sequence[str]
+    body: bytes | bytearray,
+    headers: Mapping[str, str],
+    inputs: Sequence[TensorSpec],
+    outputs: Sequence[str],
+    max_json_bytes: int | None = None,
 ) -> InferRequest:
     """Parse and validate a request against the model's inputs and outputs.
+
+    The JSON part is refused unparsed (413) past ``max_json_bytes``, and (400) when it
+    could hold more values than the model's inputs take (:func:`max_values`), so parsing
+    costs memory and time in proportion to the model.
 
     Raises
     ------
     BadRequestError
         Naming the tensor and what was expected: unknown or missing input, wrong shape or
-        datatype, bad data, malformed JSON or binary layout, unknown output.
+        datatype, a value out of the datatype's range, bad data, malformed JSON or binary
+        layout, unknown output. Values the client sent are echoed cut short.
     """
     header_len = headers.get(HEADER_LENGTH)
     if header_len is not None:
         try:
             n = int(header_len)
         except ValueError:
-            raise _fail(f"{HEADER_LENGTH} must be an integer, got {header_len!r}") from None
+            raise _fail(f"{HEADER_LENGTH} must be an integer, got {short(header_len)}") from None
         if not 0 <= n <= len(body):
             raise _fail(f"{HEADER_LENGTH} is {n} but the body has only {len(body)} bytes")
         json_part, binary = body[:n], memoryview(body)[n:]
     else:
         json_part, binary = body, memoryview(b"")
+    if max_json_bytes is not None and len(json_part) > max_json_bytes:
+        raise BadRequestError(
+            f"the request's JSON is {len(json_part)} bytes, over the limit of "
+            f"{max_json_bytes} bytes (send large tensors as binary data)",
+            status=413,
+        )
+    limit = max_values(inputs)
+    found = count_values(json_part)
+    if found > limit:
+        raise _fail(
+            f"the request's JSON may hold {found} values (commas and brackets), more than "
+            f"the {limit} allowed: the model's input elements plus {SPARE_VALUES}"
+        )
     try:
         doc = json.loads(json_part)
-    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-        raise _fail(f"request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise _fail("request body is not valid JSON: nested too deeply") from None
+    except ValueError as exc:  # UnicodeDecodeError is a ValueError
+        raise _fail(f"request body is not valid JSON: {short(str(exc), 200)}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("inputs"), list):
         raise _fail('request JSON must be an object with an "inputs" list')
     specs = {s.name: s for s in inputs}
@@ -174,7 +209,7 @@ def parse_infer_request(
         name = item["name"]
         spec = specs.get(name)
         if spec is None:
-            raise _fail(f"unknown input {name!r}; the model's inputs are {sorted(specs)}")
+            raise _fail(f"unknown input {short(name)}; the model's inputs are {sorted(specs)}")
         if name in arrays:
             raise _fail(f"input {name!r} is given twice")
         shape = _check_header(item, spec)
@@ -182,10 +217,12 @@ def parse_infer_request(
         size = params.get("binary_data_size") if isinstance(params, dict) else None
         if size is not None:
             if type(size) is not int or size < 0:
-                raise _fail(f"input {name!r}: binary_data_size must be a byte count, got {size!r}")
+                raise _fail(
+                    f"input {name!r}: binary_data_size must be a byte count, got {short(size)}"
+                )
             if offset + size > len(binary):
                 raise _fail(
-                    f"input {name!r}: binary_data_size {size!r} runs past the "
+                    f"input {name!r}: binary_data_size {size} runs past the "
                     f"{len(binary)} binary bytes of the body"
                 )
             arrays[name] = _from_binary(binary[offset : offset + size], spec, shape)
@@ -212,7 +249,9 @@ def parse_infer_request(
         for out in doc["outputs"]:
             oname = out.get("name") if isinstance(out, dict) else None
             if not isinstance(oname, str) or oname not in outputs:
-                raise _fail(f"unknown output {oname!r}; the model's outputs are {list(outputs)}")
+                raise _fail(
+                    f"unknown output {short(oname)}; the model's outputs are {list(outputs)}"
+                )
             request.outputs.append(oname)
             oparams = out.get("parameters") or {}
             if isinstance(oparams, dict) and oparams.get("binary_data", request.binary_default):
@@ -223,17 +262,21 @@ def parse_infer_request(
 def _check_header(item: dict[str, Any], spec: TensorSpec) -> tuple[int, ...]:
     shape, datatype = item.get("shape"), item.get("datatype")
     if datatype != spec.datatype:
-        raise _fail(f"input {spec.name!r} has datatype {datatype!r}, expected {spec.datatype!r}")
+        raise _fail(
+            f"input {spec.name!r} has datatype {short(datatype)}, expected {spec.datatype!r}"
+        )
+    if isinstance(shape, list) and len(shape) > 32:
+        raise _fail(f"input {spec.name!r}: shape has {len(shape)} dimensions, at most 32 allowed")
     if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
-        raise _fail(f"input {spec.name!r}: shape must be a list of sizes, got {shape!r}")
+        raise _fail(f"input {spec.name!r}: shape must be a list of sizes, got {short(shape)}")
     if spec.max_batch:
         if len(shape) != len(spec.shape) or tuple(shape[1:]) != spec.shape[1:]:
             expected = ", ".join(["N", *map(str, spec.shape[1:])])
-            raise _fail(f"input {spec.name!r} has shape {shape}, expected [{expected}]")
+            raise _fail(f"input {spec.name!r} has shape {short(shape)}, expected [{expected}]")
         if not 1 <= shape[0] <= spec.max_batch:
             raise _fail(f"input {spec.name!r} has batch {shape[0]}, expected 1 to {spec.max_batch}")
     elif tuple(shape) != spec.shape:
-        raise _fail(f"input {spec.name!r} has shape {shape}, expected {list(spec.shape)}")
+        raise _fail(f"input {spec.name!r} has shape {short(shape)}, expected {list(spec.shape)}")
     return tuple(shape)
 
 
@@ -249,17 +292,10 @@ def _from_binary(data: memoryview, spec: TensorSpec, shape: tuple[int, ...]) -> 
 
 
 def _from_json(data: object, spec: TensorSpec, shape: tuple[int, ...]) -> Any:
-    dtype = DATATYPES[spec.datatype]
     try:
-        arr = np.asarray(data)
-    except (ValueError, TypeError, RecursionError):
-        raise _fail(f'input {spec.name!r}: "data" is not a regular (non-ragged) list') from None
-    if arr.dtype.kind not in "biuf" or (arr.dtype.kind == "f" and dtype.kind in "biu"):
-        raise _fail(f'input {spec.name!r}: "data" must hold {spec.datatype} numbers')
-    count = int(np.prod(shape, dtype=np.int64))
-    if arr.size != count:
-        raise _fail(f"input {spec.name!r}: {arr.size} values, expected {count} for {list(shape)}")
-    return arr.astype(dtype, copy=False).reshape(shape)
+        return array_from_json(data, spec.name, spec.datatype, DATATYPES[spec.datatype], shape)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
 
 
 def encode_infer_response(
@@ -282,12 +318,12 @@ def encode_infer_response(
             entry["parameters"] = {"binary_data_size": len(raw)}
             chunks.append(raw)
         else:
-            entry["data"] = arr.reshape(-1).tolist()
+            entry["data"] = json_data(arr)
         entries.append(entry)
     doc: dict[str, Any] = {"model_name": model, "model_version": "1", "outputs": entries}
     if request.id is not None:
         doc["id"] = request.id
-    head = json.dumps(doc, separators=(",", ":")).encode()
+    head = json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
     if not chunks:
         return head, {"content-type": "application/json"}
     return b"".join([head, *chunks]), {

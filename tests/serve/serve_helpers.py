@@ -1,0 +1,136 @@
+"""Helpers for the hostile-client tests: a real ``tvmrt serve`` on 127.0.0.1, raw sockets."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tvmrt.serve.server import free_port
+
+REPO = Path(__file__).resolve().parents[2]
+HOST = "127.0.0.1"  # these tests never talk to any other address
+
+
+@dataclass
+class Served:
+    """A running ``tvmrt serve``: its port and process; ``stderr`` once it has stopped."""
+
+    port: int
+    proc: subprocess.Popen[str]
+    stderr: str = ""
+    stopped_in: float = 0.0
+    logs: list[dict[str, object]] = field(default_factory=list)
+
+    def vm_hwm(self) -> int:
+        """Peak resident memory of the server process, bytes (``VmHWM``)."""
+        return _status_kb(self.proc.pid, "VmHWM") * 1024
+
+    def vm_rss(self) -> int:
+        return _status_kb(self.proc.pid, "VmRSS") * 1024
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        timeout: float = 30,
+    ) -> tuple[int, dict[str, str], bytes]:
+        conn = http.client.HTTPConnection(HOST, self.port, timeout=timeout)
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            resp = conn.getresponse()
+            return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+        finally:
+            conn.close()
+
+    def connect(self, timeout: float = 10) -> socket.socket:
+        return socket.create_connection((HOST, self.port), timeout=timeout)
+
+    def stop(self) -> None:
+        """SIGTERM; waits (60 s at most) and records ``stopped_in``, ``stderr`` and ``logs``."""
+        if self.proc.poll() is not None:
+            return
+        start = time.monotonic()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            _, self.stderr = self.proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            _, self.stderr = self.proc.communicate()
+        self.stopped_in = time.monotonic() - start
+        self.logs = [json.loads(ln) for ln in self.stderr.splitlines() if ln.startswith("{")]
+
+
+def _status_kb(pid: int, key: str) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    raise AssertionError(f"no {key} in /proc/{pid}/status")
+
+
+def read_reply(sock: socket.socket, limit: float = 10) -> bytes:
+    """Everything the server sends until it closes the connection (or ``limit`` s pass)."""
+    sock.settimeout(limit)
+    data = b""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            chunk = sock.recv(65536)
+        except (TimeoutError, ConnectionResetError):
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def status_of(raw: bytes) -> int:
+    return int(raw.split(b" ", 2)[1]) if raw.startswith(b"HTTP/") else 0
+
+
+def error_of(raw: bytes) -> str:
+    return str(json.loads(raw.split(b"\r\n\r\n", 1)[1])["error"])
+
+
+@contextmanager
+def tvmrt_serve(*args: str, ready_seconds: float = 60) -> Iterator[Served]:
+    """``tvmrt serve ARGS --port P`` on 127.0.0.1; SIGTERM on exit, recording how long it took."""
+    port = free_port(HOST)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tvmrt", "serve", *args, "--host", HOST, "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    served = Served(port, proc)
+    try:
+        deadline = time.monotonic() + ready_seconds
+        while True:
+            try:
+                if served.request("GET", "/v2/health/ready", timeout=5)[0] == 200:
+                    break
+            except OSError:
+                pass
+            if proc.poll() is not None:
+                pytest.fail(f"tvmrt serve exited with {proc.returncode}: {proc.stderr.read()}")  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, f"tvmrt serve not ready in {ready_seconds} s"
+            time.sleep(0.1)
+        yield served
+    finally:
+        served.stop()

@@ -1,0 +1,254 @@
+"""Issue 23 items 5, 6 and 7 against a real ``tvmrt serve`` (MobileNet v1) on 127.0.0.1.
+
+Every hostile input is made here, and every loop is bounded in count and time; sizes come
+from TVMRT_SERVE_HOSTILE_* variables with small defaults.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from serve_helpers import error_of, read_reply, status_of
+
+pytest.importorskip("uvicorn")
+
+SLOW = int(os.environ.get("TVMRT_SERVE_HOSTILE_SLOW", "32"))
+HEADER_MB = int(os.environ.get("TVMRT_SERVE_HOSTILE_HEADER_MB", "16"))
+INFER = "/v2/models/mb/infer"
+
+
+def _binary_request(x: np.ndarray) -> tuple[bytes, dict[str, str]]:
+    header = json.dumps(
+        {
+            "inputs": [
+                {
+                    "name": "data",
+                    "shape": list(x.shape),
+                    "datatype": "FP32",
+                    "parameters": {"binary_data_size": x.nbytes},
+                }
+            ],
+            "outputs": [{"name": "fused_nn_softmax", "parameters": {"binary_data": True}}],
+        }
+    ).encode()
+    return header + x.astype("<f4").tobytes(), {"Inference-Header-Content-Length": str(len(header))}
+
+
+def _live_ms(served) -> float:
+    start = time.perf_counter()
+    status, _, _ = served.request("GET", "/v2/health/live", timeout=10)
+    assert status == 200
+    return (time.perf_counter() - start) * 1e3
+
+
+def test_connection_cap_answers_503_and_closes(mobilenet_server):
+    with mobilenet_server("--max-connections", "8") as served:
+        held = [served.connect() for _ in range(8)]
+        try:
+            with served.connect() as extra:
+                raw = read_reply(extra, 5)
+            assert status_of(raw) == 503
+            assert error_of(raw) == "the server holds 8 connections at most"
+        finally:
+            for s in held:
+                s.close()
+        deadline = time.monotonic() + 5
+        while True:  # the server sees the closes shortly after
+            try:
+                if served.request("GET", "/v2/health/live", timeout=5)[0] == 200:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+
+
+def test_slow_headers_are_cut_at_the_header_timeout(mobilenet_server):
+    with mobilenet_server("--header-timeout", "1") as served:
+        socks = [served.connect() for _ in range(SLOW)]
+        open_ = set(range(SLOW))
+        start = time.monotonic()
+        line = b"GET /v2/health/live HTTP/1.1\r\nX-Slow: " + b"a" * 1000
+        sent = 0
+        while open_ and time.monotonic() - start < 4:  # a byte every 0.1 s from each
+            for i in list(open_):
+                try:
+                    socks[i].sendall(line[sent : sent + 1])
+                except OSError:
+                    open_.discard(i)
+            sent += 1
+            time.sleep(0.1)
+        elapsed = time.monotonic() - start
+        assert not open_ or elapsed < 4, f"{len(open_)} slow clients still open after 4 s"
+        replies = [read_reply(s, 2) for s in socks]
+        for s in socks:
+            s.close()
+        assert all(status_of(r) in (0, 408) for r in replies)  # 0: reset before we read
+        assert sum(status_of(r) == 408 for r in replies) >= SLOW // 2
+        assert "headers did not arrive within 1 s" in error_of(next(r for r in replies if r))
+        assert _live_ms(served) < 1000
+
+
+def test_huge_headers_are_refused_and_memory_stays_flat(mobilenet_server):
+    with mobilenet_server() as served:
+        before = served.vm_hwm()
+        chunk = b"a" * (1 << 20)
+
+        def hostile() -> bytes:
+            with served.connect() as s:
+                try:
+                    s.sendall(b"GET /v2/health/live HTTP/1.1\r\nX-Big: ")
+                    for _ in range(HEADER_MB):
+                        s.sendall(chunk)
+                except OSError:
+                    pass
+                return read_reply(s, 5)
+
+        with ThreadPoolExecutor(4) as pool:
+            replies = list(pool.map(lambda _: hostile(), range(4)))
+        grown = served.vm_hwm() - before
+        assert grown < 16 << 20, f"4 x {HEADER_MB} MiB headers grew peak RSS by {grown >> 20} MiB"
+        for raw in replies:
+            if raw:  # a reset instead of the answer is fine: the server closed first
+                assert status_of(raw) == 400
+                assert "headers over 16384 bytes" in error_of(raw)
+        assert _live_ms(served) < 1000
+
+
+def test_stalled_body_gets_408_and_sigterm_is_prompt(mobilenet_server):
+    with mobilenet_server("--body-timeout", "1", "--graceful-timeout", "3") as served:
+        with served.connect() as s:
+            s.sendall(
+                f"POST {INFER} HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{{".encode()
+            )
+            start = time.monotonic()
+            raw = read_reply(s, 5)
+            assert status_of(raw) == 408
+            assert 0.8 < time.monotonic() - start < 3
+            assert error_of(raw) == "the request body did not arrive within 1 s"
+        stalled = served.connect()
+        stalled.sendall(
+            f"POST {INFER} HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{{".encode()
+        )
+        time.sleep(0.2)
+        served.stop()  # the stalled body is answered 503 at once; no 30 s wait
+        raw = read_reply(stalled, 5)
+        stalled.close()
+    assert served.proc.returncode == 0, served.stderr
+    assert served.stopped_in < 3
+    assert status_of(raw) == 503
+    assert "shutting down" in error_of(raw)
+
+
+def test_bodies_in_flight_are_bounded(mobilenet_server):
+    flags = ("--max-body-mb", "4", "--max-inflight-mb", "8", "--max-json-mb", "1")
+    with mobilenet_server(*flags) as served:
+        big = 4 << 20
+        held = []
+        for _ in range(2):  # two 4 MiB bodies, half sent: the budget is full
+            s = served.connect()
+            s.sendall(f"POST {INFER} HTTP/1.1\r\nHost: x\r\nContent-Length: {big}\r\n\r\n".encode())
+            s.sendall(b" " * (big // 2))
+            held.append(s)
+        time.sleep(0.3)
+        with served.connect() as s:
+            s.sendall(f"POST {INFER} HTTP/1.1\r\nHost: x\r\nContent-Length: {big}\r\n\r\n".encode())
+            raw = read_reply(s, 5)
+        assert status_of(raw) == 503
+        assert b"retry-after: 1" in raw.lower()
+        assert "holds 8388608 bytes of request bodies at most" in error_of(raw)
+        status, _, out = served.request(
+            "POST", INFER, b" " * (2 << 20), {"Content-Length": str(2 << 20)}
+        )
+        assert status == 503  # still full
+        for s in held:
+            s.close()
+        time.sleep(0.3)
+        status, _, out = served.request("POST", INFER, b" " * (2 << 20))
+        assert status == 413  # the budget is free again; 2 MiB of JSON is over --max-json-mb
+        assert "over the limit of 1048576 bytes" in json.loads(out)["error"]
+
+
+def test_json_amplification_is_refused_fast_and_errors_stay_short(mobilenet_server):
+    with mobilenet_server() as served:
+        objects = b'{"inputs":[' + b"{}," * (2 << 20) + b"{}]}"  # 6 MiB of {}
+        shape = b"[" + b"1," * 100_000 + b"1]"
+        huge_shape = b'{"inputs":[{"name":"data","datatype":"FP32","shape":' + shape + b"}]}"
+        long_name = b'{"inputs":[{"name":"' + b"n" * (1 << 20) + b'"}]}'
+        deep = b"[" * 100_000 + b"]" * 100_000
+        probes: list[float] = []
+        stop = threading.Event()
+
+        def probe() -> None:
+            while not stop.is_set() and len(probes) < 500:
+                probes.append(_live_ms(served))
+                time.sleep(0.02)
+
+        before = served.vm_hwm()
+        prober = threading.Thread(target=probe)
+        prober.start()
+        try:
+            answers = []
+            for body in (objects, huge_shape, long_name, deep) * 2:
+                start = time.perf_counter()
+                answers.append((*served.request("POST", INFER, body), time.perf_counter() - start))
+        finally:
+            stop.set()
+            prober.join(10)
+        for status, _, out, seconds in answers:
+            assert status == 400
+            assert len(out) < 1200, out[:200]
+            assert seconds < 3
+        errors = [json.loads(a[2])["error"] for a in answers[:4]]
+        assert "values (commas and brackets), more than the 154624 allowed" in errors[0]
+        assert errors[1] == "input 'data': shape has 100001 dimensions, at most 32 allowed"
+        assert errors[2].startswith("unknown input 'nnnnnnnn")
+        assert "..." in errors[2]
+        assert "nested too deeply" in errors[3] or "may hold" in errors[3]
+        grown = served.vm_hwm() - before
+        assert grown < 96 << 20, f"peak RSS grew by {grown >> 20} MiB"
+        assert max(probes) < 100, f"health probes took up to {max(probes):.0f} ms"
+
+
+def test_sigterm_drains_what_fits_and_answers_the_rest_503(mobilenet_server, artifacts):
+    golden = np.load(artifacts / "mobilenet_v1" / "golden.npz")
+    body, headers = _binary_request(golden["data"])
+    count = 24
+    with mobilenet_server("--workers", "1", "--graceful-timeout", "2") as served:
+        served.request("POST", INFER, body, headers)  # warm
+
+        def client(_: int) -> tuple[int, dict[str, str], bytes]:
+            try:
+                return served.request("POST", INFER, body, headers, timeout=20)
+            except OSError as exc:
+                return 0, {}, repr(exc).encode()
+
+        with ThreadPoolExecutor(count) as pool:
+            futures = [pool.submit(client, i) for i in range(count)]
+            time.sleep(0.5)  # all connected and queued: far more than 2 s of work
+            served.stop()
+            answers = [f.result(30) for f in futures]
+    assert served.proc.returncode == 0, served.stderr
+    assert served.stopped_in < 2 + 1.5, f"exit took {served.stopped_in:.1f} s"
+    codes = sorted(a[0] for a in answers)
+    assert set(codes) <= {200, 503}, codes
+    assert 200 in codes
+    assert 503 in codes
+    for status, hdrs, out in answers:
+        if status == 200:
+            n = int(hdrs["inference-header-content-length"])
+            probs = np.frombuffer(out[n:], "<f4")
+            np.testing.assert_allclose(probs, golden["output_0"].ravel(), atol=1e-5)
+        else:
+            assert hdrs["content-type"] == "application/json"
+            assert "shutting down" in json.loads(out)["error"]
+            assert hdrs["retry-after"] == "1"
+    assert "Traceback" not in served.stderr
+    assert "Exception in ASGI application" not in served.stderr
+    assert any(d.get("msg") == "stopped" for d in served.logs)
