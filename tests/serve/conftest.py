@@ -6,7 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from serve_helpers import tvmrt_serve
+
+from support.serve import tvmrt_serve
 
 
 @pytest.fixture

@@ -14,7 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from serve_helpers import error_of, read_reply, status_of
+
+from support.serve import error_of, read_reply, status_of
 
 pytest.importorskip("uvicorn")
 

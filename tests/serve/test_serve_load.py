@@ -21,8 +21,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from serve_helpers import read_reply, status_of
 
+from support.serve import read_reply, status_of
 from tvmrt.serve.limits import MIB, ServeLimits
 
 pytest.importorskip("uvicorn")

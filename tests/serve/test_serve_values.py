@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 import pytest
-from serve_helpers import error_of, read_reply, status_of
 
+from support.serve import error_of, read_reply, status_of
 from tvmrt.serve import BackgroundServer, InferenceApp, model_from_graph
 from tvmrt.testing import GraphBuilder, graphs, numpy_op_library
 

@@ -13,13 +13,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
+from support.paths import REPO
 from tvmrt.serve.server import free_port
 
-REPO = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"  # these tests never talk to any other address
 
 
