@@ -16,7 +16,7 @@ from tvmrt.artifact.inspect_binary import describe_library
 from tvmrt.error import TVMError
 from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
 from tvmrt.runtime.graph_executor.roles import runnability_problems
-from tvmrt.runtime.graph_executor.storage import plan_storage
+from tvmrt.runtime.graph_executor.storage import StoragePlan, plan_storage
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.params import load_param_dict
 
@@ -106,9 +106,20 @@ def describe_graph(
             }
         )
     device_types = graph.device_types or (1,)
-    plan = plan_storage(graph, device_types[0])
+    storage: dict[str, Any] | None = None
+    plan: StoragePlan | None = None
+    try:
+        plan = plan_storage(graph, device_types[0])
+    except TVMError as exc:  # a damaged plan: say so, and still describe the rest
+        problems.append(str(exc))
     problems.extend(runnability_problems(graph, plan, params))  # weights, memory
-    naive = sum(graph.entry_nbytes(e) for e in range(graph.num_entries))
+    if plan is not None:
+        storage = {
+            "pools": plan.num_pools,
+            "bytes": plan.total_bytes,
+            "bytes_without_reuse": sum(graph.entry_nbytes(e) for e in range(graph.num_entries)),
+            "planned_by": "graph" if graph.storage_ids is not None else "tvmrt (liveness)",
+        }
     return {
         "inputs": inputs,
         "outputs": outputs,
@@ -116,11 +127,6 @@ def describe_graph(
         "operators": len(ops),
         "kernels": kernels,
         "params_in_graph": len(weights),
-        "storage": {
-            "pools": plan.num_pools,
-            "bytes": plan.total_bytes,
-            "bytes_without_reuse": naive,
-            "planned_by": "graph" if graph.storage_ids is not None else "tvmrt (liveness)",
-        },
+        "storage": storage,
         "devices": sorted(set(device_types)),
     }

@@ -4,7 +4,9 @@ A pool is as large as the largest entry that uses it, allocated as TVM's
 ``GraphExecutor::SetupStorage`` does: a ``float32`` array of ``ceil(nbytes / 4)``
 elements.
 
-The compiler's ``storage_id`` assignment is taken as is. A graph without a
+The compiler's ``storage_id`` assignment is used once checked: no input shares a pool
+with a kernel's output, and no two entries alive at the same time share a pool
+(:mod:`tvmrt.runtime.graph_executor.lifetimes`). A graph without a
 ``storage_id`` table gets a plan from :func:`plan_by_liveness`: inputs and outputs
 keep private pools, ``__nop`` outputs alias their input, and other entries reuse a
 pool whose last reader has already run.
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 
 from tvmrt.error import DeviceOutOfMemoryError, GraphFormatError
 from tvmrt.runtime.graph_executor.graph import Graph
+from tvmrt.runtime.graph_executor.lifetimes import check_lifetimes
 
 __all__ = [
     "PoolEntry",
@@ -87,8 +90,9 @@ def plan_storage(graph: Graph, fallback_device_type: int) -> StoragePlan:
     Raises
     ------
     GraphFormatError
-        If one pool is assigned to entries on two different devices, or an input
-        (data or weight) shares its pool with an entry a kernel writes.
+        If one pool is assigned to entries on two different devices, an input (data or
+        weight) shares its pool with an entry a kernel writes, or two entries alive at
+        the same time share a pool (:mod:`.lifetimes`).
     """
     sids = graph.storage_ids if graph.storage_ids is not None else plan_by_liveness(graph)
     nbytes: dict[int, int] = {}
@@ -105,8 +109,9 @@ def plan_storage(graph: Graph, fallback_device_type: int) -> StoragePlan:
         scope = graph.storage_scopes[eid] if graph.storage_scopes else ""
         scopes[sid] = "" if scope == "global" else scope
         nbytes[sid] = max(nbytes.get(sid, 0), graph.entry_nbytes(eid))
-    if graph.storage_ids is not None:  # tvmrt's own plan pins inputs by construction
+    if graph.storage_ids is not None:  # tvmrt's own plan is right by construction
         check_input_pools(graph, sids)
+        check_lifetimes(graph, sids)
     size = max(sids, default=-1) + 1
     # A storage id nobody uses still gets an empty pool, as in TVM.
     pools = tuple(
