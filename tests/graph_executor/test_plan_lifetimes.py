@@ -96,7 +96,8 @@ def test_kernel_output_in_its_own_inputs_pool_is_refused(artifacts: Path) -> Non
     with pytest.raises(GraphFormatError) as info:
         plan_storage(parse_graph(json.dumps(doc)), 1)
     message = str(info.value)
-    assert f"node {src} {names[0]!r}" in message and f"node {nid} {names[1]!r}" in message
+    assert f"node {src} {names[0]!r}" in message
+    assert f"node {nid} {names[1]!r}" in message
     assert f"both are alive at node {nid}" in message
 
 
