@@ -33,6 +33,7 @@ declare none); NNVM's ``_assign`` ties a kernel's output to a variable, which
 from __future__ import annotations
 
 import bisect
+from array import array
 from collections.abc import Sequence
 
 from tvmrt.error import GraphFormatError
@@ -47,10 +48,11 @@ def lifetime_problem(graph: Graph, sids: Sequence[int]) -> str | None:
     row_ptr = graph.node_row_ptr
     forever = len(nodes)  # past the last node: inputs, params and outputs
     num_entries = graph.num_entries
-    # owner[e]: the entry whose value e is (itself, or a __nop's input in the same pool)
-    owner = list(range(num_entries))
-    start = [0] * num_entries
-    end = [0] * num_entries
+    # owner[e]: the entry whose value e is (itself, or a __nop's input in the same pool);
+    # machine-int arrays: 24 bytes per entry, whatever the graph's size
+    owner = array("q", range(num_entries))
+    start = array("q", bytes(8 * num_entries))
+    end = array("q", bytes(8 * num_entries))
     for nid, node in enumerate(nodes):
         first = row_ptr[nid]
         if not node.is_op:
@@ -74,13 +76,13 @@ def lifetime_problem(graph: Graph, sids: Sequence[int]) -> str | None:
         end[owner[row_ptr[head.node_id] + head.index]] = forever
     # Values in entry order start in node order (inputs at -1, alive throughout), so one
     # pass keeping, per pool, the value that lives longest finds every overlap.
-    latest: dict[int, int] = {}
+    latest = array("q", [-1]) * (max(sids, default=-1) + 1)  # per pool: its latest value
     for e in range(num_entries):
         if owner[e] != e:
             continue
         sid = sids[e]
-        prev = latest.get(sid)
-        if prev is None:
+        prev = latest[sid]
+        if prev < 0:
             latest[sid] = e
             continue
         if start[e] <= end[prev]:

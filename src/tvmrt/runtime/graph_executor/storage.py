@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PoolEntry:
     """One storage pool: its id, size in bytes, device type and memory scope."""
 
@@ -51,7 +51,7 @@ class PoolEntry:
         return (self.nbytes + 3) // 4 * 4
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StoragePlan:
     """Pools and the pool of every entry."""
 
@@ -95,30 +95,34 @@ def plan_storage(graph: Graph, fallback_device_type: int) -> StoragePlan:
         the same time share a pool (:mod:`.lifetimes`).
     """
     sids = graph.storage_ids if graph.storage_ids is not None else plan_by_liveness(graph)
-    nbytes: dict[int, int] = {}
-    devices: dict[int, int] = {}
-    scopes: dict[int, str] = {}
+    size = max(sids, default=-1) + 1
+    # per pool, in lists indexed by storage id: compact for graphs of a million entries
+    nbytes = [0] * size
+    devices: list[int | None] = [None] * size
+    scopes = [""] * size
     for eid, sid in enumerate(sids):
         dev = graph.device_types[eid] if graph.device_types else fallback_device_type
-        if devices.setdefault(sid, dev) != dev:
+        seen = devices[sid]
+        if seen is None:
+            devices[sid] = dev
+        elif seen != dev:
             raise GraphFormatError(
                 f"graph JSON: storage pool {sid} is assigned to entries on device types "
-                f"{devices[sid]} and {dev} (entry {eid}): The same pool entry cannot be "
+                f"{seen} and {dev} (entry {eid}): The same pool entry cannot be "
                 "assigned to multiple devices"
             )
         scope = graph.storage_scopes[eid] if graph.storage_scopes else ""
         scopes[sid] = "" if scope == "global" else scope
-        nbytes[sid] = max(nbytes.get(sid, 0), graph.entry_nbytes(eid))
+        entry_bytes = graph.entry_nbytes(eid)
+        if entry_bytes > nbytes[sid]:
+            nbytes[sid] = entry_bytes
     if graph.storage_ids is not None:  # tvmrt's own plan is right by construction
         check_input_pools(graph, sids)
         check_lifetimes(graph, sids)
-    size = max(sids, default=-1) + 1
     # A storage id nobody uses still gets an empty pool, as in TVM.
     pools = tuple(
-        PoolEntry(
-            sid, nbytes.get(sid, 0), devices.get(sid, fallback_device_type), scopes.get(sid, "")
-        )
-        for sid in range(size)
+        PoolEntry(sid, nbytes[sid], fallback_device_type if dev is None else dev, scopes[sid])
+        for sid, dev in enumerate(devices)
     )
     return StoragePlan(pools, tuple(sids))
 
