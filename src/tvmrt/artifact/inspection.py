@@ -8,6 +8,7 @@ the graph and the params are described and checked here, whatever the form.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from tvmrt.artifact.files import ArtifactFiles
@@ -16,9 +17,8 @@ from tvmrt.artifact.inspect_binary import describe_library
 from tvmrt.error import TVMError
 from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
 from tvmrt.runtime.graph_executor.roles import runnability_problems
-from tvmrt.runtime.graph_executor.storage import plan_storage
-from tvmrt.runtime.ndarray import NDArray
-from tvmrt.runtime.params import load_param_dict
+from tvmrt.runtime.graph_executor.storage import StoragePlan, plan_storage
+from tvmrt.runtime.params import iter_param_records, mapped_file
 
 __all__ = ["describe_graph", "dumps", "inspect_artifact"]
 
@@ -44,11 +44,12 @@ def inspect_artifact(files: ArtifactFiles) -> dict[str, Any]:
     form.inspect(files, sniffed, found, problems)
     report["library"] = found.out
     graph_json = files.graph.read_text() if files.graph else found.graph_json
-    params: dict[str, NDArray] = dict(found.params)
+    params = {name: arr.nbytes for name, arr in found.params.items()}
     if files.params is not None:
         try:
-            params.update(load_param_dict(files.params.read_bytes()))
-        except TVMError as exc:
+            with mapped_file(files.params) as view:
+                params.update(_param_sizes(view))
+        except (TVMError, OSError) as exc:
             problems.append(str(exc))
     if graph_json is None:
         if not found.aot:
@@ -61,12 +62,17 @@ def inspect_artifact(files: ArtifactFiles) -> dict[str, Any]:
             problems.append(str(exc))
     report["params"] = {
         "count": len(params),
-        "bytes": sum(a.nbytes for a in params.values()),
+        "bytes": sum(params.values()),
     }
     report["host"] = {"machine": binary.host_machine(), "os": binary.host_os()}
     report["problems"] = problems
     report["runnable"] = not problems
     return report
+
+
+def _param_sizes(view: memoryview) -> dict[str, int]:
+    """Name -> bytes of each tensor of a params blob, every record checked, none copied."""
+    return {record.name: record.data.nbytes for record in iter_param_records(view)}
 
 
 def dumps(report: dict[str, Any]) -> str:
@@ -75,7 +81,7 @@ def dumps(report: dict[str, Any]) -> str:
 
 
 def describe_graph(
-    graph: Graph, params: dict[str, NDArray], exported: set[str] | None, problems: list[str]
+    graph: Graph, params: Mapping[str, int], exported: set[str] | None, problems: list[str]
 ) -> dict[str, Any]:
     """Inputs, weights, outputs, kernels and storage plan of ``graph``; adds its problems."""
     ops = [n for n in graph.nodes if n.is_op]
@@ -86,15 +92,16 @@ def describe_graph(
             shown = ", ".join(missing[:5])
             problems.append(f"the library lacks {len(missing)} kernel(s) the graph calls: {shown}")
     inputs: list[dict[str, Any]] = []
-    weights: list[dict[str, Any]] = []
+    weights = 0  # counted only: a graph may have a million
     for nid in graph.arg_nodes:
+        name = graph.nodes[nid].name
+        if name in params:
+            weights += 1
+            continue
         eid = graph.entry_id(nid)
-        entry = {
-            "name": graph.nodes[nid].name,
-            "shape": list(graph.shapes[eid]),
-            "dtype": str(graph.dltypes[eid]),
-        }
-        (weights if entry["name"] in params else inputs).append(entry)
+        inputs.append(
+            {"name": name, "shape": list(graph.shapes[eid]), "dtype": str(graph.dltypes[eid])}
+        )
     outputs = []
     for h in graph.heads:
         eid = graph.entry_id(h.node_id, h.index)
@@ -106,21 +113,27 @@ def describe_graph(
             }
         )
     device_types = graph.device_types or (1,)
-    plan = plan_storage(graph, device_types[0])
+    storage: dict[str, Any] | None = None
+    plan: StoragePlan | None = None
+    try:
+        plan = plan_storage(graph, device_types[0])
+    except TVMError as exc:  # a damaged plan: say so, and still describe the rest
+        problems.append(str(exc))
     problems.extend(runnability_problems(graph, plan, params))  # weights, memory
-    naive = sum(graph.entry_nbytes(e) for e in range(graph.num_entries))
+    if plan is not None:
+        storage = {
+            "pools": plan.num_pools,
+            "bytes": plan.total_bytes,
+            "bytes_without_reuse": sum(graph.entry_nbytes(e) for e in range(graph.num_entries)),
+            "planned_by": "graph" if graph.storage_ids is not None else "tvmrt (liveness)",
+        }
     return {
         "inputs": inputs,
         "outputs": outputs,
         "nodes": len(graph.nodes),
         "operators": len(ops),
         "kernels": kernels,
-        "params_in_graph": len(weights),
-        "storage": {
-            "pools": plan.num_pools,
-            "bytes": plan.total_bytes,
-            "bytes_without_reuse": naive,
-            "planned_by": "graph" if graph.storage_ids is not None else "tvmrt (liveness)",
-        },
+        "params_in_graph": weights,
+        "storage": storage,
         "devices": sorted(set(device_types)),
     }

@@ -99,11 +99,14 @@ def _text(report: dict[str, Any]) -> str:
             if len(items) > _SHOWN:
                 lines.append(f"  ... and {len(items) - _SHOWN} more (--json lists them all)")
         storage = graph["storage"]
-        lines.append(
-            f"memory:   {storage['pools']} pools, {_mb(storage['bytes'])} planned "
-            f"({_mb(storage['bytes_without_reuse'])} without reuse; "
-            f"plan by {storage['planned_by']})"
-        )
+        if storage is None:  # the graph's storage plan was refused: see the problems
+            lines.append("memory:   no plan (the graph's storage plan is refused)")
+        else:
+            lines.append(
+                f"memory:   {storage['pools']} pools, {_mb(storage['bytes'])} planned "
+                f"({_mb(storage['bytes_without_reuse'])} without reuse; "
+                f"plan by {storage['planned_by']})"
+            )
     params = report["params"]
     lines.append(f"params:   {params['count']} tensors, {_mb(params['bytes'])}")
     host = report["host"]

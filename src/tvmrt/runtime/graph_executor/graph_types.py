@@ -36,7 +36,7 @@ NNVM_TYPE_FLAGS = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NodeEntry:
     """A reference to output ``index`` of node ``node_id``."""
 
@@ -45,7 +45,7 @@ class NodeEntry:
     version: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Node:
     """One node: a ``null`` placeholder (input or param) or a ``tvm_op`` kernel call."""
 

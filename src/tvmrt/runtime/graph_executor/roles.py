@@ -115,15 +115,15 @@ def output_labels(graph: Graph) -> list[str]:
 
 
 def runnability_problems(
-    graph: Graph, plan: StoragePlan, param_names: Collection[str]
+    graph: Graph, plan: StoragePlan | None, param_names: Collection[str]
 ) -> list[str]:
     """What stops a graph with these params from giving meaningful results here.
 
     Weights missing or belonging to another model, and host pools larger than this
-    machine's memory (for ``tvmrt inspect``).
+    machine's memory (for ``tvmrt inspect``; ``plan`` None: a plan that was refused).
     """
     problems = classify_inputs(graph, param_names).problems()
-    memory = host_memory_problem(plan)
+    memory = None if plan is None else host_memory_problem(plan)
     if memory is not None:
         problems.append(memory)
     return problems

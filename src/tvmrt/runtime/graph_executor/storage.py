@@ -4,7 +4,9 @@ A pool is as large as the largest entry that uses it, allocated as TVM's
 ``GraphExecutor::SetupStorage`` does: a ``float32`` array of ``ceil(nbytes / 4)``
 elements.
 
-The compiler's ``storage_id`` assignment is taken as is. A graph without a
+The compiler's ``storage_id`` assignment is used once checked: no input shares a pool
+with a kernel's output, and no two entries alive at the same time share a pool
+(:mod:`tvmrt.runtime.graph_executor.lifetimes`). A graph without a
 ``storage_id`` table gets a plan from :func:`plan_by_liveness`: inputs and outputs
 keep private pools, ``__nop`` outputs alias their input, and other entries reuse a
 pool whose last reader has already run.
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 
 from tvmrt.error import DeviceOutOfMemoryError, GraphFormatError
 from tvmrt.runtime.graph_executor.graph import Graph
+from tvmrt.runtime.graph_executor.lifetimes import check_lifetimes
 
 __all__ = [
     "PoolEntry",
@@ -33,7 +36,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PoolEntry:
     """One storage pool: its id, size in bytes, device type and memory scope."""
 
@@ -48,7 +51,7 @@ class PoolEntry:
         return (self.nbytes + 3) // 4 * 4
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StoragePlan:
     """Pools and the pool of every entry."""
 
@@ -87,33 +90,39 @@ def plan_storage(graph: Graph, fallback_device_type: int) -> StoragePlan:
     Raises
     ------
     GraphFormatError
-        If one pool is assigned to entries on two different devices, or an input
-        (data or weight) shares its pool with an entry a kernel writes.
+        If one pool is assigned to entries on two different devices, an input (data or
+        weight) shares its pool with an entry a kernel writes, or two entries alive at
+        the same time share a pool (:mod:`.lifetimes`).
     """
     sids = graph.storage_ids if graph.storage_ids is not None else plan_by_liveness(graph)
-    nbytes: dict[int, int] = {}
-    devices: dict[int, int] = {}
-    scopes: dict[int, str] = {}
+    size = max(sids, default=-1) + 1
+    # per pool, in lists indexed by storage id: compact for graphs of a million entries
+    nbytes = [0] * size
+    devices: list[int | None] = [None] * size
+    scopes = [""] * size
     for eid, sid in enumerate(sids):
         dev = graph.device_types[eid] if graph.device_types else fallback_device_type
-        if devices.setdefault(sid, dev) != dev:
+        seen = devices[sid]
+        if seen is None:
+            devices[sid] = dev
+        elif seen != dev:
             raise GraphFormatError(
                 f"graph JSON: storage pool {sid} is assigned to entries on device types "
-                f"{devices[sid]} and {dev} (entry {eid}): The same pool entry cannot be "
+                f"{seen} and {dev} (entry {eid}): The same pool entry cannot be "
                 "assigned to multiple devices"
             )
         scope = graph.storage_scopes[eid] if graph.storage_scopes else ""
         scopes[sid] = "" if scope == "global" else scope
-        nbytes[sid] = max(nbytes.get(sid, 0), graph.entry_nbytes(eid))
-    if graph.storage_ids is not None:  # tvmrt's own plan pins inputs by construction
+        entry_bytes = graph.entry_nbytes(eid)
+        if entry_bytes > nbytes[sid]:
+            nbytes[sid] = entry_bytes
+    if graph.storage_ids is not None:  # tvmrt's own plan is right by construction
         check_input_pools(graph, sids)
-    size = max(sids, default=-1) + 1
+        check_lifetimes(graph, sids)
     # A storage id nobody uses still gets an empty pool, as in TVM.
     pools = tuple(
-        PoolEntry(
-            sid, nbytes.get(sid, 0), devices.get(sid, fallback_device_type), scopes.get(sid, "")
-        )
-        for sid in range(size)
+        PoolEntry(sid, nbytes[sid], fallback_device_type if dev is None else dev, scopes[sid])
+        for sid, dev in enumerate(devices)
     )
     return StoragePlan(pools, tuple(sids))
 

@@ -9,10 +9,11 @@ compiles sources with the system C++ compiler against its own minimal TVM header
 dispatcher then loads it like any library. Each object is checked to be an ELF object file
 for this machine first.
 
-Linked libraries are cached in ``$TVMRT_CACHE_DIR`` (default ``~/.cache/tvmrt``), keyed by
-the sha256 of the input file, and written with an atomic rename, so concurrent processes
-are safe and a second load links nothing. A cache entry's name also carries the sha256 of
-its own bytes, checked on every use: a truncated or altered entry is deleted and relinked.
+Linked libraries and compiled objects are cached in ``$TVMRT_CACHE_DIR`` (default
+``~/.cache/tvmrt``; :mod:`.cache`), keyed by the sha256 of the input, and written with an
+atomic rename, so concurrent processes are safe and a second load links nothing. A cache
+entry's name also carries the sha256 of its own bytes, checked on every use: a truncated
+or altered entry is deleted and rebuilt. A failed write leaves no temporary file.
 
 Archive members are read into memory with size limits (:mod:`.archive`) and written under
 generated names: paths in the archive are never used, and links or devices are refused.
@@ -37,6 +38,14 @@ from tvmrt.runtime.loaders.binary import (
     identify_bytes,
     with_article,
 )
+from tvmrt.runtime.loaders.cache import (
+    cache_dir,
+    find_entry,
+    publish,
+    read_entry,
+    temp_entry,
+    write_entry,
+)
 
 __all__ = [
     "MAX_MEMBERS",
@@ -56,17 +65,6 @@ __all__ = [
 
 _RECIPE = "tvmrt-link-v1"  # part of the cache key: bump when the link command changes
 _LINK_TIMEOUT_S = 600
-_CONTENT_DIGEST_CHARS = 32  # sha256 of a cached library, in its name: checked on every use
-
-
-def cache_dir() -> Path:
-    """Where linked libraries are cached: ``$TVMRT_CACHE_DIR``, else ``~/.cache/tvmrt``."""
-    configured = os.environ.get("TVMRT_CACHE_DIR", "").strip()
-    if configured:
-        return Path(configured).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "tvmrt"
 
 
 def find_compiler() -> list[str] | None:
@@ -122,7 +120,7 @@ def link_objects(objects: list[tuple[str, bytes]], key: str, source: str) -> Pat
         If no compiler is found, the cache is not writable, or linking fails.
     """
     directory = cache_dir() / "linked"
-    cached = _cached_library(directory, key)
+    cached = find_entry(directory, key, ".so")
     if cached is not None:
         return cached
     compiler = find_compiler()
@@ -132,75 +130,45 @@ def link_objects(objects: list[tuple[str, bytes]], key: str, source: str) -> Pat
             "library, and no C compiler was found; install gcc or clang, or set $CC"
         )
     try:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        partial = temp_entry(directory, key)
     except OSError as exc:
         raise ModuleLoadError(
-            f"cannot load {source!r}: cannot create the cache folder {str(directory)!r} "
+            f"cannot load {source!r}: cannot write to the cache folder {str(directory)!r} "
             f"({exc.strerror}); set $TVMRT_CACHE_DIR to a writable folder"
         ) from exc
-    with tempfile.TemporaryDirectory(prefix="tvmrt-link-") as work:
-        inputs = []
-        for i, (_, data) in enumerate(objects):
-            obj = Path(work) / f"member{i}.o"
-            obj.write_bytes(data)
-            inputs.append(str(obj))
-        fd, partial = tempfile.mkstemp(dir=directory, prefix=f".{key}.", suffix=".tmp")
-        os.close(fd)
-        command = [*compiler, "-shared", "-fPIC", "-o", partial, *inputs, "-lm"]
-        try:
+    try:
+        with tempfile.TemporaryDirectory(prefix="tvmrt-link-") as work:
+            inputs = []
+            for i, (_, data) in enumerate(objects):
+                obj = Path(work) / f"member{i}.o"
+                obj.write_bytes(data)
+                inputs.append(str(obj))
+            command = [*compiler, "-shared", "-fPIC", "-o", str(partial), *inputs, "-lm"]
             result = subprocess.run(
                 command, capture_output=True, text=True, timeout=_LINK_TIMEOUT_S, check=False
             )
-            if result.returncode != 0:
-                output = (result.stderr or result.stdout).strip()[-2000:]
-                raise ModuleLoadError(
-                    f"cannot load {source!r}: linking its object files failed "
-                    f"({shlex.join(command[:1])} exited with {result.returncode}): {output}"
-                )
-            os.chmod(partial, 0o755)
-            target = directory / f"{key}.{_content_digest(Path(partial))}.so"
-            os.replace(partial, target)
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise ModuleLoadError(f"cannot load {source!r}: linking failed: {exc}") from exc
-        finally:
-            if os.path.exists(partial):
-                os.unlink(partial)
-    return target
+        if result.returncode != 0:
+            output = (result.stderr or result.stdout).strip()[-2000:]
+            raise ModuleLoadError(
+                f"cannot load {source!r}: linking its object files failed "
+                f"({shlex.join(command[:1])} exited with {result.returncode}): {output}"
+            )
+        return publish(partial, directory, key, ".so", 0o755)
+    except (OSError, subprocess.SubprocessError) as exc:
+        if isinstance(exc, ModuleLoadError):
+            raise
+        raise ModuleLoadError(
+            f"cannot load {source!r}: linking into the cache folder {str(directory)!r} "
+            f"failed: {exc}"
+        ) from exc
+    finally:
+        with contextlib.suppress(OSError):
+            partial.unlink()
 
 
 _SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx")
 _COMPILE_RECIPE = "tvmrt-compile-v1"  # part of the object cache key
 _COMPILE_FLAGS = ("-c", "-fPIC", "-O2", "-fno-exceptions")
-
-
-def _content_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()[:_CONTENT_DIGEST_CHARS]
-
-
-def _cached_library(directory: Path, key: str) -> Path | None:
-    """The cache entry ``<key>.<content digest>.so`` whose bytes still match its name.
-
-    An entry that does not (truncated, overwritten, half-written by a crashed process) is
-    deleted, so that the caller links the archive again.
-    """
-    try:
-        candidates = sorted(directory.glob(f"{key}.*.so"))
-    except OSError:
-        return None
-    for candidate in candidates:
-        expected = candidate.name[len(key) + 1 : -len(".so")]
-        try:
-            if _content_digest(candidate) == expected:
-                return candidate
-        except OSError:
-            pass
-        with contextlib.suppress(OSError):
-            candidate.unlink()
-    return None
 
 
 def include_dir() -> Path:
@@ -233,7 +201,9 @@ def is_source(name: str) -> bool:
 def compile_source(data: bytes, name: str, source: str) -> bytes:
     """Compile one C/C++ source against tvmrt's TVM headers; return the object file's bytes.
 
-    Objects are cached in ``cache_dir()/compiled`` by the sha256 of the source and recipe.
+    Objects are cached in ``cache_dir()/compiled``, named by the sha256 of the source,
+    recipe and compiler and by the sha256 of the object, checked on every use
+    (:mod:`.cache`).
 
     Raises
     ------
@@ -249,9 +219,10 @@ def compile_source(data: bytes, name: str, source: str) -> bytes:
     digest = hashlib.sha256(_COMPILE_RECIPE.encode() + b"\0" + " ".join(compiler).encode())
     digest.update(b"\0" + data)
     directory = cache_dir() / "compiled"
-    target = directory / f"{digest.hexdigest()}.o"
-    if target.is_file():
-        return target.read_bytes()
+    key = digest.hexdigest()
+    cached = read_entry(directory, key, ".o")
+    if cached is not None:
+        return cached
     suffix = PurePosixPath(name).suffix
     with tempfile.TemporaryDirectory(prefix="tvmrt-cc-") as work:
         src = Path(work) / f"source{suffix}"
@@ -273,14 +244,8 @@ def compile_source(data: bytes, name: str, source: str) -> bytes:
                 f"failed ({shlex.join(command[:1])} exited with {result.returncode}): {output}"
             )
         compiled = obj.read_bytes()
-    try:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, partial = tempfile.mkstemp(dir=directory, prefix=".obj.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(compiled)
-        os.replace(partial, target)
-    except OSError:
-        pass  # the cache is an optimisation: compile again next time
+    with contextlib.suppress(OSError):  # the cache is an optimisation: compile again next time
+        write_entry(directory, key, ".o", compiled)
     return compiled
 
 

@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tvmrt.error import ModuleLoadError, TVMError
-from tvmrt.runtime.loaders import archive, link
+from tvmrt.runtime.loaders import archive, cache, link
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.params import load_param_dict
 
@@ -47,24 +45,24 @@ def _members(path: str) -> dict[str, bytes]:
 
 
 def _store(data: bytes, suffix: str, shown: str) -> Path:
-    """Write a member to the cache under its content hash (atomic); return the path."""
-    directory = link.cache_dir() / "packages"
-    target = directory / f"{hashlib.sha256(data).hexdigest()}{suffix}"
-    if target.is_file() and target.stat().st_size == len(data):
-        return target
+    """The cache entry holding ``data`` (:mod:`.cache`: checked on use, else rewritten)."""
+    directory = cache.cache_dir() / "packages"
+    key = hashlib.sha256(data).hexdigest()
+    found = cache.find_entry(directory, key, suffix)
+    if found is not None:
+        return found
     try:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, partial = tempfile.mkstemp(dir=directory, prefix=".member.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(partial, 0o755)
-        os.replace(partial, target)
+        return cache.write_entry(directory, key, suffix, data, 0o755)
     except OSError as exc:
         raise ModuleLoadError(
             f"cannot load {shown!r}: cannot write its library to the cache folder "
             f"{str(directory)!r} ({exc}); set $TVMRT_CACHE_DIR to a writable folder"
         ) from exc
-    return target
+
+
+def _from_cache(error: ModuleLoadError, entry: Path) -> ModuleLoadError:
+    """``error`` (of loading a cache entry), with the entry's path added to its message."""
+    return type(error)(f"{error} (tvmrt's copy of that member is cached as {str(entry)!r})")
 
 
 def _factory(
@@ -99,13 +97,15 @@ def load_tvmc(path: str, shown: str, load_library: LoadLibrary) -> Module:
     what = f"cannot load {shown!r} (a tvmc package)"
     if "mod.json" not in members:
         raise ModuleLoadError(f"{what}: it has no mod.json (the graph JSON)")
-    if "mod.so" in members:
-        lib_path = _store(members["mod.so"], ".so", shown)
-    elif "mod.tar" in members:
-        lib_path = link.link_archive(str(_store(members["mod.tar"], ".tar", shown)))
-    else:
+    member = "mod.so" if "mod.so" in members else "mod.tar"
+    if member not in members:
         raise ModuleLoadError(f"{what}: it has neither mod.so nor mod.tar (the kernel library)")
-    lib = load_library(str(lib_path), f"{shown}:mod.{'so' if 'mod.so' in members else 'tar'}")
+    entry = _store(members[member], PurePosixPath(member).suffix, shown)
+    try:
+        lib_path = entry if member == "mod.so" else link.link_archive(str(entry))
+        lib = load_library(str(lib_path), f"{shown}:{member}")
+    except ModuleLoadError as exc:
+        raise _from_cache(exc, entry) from exc
     graph_json = members["mod.json"].decode("utf-8", errors="replace")
     return _factory(graph_json, members.get("mod.params"), "default", lib, shown)
 
@@ -119,7 +119,7 @@ def mlf_summary(metadata: bytes, shown: str) -> dict[str, Any]:
     Raises
     ------
     ModuleLoadError
-        If the JSON is unreadable.
+        If the JSON is unreadable or nested too deeply; the message names the file.
     """
     try:
         meta = json.loads(metadata)
@@ -127,6 +127,11 @@ def mlf_summary(metadata: bytes, shown: str) -> dict[str, Any]:
         raise ModuleLoadError(
             f"cannot load {shown!r}: its metadata.json is not JSON: {exc}"
         ) from exc
+    except RecursionError:  # arrays or objects nested thousands deep: no MLF writes that
+        raise ModuleLoadError(
+            f"cannot load {shown!r}: its metadata.json nests arrays or objects too deeply "
+            "to read (TVM writes a few levels)"
+        ) from None
     if not isinstance(meta, dict):
         raise ModuleLoadError(f"cannot load {shown!r}: its metadata.json is not a JSON object")
     modules = meta.get("modules")
