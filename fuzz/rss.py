@@ -54,9 +54,10 @@ def mutate(rng: random.Random, seed: bytes) -> bytes:
 
 def child(target: str, seconds: float) -> dict[str, object]:
     sys.path.insert(0, str(HERE))
-    import hostile
     from fuzz_targets import TARGETS, TVMError
     from run import seeds
+
+    import hostile
 
     func = TARGETS[target]
     cases = 0

@@ -20,7 +20,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fuzz"))
 
 import hostile
-
 import tvmrt.runtime as rt
 from tvmrt.error import ModuleLoadError
 from tvmrt.runtime import Module

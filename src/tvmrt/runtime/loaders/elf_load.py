@@ -18,11 +18,12 @@ relocation tables it points to and that the section headers (which tvmrt itself 
 
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass, replace
 
 from tvmrt.error import ModuleLoadError
-from tvmrt.runtime.loaders.binary import ElfFile
+from tvmrt.runtime.loaders.binary import ElfFile, ElfSymbol
 
 __all__ = ["LoadImage", "Segment", "check_loadable", "PF_R", "PF_W", "PF_X"]
 
@@ -146,6 +147,11 @@ class LoadImage:
                 name = base
             out.append(Segment(name, ptype, flags, offset, vaddr, filesz, memsz, align))
         return out
+
+    @functools.cached_property
+    def symtab(self) -> list[ElfSymbol]:
+        """The full symbol table (``.symtab``; empty when stripped), read once."""
+        return self.elf.symbols(dynamic=False)
 
     def load_at(self, addr: int, size: int = 0) -> Segment | None:
         """The ``PT_LOAD`` whose memory holds ``[addr, addr + size)``."""

@@ -184,7 +184,7 @@ def _check_against_symtab(
     image: LoadImage, dyn: dt.Dynamic, symbols: list[tuple[int, ...]]
 ) -> None:
     full: dict[str, list[tuple[str, bool, int, int, str]]] = {}
-    for s in image.elf.symbols(dynamic=False):
+    for s in image.symtab:
         if s.bind in ("global", "weak", "unique"):
             key = s.name.split("@", 1)[0]
             full.setdefault(key, []).append((s.type, s.defined, s.value, s.size, s.bind))
@@ -219,7 +219,7 @@ def _check_against_symtab(
 
 def function_starts(image: LoadImage, symbols: list[tuple[int, ...]]) -> set[int] | None:
     """Addresses where functions start (symbols, ``.init``/``.fini``); None if stripped."""
-    full = [s.value for s in image.elf.symbols(dynamic=False) if s.is_function and s.defined]
+    full = [s.value for s in image.symtab if s.is_function and s.defined]
     if not full:
         return None
     starts = set(full)
