@@ -169,7 +169,8 @@ class Runner:
             out = m.get_output(0).numpy()
         except TVMError:
             return 10
-        except BaseException:
+        except BaseException as exc:  # a bug: say which
+            (self.dir / "other.txt").write_text(f"{type(exc).__name__}: {exc}"[:300])
             return 12
         if self.exact:
             ok = out.shape == self.output.shape and bool(np.array_equal(out, self.output))
@@ -200,7 +201,12 @@ class Runner:
                 return "hang"
             time.sleep(0.002)
         if os.WIFEXITED(status):
-            return _EXIT.get(os.WEXITSTATUS(status), "death")
+            outcome = _EXIT.get(os.WEXITSTATUS(status), "death")
+            why = self.dir / "other.txt"
+            if outcome == "other" and why.exists():
+                outcome += f" ({why.read_text()})"
+                why.unlink()
+            return outcome
         return "death"
 
 
@@ -218,7 +224,7 @@ def run(model: str, count: int | None, seed: int, verbose: bool = False) -> dict
     start = time.monotonic()
     for name, offset, size, value in todo:
         outcome = runner.attempt(apply(runner.data, offset, size, value))
-        tally[outcome] += 1
+        tally[outcome.split(" ", 1)[0]] += 1
         if outcome not in ("refused", "correct"):
             bad.append(f"{outcome}: {name} = {value:#x}")
         if verbose:

@@ -232,6 +232,9 @@ def _check_relocations(
                 raise image.bad(
                     f"{name}.r_offset", hex(offset), f"an address outside {section.name}"
                 )
+            got = dyn.get(dt.DT_PLTGOT)
+            if got is not None and got <= offset < got + 3 * image.word:  # the loader's own
+                raise image.bad(f"{name}.r_offset", hex(offset), "a word outside GOT[0..2]")
             if offset in patched:
                 raise image.bad(
                     f"{name}.r_offset", hex(offset), "a word no other relocation patches"
@@ -256,9 +259,9 @@ def _check_relocations(
                 )
             if table == "DT_JMPREL" and rtype not in (jump_slot, irelative, tlsdesc, 0):
                 raise image.bad(f"{name} type", rtype, f"a PLT relocation ({jump_slot}: JUMP_SLOT)")
-            got = ".got.plt" if rtype == jump_slot else None  # GLOB_DAT may patch data too
-            if got and section and section.name != got and _has_section(image, got):
-                raise image.bad(f"{name}.r_offset", hex(offset), f"an address in {got}")
+            plt = rtype == jump_slot and _has_section(image, ".got.plt")  # GLOB_DAT: data too
+            if plt and section and section.name != ".got.plt":
+                raise image.bad(f"{name}.r_offset", hex(offset), "an address in .got.plt")
             if rtype in (glob_dat, jump_slot):  # a GOT word: aligned, a symbol, no addend
                 if offset % image.word:
                     raise image.bad(f"{name}.r_offset", hex(offset), f"a multiple of {image.word}")
