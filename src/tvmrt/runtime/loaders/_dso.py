@@ -138,7 +138,16 @@ def dlopen_checked(path: str, data: bytes | None, shown: str) -> ctypes.CDLL:
     a file changed after the check would not be the file checked. A fresh memfd per load
     holding ``data`` avoids both. Without memfd (or where it cannot be mapped executable)
     the file itself is loaded.
+
+    First the program headers, dynamic section and the tables it points to are checked
+    (:func:`tvmrt.runtime.loaders.elf_load.check_loadable`): the loader trusts them, and a
+    damaged one kills the process inside ``dlopen`` or maps other bytes than were checked.
     """
+    if data is not None and data[:4] == b"\x7fELF":
+        from tvmrt.runtime.loaders.binary import ElfFile
+        from tvmrt.runtime.loaders.elf_load import check_loadable
+
+        check_loadable(ElfFile(data, shown))
     mode = os.RTLD_LAZY | os.RTLD_LOCAL
     memfd_create = getattr(os, "memfd_create", None)
     if data is not None and memfd_create is not None and os.path.isdir("/proc/self/fd"):
