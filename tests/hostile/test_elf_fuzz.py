@@ -13,15 +13,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[2] / "fuzz" / "elf_fields.py"
+from support.paths import REPO
+
+SCRIPT = REPO / "fuzz" / "elf_fields.py"
 
 
 def test_sampled_mutations_are_refused_or_answer_right(artifacts):
     count = os.environ.get("TVMRT_ELF_FUZZ_COUNT", "500")
     env = {**os.environ, "TVMRT_ARTIFACTS": str(artifacts), "TVM_NUM_THREADS": "1"}
-    env["PYTHONPATH"] = os.pathsep.join([str(SCRIPT.parents[1] / "src"), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")])
     result = subprocess.run(
         [sys.executable, str(SCRIPT), "linkparams", "--count", count, "--seed", "0"],
         capture_output=True,
