@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from tvmrt.error import InvalidArgumentError
+
 __all__ = ["SPARE_VALUES", "short", "count_values", "array_from_json", "json_data"]
 
 SPARE_VALUES = 4096
@@ -96,19 +98,24 @@ def array_from_json(
 
     Raises
     ------
-    ValueError
-        With the message to answer 400 with: ragged data, a wrong element count, or the
-        first value (and its flat index) that is not of the datatype or not in its range.
+    InvalidArgumentError
+        A ``ValueError``, with the message to answer 400 with: ragged data, a wrong
+        element count, or the first value (and its flat index) that is not of the
+        datatype or not in its range.
     """
     try:
         arr = np.asarray(data)
     except (ValueError, TypeError, RecursionError):
-        raise ValueError(f'input {name!r}: "data" is not a regular (non-ragged) list') from None
+        raise InvalidArgumentError(
+            f'input {name!r}: "data" is not a regular (non-ragged) list'
+        ) from None
     count = int(np.prod(shape, dtype=np.int64))
     if arr.size != count:
-        raise ValueError(f"input {name!r}: {arr.size} values, expected {count} for {list(shape)}")
+        raise InvalidArgumentError(
+            f"input {name!r}: {arr.size} values, expected {count} for {list(shape)}"
+        )
     if not _fits(arr, dtype):
-        raise ValueError(_bad_value(name, datatype, dtype, data))
+        raise InvalidArgumentError(_bad_value(name, datatype, dtype, data))
     return arr.astype(dtype, copy=False).reshape(shape)
 
 
