@@ -19,7 +19,7 @@ import pytest
 from tvmrt.cli import main as cli_main
 from tvmrt.error import ModuleLoadError
 from tvmrt.runtime.loaders.binary import ElfFile
-from tvmrt.runtime.loaders.elf_load import check_loadable
+from tvmrt.runtime.loaders.elf_checks import check_loadable
 
 LINKPARAMS = "relay016/linkparams-so/deploy.so"
 _PT_LOAD, _PT_DYNAMIC = 1, 2

@@ -220,8 +220,10 @@ def test_json_amplification_is_refused_fast_and_errors_stay_short(mobilenet_serv
 def test_sigterm_drains_what_fits_and_answers_the_rest_503(mobilenet_server, artifacts):
     golden = np.load(artifacts / "mobilenet_v1" / "golden.npz")
     body, headers = _binary_request(golden["data"])
-    count = 24
-    with mobilenet_server("--workers", "1", "--graceful-timeout", "2") as served:
+    # ~40 ms a request on a quiet 2-core machine: 48 are about 2 s of work, twice the
+    # grace period, so some must be answered 503 however fast the machine is
+    count, grace = 48, 1
+    with mobilenet_server("--workers", "1", "--graceful-timeout", str(grace)) as served:
         served.request("POST", INFER, body, headers)  # warm
 
         def client(_: int) -> tuple[int, dict[str, str], bytes]:
@@ -232,11 +234,11 @@ def test_sigterm_drains_what_fits_and_answers_the_rest_503(mobilenet_server, art
 
         with ThreadPoolExecutor(count) as pool:
             futures = [pool.submit(client, i) for i in range(count)]
-            time.sleep(0.5)  # all connected and queued: far more than 2 s of work
+            time.sleep(0.5)  # all connected and queued
             served.stop()
             answers = [f.result(30) for f in futures]
     assert served.proc.returncode == 0, served.stderr
-    assert served.stopped_in < 2 + 1.5, f"exit took {served.stopped_in:.1f} s"
+    assert served.stopped_in < grace + 1.5, f"exit took {served.stopped_in:.1f} s"
     codes = sorted(a[0] for a in answers)
     assert set(codes) <= {200, 503}, codes
     assert 200 in codes

@@ -16,7 +16,7 @@ from typing import Any
 from tvmrt.artifact.devices import DEVICE_MODULE_KINDS
 from tvmrt.error import ModuleLoadError, TVMError
 from tvmrt.runtime.graph_executor import GraphExecutorFactory
-from tvmrt.runtime.loaders import abi, binary, elf_load, needs
+from tvmrt.runtime.loaders import abi, binary, elf_checks, needs
 from tvmrt.runtime.loaders.dispatch import Sniffed
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
@@ -100,7 +100,7 @@ def inspect_elf(data: bytes, shown: str, kind: str, found: Found, problems: list
         return
     if kind == "shared library":  # what ld.so trusts, checked as the loader checks it
         try:
-            elf_load.check_loadable(elf)
+            elf_checks.check_loadable(elf)
         except ModuleLoadError as exc:
             problems.append(str(exc))
     out = found.out

@@ -16,7 +16,8 @@ import weakref
 from pathlib import Path
 
 from tvmrt.error import ArrayError, ModuleLoadError
-from tvmrt.runtime.loaders.binary import ElfSymbol
+from tvmrt.runtime.loaders.binary import ElfFile, ElfSymbol
+from tvmrt.runtime.loaders.elf_checks import check_loadable
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.packed_func import PackedFunc
@@ -140,13 +141,10 @@ def dlopen_checked(path: str, data: bytes | None, shown: str) -> ctypes.CDLL:
     the file itself is loaded.
 
     First the program headers, dynamic section and the tables it points to are checked
-    (:func:`tvmrt.runtime.loaders.elf_load.check_loadable`): the loader trusts them, and a
+    (:func:`tvmrt.runtime.loaders.elf_checks.check_loadable`): the loader trusts them, and a
     damaged one kills the process inside ``dlopen`` or maps other bytes than were checked.
     """
     if data is not None and data[:4] == b"\x7fELF":
-        from tvmrt.runtime.loaders.binary import ElfFile
-        from tvmrt.runtime.loaders.elf_load import check_loadable
-
         check_loadable(ElfFile(data, shown))
     mode = os.RTLD_LAZY | os.RTLD_LOCAL
     memfd_create = getattr(os, "memfd_create", None)

@@ -4,16 +4,18 @@
 without checking either against the file: a segment past the end of the file maps pages
 that raise ``SIGBUS``, a ``DT_PLTGOT`` of 0 makes it write into the read-only ELF header,
 a ``DT_PLTREL`` it does not expect trips an assertion, and a read-only segment whose file
-bytes were cut to zero loads and computes with zeros. :func:`check_loadable` reads those
-structures from the file, as the loader will see them, and refuses with a
-:class:`~tvmrt.error.ModuleLoadError` that names the field and what was expected::
+bytes were cut to zero loads and computes with zeros.
+:func:`~.elf_checks.check_loadable` reads those structures from the file, as the loader
+will see them, and refuses with a :class:`~tvmrt.error.ModuleLoadError` that names the
+field and what was expected::
 
     cannot load 'deploy.so': PT_LOAD[1].p_filesz is 0x0 (p_memsz 0x33c9); expected ...
 
-This module reads the program headers (:class:`LoadImage`) and checks the segments;
-:mod:`.elf_dynamic` checks the dynamic section, :mod:`.elf_tables` the symbol, hash and
-relocation tables it points to and that the section headers (which tvmrt itself reads,
-:mod:`.binary`) describe the same bytes the loader maps.
+This module reads the program headers (:class:`LoadImage`) and checks the segments
+(:mod:`.elf_checks` runs every check); :mod:`.elf_dynamic` checks the dynamic section,
+:mod:`.elf_tables` the symbol, hash and relocation tables it points to and that the
+section headers (which tvmrt itself reads, :mod:`.binary`) describe the same bytes the
+loader maps.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from dataclasses import dataclass, replace
 from tvmrt.error import ModuleLoadError
 from tvmrt.runtime.loaders.binary import ElfFile, ElfSymbol
 
-__all__ = ["LoadImage", "Segment", "check_loadable", "PF_R", "PF_W", "PF_X"]
+__all__ = ["LoadImage", "Segment", "check_segments", "PF_R", "PF_W", "PF_X"]
 
 PT_LOAD, PT_DYNAMIC, PT_INTERP, PT_NOTE, PT_PHDR, PT_TLS = 1, 2, 3, 4, 6, 7
 PT_GNU_EH_FRAME, PT_GNU_STACK = 0x6474E550, 0x6474E551
@@ -180,28 +182,10 @@ class LoadImage:
         return list(st.iter_unpack(blob[: len(blob) - len(blob) % st.size]))
 
 
-def check_loadable(elf: ElfFile) -> LoadImage:
-    """Check everything ``ld.so`` trusts when it maps and relocates ``elf``; return its image.
-
-    Raises
-    ------
-    ModuleLoadError
-        Naming the file, the field (``PT_LOAD[1].p_filesz``, ``DT_PLTGOT``, ...) and what
-        was expected, if the loader could crash, fail an assertion, or map other bytes
-        than the ones tvmrt read.
+def check_segments(image: LoadImage) -> None:
+    """Check the program headers: segments inside the file, ordered, aligned, mapping what
+    ``ld.so`` reads (the ELF header, the program headers, the dynamic section).
     """
-    from tvmrt.runtime.loaders import elf_dynamic, elf_tables
-
-    image = LoadImage(elf)
-    _check_segments(image)
-    elf_tables.check_sections_mapped(image)
-    dynamic = elf_dynamic.read_dynamic(image)
-    elf_dynamic.check_dynamic(image, dynamic)
-    elf_tables.check_tables(image, dynamic)
-    return image
-
-
-def _check_segments(image: LoadImage) -> None:
     size = len(image.data)
     limit = 1 << (64 if image.is64 else 32)
     for seg in image.segments:

@@ -18,8 +18,10 @@ Part of :mod:`.elf_load`. Two kinds of check:
 from __future__ import annotations
 
 from tvmrt.runtime.loaders import elf_dynamic as dt
+from tvmrt.runtime.loaders import elf_symbols
 from tvmrt.runtime.loaders.binary import _Section
 from tvmrt.runtime.loaders.elf_load import PF_R, PF_W, PF_X, PT_GNU_RELRO, LoadImage
+from tvmrt.runtime.loaders.elf_symbols import function_starts, gnu_hash_count
 
 __all__ = ["check_sections_mapped", "check_tables"]
 
@@ -114,8 +116,6 @@ def check_tables(image: LoadImage, dyn: dt.Dynamic) -> None:
     _check_tags_name_sections(image, dyn)
     nsyms = _count_symbols(image, dyn)
     symbols = _read_symbols(image, dyn, nsyms)
-    from tvmrt.runtime.loaders import elf_symbols
-
     elf_symbols.check_symbols(image, dyn, symbols)
     elf_symbols.check_hashes(image, dyn, symbols)
     versym = dyn.get(dt.DT_VERSYM)
@@ -159,8 +159,6 @@ def _check_tags_name_sections(image: LoadImage, dyn: dt.Dynamic) -> None:
 
 def _count_symbols(image: LoadImage, dyn: dt.Dynamic) -> int:
     """The number of dynamic symbols, as the hash tables say (the loader has no other count)."""
-    from tvmrt.runtime.loaders.elf_symbols import gnu_hash_count
-
     counts: list[tuple[str, int]] = []
     if dyn.get(dt.DT_HASH) is not None:
         _, nchain = image.words(
@@ -357,8 +355,6 @@ def _check_constructors(
     known = _RELOCS.get(image.machine)
     if known is None:
         return
-    from tvmrt.runtime.loaders.elf_symbols import function_starts
-
     relative = known[3]
     starts = function_starts(image, symbols)
     for tag in (dt.DT_INIT, dt.DT_FINI):
