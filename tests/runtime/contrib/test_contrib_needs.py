@@ -187,3 +187,15 @@ def test_a_byoc_module_in_the_blob_is_refused_by_name(kind):
         ModuleLoadError, match=rf"imports a '{kind}' module: an external-codegen \(BYOC\)"
     ):
         parse_module_blob(u64(len(payload)) + payload, "__tvm_dev_mblob of 'x.so'")
+
+
+def test_an_avx512_library_loads_where_the_host_reports_avx512(tmp_path, monkeypatch):
+    """The other half of the check on a host without AVX-512: with the host's flags
+    reporting it, the same library is accepted (loaded, not run: this CPU would die)."""
+    folder = build(tmp_path, AVX512_C, flags=("-mavx512f",))
+    if isa.code_features(binary.ElfFile.from_path(folder / "deploy.so")).evex == 0:
+        pytest.skip("the compiler emitted no EVEX instructions for -mavx512f")
+    host = isa.host_features() or frozenset()
+    monkeypatch.setattr(isa, "host_features", lambda: host | {"avx512f"})
+    lib = runtime.load_module(str(folder / "deploy.so"))
+    assert lib is not None
