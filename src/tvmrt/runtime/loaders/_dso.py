@@ -131,21 +131,22 @@ _memfds: dict[int, int] = {}  # dlopen handle -> the memfd it was loaded from
 _pinned_fds: list[int] = []  # memfds of libraries the loader would not unload
 
 
-def dlopen_checked(path: str, data: bytes | None, shown: str) -> ctypes.CDLL:
+def dlopen_checked(path: str, elf: ElfFile | None, shown: str) -> ctypes.CDLL:
     """``dlopen`` the bytes that were checked, from a private in-memory file (else ``path``).
 
     The dynamic loader knows a library by its path and by its file's device and inode: a
     library rebuilt at the same path would come back as the old, still-mapped code, and
     a file changed after the check would not be the file checked. A fresh memfd per load
-    holding ``data`` avoids both. Without memfd (or where it cannot be mapped executable)
+    holding ``elf``'s bytes avoids both. Without memfd (or where it cannot be mapped executable)
     the file itself is loaded.
 
     First the program headers, dynamic section and the tables it points to are checked
     (:func:`tvmrt.runtime.loaders.elf_checks.check_loadable`): the loader trusts them, and a
     damaged one kills the process inside ``dlopen`` or maps other bytes than were checked.
     """
-    if data is not None and data[:4] == b"\x7fELF":
-        check_loadable(ElfFile(data, shown))
+    data = elf.data if elf is not None else None
+    if elf is not None:  # the file the caller parsed: its bytes are the bytes loaded
+        check_loadable(elf)
     mode = os.RTLD_LAZY | os.RTLD_LOCAL
     memfd_create = getattr(os, "memfd_create", None)
     if data is not None and memfd_create is not None and os.path.isdir("/proc/self/fd"):

@@ -316,4 +316,4 @@ def _dlopen_private(path: str, elf: ElfFile, shown: str) -> ctypes.CDLL:
     ``tvm_ffi.load_module`` of the same file, and the bytes loaded are the bytes checked
     (:func:`tvmrt.runtime.loaders._dso.dlopen_checked`).
     """
-    return dlopen_checked(path, elf.data, shown)
+    return dlopen_checked(path, elf, shown)

@@ -260,7 +260,7 @@ def load_shared_library(facts: LibraryFacts) -> Module:
         assert elf is not None
         entry, parsed = _read_from_file(elf, dynsym, symbols, shown)
     slots = kernel_services.slot_addresses()  # loads the native backend before the library
-    lib = dlopen_checked(path, elf.data if elf is not None else None, shown)
+    lib = dlopen_checked(path, elf, shown)
     try:
         if symbols is not None and symbols.system_lib:
             _PINNED.append(lib)  # its functions stay registered: never unloaded
