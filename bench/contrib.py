@@ -40,20 +40,11 @@ import numpy as np
 
 from tvmrt import runtime
 from tvmrt.runtime.loaders import link
+from tvmrt.testing.kernels_c import KERNEL_PRELUDE
 
-KERNELS_C = r"""
-#include <stdint.h>
-typedef union { int64_t v_int64; double v_float64; void* v_handle; const char* v_str; } TVMValue;
-typedef struct {
-  void* data; int32_t device_type; int32_t device_id; int32_t ndim;
-  uint8_t code; uint8_t bits; uint16_t lanes;
-  int64_t* shape; int64_t* strides; uint64_t byte_offset;
-} DLTensor;
-#define SLOT __attribute__((weak, visibility("default")))
-SLOT int (*__TVMBackendGetFuncFromEnv)(void*, const char*, void**) = 0;
-SLOT int (*__TVMFuncCall)(void*, TVMValue*, int*, int, TVMValue*, int*) = 0;
-SLOT void* __tvm_module_ctx = 0;
-
+KERNELS_C = (
+    KERNEL_PRELUDE
+    + r"""
 static void* topk_h __asm__(".tvm_func.tvm.contrib.sort.topk");
 static void* matmul_h __asm__(".tvm_func.tvm.contrib.cblas.matmul");
 
@@ -97,6 +88,7 @@ int naive_gemm(TVMValue* args, int* codes, int n, TVMValue* ret, int* rc, void* 
   return 0;
 }
 """
+)
 
 
 def _build(folder: Path) -> runtime.Module:

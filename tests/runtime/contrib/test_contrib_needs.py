@@ -23,22 +23,7 @@ from tvmrt.error import ModuleLoadError
 from tvmrt.runtime.loaders import binary, isa, link, needs
 from tvmrt.runtime.registry import register_func, remove_global_func
 from tvmrt.testing.graphs import add_one
-
-PRELUDE = r"""
-#include <stdint.h>
-typedef union { int64_t v_int64; double v_float64; void* v_handle; const char* v_str; } TVMValue;
-typedef struct {
-  void* data; int32_t device_type; int32_t device_id; int32_t ndim;
-  uint8_t code; uint8_t bits; uint16_t lanes;
-  int64_t* shape; int64_t* strides; uint64_t byte_offset;
-} DLTensor;
-#define SLOT __attribute__((weak, visibility("default")))
-SLOT int (*__TVMBackendGetFuncFromEnv)(void*, const char*, void**) = 0;
-SLOT int (*__TVMFuncCall)(void*, TVMValue*, int*, int, TVMValue*, int*) = 0;
-SLOT void (*__TVMAPISetLastError)(const char*) = 0;
-SLOT void* __tvm_module_ctx = 0;
-#define TENSOR(i) ((DLTensor*)args[i].v_handle)
-"""
+from tvmrt.testing.kernels_c import KERNEL_PRELUDE as PRELUDE
 
 # myadd calls NAME(x) before adding 1, its handle cached like LLVM's codegen caches it
 CALLING_C = (
