@@ -106,10 +106,15 @@ def error_of(raw: bytes) -> str:
 
 
 @contextmanager
-def tvmrt_serve(*args: str, ready_seconds: float = 60) -> Iterator[Served]:
-    """``tvmrt serve ARGS --port P`` on 127.0.0.1; SIGTERM on exit, recording how long it took."""
+def tvmrt_serve(
+    *args: str, ready_seconds: float = 60, env: dict[str, str] | None = None
+) -> Iterator[Served]:
+    """``tvmrt serve ARGS --port P`` on 127.0.0.1; SIGTERM on exit, recording how long it took.
+
+    ``env`` adds to (or overrides) the server's environment, e.g. ``TVMRT_CACHE_DIR``.
+    """
     port = free_port(HOST)
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), **(env or {})}
     proc = subprocess.Popen(
         [sys.executable, "-m", "tvmrt", "serve", *args, "--host", HOST, "--port", str(port)],
         env=env,
