@@ -21,7 +21,8 @@ from support.paths import REPO
 __all__ = ["PEERS_DIR", "find_python310", "tvm016_package_dir", "tvm016_python"]
 
 PEERS_DIR = Path(os.environ.get("TVMRT_PEERS_DIR", REPO / "build" / "peers"))
-TVM016_REQUIREMENTS = ("hhb-tvm==3.2.3", "numpy<2", "pytest")
+# hhb-tvm imports tqdm and tflite from tvm.relay without declaring them
+TVM016_REQUIREMENTS = ("hhb-tvm==3.2.3", "numpy<2", "pytest", "tqdm", "tflite")
 
 
 def find_python310() -> Path | None:
@@ -82,7 +83,9 @@ def _venv(name: str, requirements: tuple[str, ...], check: str) -> Path:
 
 def tvm016_python() -> Path:
     """Python 3.10 with TVM 0.16 (hhb-tvm 3.2.3): Relay, RPC server/client/tracker."""
-    return _venv("tvm016", TVM016_REQUIREMENTS, "import tvm, tvm.relay, tvm.rpc")
+    return _venv(
+        "tvm016", TVM016_REQUIREMENTS, "import tvm, tvm.relay, tvm.rpc, tvm.contrib.graph_executor"
+    )
 
 
 def tvm016_package_dir() -> Path:
