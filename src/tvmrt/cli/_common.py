@@ -13,8 +13,8 @@ import numpy as np
 
 from tvmrt.artifact import ArtifactFiles, LoadedModel, find_artifact, load_artifact
 from tvmrt.artifact.devices import set_kernel_threads
-from tvmrt.error import UsageError
-from tvmrt.runtime.device import Device
+from tvmrt.error import DeviceUnavailableError, UsageError
+from tvmrt.runtime.device import Device, backend_of
 from tvmrt.runtime.device import device as make_device
 from tvmrt.runtime.dtype import DataType
 
@@ -38,7 +38,11 @@ def add_artifact_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--graph", metavar="FILE", help="graph JSON (overrides the folder's)")
     parser.add_argument("--lib", metavar="FILE", help="kernel library .so/.tar/.o")
     parser.add_argument("--params", metavar="FILE", help="params blob (TVM's .params format)")
-    parser.add_argument("--device", default="cpu", help="device, e.g. cpu (default) or cuda:0")
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        help="cpu (default) or opencl[:N]; tvmrt has no other device backends",
+    )
     parser.add_argument(
         "--threads", type=int, metavar="N", help="threads for parallel kernels (default: all cores)"
     )
@@ -83,7 +87,8 @@ def load(
         set_kernel_threads(args.threads)
     try:
         dev = make_device(args.device)
-    except ValueError as exc:
+        backend_of(dev)  # a device nothing here can run on is a bad argument, not a failure
+    except (ValueError, DeviceUnavailableError) as exc:
         raise UsageError(str(exc)) from None
     files = find_artifact(args.artifact, args.graph, args.lib, args.params)
     start = time.perf_counter()

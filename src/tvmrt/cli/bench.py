@@ -87,7 +87,9 @@ def bench(args: argparse.Namespace) -> int:
 
     for _ in range(args.warmup):
         once()
-    samples = _measure(once, args)
+    samples, interrupted = _measure(once, args)
+    if not samples:  # Ctrl-C before the first measurement: nothing to report
+        raise KeyboardInterrupt
     stats = _stats(samples)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (
         1024 if sys.platform != "darwin" else 1024**2
@@ -101,10 +103,17 @@ def bench(args: argparse.Namespace) -> int:
         "runs_per_measurement": args.number,
         "latency_ms": stats,
         "peak_rss_mb": peak_mb,
+        "interrupted": interrupted,
     }
+    status = EXIT_INTERRUPTED if interrupted else 0
+    if interrupted:
+        print(
+            f"tvmrt: interrupted; statistics of the {len(samples)} measurement(s) done",
+            file=sys.stderr,
+        )
     if args.json:
         print(json.dumps(result))
-        return 0
+        return status
     print(
         f"{model.files.lib.name}: {len(samples)} x {args.number} run(s), {num_threads()} thread(s)"
         f"{', end to end' if args.end_to_end else ''}"
@@ -113,27 +122,35 @@ def bench(args: argparse.Namespace) -> int:
     for key in ("mean", "median", "p90", "p99", "min", "max", "std"):
         print(f"{key:<13} {stats[key]:10.3f} ms")
     print(f"peak memory   {peak_mb:10.1f} MB (RSS)")
-    return 0
+    return status
 
 
-def _measure(once: Any, args: argparse.Namespace) -> list[float]:
+EXIT_INTERRUPTED = 130  # as for any command a shell's Ctrl-C stopped
+PROGRESS_AFTER_S = 2.0  # a terminal shows a progress bar once a measurement runs this long
+
+
+def _measure(once: Any, args: argparse.Namespace) -> tuple[list[float], bool]:
+    """The per-run milliseconds of each measurement, and whether Ctrl-C stopped it early."""
     samples: list[float] = []
     start_all = time.perf_counter()
     total = args.duration if args.duration is not None else args.repeat
-    with Progress(total, "benchmark") as bar:
-        while True:
-            start = time.perf_counter_ns()
-            for _ in range(args.number):
-                once()
-            samples.append((time.perf_counter_ns() - start) / args.number / 1e6)
-            elapsed = time.perf_counter() - start_all
-            bar.update(elapsed if args.duration is not None else len(samples))
-            if args.duration is not None:
-                if elapsed >= args.duration:
+    with Progress(total, "benchmark", after=PROGRESS_AFTER_S) as bar:
+        try:
+            while True:
+                start = time.perf_counter_ns()
+                for _ in range(args.number):
+                    once()
+                samples.append((time.perf_counter_ns() - start) / args.number / 1e6)
+                elapsed = time.perf_counter() - start_all
+                bar.update(elapsed if args.duration is not None else len(samples))
+                if args.duration is not None:
+                    if elapsed >= args.duration:
+                        break
+                elif len(samples) >= args.repeat:
                     break
-            elif len(samples) >= args.repeat:
-                break
-    return samples
+        except KeyboardInterrupt:  # keep what was measured; the measurement cut short is lost
+            return samples, True
+    return samples, False
 
 
 def _stats(samples: list[float]) -> dict[str, float]:

@@ -11,7 +11,8 @@ from typing import Any
 from tvmrt.artifact import find_artifact
 from tvmrt.artifact.devices import set_kernel_threads
 from tvmrt.cli._common import UsageError
-from tvmrt.error import InvalidArgumentError
+from tvmrt.error import DeviceUnavailableError, InvalidArgumentError
+from tvmrt.runtime.device import backend_of
 from tvmrt.runtime.device import device as make_device
 from tvmrt.serve.limits import MIB, ServeLimits
 
@@ -32,7 +33,7 @@ def register(subparsers: Any) -> None:
         help="serve models over HTTP (Open Inference Protocol / KServe v2)",
         description="Serve one or more artifacts over the Open Inference Protocol (KServe "
         "v2): tritonclient, KServe clients and curl work unchanged. Needs the serve extra "
-        "(pip install 'tvmrt[serve]').",
+        "(pip install 'tvmrt[serve]', or pip install '.[serve]' from a checkout).",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -140,7 +141,9 @@ def register(subparsers: Any) -> None:
         f"({lim.graceful_timeout:g})",
     )
     parser.add_argument(
-        "--device", default="cpu", help="device, e.g. cpu (default) or opencl (CPU kept too)"
+        "--device",
+        default="cpu",
+        help="cpu (default) or opencl[:N] (CPU kept too); tvmrt has no other device backends",
     )
     parser.add_argument("--threads", type=int, metavar="N", help="threads for parallel kernels")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning"))
@@ -153,10 +156,21 @@ def _names(args: argparse.Namespace, count: int) -> list[str]:
             f"give --name once per artifact: {count} artifact(s), {len(args.name)} name(s)"
         )
     if args.name:
-        return list(args.name)
-    if args.artifact:
-        return [Path(a).stem or Path(a).name for a in args.artifact]
-    return [Path(args.lib).stem]
+        names = list(args.name)
+    elif args.artifact:
+        names = [Path(a).stem or Path(a).name for a in args.artifact]
+    else:
+        names = [Path(args.lib).stem]
+    sources = args.artifact or [args.lib]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            first = sources[names.index(name)]
+            how = "--name gives" if args.name else "the default names (file or folder name) give"
+            raise UsageError(
+                f"{how} two models the same name {name!r} ({first} and {sources[i]}); "
+                "give each artifact its own --name"
+            )
+    return names
 
 
 def _limits(args: argparse.Namespace) -> ServeLimits:
@@ -186,7 +200,10 @@ def serve(args: argparse.Namespace) -> int:
 
         from tvmrt.serve.server import serve_forever
     except ImportError:
-        raise UsageError("tvmrt serve needs the serve extra: pip install 'tvmrt[serve]'") from None
+        raise UsageError(
+            "tvmrt serve needs the serve extra: pip install 'tvmrt[serve]' "
+            "(from a checkout of tvmrt: pip install '.[serve]')"
+        ) from None
     if not args.artifact and args.lib is None:
         raise UsageError("give an ARTIFACT (folder or factory library) or --lib")
     single = args.graph or args.lib or args.params
@@ -205,7 +222,8 @@ def serve(args: argparse.Namespace) -> int:
         set_kernel_threads(args.threads)
     try:
         dev = make_device(args.device)
-    except ValueError as exc:
+        backend_of(dev)  # a device nothing here can run on is a bad argument
+    except (ValueError, DeviceUnavailableError) as exc:
         raise UsageError(str(exc)) from None
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonLogFormatter())

@@ -35,7 +35,8 @@ def _helpers() -> tuple[Any, Any, Any]:
         from onnx import helper, numpy_helper
     except ImportError as exc:  # pragma: no cover - the compile extra installs onnx
         raise ImportError(
-            "tvmrt.compiler.testing needs onnx: pip install 'tvmrt[compile]'"
+            "tvmrt.compiler.testing needs onnx: pip install 'tvmrt[compile]' "
+            "(from a checkout: '.[compile]')"
         ) from exc
     return onnx, helper, numpy_helper
 

@@ -79,6 +79,7 @@ _lazy: dict[int, str] = {
     int(DLDeviceType.kDLCPU): "tvmrt.runtime.backends.cpu:backend",
     int(DLDeviceType.kDLOpenCL): "tvmrt.runtime.backends.opencl:backend",
 }
+_SHIPPED = frozenset(_lazy)  # what the message for a missing backend lists
 _lock = threading.Lock()
 
 
@@ -120,12 +121,19 @@ def backend_of(dev: Device) -> DeviceBackend:
     """The backend serving ``dev``; raises DeviceUnavailableError when there is none."""
     backend = _backends.get(dev.device_type) or find_backend(dev.device_type)
     if backend is None:
-        have = ", ".join(MASK2STR.get(t, str(t)) for t in sorted(_backends))
+        shipped = ", ".join(MASK2STR.get(t, str(t)) for t in sorted(_SHIPPED))
+        for device_type in list(_lazy):  # load the others: the message says what works here
+            find_backend(device_type)
+        have = ", ".join(MASK2STR.get(t, str(t)) for t in sorted(_backends)) or "no device"
         hint = ""
         if dev.device_type == DLDeviceType.kDLOpenCL:
-            hint = " (OpenCL needs pyopencl and a driver: pip install 'tvmrt[opencl]')"
+            hint = (
+                "; OpenCL needs pyopencl and a driver: pip install 'tvmrt[opencl]' "
+                "(from a checkout of tvmrt: pip install '.[opencl]')"
+            )
         raise DeviceUnavailableError(
-            f"no backend for device {dev}: tvmrt runs compiled kernels on {have}{hint}"
+            f"no backend for device {dev}: here tvmrt runs compiled kernels on {have} "
+            f"(it ships backends for {shipped}){hint}"
         )
     return backend
 

@@ -83,8 +83,10 @@ class InferenceApp:
     ) -> None:
         self.models = {m.name: m for m in models}
         if len(self.models) != len(models):
+            names = [m.name for m in models]
+            twice = sorted({n for n in names if names.count(n) > 1})
             raise InvalidArgumentError(
-                "two served models have the same name; give each its own --name"
+                f"two served models have the same name {twice[0]!r}; give each its own --name"
             )
         limits = limits or ServeLimits()
         if max_body_bytes is not None:

@@ -121,7 +121,10 @@ def _config(app: InferenceApp, host: str, port: int, **kw: Any) -> Any:
     try:
         import uvicorn
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("tvmrt serve needs uvicorn: pip install 'tvmrt[serve]'") from exc
+        raise ImportError(
+            "tvmrt serve needs uvicorn: pip install 'tvmrt[serve]' "
+            "(from a checkout of tvmrt: pip install '.[serve]')"
+        ) from exc
     limits = app.limits
     return uvicorn.Config(
         app,
