@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -21,7 +22,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tvmrt.cli.profile_html import COLOURS
+from tvmrt.cli.profile_graph import TIME_SCALE, human_time, wrap_name
+from tvmrt.cli.profile_html import COLOURS, human_bytes
 
 CHROMIUM = next((p for p in (shutil.which(n) for n in ("chromium", "chromium-browser")) if p), None)
 
@@ -93,6 +95,49 @@ def test_html_report_is_self_contained_and_draws_every_node(profiled):
     assert page.count('<rect class="param"') == len(nulls) - 1
     assert "Time by operator type" in page
     assert "Memory pools" in page
+
+
+def test_html_report_names_are_whole_units_human_pools_sorted_and_distinct(profiled):
+    page = (profiled["out"] / "report.html").read_text()
+    plain = page.replace("<wbr>", "")
+    kernels, _ = _kernels_and_nulls(profiled["graph"])
+    charts = plain.split("<h2>Graph</h2>", 1)[0]
+    # the slowest-kernel chart lists 25 names, each whole and each once
+    listed = re.findall(r'<div class="name">([^<]+)</div>', charts.split("Slowest kernels")[1])
+    assert len(listed) == 25
+    assert len(set(listed)) == 25
+    assert set(listed) <= {n["name"] for n in kernels}
+    # graph boxes carry the full node name, wrapped at "_" into lines of tspans
+    graph = page.split("<h2>Graph</h2>", 1)[1].split("<h2>Memory pools</h2>")[0]
+    lines = re.findall(r"<tspan[^>]*>([^<]*)</tspan>", graph)
+    for node in kernels:
+        assert all(part in lines for part in wrap_name(node["name"])), node["name"]
+    # human units: no "331,041.6 us"
+    assert not re.search(r"\d,\d{3}(\.\d+)? us", page)
+    assert re.search(r"<p>[\d.]+ (us|ms|s) per run in 45 kernel calls", page)
+    # pools: largest first, each its own colour
+    rows = re.findall(
+        r'background:(#[0-9a-f]{6})"></span>pool (\d+)</td><td class="num">([^<]+)<', page
+    )
+    assert len(rows) == 110
+    units = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
+    sizes = [float(t.split()[0]) * units[t.split()[1]] for _, _, t in rows]
+    assert sizes == sorted(sizes, reverse=True)
+    assert len({colour for colour, _, _ in rows}) == len(rows)
+    assert len({pool for _, pool, _ in rows}) == len(rows)
+
+
+def test_human_units():
+    assert human_time(0.869) == "0.869 us"
+    assert human_time(331041.6) == "331 ms"
+    assert human_time(2.5e6) == "2.5 s"
+    assert human_bytes(512) == "512 B"
+    assert human_bytes(4 * 1024**2) == "4.0 MiB"
+    assert wrap_name("fused_nn_contrib_conv2d_NCHWc_add_multiply_add_nn_relu_3", 30) == [
+        "fused_nn_contrib_conv2d_NCHWc_",
+        "add_multiply_add_nn_relu_3",
+    ]
+    assert wrap_name("x" * 70, 30) == ["x" * 30, "x" * 30, "x" * 10]  # no "_": cut hard
 
 
 def _read_png(path: Path) -> np.ndarray[Any, Any]:
@@ -173,11 +218,16 @@ def test_html_report_renders_charts_and_graph_in_headless_chromium(profiled, tmp
         shutil.copy(shot, Path(keep) / "profile_report.png")
     image = _read_png(shot)
     assert image.shape == (1600, 1280, 3)
-    rows = {name: _rows_of(image, COLOURS[name]) for name in COLOURS if name != "edge"}
+    rows = {name: _rows_of(image, COLOURS[name]) for name in ("type_bar", "kernel_bar", "input")}
+    rows["param"] = _rows_of(image, COLOURS["param"])
+    by_time = [_rows_of(image, fill) for _, fill, _ in TIME_SCALE]
+    rows["kernel"] = np.concatenate(by_time)
     # every part was painted over an area, not a stray pixel
     assert len(rows["type_bar"]) > 3000, "the by-type bar chart did not render"
     assert len(rows["kernel_bar"]) > 5000, "the slowest-kernel chart did not render"
     assert len(rows["kernel"]) > 20000, "no kernel boxes in the graph"
+    # coloured by time: at least three steps of the scale fill boxes
+    assert sum(len(r) > 2000 for r in by_time) >= 3
     assert len(rows["input"]) > 2000, "the graph's input is missing"
     assert len(rows["param"]) > 500, "the graph's params are missing"
     # in the page's order: type chart, kernel chart, then the graph (input above kernels)

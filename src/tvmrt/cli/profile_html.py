@@ -1,211 +1,110 @@
 """``tvmrt profile --html``: one self-contained HTML page of a profile.
 
-Inline SVG only (no script, no server, no network): a bar chart of time by operator
-type, a bar chart of the slowest kernels, the memory pools, and the graph drawn top to
-bottom with its inputs, kernels (coloured by their output's pool) and params. Hovering
-any shape shows its details (SVG ``<title>``).
+No script, no server, no network: bar charts of time by operator type and of the slowest
+kernels (full names, wrapped at ``_``; times in us, ms or s), the graph laid out by depth
+and coloured by time (``profile_graph.py``), and the memory pools largest first, each in
+its own colour, with the nodes whose outputs live in it. Hovering any shape of the graph
+shows its details (SVG ``<title>``).
 """
 
 from __future__ import annotations
 
+import colorsys
 import html
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 
+from tvmrt.cli.profile_graph import GRAPH_COLOURS, TIME_SCALE, graph_svg, human_time
 from tvmrt.cli.profile_summary import NodeTiming, OpTypeTiming
+from tvmrt.runtime.device import MASK2STR
 from tvmrt.runtime.graph_executor.graph import Graph
 from tvmrt.runtime.graph_executor.storage import StoragePlan
 
-__all__ = ["render_html", "COLOURS"]
+__all__ = ["render_html", "COLOURS", "human_bytes", "pool_colours"]
 
 # Fixed colours (the browser test looks for them in a screenshot).
-COLOURS = {
-    "type_bar": "#3182ce",
-    "kernel_bar": "#805ad5",
-    "kernel": "#f6ad55",
-    "param": "#68d391",
-    "input": "#63b3ed",
-    "edge": "#a0aec0",
-}
-_POOL_PALETTE = ["#e53e3e", "#d69e2e", "#38a169", "#319795", "#3c366b", "#b83280", "#2c5282"]
-
-_KERNEL_W, _KERNEL_H, _PARAM = 230, 34, 12
-_ROW_H, _GAP = 64, 18
-_MAX_NODES_DRAWN = 3000
+COLOURS = {"type_bar": "#3182ce", "kernel_bar": "#805ad5", **GRAPH_COLOURS}
 
 
 def _esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _bar_chart(items: Sequence[tuple[str, float, str]], colour: str, unit: str = "us") -> str:
-    """Horizontal bars: (label, value, tooltip) each, longest bar = the largest value."""
+def human_bytes(n: int) -> str:
+    """``512 B``, ``3.5 KiB``, ``1.2 MiB``, ``2.0 GiB``."""
+    size = float(n)
+    for unit in ("B", "KiB", "MiB"):
+        if size < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
+
+
+def pool_colours(plan: StoragePlan | None) -> dict[int, str]:
+    """A distinct colour per pool, by rank in size (hues a golden angle apart)."""
+    if plan is None:
+        return {}
+    out = {}
+    ranked = sorted(plan.pools, key=lambda p: (-p.alloc_bytes, p.storage_id))
+    for rank, pool in enumerate(ranked):
+        hue = (rank * 0.381966) % 1.0
+        light = (0.45, 0.62, 0.35)[rank % 3]
+        r, g, b = colorsys.hls_to_rgb(hue, light, 0.75)
+        out[pool.storage_id] = f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
+    return out
+
+
+def _breakable(name: str) -> str:
+    """``name`` escaped, with a line-break opportunity after every ``_``."""
+    return "_<wbr>".join(_esc(part) for part in name.split("_"))
+
+
+def _pct(value: float, whole: float) -> float:
+    """``value`` as a percentage of ``whole`` (0 when ``whole`` is 0)."""
+    return 100 * value / whole if whole > 0 else 0.0
+
+
+def _bar_chart(items: Sequence[tuple[str, float, str]], colour: str, css: str) -> str:
+    """Rows of full name, bar (longest = the largest value) and value text."""
     if not items:
         return "<p>no kernels ran</p>"
-    label_w, bar_w, row = 380, 520, 22
     top = max(v for _, v, _ in items) or 1.0
-    parts = [
-        f'<svg class="chart" width="{label_w + bar_w + 120}" height="{row * len(items) + 8}" '
-        'xmlns="http://www.w3.org/2000/svg">'
+    rows = [
+        f'<div class="name">{_breakable(label)}</div>'
+        f'<div class="track"><div class="bar {css}" style="width:{_pct(value, top):.1f}%;'
+        f'background:{colour}"></div></div><div class="value">{_esc(text)}</div>'
+        for label, value, text in items
     ]
-    for i, (label, value, tip) in enumerate(items):
-        y = 4 + i * row
-        width = max(2.0, bar_w * value / top)
-        shown = label if len(label) <= 52 else label[:49] + "..."
-        parts.append(
-            f"<g><title>{_esc(tip)}</title>"
-            f'<text x="{label_w - 8}" y="{y + 15}" text-anchor="end">{_esc(shown)}</text>'
-            f'<rect x="{label_w}" y="{y}" width="{width:.1f}" height="{row - 6}" fill="{colour}"/>'
-            f'<text x="{label_w + width + 6:.1f}" y="{y + 15}">{value:,.1f} {unit}</text></g>'
-        )
-    parts.append("</svg>")
-    return "".join(parts)
+    return '<div class="chart">' + "".join(rows) + "</div>"
 
 
-@dataclass
-class _Box:
-    nid: int
-    kind: str  # "input", "param" or "kernel"
-    x: float = 0.0
-    y: float = 0.0
-    w: float = 0.0
-    h: float = 0.0
-
-    @property
-    def bottom(self) -> tuple[float, float]:
-        return self.x + self.w / 2, self.y + self.h
-
-    @property
-    def top(self) -> tuple[float, float]:
-        return self.x + self.w / 2, self.y
-
-
-def _layout(graph: Graph, params: Collection[str]) -> dict[int, _Box]:
-    """Rows by depth (inputs first); each kernel's params sit just left of it."""
-    depth: dict[int, int] = {}
-    consumers: dict[int, int] = {}
-    for nid, node in enumerate(graph.nodes):
-        if node.op == "null":
-            if node.name not in params:
-                depth[nid] = 0
-            continue
-        above = [depth[e.node_id] for e in node.inputs if e.node_id in depth]
-        depth[nid] = 1 + max(above, default=0)
-        for e in node.inputs:
-            if graph.nodes[e.node_id].op == "null" and graph.nodes[e.node_id].name in params:
-                consumers.setdefault(e.node_id, nid)
-    rows: dict[int, list[int]] = {}
-    for nid in sorted(depth, key=lambda n: (depth[n], n)):
-        rows.setdefault(depth[nid], []).append(nid)
-    owned: dict[int, list[int]] = {}
-    for pid, kid in consumers.items():
-        owned.setdefault(kid, []).append(pid)
-    boxes: dict[int, _Box] = {}
-    for r, members in rows.items():
-        x, y = 20.0, 20.0 + r * _ROW_H
-        for nid in members:
-            for pid in sorted(owned.get(nid, [])):
-                boxes[pid] = _Box(pid, "param", x, y + (_KERNEL_H - _PARAM) / 2, _PARAM, _PARAM)
-                x += _PARAM + 4
-            kind = "input" if graph.nodes[nid].op == "null" else "kernel"
-            boxes[nid] = _Box(nid, kind, x, y, _KERNEL_W, _KERNEL_H)
-            x += _KERNEL_W + _GAP
-    return boxes
-
-
-def _graph_svg(
-    graph: Graph, params: Collection[str], timings: Sequence[NodeTiming], plan: StoragePlan | None
-) -> str:
-    if len(graph.nodes) > _MAX_NODES_DRAWN:
-        return (
-            f"<p>the graph has {len(graph.nodes)} nodes; only graphs up to "
-            f"{_MAX_NODES_DRAWN} nodes are drawn</p>"
-        )
-    boxes = _layout(graph, params)
-    time_of = {t.node_id: t for t in timings}
-    width = max((b.x + b.w for b in boxes.values()), default=0) + 20
-    height = max((b.y + b.h for b in boxes.values()), default=0) + 20
-    edges, shapes = [], []
-    for nid, node in enumerate(graph.nodes):
-        if nid not in boxes or node.op == "null":
-            continue
-        x2, y2 = boxes[nid].top
-        for e in node.inputs:
-            src = boxes.get(e.node_id)
-            if src is None:
-                continue
-            if src.kind == "param":
-                x1, y1 = src.x + src.w, src.y + src.h / 2
-                y2m = boxes[nid].y + boxes[nid].h / 2
-                edges.append(f"M{x1:.0f},{y1:.0f}L{boxes[nid].x:.0f},{y2m:.0f}")
-            else:
-                x1, y1 = src.bottom
-                mid = (y1 + y2) / 2
-                curve = f"C{x1:.0f},{mid:.0f} {x2:.0f},{mid:.0f} {x2:.0f},{y2:.0f}"
-                edges.append(f"M{x1:.0f},{y1:.0f}{curve}")
-    for nid, box in boxes.items():
-        node = graph.nodes[nid]
-        eid = graph.entry_id(nid)
-        shape, dtype = graph.shapes[eid], graph.dltypes[eid]
-        pool = None
-        if plan is not None and eid < len(plan.entry_storage):
-            pool = plan.entry_storage[eid]
-        if box.kind == "param":
-            tip = f"param {node.name}: {shape} {dtype}"
-            shapes.append(
-                f'<rect class="param" x="{box.x:.0f}" y="{box.y:.0f}" width="{box.w:.0f}" '
-                f'height="{box.h:.0f}" fill="{COLOURS["param"]}"><title>{_esc(tip)}</title></rect>'
-            )
-            continue
-        if box.kind == "input":
-            fill, label = COLOURS["input"], f"input {node.name}"
-            tip = f"input {node.name}: {shape} {dtype}"
-        else:
-            timing = time_of.get(nid)
-            fill = COLOURS["kernel"]
-            spent = f"{timing.mean_us:,.1f} us" if timing else "not timed"
-            label = f"{timing.op_type if timing else node.func_name} · {spent}"
-            tip = f"{node.name} ({node.func_name}): {spent}; output {shape} {dtype}"
-        if pool is not None:
-            tip += f"; pool {pool}"
-        shown = label if len(label) <= 36 else label[:33] + "..."
-        stripe = ""
-        if pool is not None:
-            colour = _POOL_PALETTE[pool % len(_POOL_PALETTE)]
-            stripe = (
-                f'<rect x="{box.x:.0f}" y="{box.y:.0f}" width="6" height="{box.h:.0f}" '
-                f'fill="{colour}"/>'
-            )
-        shapes.append(
-            f'<g class="{box.kind}"><title>{_esc(tip)}</title>'
-            f'<rect x="{box.x:.0f}" y="{box.y:.0f}" width="{box.w:.0f}" height="{box.h:.0f}" '
-            f'rx="4" fill="{fill}"/>{stripe}'
-            f'<text x="{box.x + 12:.0f}" y="{box.y + 21:.0f}">{_esc(shown)}</text></g>'
-        )
-    path = " ".join(edges)
-    return (
-        f'<svg class="graph" width="{width:.0f}" height="{height:.0f}" '
-        'xmlns="http://www.w3.org/2000/svg">'
-        f'<path d="{path}" stroke="{COLOURS["edge"]}" stroke-width="1.5" fill="none"/>'
-        + "".join(shapes)
-        + "</svg>"
-    )
-
-
-def _pools_svg(plan: StoragePlan | None) -> str:
+def _pools_html(graph: Graph, plan: StoragePlan | None, colours: dict[int, str]) -> str:
     if plan is None or not plan.pools:
         return "<p>no memory pools</p>"
-    items = []
-    for pool in plan.pools:
-        colour = _POOL_PALETTE[pool.storage_id % len(_POOL_PALETTE)]
-        scope = f", scope {pool.scope}" if pool.scope else ""
-        items.append(
-            f'<li><svg width="14" height="14"><rect width="14" height="14" fill="{colour}"/></svg> '
-            f"pool {pool.storage_id}: {pool.alloc_bytes:,} bytes "
-            f"(device type {pool.device_type}{scope})</li>"
+    users: dict[int, list[str]] = {}
+    for nid, node in enumerate(graph.nodes):
+        for i in range(node.num_outputs):
+            eid = graph.entry_id(nid, i)
+            if eid < len(plan.entry_storage):
+                users.setdefault(plan.entry_storage[eid], []).append(node.name)
+    ranked = sorted(plan.pools, key=lambda p: (-p.alloc_bytes, p.storage_id))
+    top = ranked[0].alloc_bytes or 1
+    rows = []
+    for pool in ranked:
+        names = users.get(pool.storage_id, [])
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        scope = f", {pool.scope}" if pool.scope else ""
+        width = max(0.4, 100 * pool.alloc_bytes / top)
+        rows.append(
+            f'<tr><td><span class="swatch" style="background:{colours[pool.storage_id]}"></span>'
+            f'pool {pool.storage_id}</td><td class="num">{human_bytes(pool.alloc_bytes)}</td>'
+            f'<td class="poolbar"><div style="width:{width:.1f}%;'
+            f'background:{colours[pool.storage_id]}"></div></td>'
+            f"<td>{_esc(MASK2STR.get(pool.device_type, pool.device_type))}{_esc(scope)}</td>"
+            f'<td class="users">{_esc(shown)}</td></tr>'
         )
-    total = f"<p>{plan.num_pools} pools, {plan.total_bytes:,} bytes in all</p>"
-    return total + '<ul class="pools">' + "".join(items) + "</ul>"
+    total = f"<p>{plan.num_pools} pools, {human_bytes(plan.total_bytes)} in all, largest first</p>"
+    head = "<tr><th>pool</th><th>size</th><th></th><th>device</th><th>outputs held</th></tr>"
+    return total + '<table class="pools">' + head + "".join(rows) + "</table>"
 
 
 def render_html(
@@ -220,24 +119,31 @@ def render_html(
     """The whole report page."""
     total = sum(t.mean_us for t in timings)
     type_items = [
-        (
-            t.op_type,
-            t.total_us,
-            f"{t.op_type}: {t.count} calls, {t.total_us:,.1f} us, {t.percent:.1f}%",
-        )
+        (t.op_type, t.total_us, f"{human_time(t.total_us)} · {t.percent:.1f}% · {t.count}x")
         for t in types
     ]
     slowest = sorted(timings, key=lambda t: -t.mean_us)[:top_kernels]
     kernel_items = [
-        (t.name, t.mean_us, f"{t.name} ({t.func_name}): {t.mean_us:,.1f} us, output {t.shape}")
+        (t.name, t.mean_us, f"{human_time(t.mean_us)} · {_pct(t.mean_us, total):.1f}%")
         for t in slowest
     ]
     n_inputs = sum(1 for n in graph.nodes if n.op == "null" and n.name not in params)
+    colours = pool_colours(plan)
+    slowest_us = max((t.mean_us for t in timings), default=0.0)
     legend = "".join(
-        f'<span><svg width="14" height="14"><rect width="14" height="14" fill="{COLOURS[k]}"/>'
-        f"</svg> {label}</span> "
-        for k, label in (("input", "input"), ("kernel", "kernel"), ("param", "param"))
+        f'<span><span class="swatch" style="background:{COLOURS[k]}"></span>{label}</span>'
+        for k, label in (("input", "input"), ("param", "param"))
     )
+    lower = 0.0
+    for bound, fill, _ in TIME_SCALE:
+        upper = min(bound, 1.0) * slowest_us
+        span = (
+            f"under {human_time(upper)}"
+            if lower == 0
+            else f"{human_time(lower)}-{human_time(upper)}"
+        )
+        legend += f'<span><span class="swatch" style="background:{fill}"></span>{span}</span>'
+        lower = upper
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>tvmrt profile: {_esc(title)}</title>
@@ -245,21 +151,36 @@ def render_html(
 body {{ font-family: sans-serif; margin: 16px; color: #1a202c; background: #ffffff; }}
 h1 {{ font-size: 20px; }} h2 {{ font-size: 16px; margin-top: 24px; }}
 svg text {{ font-size: 11px; font-family: sans-serif; fill: #1a202c; }}
-.pools {{ list-style: none; padding: 0; columns: 3; font-size: 12px; }}
-.legend span {{ margin-right: 16px; font-size: 12px; }}
+.chart {{ display: grid; grid-template-columns: minmax(200px, 420px) minmax(200px, 1fr) auto;
+  gap: 3px 10px; align-items: center; font-size: 12px; max-width: 1240px; }}
+.chart .name {{ text-align: right; overflow-wrap: anywhere; }}
+.chart .track {{ height: 14px; }} .chart .bar {{ height: 14px; }}
+.chart .value {{ white-space: nowrap; font-variant-numeric: tabular-nums; }}
+.swatch {{ display: inline-block; width: 12px; height: 12px; margin-right: 4px;
+  vertical-align: -1px; border: 1px solid #cbd5e0; }}
+.note {{ font-size: 12px; color: #4a5568; max-width: 1000px; }}
+.legend span {{ margin-right: 14px; font-size: 12px; white-space: nowrap; }}
+table.pools {{ border-collapse: collapse; font-size: 12px; }}
+.pools td, .pools th {{ padding: 2px 8px; text-align: left; vertical-align: top; }}
+.pools td.num {{ text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }}
+.pools td.poolbar {{ width: 240px; }} .pools td.poolbar div {{ height: 12px; }}
+.pools td.users {{ color: #4a5568; max-width: 520px; overflow-wrap: anywhere; }}
 </style></head><body>
 <h1>tvmrt profile: {_esc(title)}</h1>
-<p>{len(timings)} kernel calls, {total:,.1f} us in all (mean per run); {n_inputs} inputs,
-{len(params)} params, {len(graph.nodes)} nodes.</p>
+<p>{human_time(total)} per run in {len(timings)} kernel calls (mean of each kernel's
+timings); {n_inputs} inputs, {len(params)} params, {len(graph.nodes)} nodes;
+{human_bytes(plan.total_bytes) if plan else "no"} of planned memory.</p>
 <h2>Time by operator type</h2>
-{_bar_chart(type_items, COLOURS["type_bar"])}
+{_bar_chart(type_items, COLOURS["type_bar"], "type")}
 <h2>Slowest kernels</h2>
-{_bar_chart(kernel_items, COLOURS["kernel_bar"])}
+{_bar_chart(kernel_items, COLOURS["kernel_bar"], "kernel")}
 <h2>Graph</h2>
-<p class="legend">{legend} (a kernel's left stripe is the colour of its output's memory pool;
-hover for details)</p>
-{_graph_svg(graph, params, timings, plan)}
+<p class="legend">{legend}</p>
+<p class="note">Kernels are coloured by time (the ranges above, up to the slowest kernel);
+a kernel's left stripe is the colour of its output's memory pool; rows are depths from the
+inputs, and long graphs continue in the next column. Hover for details.</p>
+{graph_svg(graph, params, timings, plan, colours)}
 <h2>Memory pools</h2>
-{_pools_svg(plan)}
+{_pools_html(graph, plan, colours)}
 </body></html>
 """
