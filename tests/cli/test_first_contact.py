@@ -30,6 +30,21 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 
+def _drain(leader: int) -> str:
+    """Everything left to read on a pseudo-terminal whose child has exited; closes it."""
+    seen = b""
+    while select.select([leader], [], [], 5)[0]:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(leader)
+    return seen.decode(errors="replace")
+
+
 def _bench_on_a_terminal(duration: float) -> tuple[int, str]:
     """Run ``tvmrt bench --duration`` with stderr on a pseudo-terminal; its exit and stderr."""
     leader, follower = pty.openpty()
@@ -40,11 +55,7 @@ def _bench_on_a_terminal(duration: float) -> tuple[int, str]:
     )
     os.close(follower)
     seen = b""
-    while True:
-        ready, _, _ = select.select([leader], [], [], 60)
-        if not ready:
-            proc.kill()
-            pytest.fail("bench wrote nothing for 60 s")
+    while select.select([leader], [], [], 120)[0]:  # read as it writes: a full pty blocks it
         try:
             chunk = os.read(leader, 4096)
         except OSError:  # the child closed the terminal
@@ -67,15 +78,26 @@ def test_bench_shows_progress_on_a_terminal_only_for_long_runs():
 
 
 def test_bench_interrupted_prints_the_statistics_so_far():
+    leader, follower = pty.openpty()
     proc = subprocess.Popen(
         [sys.executable, "-m", "tvmrt", "bench", str(MODEL), "--duration", "60", "--json"],
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=follower,
         text=True,
     )
-    time.sleep(3.0)  # loaded and measuring (a load takes milliseconds)
+    os.close(follower)
+    seen = b""
+    deadline = time.monotonic() + 120
+    while b"benchmark [" not in seen:  # the bar shows once it has measured for 2 s
+        ready, _, _ = select.select([leader], [], [], 5)
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            pytest.fail(f"bench never showed its progress bar: {seen!r}")
+        if ready:
+            seen += os.read(leader, 4096)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    out, _ = proc.communicate(timeout=60)
+    err = _drain(leader)
     assert proc.returncode == EXIT_INTERRUPTED, err
     result = json.loads(out)
     assert result["interrupted"] is True
