@@ -10,7 +10,10 @@ result). The demo:
 2. ``tvmrt run`` classifies the held-out digits, and the accuracy is computed from the
    saved outputs;
 3. ``tvmrt bench`` measures latency, ``tvmrt profile`` times every kernel and writes an
-   HTML report.
+   HTML report;
+4. ``tvmrt run`` runs the same model as TVM 0.16 built it (``examples/digits/tvm016/``:
+   the legacy kernel ABI and TVM's tutorial file names), and the demo checks that both
+   builds classify every digit alike.
 
 Every step is a command you can run yourself; the demo prints each one first.
 
@@ -58,6 +61,16 @@ def main() -> int:
     sh(*tvmrt, "bench", str(model), "-i", str(images), "--repeat", "200")
     html = out / "profile.html"
     sh(*tvmrt, "profile", str(model), "-i", str(images), "--html", str(html))
+    legacy = HERE / "tvm016"
+    legacy_outputs = out / "predictions_tvm016.npz"
+    sh(*tvmrt, "run", str(legacy), "-i", str(images), "-o", str(legacy_outputs), "--top-k", "0")
+    with np.load(legacy_outputs) as saved:
+        legacy_predicted = saved[saved.files[0]].argmax(axis=1)
+    same = int((legacy_predicted == predicted).sum())
+    print(f"\nTVM 0.16's build and today's agree on {same} of {len(predicted)} digits")
+    if same != len(predicted):
+        print("the two builds of one model disagree", file=sys.stderr)
+        return 1
     if accuracy < 0.9:
         print(f"accuracy {accuracy:.4f} is lower than expected (> 0.9)", file=sys.stderr)
         return 1

@@ -76,6 +76,23 @@ def test_example_model_matches_numpy_and_classifies_the_held_out_digits():
         assert (got.argmax(axis=1) == held_out["label"]).mean() > 0.95
 
 
+def test_tvm016_build_of_the_example_model_matches_numpy():
+    """The legacy-ABI build the README's first block loads: same weights, same answers."""
+    from tvmrt import runtime
+    from tvmrt.contrib import graph_executor
+
+    folder = REPO / "examples" / "digits" / "tvm016"
+    blob = (MODEL / "deploy.params").read_bytes()
+    params = {k: v.numpy() for k, v in runtime.load_param_dict(blob).items()}
+    held_out = np.load(MODEL / "heldout.npz")
+    lib = runtime.load_module(str(folder / "deploy_lib.so"))
+    module = graph_executor.create((folder / "deploy_graph.json").read_text(), lib, runtime.cpu())
+    module.load_params((folder / "deploy_param.params").read_bytes())
+    module.run(image=held_out["image"])
+    got = module.get_output(0).numpy()
+    np.testing.assert_allclose(got, _mlp(held_out["image"], params), rtol=1e-4, atol=1e-6)
+
+
 def test_python_blocks_run_from_the_repository_root(tmp_path):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), env.get("PYTHONPATH")]))
