@@ -16,8 +16,8 @@ from tvmrt.runtime.vm.format import ExecutableData
 __all__ = ["bytecode_text", "constants_text", "primitives_text", "devices_text", "stats_text"]
 
 
-def _regs(values: tuple[int, ...] | list[int]) -> str:
-    return ", ".join(f"${r}" for r in values)
+def _regs(values: tuple[int, ...] | list[int], sep: str = ", ") -> str:
+    return sep.join(f"${r}" for r in values)
 
 
 def _dtype(code: int, bits: int, lanes: int) -> str:
@@ -40,9 +40,9 @@ def instruction_text(ins: tuple[int, ...]) -> str:
     if o == op.RET:
         return f"ret ${f[0]}"
     if o == op.INVOKE:
-        return f"invoke ${f[2]} VMFunc[{f[0]}]({_regs(f[3:])})"
+        return f"invoke ${f[2]} VMFunc[{f[0]}]({_regs(f[3:], ',')})"
     if o == op.INVOKE_CLOSURE:
-        return f"invoke_closure ${f[2]} ${f[0]}({_regs(f[3:])})"
+        return f"invoke_closure ${f[2]} ${f[0]}({_regs(f[3:], ',')})"
     if o == op.INVOKE_PACKED:
         n_in = f[1] - f[2]
         ins_text = _regs(f[3 : 3 + n_in]) or "$"
@@ -57,7 +57,7 @@ def instruction_text(ins: tuple[int, ...]) -> str:
         fields = ",".join(f"${r}" for r in f[3:]) or "$"
         return f"alloc_data ${f[2]} tag({f[0]}) [{fields}]"
     if o == op.ALLOC_CLOSURE:
-        return f"alloc_closure ${f[2]} VMFunc[{f[0]}]({_regs(f[3:])})"
+        return f"alloc_closure ${f[2]} VMFunc[{f[0]}]({_regs(f[3:], ',')})"
     if o == op.GET_FIELD:
         return f"get_field ${f[2]} ${f[0]}[{f[1]}]"
     if o == op.IF:
@@ -97,7 +97,8 @@ def bytecode_text(exe: ExecutableData) -> str:
         out.append("opcode, fields # inst(text):\n")
         for pc, ins in enumerate(func.instructions):
             numbers = "".join(f"{v} " for v in ins)
-            out.append(f"{pc:2}: {numbers:<36}  # {instruction_text(ins)}\n")
+            head = f"{pc:2}: {numbers}"
+            out.append(f"{head:<40}  # {instruction_text(ins)}\n")
         out.append("\n")
     return "".join(out)
 
