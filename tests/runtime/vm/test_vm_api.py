@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from vm_cases import CASES, golden_runs, same_bits
 
 import tvmrt.runtime as rt
+from support.relayvm_cases import CASES, golden_runs, same_bits
 from tvmrt.error import InputNotFoundError
 from tvmrt.runtime import profiler_vm
 from tvmrt.runtime import vm as vm_rt

@@ -8,9 +8,9 @@ through ``set_input``/``invoke_stateful``/``get_outputs``, as TVM made the golde
 from __future__ import annotations
 
 import pytest
-from vm_cases import CASES, golden_runs, same_bits
 
 import tvmrt.runtime as rt
+from support.relayvm_cases import CASES, golden_runs, same_bits
 from tvmrt.error import TVMError
 from tvmrt.runtime import vm as vm_rt
 from tvmrt.runtime.container import ADT
