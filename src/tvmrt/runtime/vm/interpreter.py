@@ -32,7 +32,9 @@ from tvmrt.runtime.object import Object
 from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.tensor_record import MAX_NDIM
 from tvmrt.runtime.vm import opcodes as op
+from tvmrt.runtime.vm.calls import KernelSite
 from tvmrt.runtime.vm.decode import DecodedFunction
+from tvmrt.runtime.vm.pool import StoragePool
 
 __all__ = ["VMClosure", "VMLimits", "Interpreter", "KernelHook"]
 
@@ -154,6 +156,7 @@ class Interpreter:
         constants: Sequence[NDArray],
         kernels: Sequence[PackedFunc],
         limits: VMLimits | None = None,
+        pooled: Sequence[bool] = (),
     ) -> None:
         self.functions = tuple(functions)
         self.devices = tuple(devices)
@@ -162,6 +165,11 @@ class Interpreter:
         self.kernels = tuple(kernels)
         self.limits = limits or VMLimits()
         self.kernel_hook: KernelHook | None = None
+        self.sites: dict[int, KernelSite] = {}  # id of an InvokePacked instruction -> its call
+        self.pools = [
+            StoragePool(api, dev) if i < len(pooled) and pooled[i] else None
+            for i, (api, dev) in enumerate(zip(self.apis, self.devices, strict=True))
+        ]
 
     def run(self, index: int, args: Sequence[object]) -> object:
         """Call function ``index`` on ``args`` and return its result (TVM's ``Invoke``)."""
@@ -192,6 +200,7 @@ class Interpreter:
         limits = self.limits
         max_frames, max_steps = limits.max_frames, limits.max_steps
         hook = self.kernel_hook
+        sites = self.sites
         regs: list[object] = args + [None] * (func.num_registers - len(args))
         code = func.code
         pc = 0
@@ -215,8 +224,10 @@ class Interpreter:
                         )
                 last = regs[ins[2][-1]] if ins[2] else None
                 if not (ins[3] == 1 and isinstance(last, NDArray) and 0 in last.shape):
-                    kernel = kernels[ins[1]]
-                    fn, fn_args = kernel.prepare_call(call_args)
+                    site = sites.get(id(ins))
+                    if site is None:
+                        site = sites[id(ins)] = KernelSite(kernels[ins[1]])
+                    fn, fn_args = site.prepare(call_args)
                     if hook is None:
                         fn(*fn_args)
                     else:
@@ -370,4 +381,7 @@ class Interpreter:
                 f"AllocStorage of {nbytes} bytes is over the limit of {limit} bytes "
                 "(TVMRT_VM_MAX_ALLOC_BYTES)"
             )
+        pool = self.pools[dev]
+        if pool is not None:
+            return pool.alloc(nbytes, alignment)
         return self.apis[dev].alloc(self.devices[dev], nbytes, alignment)

@@ -93,6 +93,7 @@ class VirtualMachineModule(Module):
                 f"got {len(args)} values"
             )
         given = []
+        allocators: list[int] = []
         for i in range(0, len(args), 3):
             dev_type, dev_id, alloc = args[i : i + 3]
             if not all(isinstance(v, int | np.integer) for v in (dev_type, dev_id, alloc)):
@@ -102,10 +103,14 @@ class VirtualMachineModule(Module):
                     f"init: allocator type {alloc} is not 1 (naive) or 2 (pooled)"
                 )
             given.append(Device(int(dev_type), int(dev_id)))  # type: ignore[call-overload]
-        self.setup(given)
+            allocators.append(int(alloc))  # type: ignore[call-overload]
+        self.setup(given, allocators)
 
-    def setup(self, given: Sequence[Device]) -> None:
-        """Bind the virtual devices to ``given``, place the constants, find the kernels."""
+    def setup(self, given: Sequence[Device], allocators: Sequence[int] = ()) -> None:
+        """Bind the virtual devices to ``given``, place the constants, find the kernels.
+
+        ``allocators[i]`` is the allocator of ``given[i]`` (default pooled).
+        """
         data = self.exe.data
         late = self.exe.late_bound_names()
         if late:
@@ -115,8 +120,11 @@ class VirtualMachineModule(Module):
                 "not loaded"
             )
         devices = []
+        pooled = []
         for i, (dev_type, _dev_id, _scope) in enumerate(data.virtual_devices):
-            match = next((d for d in given if d.device_type == dev_type), None)
+            at = next((k for k, d in enumerate(given) if d.device_type == dev_type), None)
+            match = None if at is None else given[at]
+            pooled.append(at is None or at >= len(allocators) or allocators[at] == POOLED_ALLOCATOR)
             if match is None:
                 raise DeviceUnavailableError(
                     f"virtual device {i} needs a device of type {dev_type}; the VM was given "
@@ -140,7 +148,7 @@ class VirtualMachineModule(Module):
                 )
             kernels.append(func)
         self.interp = Interpreter(
-            self.exe.functions, devices, apis, constants, kernels, self.limits
+            self.exe.functions, devices, apis, constants, kernels, self.limits, pooled
         )
 
     def _interp(self) -> Interpreter:
