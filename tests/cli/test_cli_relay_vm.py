@@ -92,3 +92,22 @@ def test_inputs_without_data_are_refused_by_name(artifacts):
     result = tvmrt("run", artifacts / "relayvm" / "dyn-batch-mlp" / "vm.so")
     assert result.returncode == 2
     assert "input 'x' has no static shape or dtype: give it with -i" in result.stderr
+
+
+def test_bench_and_profile_take_a_vm_so(artifacts, tmp_path):
+    folder = artifacts / "relayvm" / "cnn-static"
+    (run,) = golden_runs(folder, _params(folder))
+    inputs = _inputs_npz(run, tmp_path / "in.npz")
+    bench = tvmrt("bench", folder / "vm.so", "-i", inputs, "--repeat", "3")
+    assert bench.returncode == 0, bench.stderr
+    assert "median" in bench.stdout
+    profile = tvmrt("profile", folder, "-i", inputs, "--repeat", "1", "--number", "1")
+    assert profile.returncode == 0, profile.stderr
+    assert "Kernels of one run:" in profile.stdout
+    assert "vm_mod_fused_nn_softmax" in profile.stdout
+
+
+def test_serve_refuses_dynamic_inputs_by_name(artifacts):
+    result = tvmrt("serve", artifacts / "relayvm" / "dyn-batch-mlp" / "vm.so", "--port", "0")
+    assert result.returncode != 0
+    assert "inputs ['x'] have no static shape or dtype (a Relay VM model)" in result.stderr

@@ -158,10 +158,14 @@ class VMProfilingAdapter(VMExecutorAdapter):
         return self._dump_root
 
     def run_timed(self, number: int, repeat: int) -> str:
-        """Time ``repeat`` x ``number`` invokes of ``main``; returns a one-line summary."""
+        """Time ``repeat`` x ``number`` invokes of ``main``, then one run kernel by kernel.
+
+        Returns the timing summary and the kernels' table (TVM's ``Report.table()``).
+        """
         self.vm.set_input("main", *self._arguments())
         result = self.vm.benchmark(self.device, repeat=repeat, number=number)
-        return str(result).rstrip("\n")
+        table = self.profile().table()
+        return f"{str(result).rstrip()}\n\nKernels of one run:\n{table.rstrip()}"
 
     def profile(self) -> Report:
         """One more run with every kernel call timed: TVM's ``Report``."""
