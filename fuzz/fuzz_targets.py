@@ -114,6 +114,15 @@ def vm_executable(data: bytes) -> None:
     decode_executable(read_executable(data, "fuzzed code.ro"), "fuzzed code.ro")
 
 
+def vm_operands(data: bytes) -> None:
+    """The VM's operand checks on their own: ``code.ro`` read without instruction hashes,
+    so mutated registers, indexes, offsets, dtypes and shapes reach the decoder."""
+    from tvmrt.runtime.vm.decode import decode_executable
+    from tvmrt.runtime.vm.format import read_executable
+
+    decode_executable(read_executable(data, "fuzzed code.ro", check_hash=False), "fuzzed")
+
+
 def stream(data: bytes) -> None:
     """The dmlc stream reader on its own (strings, vectors, counts)."""
     reader = ByteReader(data, "fuzzed stream", TVMError)
@@ -130,6 +139,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "archive": archive,
     "stream": stream,
     "vm_executable": vm_executable,
+    "vm_operands": vm_operands,
     "inspect": inspect,
     "load_module": load_module,
 }
