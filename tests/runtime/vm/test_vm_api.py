@@ -90,3 +90,11 @@ def test_profiler_reports_every_kernel_call(artifacts):
     assert report.calls[0]["Argument Shapes"] == "float32[1, 3, 16, 16], float32[1, 1, 16, 16, 3]"
     assert all("Hash" in c for c in report.calls)
     assert same_bits(prof.get_outputs()[0].numpy(), run.outputs[0])
+
+
+def test_runtime_vm_is_reached_as_an_attribute_like_tvm_runtime_vm():
+    import tvmrt
+
+    assert tvmrt.runtime.vm.VirtualMachine is vm_rt.VirtualMachine
+    assert tvmrt.runtime.profiler_vm.enabled()
+    assert not hasattr(tvmrt.runtime, "no_such_submodule")
