@@ -74,6 +74,8 @@ def test_benchmark_returns_one_result_per_repeat(artifacts):
     vm = vm_rt.VirtualMachine(rt.load_module(str(folder / "vm.so")), rt.cpu())
     x = np.load(folder / "golden.npz")["x__batch3"]
     result = vm.benchmark(rt.cpu(), x, repeat=2, number=1)
+    end_to_end = vm.benchmark(rt.cpu(), x, repeat=3, number=1, end_to_end=True)
+    assert len(end_to_end.results) == 3
     assert len(result.results) == 2
     assert all(t > 0 for t in result.results)
 
