@@ -132,6 +132,13 @@ def test_an_endless_loop_stops_at_the_step_budget(monkeypatch):
         vm.run()
 
 
+def test_the_step_budget_is_on_by_default_and_zero_lifts_it(monkeypatch):
+    monkeypatch.delenv("TVMRT_VM_MAX_STEPS", raising=False)
+    assert vm_rt.VMLimits().max_steps == 10_000_000
+    monkeypatch.setenv("TVMRT_VM_MAX_STEPS", "0")
+    assert vm_rt.VMLimits().max_steps is None
+
+
 def test_endless_recursion_stops_at_the_frame_limit(monkeypatch):
     monkeypatch.setenv("TVMRT_VM_MAX_FRAMES", "5000")
     vm = _vm(_exe([(op.INVOKE, 0, 0, 0), (op.RET, 0)]))

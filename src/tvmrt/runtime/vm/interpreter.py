@@ -3,7 +3,7 @@
 Registers hold NDArrays, ADTs, closures, storages or ``None``. Calls push a frame on an
 explicit stack (no Python recursion), so a deep or endless recursion ends at
 :attr:`VMLimits.max_frames` with an error, and an endless loop at
-:attr:`VMLimits.max_steps` when one is set. Kernels are called through tvmrt's kernel
+:attr:`VMLimits.max_steps` (ten million by default). Kernels are called through tvmrt's kernel
 calling path (``PackedFunc.prepare_call``: the legacy and the tvm-ffi ABIs).
 """
 
@@ -46,6 +46,16 @@ def _env_int(name: str) -> int | None:
     return int(text) if text.strip().isdigit() else None
 
 
+DEFAULT_MAX_STEPS = 10_000_000
+
+
+def _max_steps() -> int | None:
+    value = _env_int("TVMRT_VM_MAX_STEPS")
+    if value is None:
+        return DEFAULT_MAX_STEPS
+    return value or None  # 0: no limit
+
+
 @dataclass
 class VMLimits:
     """Bounds on one ``invoke`` (tvmrt's; TVM has none).
@@ -56,14 +66,15 @@ class VMLimits:
         Deepest call stack (``TVMRT_VM_MAX_FRAMES``, default 10000).
     max_steps
         Most calls plus backward jumps in one invoke, or None for no limit
-        (``TVMRT_VM_MAX_STEPS``).
+        (``TVMRT_VM_MAX_STEPS``, default ten million, 0 for no limit): an endless loop
+        ends with an error instead of hanging. A while loop's iteration is one or two.
     max_alloc_bytes
         Largest single ``AllocStorage``, or None for whatever the device gives
         (``TVMRT_VM_MAX_ALLOC_BYTES``).
     """
 
     max_frames: int = field(default_factory=lambda: _env_int("TVMRT_VM_MAX_FRAMES") or 10000)
-    max_steps: int | None = field(default_factory=lambda: _env_int("TVMRT_VM_MAX_STEPS"))
+    max_steps: int | None = field(default_factory=_max_steps)
     max_alloc_bytes: int | None = field(
         default_factory=lambda: _env_int("TVMRT_VM_MAX_ALLOC_BYTES")
     )
