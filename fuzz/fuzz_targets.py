@@ -106,6 +106,23 @@ def load_module(data: bytes) -> None:
         load(_as_file(data, handle))
 
 
+def vm_executable(data: bytes) -> None:
+    """The Relay VM executable reader and operand checker (``code.ro``, ``vm.so``'s entry)."""
+    from tvmrt.runtime.vm.decode import decode_executable
+    from tvmrt.runtime.vm.format import read_executable
+
+    decode_executable(read_executable(data, "fuzzed code.ro"), "fuzzed code.ro")
+
+
+def vm_operands(data: bytes) -> None:
+    """The VM's operand checks on their own: ``code.ro`` read without instruction hashes,
+    so mutated registers, indexes, offsets, dtypes and shapes reach the decoder."""
+    from tvmrt.runtime.vm.decode import decode_executable
+    from tvmrt.runtime.vm.format import read_executable
+
+    decode_executable(read_executable(data, "fuzzed code.ro", check_hash=False), "fuzzed")
+
+
 def stream(data: bytes) -> None:
     """The dmlc stream reader on its own (strings, vectors, counts)."""
     reader = ByteReader(data, "fuzzed stream", TVMError)
@@ -121,6 +138,8 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "elf": elf,
     "archive": archive,
     "stream": stream,
+    "vm_executable": vm_executable,
+    "vm_operands": vm_operands,
     "inspect": inspect,
     "load_module": load_module,
 }

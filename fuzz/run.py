@@ -46,6 +46,8 @@ def seeds(target: str) -> list[bytes]:
     elif target in ("inspect", "load_module"):
         out += [p.read_bytes() for p in ARTIFACTS.glob("*/*.so")]
         out += [p.read_bytes() for p in ARTIFACTS.glob("*/*.tar")]
+    elif target in ("vm_executable", "vm_operands"):
+        out += [p.read_bytes() for p in ARTIFACTS.glob("relayvm/*/code*.ro")]
     elif target == "stream":
         out.append(b"\x02" + b"\x00" * 7 + b"\x01" + b"\x00" * 7 + b"a")
     return [s for s in out if s]

@@ -27,6 +27,7 @@ LAZY_MODULES = (
     "tvmrt.runtime.loaders.link",
     "tvmrt.runtime.loaders.packages",
     "tvmrt.runtime.loaders.opencl",
+    "tvmrt.runtime.vm",
     "pyopencl",
 )
 

@@ -24,11 +24,15 @@ _PREFERRED_STEMS = ("deploy", "mod", "model")
 
 @dataclass(frozen=True)
 class ArtifactFiles:
-    """The files of one artifact (``graph``/``params`` are None for a factory library)."""
+    """The files of one artifact (``graph``/``params`` are None for a factory library).
+
+    ``code`` is a Relay VM executable's ``code.ro`` (its kernels are ``lib``).
+    """
 
     lib: Path
     graph: Path | None = None
     params: Path | None = None
+    code: Path | None = None
 
 
 def _pick(candidates: list[Path], what: str, folder: Path, flag: str) -> Path | None:
@@ -63,14 +67,18 @@ def find_artifact(
     found_graph = Path(graph) if graph else None
     found_lib = Path(lib) if lib else None
     found_params = Path(params) if params else None
+    found_code: Path | None = None
     if path is not None:
         root = Path(path)
         if not root.exists():
             raise ArtifactNotFoundError(f"artifact {str(root)!r} does not exist")
         if root.is_dir():
             files = [p for p in sorted(root.iterdir()) if p.is_file()]
+            found_code = _vm_code(files, root)
             if found_lib is None:
                 libs = [p for p in files if p.suffix in _LIB_SUFFIXES]
+                if found_code is not None and len(libs) > 1:  # Executable.save's pair
+                    libs = [p for p in libs if p.name == "lib.so"] or libs
                 found_lib = _pick(libs, "kernel library", root, "--lib")
             if found_graph is None:
                 graphs = [
@@ -96,4 +104,14 @@ def find_artifact(
     for role, file in (("library", found_lib), ("graph", found_graph), ("params", found_params)):
         if file is not None and not file.is_file():
             raise ArtifactNotFoundError(f"{role} file {str(file)!r} does not exist")
-    return ArtifactFiles(found_lib, found_graph, found_params)
+    if found_code is not None and found_lib.name == "vm.so":
+        found_code = None  # vm.so carries its own code
+    return ArtifactFiles(found_lib, found_graph, found_params, found_code)
+
+
+def _vm_code(files: list[Path], root: Path) -> Path | None:
+    """A Relay VM folder's ``code.ro`` (the one so named if there are several ``.ro``)."""
+    codes = [p for p in files if p.suffix == ".ro"]
+    if len(codes) > 1:
+        codes = [p for p in codes if p.name == "code.ro"] or codes
+    return _pick(codes, "Relay VM code", root, "--lib (a vm.so)")

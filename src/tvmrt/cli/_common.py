@@ -102,7 +102,8 @@ def make_inputs(model: LoadedModel, args: argparse.Namespace) -> dict[str, np.nd
     given: dict[str, np.ndarray[Any, Any]] = {}
     for spec in args.input:
         given.update(_read_input_spec(spec, wanted))
-    unknown = sorted(set(given) - set(wanted))
+    dynamic = {n for n, (_, dtype) in wanted.items() if not dtype}
+    unknown = sorted(k for k in given if k not in wanted and k.rpartition(".")[0] not in dynamic)
     if unknown:
         raise UsageError(
             f"input(s) {unknown} are not inputs of the model; inputs are {sorted(wanted)}"
@@ -111,6 +112,12 @@ def make_inputs(model: LoadedModel, args: argparse.Namespace) -> dict[str, np.nd
     rng = np.random.default_rng(args.seed)
     out = {}
     for name, (shape, dtype) in wanted.items():
+        if not dtype:  # shape and dtype come with the data (a Relay VM function)
+            parts = {k: v for k, v in given.items() if k == name or k.startswith(f"{name}.")}
+            if not parts:
+                raise UsageError(f"input {name!r} has no static shape or dtype: give it with -i")
+            out.update(parts)
+            continue
         if name in given:
             arr = given[name]
             if arr.shape != shape:
@@ -144,7 +151,7 @@ def conversions(model: LoadedModel, inputs: Mapping[str, np.ndarray[Any, Any]]) 
     wanted = model.user_inputs()
     out = []
     for name, arr in inputs.items():
-        if name not in wanted:
+        if name not in wanted or not wanted[name][1]:
             continue
         dtype = wanted[name][1]
         if arr.dtype != DataType(dtype).numpy_dtype:

@@ -8,6 +8,7 @@ from typing import Any
 
 from tvmrt.artifact import find_artifact, inspect_artifact
 from tvmrt.cli._common import UsageError
+from tvmrt.cli.inspect_vm import relay_vm_lines
 
 EXAMPLES = """examples:
   tvmrt inspect model_dir/
@@ -85,6 +86,8 @@ def _text(report: dict[str, Any]) -> str:
         lines.append(f"  calls:  {name} ({state})")
     if needs.get("cpu", {}).get("uses"):
         lines.append(f"  CPU features its code uses: {', '.join(needs['cpu']['uses'])}")
+    if "relay_vm" in lib:
+        lines.extend(relay_vm_lines(lib["relay_vm"]))
     graph = report.get("graph")
     if graph:
         lines.append(

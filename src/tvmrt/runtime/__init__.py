@@ -6,6 +6,9 @@ module loading, the params format, benchmarking and profiling reports.
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
+
 from tvmrt.runtime import executor, nd, ndarray, profiling
 from tvmrt.runtime.benchmark import BenchmarkResult
 from tvmrt.runtime.compat import enabled
@@ -122,3 +125,15 @@ __all__ = [
     "profiling",
     "Report",
 ]
+
+# TVM's tvm.runtime.vm / profiler_vm / container, imported when first named (``import
+# tvmrt`` stays free of the Relay VM and its loaders)
+_LAZY_SUBMODULES = ("vm", "profiler_vm", "container")
+
+
+def __getattr__(name: str) -> ModuleType:
+    if name in _LAZY_SUBMODULES:
+        return importlib.import_module(f"tvmrt.runtime.{name}")
+    from tvmrt.error import FunctionNotFoundError
+
+    raise FunctionNotFoundError(f"module 'tvmrt.runtime' has no attribute {name!r}")

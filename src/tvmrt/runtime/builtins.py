@@ -44,6 +44,9 @@ BUILTIN_FUNCTIONS: dict[str, str] = {
     ),
     "runtime.module.loadbinary_static_library": ("tvmrt.runtime.static_library:load_static_binary"),
     "runtime.module.loadbinary_opencl": "tvmrt.runtime.loaders.opencl:load_opencl_binary",
+    "runtime.module.loadbinary_VMExecutable": (
+        "tvmrt.runtime.vm.executable:load_executable_binary"
+    ),
     "runtime.ModuleLoadStaticLibrary": "tvmrt.runtime.static_library:load_static_library",
     # what Module and load_module hand down (TVM's Module methods call runtime.Module*)
     "runtime.ModuleLoadFromFile": "tvmrt.runtime.loaders.dispatch:load_module_file",
@@ -52,6 +55,7 @@ BUILTIN_FUNCTIONS: dict[str, str] = {
     # executors
     "tvm.graph_executor.create": "tvmrt.runtime.graph_executor.packed:create_executor",
     "tvm.graph_executor_debug.create": "tvmrt.runtime.graph_executor.debug:create_debug_executor",
+    "runtime.Load_Executable": "tvmrt.runtime.vm.executable:load_executable",
     # system library
     "runtime.SystemLib": "tvmrt.runtime.loaders.systemlib:global_system_lib",
     "module._GetSystemLib": "tvmrt.runtime.loaders.systemlib:global_system_lib",

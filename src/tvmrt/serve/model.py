@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from tvmrt.artifact import ArtifactFiles, Executor, TensorInfo, executor_from_graph, load_artifact
-from tvmrt.error import InvalidArgumentError
+from tvmrt.error import InvalidArgumentError, UnsupportedError
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.module import Module
 from tvmrt.serve.metrics import ModelMetrics
@@ -304,6 +304,12 @@ def _batch_size(name: str, inputs: Sequence[TensorSpec], outputs: Sequence[Tenso
 
 
 def _specs(infos: Sequence[TensorInfo]) -> list[TensorSpec]:
+    dynamic = [t.name for t in infos if not t.dtype]
+    if dynamic:  # a Relay VM function: shapes and dtypes come with each call's data
+        raise UnsupportedError(
+            f"inputs {dynamic} have no static shape or dtype (a Relay VM model): the v2 "
+            "protocol server needs them; run it with tvmrt run or the Python API"
+        )
     return [TensorSpec(t.name, tuple(t.shape), datatype_of(t.dtype)) for t in infos]
 
 

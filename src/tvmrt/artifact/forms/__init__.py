@@ -8,6 +8,8 @@ folder     graph JSON + kernel library (+ params), or      :mod:`.folder`
 mlf        Model Library Format tar                        :mod:`.mlf`
 tvmc       tvmc package                                    :mod:`.tvmc`
 aot        AOT executor build (``get_c_metadata``)         :mod:`.aot`
+relay_vm   Relay VM ``code.ro`` + ``lib.so`` (``vm.so``:   :mod:`.relay_vm`
+           handed over by the factory form)
 factory    graph executor factory library (.so/.o/.tar),   :mod:`.factory`
            and any library file no other form claims
 =========  ==============================================  =====================
@@ -21,14 +23,21 @@ Adding a form is one new file here and one entry in :data:`FORMS`.
 from __future__ import annotations
 
 from tvmrt.artifact.files import ArtifactFiles
-from tvmrt.artifact.forms import aot, factory, folder, mlf, tvmc
+from tvmrt.artifact.forms import aot, factory, folder, mlf, relay_vm, tvmc
 from tvmrt.artifact.forms.base import ArtifactForm, LoadRequest
 from tvmrt.error import InternalError, TVMError
 from tvmrt.runtime.loaders.dispatch import Sniffed, sniff
 
 __all__ = ["FORMS", "ArtifactForm", "LoadRequest", "form_of"]
 
-FORMS: tuple[ArtifactForm, ...] = (folder.FORM, mlf.FORM, tvmc.FORM, aot.FORM, factory.FORM)
+FORMS: tuple[ArtifactForm, ...] = (
+    relay_vm.FORM,
+    folder.FORM,
+    mlf.FORM,
+    tvmc.FORM,
+    aot.FORM,
+    factory.FORM,
+)
 
 
 def form_of(files: ArtifactFiles) -> tuple[ArtifactForm, Sniffed | None, str | None]:

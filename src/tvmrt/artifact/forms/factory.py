@@ -5,13 +5,14 @@ holds a ``GraphExecutorFactory`` (graph JSON + params): the executor is
 ``lib["default"](*devices)`` and replicas use the factory's own param arrays. This is also
 the form of every library file no other form claims, so that loading and inspection say
 what is wrong with it. An AOT build packed as an object or tar is known only from its
-blob: it is handed to :mod:`tvmrt.artifact.forms.aot`.
+blob: it is handed to :mod:`tvmrt.artifact.forms.aot`, and a Relay VM ``vm.so`` to
+:mod:`tvmrt.artifact.forms.relay_vm`.
 """
 
 from __future__ import annotations
 
 from tvmrt.artifact.files import ArtifactFiles
-from tvmrt.artifact.forms import aot
+from tvmrt.artifact.forms import aot, relay_vm
 from tvmrt.artifact.forms.base import ArtifactForm, LoadRequest
 from tvmrt.artifact.forms.graph_build import load_graph_model
 from tvmrt.artifact.inspect_binary import Found, inspect_library_code
@@ -29,6 +30,8 @@ def _claims(files: ArtifactFiles, sniffed: Sniffed | None) -> bool:
 def _load(request: LoadRequest, lib: Module) -> LoadedModel:
     if aot.is_aot_factory(lib):  # an AOT build packed as an object or export tar
         return aot.FORM.load(request, lib)
+    if relay_vm.is_vm_executable(lib):  # vm.so: the executable is the blob's root module
+        return relay_vm.FORM.load(request, lib)
     return load_graph_model("factory", request, lib, None)
 
 
@@ -37,6 +40,7 @@ def _inspect(
 ) -> None:
     inspect_library_code(files.lib, sniffed, found, problems)
     aot.describe_embedded(found)
+    relay_vm.describe_embedded(found, problems)
 
 
 FORM = ArtifactForm(

@@ -1,0 +1,56 @@
+"""TVM's runtime containers the Relay VM hands out: ``ADT`` and ``tuple_object``.
+
+``tvm.runtime.container.ADT`` is an algebraic data type value: an int32 constructor tag
+and its fields (tensors or more ADTs). A Relay tuple is an ADT with tag 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from tvmrt.error import ArgumentTypeError, InputIndexError
+from tvmrt.runtime.object import Object
+
+__all__ = ["ADT", "tuple_object"]
+
+
+class ADT(Object):
+    """An algebraic data type value: ``tag`` and ``fields``, indexable like a tuple.
+
+    Parameters
+    ----------
+    tag
+        The constructor tag (an int32; tuples use 0).
+    fields
+        The constructor's fields.
+    """
+
+    __slots__ = ("fields", "tag")
+
+    def __init__(self, tag: int, fields: Iterable[Any]) -> None:
+        if not isinstance(tag, int) or not -(1 << 31) <= tag < 1 << 31:
+            raise ArgumentTypeError(f"ADT tag must be an int32, got {tag!r}")
+        self.tag = tag
+        self.fields: tuple[Any, ...] = tuple(fields)
+
+    def __getitem__(self, idx: int) -> Any:
+        if not isinstance(idx, int):
+            raise ArgumentTypeError(f"ADT index must be an int, got {type(idx).__name__}")
+        if not -len(self.fields) <= idx < len(self.fields):
+            raise InputIndexError(f"ADT field index {idx} out of range: it has {len(self.fields)}")
+        return self.fields[idx]
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fields)
+
+    def __repr__(self) -> str:
+        return f"ADT(tag={self.tag}, fields={list(self.fields)!r})"
+
+
+def tuple_object(fields: Sequence[Any] | None = None) -> ADT:
+    """A Relay tuple value (an ADT with tag 0) of ``fields``."""
+    return ADT(0, () if fields is None else fields)

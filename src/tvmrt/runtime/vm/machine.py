@@ -1,0 +1,255 @@
+"""The ``VirtualMachine`` module: TVM's ``runtime::vm::VirtualMachine`` packed functions.
+
+``init`` binds each virtual device to the first given device of its type, copies the
+constants there once and looks every kernel up in the executable's library (a missing
+one fails here, naming it); ``set_input``/``invoke``/``get_output`` then run functions
+through the :class:`~tvmrt.runtime.vm.interpreter.Interpreter`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from tvmrt.error import (
+    ArgumentTypeError,
+    DeviceUnavailableError,
+    FunctionNotFoundError,
+    InputIndexError,
+    InputNotFoundError,
+    InvalidArgumentError,
+    ModuleLoadError,
+)
+from tvmrt.runtime.container import ADT
+from tvmrt.runtime.device import Device
+from tvmrt.runtime.device_api import get_device_api
+from tvmrt.runtime.module import Module
+from tvmrt.runtime.ndarray import NDArray, array
+from tvmrt.runtime.packed_func import PackedFunc
+from tvmrt.runtime.vm.decode import DecodedFunction
+from tvmrt.runtime.vm.format import ExecutableData
+from tvmrt.runtime.vm.interpreter import Interpreter, VMLimits
+
+__all__ = ["VirtualMachineModule", "NAIVE_ALLOCATOR", "POOLED_ALLOCATOR"]
+
+NAIVE_ALLOCATOR = 1
+POOLED_ALLOCATOR = 2
+
+
+class LoadedExecutable(Protocol):
+    """What a VM needs of its executable (``executable.VMExecutable`` offers it)."""
+
+    data: ExecutableData
+    functions: list[DecodedFunction]
+
+    @property
+    def lib(self) -> Module: ...
+
+    def late_bound_names(self) -> list[str]: ...
+
+    def function(self, name: str) -> DecodedFunction: ...
+
+
+class VirtualMachineModule(Module):
+    """A Relay VM over one executable (type key ``VirtualMachine``)."""
+
+    def __init__(self, exe: LoadedExecutable, limits: VMLimits | None = None) -> None:
+        super().__init__()
+        self.exe = exe
+        self.limits = limits or VMLimits()
+        self.interp: Interpreter | None = None
+        self.inputs: dict[str, list[object]] = {}
+        self.result: object = None
+        if isinstance(exe, Module):
+            self.import_module(exe)
+
+    @property
+    def type_key(self) -> str:
+        return "VirtualMachine"
+
+    def _get_function(self, name: str) -> PackedFunc | None:
+        table: dict[str, Callable[..., Any]] = {
+            "init": self.init,
+            "invoke": self.invoke,
+            "invoke_stateful": self.invoke_stateful,
+            "invoke_return_to_device": self.invoke_return_to_device,
+            "get_output": self.get_output,
+            "get_num_outputs": self.get_num_outputs,
+            "get_input_index": self.get_input_index,
+            "set_input": self.set_input,
+            "set_one_input": self.set_one_input,
+        }
+        func = table.get(name)
+        return None if func is None else PackedFunc(func, name)
+
+    # -- init ---------------------------------------------------------------------------
+    def init(self, *args: object) -> None:
+        """``init(dev_type, dev_id, alloc_type, ...)``: one triple per device."""
+        if not args or len(args) % 3:
+            raise ArgumentTypeError(
+                "init takes (device_type, device_id, allocator_type) triples, "
+                f"got {len(args)} values"
+            )
+        given = []
+        allocators: list[int] = []
+        for i in range(0, len(args), 3):
+            dev_type, dev_id, alloc = args[i : i + 3]
+            if not all(isinstance(v, int | np.integer) for v in (dev_type, dev_id, alloc)):
+                raise ArgumentTypeError(f"init: triple {i // 3} is not three integers")
+            if int(alloc) not in (NAIVE_ALLOCATOR, POOLED_ALLOCATOR):  # type: ignore[call-overload]
+                raise InvalidArgumentError(
+                    f"init: allocator type {alloc} is not 1 (naive) or 2 (pooled)"
+                )
+            given.append(Device(int(dev_type), int(dev_id)))  # type: ignore[call-overload]
+            allocators.append(int(alloc))  # type: ignore[call-overload]
+        self.setup(given, allocators)
+
+    def setup(self, given: Sequence[Device], allocators: Sequence[int] = ()) -> None:
+        """Bind the virtual devices to ``given``, place the constants, find the kernels.
+
+        ``allocators[i]`` is the allocator of ``given[i]`` (default pooled).
+        """
+        data = self.exe.data
+        late = self.exe.late_bound_names()
+        if late:
+            raise ModuleLoadError(
+                f"Need to load late-bound-constants before creating VM: {len(late)} "
+                f"constants ({', '.join(late[:4])}{', ...' if len(late) > 4 else ''}) are "
+                "not loaded"
+            )
+        devices = []
+        pooled = []
+        for i, (dev_type, _dev_id, _scope) in enumerate(data.virtual_devices):
+            at = next((k for k, d in enumerate(given) if d.device_type == dev_type), None)
+            match = None if at is None else given[at]
+            pooled.append(at is None or at >= len(allocators) or allocators[at] == POOLED_ALLOCATOR)
+            if match is None:
+                raise DeviceUnavailableError(
+                    f"virtual device {i} needs a device of type {dev_type}; the VM was given "
+                    f"{', '.join(str(d) for d in given)}"
+                )
+            devices.append(match)
+        apis = [get_device_api(d) for d in devices]
+        constants = []
+        for k, const in enumerate(data.constants):
+            assert isinstance(const, NDArray)
+            dev = devices[data.const_device_indexes[k]]
+            constants.append(const if const.device == dev else const.copyto(dev))
+        lib = self.exe.lib
+        kernels = []
+        for name in data.primitive_names:
+            func = lib.find_function(name, True)
+            if func is None:
+                raise FunctionNotFoundError(
+                    f"the executable calls kernel {name!r}, which its library "
+                    f"({lib.type_key!r} module) does not have"
+                )
+            kernels.append(func)
+        self.interp = Interpreter(
+            self.exe.functions, devices, apis, constants, kernels, self.limits, pooled
+        )
+
+    def _interp(self) -> Interpreter:
+        if self.interp is None:
+            raise ModuleLoadError("the VirtualMachine is not initialised: call init first")
+        return self.interp
+
+    # -- inputs -------------------------------------------------------------------------
+    def _convert(self, value: object, dev: Device) -> object:
+        if isinstance(value, ADT):
+            return ADT(value.tag, [self._convert(v, dev) for v in value.fields])
+        if isinstance(value, NDArray):
+            return value if value.device == dev else value.copyto(dev)
+        if isinstance(value, np.ndarray):
+            return array(value, dev)
+        raise ArgumentTypeError(
+            "a VM input must be an NDArray, a numpy array or a tuple (ADT), "
+            f"got {type(value).__name__}"
+        )
+
+    def set_input(self, func_name: str, *args: object) -> None:
+        """Set all inputs of ``func_name`` (positional, in parameter order)."""
+        interp = self._interp()
+        func = self.exe.function(func_name)
+        if len(args) != len(func.params):
+            raise InvalidArgumentError(
+                f"function {func_name!r} takes {len(func.params)} inputs "
+                f"({', '.join(func.params)}), got {len(args)}"
+            )
+        self.inputs[func.name] = [
+            self._convert(v, interp.devices[func.param_devices[i]]) for i, v in enumerate(args)
+        ]
+
+    def set_one_input(self, func_name: str, key: object, value: object) -> None:
+        """Set one input of ``func_name`` by index or parameter name."""
+        interp = self._interp()
+        func = self.exe.function(func_name)
+        if isinstance(key, str):
+            index = self.get_input_index(key, func_name)
+            if index < 0:
+                raise InputNotFoundError(f"function {func_name!r} has no input {key!r}")
+        elif isinstance(key, int | np.integer) and 0 <= int(key) < len(func.params):
+            index = int(key)
+        else:
+            raise InputIndexError(f"function {func_name!r} has no input {key!r}")
+        current = self.inputs.setdefault(func.name, [None] * len(func.params))
+        current[index] = self._convert(value, interp.devices[func.param_devices[index]])
+
+    def get_input_index(self, input_name: str, func_name: str = "main") -> int:
+        """The index of parameter ``input_name`` of ``func_name``, or -1."""
+        func = self.exe.function(func_name)
+        return func.params.index(input_name) if input_name in func.params else -1
+
+    # -- running ------------------------------------------------------------------------
+    def invoke(self, func_name: str) -> object:
+        """Run ``func_name`` on the inputs set; returns an NDArray or an ADT."""
+        interp = self._interp()
+        func = self.exe.function(func_name)
+        args = self.inputs.get(func.name, [])
+        if func.params and (len(args) != len(func.params) or any(a is None for a in args)):
+            raise InputNotFoundError(
+                f"set the inputs of {func_name!r} ({', '.join(func.params)}) before invoking it"
+            )
+        self.result = interp.run(func.index, args)
+        return self.result
+
+    def invoke_stateful(self, func_name: str) -> None:
+        """Run ``func_name``; read the result with ``get_output``."""
+        self.invoke(func_name)
+
+    def invoke_return_to_device(
+        self, func_name: str, dev_type: int, dev_id: int, *inputs: object
+    ) -> object:
+        """Set the inputs, run, and return the result copied to ``(dev_type, dev_id)``."""
+        self.set_input(func_name, *inputs)
+        result = self.invoke(func_name)
+        return _to_device(result, Device(int(dev_type), int(dev_id)))
+
+    def get_num_outputs(self) -> int:
+        """The number of fields of the last result (1 for a tensor)."""
+        return len(self.result.fields) if isinstance(self.result, ADT) else 1
+
+    def get_output(self, index: int) -> NDArray:
+        """Field ``index`` of the last result (which must be a tensor)."""
+        result = self.result
+        value = (
+            result.fields[index] if isinstance(result, ADT) and 0 <= index < len(result) else None
+        )
+        if not isinstance(result, ADT) and index == 0:
+            value = result
+        if not isinstance(value, NDArray):
+            raise InputIndexError(
+                f"output {index} is not a tensor of the last result "
+                f"({self.get_num_outputs()} outputs)"
+            )
+        return value
+
+
+def _to_device(value: object, dev: Device) -> object:
+    if isinstance(value, ADT):
+        return ADT(value.tag, [_to_device(v, dev) for v in value.fields])
+    if isinstance(value, NDArray) and value.device != dev:
+        return value.copyto(dev)
+    return value
