@@ -105,9 +105,3 @@ def test_bench_and_profile_take_a_vm_so(artifacts, tmp_path):
     assert profile.returncode == 0, profile.stderr
     assert "Kernels of one run:" in profile.stdout
     assert "vm_mod_fused_nn_softmax" in profile.stdout
-
-
-def test_serve_refuses_dynamic_inputs_by_name(artifacts):
-    result = tvmrt("serve", artifacts / "relayvm" / "dyn-batch-mlp" / "vm.so", "--port", "0")
-    assert result.returncode != 0
-    assert "inputs ['x'] have no static shape or dtype (a Relay VM model)" in result.stderr

@@ -71,6 +71,15 @@ def register(subparsers: Any) -> None:
         help="dynamic batching (off by default), for artifacts compiled with a batch "
         "dimension B > 1: requests send 1..B rows; wait up to MS to fill a batch",
     )
+    parser.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="NAME:DTYPE:DIMS",
+        dest="signature",
+        help="a Relay VM model's input type, e.g. x:float32:-1,16 (-1: any size); checked "
+        "for every request (one model only; repeat per input)",
+    )
     limits = parser.add_argument_group(
         "limits", "what clients may hold (docs/serving.md, Limits); past each: an error answer"
     )
@@ -193,6 +202,7 @@ def _limits(args: argparse.Namespace) -> ServeLimits:
 def serve(args: argparse.Namespace) -> int:
     """Load every artifact as K executors and serve until interrupted."""
     from tvmrt.serve.app import InferenceApp, JsonLogFormatter
+    from tvmrt.serve.dynamic import parse_signature
     from tvmrt.serve.model import load_model
 
     try:
@@ -234,12 +244,22 @@ def serve(args: argparse.Namespace) -> int:
     if delay is not None and delay < 0:
         raise UsageError(f"--batch-delay-ms must be >= 0, got {args.batch_delay_ms}")
     sources = args.artifact or [None]
+    if args.signature and len(sources) > 1:
+        raise UsageError("--input describes one model's inputs; give at most one ARTIFACT")
+    try:
+        signature = [parse_signature(text) for text in args.signature]
+    except InvalidArgumentError as exc:
+        raise UsageError(str(exc)) from None
     models = []
     for name, source in zip(_names(args, len(sources)), sources, strict=True):
         files = find_artifact(source, args.graph, args.lib, args.params)
-        models.append(
-            load_model(name, files, args.workers, dev, args.max_queue, args.timeout, delay)
-        )
+        try:
+            model = load_model(
+                name, files, args.workers, dev, args.max_queue, args.timeout, delay, signature
+            )
+        except InvalidArgumentError as exc:
+            raise UsageError(str(exc)) from None
+        models.append(model)
         log.info(
             "loaded",
             extra={"fields": {"model": name, "lib": str(files.lib), "workers": args.workers}},

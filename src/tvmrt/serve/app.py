@@ -253,7 +253,7 @@ class InferenceApp:
     async def _infer(
         self, model: ServedModel, headers: Mapping[str, str], body: bytes | bytearray
     ) -> Reply:
-        names = [s.name for s in model.outputs]
+        names = None if model.dynamic else [s.name for s in model.outputs]
         request = await self._offload(
             len(body) <= _INLINE_BYTES,
             parse_infer_request,
@@ -262,13 +262,20 @@ class InferenceApp:
             model.inputs,
             names,
             self.limits.max_json_bytes,
+            self.max_body_bytes,
         )
         _, abort = self._stop_signals()
         arrays = await model.infer(request.inputs, abort)
         wanted = request.outputs
+        specs = model.output_specs(arrays)
+        unknown = sorted(set(wanted or ()) - {s.name for s in specs})
+        if unknown:
+            raise BadRequestError(
+                f"unknown output(s) {unknown}; the model returned {[s.name for s in specs]}"
+            )
         pairs = [
             (spec, arr)
-            for spec, arr in zip(model.outputs, arrays, strict=True)
+            for spec, arr in zip(specs, arrays, strict=True)
             if wanted is None or spec.name in wanted
         ]
         small = sum(a.size for _, a in pairs) <= _INLINE_VALUES

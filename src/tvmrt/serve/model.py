@@ -24,12 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from tvmrt.artifact import ArtifactFiles, Executor, TensorInfo, executor_from_graph, load_artifact
-from tvmrt.error import InvalidArgumentError, UnsupportedError
+from tvmrt.artifact import ArtifactFiles, Executor, executor_from_graph, load_artifact
+from tvmrt.error import InvalidArgumentError, KernelError
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.module import Module
+from tvmrt.serve.dynamic import input_specs, learned_inputs, output_specs
 from tvmrt.serve.metrics import ModelMetrics
-from tvmrt.serve.protocol import DeadlineError, OverloadedError, TensorSpec, datatype_of
+from tvmrt.serve.protocol import BadRequestError, DeadlineError, OverloadedError, TensorSpec
 
 __all__ = ["ServedModel", "load_model", "model_from_graph", "serve_executors"]
 
@@ -54,7 +55,8 @@ class ServedModel:
         Dynamic batching, off (None) by default: for a model compiled with batch B > 1 (every
         input and output has leading dimension B), requests carry 1..B rows; an executor
         waits up to ``batch_delay`` seconds to fill B rows from the queue, pads the rest
-        with zeros, runs once and splits the outputs back by request.
+        with zeros, runs once and splits the outputs back by request. Not for a model with
+        dynamic inputs (a Relay VM model), whose requests carry any batch themselves.
     """
 
     def __init__(
@@ -81,6 +83,12 @@ class ServedModel:
         self.timeout = timeout
         self.metrics = ModelMetrics(name)
         self.executors = list(executors)
+        self.dynamic = any(s.dynamic for s in self.inputs)  # shapes come with requests
+        if self.dynamic and batch_delay is not None:
+            raise InvalidArgumentError(
+                f"model {name!r} has dynamic inputs (a Relay VM model): each request sends "
+                "its own batch, so server-side batching (batch_delay) is not offered"
+            )
         self.batch = 0 if batch_delay is None else _batch_size(name, self.inputs, self.outputs)
         if self.batch:
             self.inputs = [replace(t, max_batch=self.batch) for t in self.inputs]
@@ -102,7 +110,7 @@ class ServedModel:
         return {
             "name": self.name,
             "versions": ["1"],
-            "platform": "tvmrt_graph_executor",
+            "platform": "tvmrt_relay_vm" if self.dynamic else "tvmrt_graph_executor",
             "inputs": [s.metadata() for s in self.inputs],
             "outputs": [s.metadata() for s in self.outputs],
         }
@@ -111,6 +119,10 @@ class ServedModel:
     def pending(self) -> int:
         """Requests admitted and not yet finished (waiting or running)."""
         return self._pending
+
+    def output_specs(self, arrays: Sequence[np.ndarray[Any, Any]]) -> list[TensorSpec]:
+        """The specs of one answer's outputs (a dynamic model's come from the answer)."""
+        return output_specs(arrays) if self.dynamic else self.outputs
 
     # -- running -----------------------------------------------------------------------
     def submit(self, arrays: Mapping[str, np.ndarray[Any, Any]]) -> Future[list[Any]]:
@@ -189,8 +201,17 @@ class ServedModel:
         try:
             for name, arr in arrays.items():
                 executor.set_input(name, arr)
-            executor.run()
-            return [executor.get_output(i).numpy() for i in range(len(self.outputs))]
+            if not self.dynamic:
+                executor.run()
+                return [executor.get_output(i).numpy() for i in range(len(self.outputs))]
+            try:
+                executor.run()
+            except KernelError as exc:  # unchecked sizes or dtypes a kernel refused
+                raise BadRequestError(f"the inputs do not fit model {self.name!r}: {exc}") from exc
+            outs = [executor.get_output(i).numpy() for i in range(len(executor.outputs))]
+            self.inputs = learned_inputs(self.inputs, arrays)
+            self.outputs = output_specs(outs)
+            return outs
         finally:
             self._free.put(executor)
             end = time.perf_counter()
@@ -303,28 +324,23 @@ def _batch_size(name: str, inputs: Sequence[TensorSpec], outputs: Sequence[Tenso
     return int(next(iter(sizes)))  # type: ignore[arg-type]
 
 
-def _specs(infos: Sequence[TensorInfo]) -> list[TensorSpec]:
-    dynamic = [t.name for t in infos if not t.dtype]
-    if dynamic:  # a Relay VM function: shapes and dtypes come with each call's data
-        raise UnsupportedError(
-            f"inputs {dynamic} have no static shape or dtype (a Relay VM model): the v2 "
-            "protocol server needs them; run it with tvmrt run or the Python API"
-        )
-    return [TensorSpec(t.name, tuple(t.shape), datatype_of(t.dtype)) for t in infos]
-
-
 def serve_executors(
     name: str,
     executors: Sequence[Executor],
     max_queue: int = 64,
     timeout: float = 30.0,
     batch_delay: float | None = None,
+    signature: Sequence[TensorSpec] = (),
 ) -> ServedModel:
-    """Serve executors of one model; the first one's inputs and outputs are the model's."""
+    """Serve executors of one model; the first one's inputs and outputs are the model's.
+
+    ``signature`` gives the datatype and shape (-1: any size) of inputs the executor does
+    not know (a Relay VM function's; :mod:`tvmrt.serve.dynamic`).
+    """
     if not executors:
         raise InvalidArgumentError(f"model {name!r} needs at least one executor")
     first = executors[0]
-    inputs, outputs = _specs(first.inputs), _specs(first.outputs)
+    inputs, outputs = input_specs(name, first.inputs, signature), input_specs(name, first.outputs)
     return ServedModel(name, executors, inputs, outputs, max_queue, timeout, batch_delay)
 
 
@@ -342,17 +358,20 @@ def load_model(
     max_queue: int = 64,
     timeout: float = 30.0,
     batch_delay: float | None = None,
+    signature: Sequence[TensorSpec] = (),
 ) -> ServedModel:
     """Load an artifact (from :func:`tvmrt.artifact.find_artifact`) as K executors.
 
     The first executor loads the params; the others are its replicas
     (:meth:`tvmrt.artifact.Executor.replicate`), so the weights are held once whatever K
-    is. Every form :func:`tvmrt.artifact.load_artifact` loads is served (AOT builds too).
+    is. Every form :func:`tvmrt.artifact.load_artifact` loads is served (AOT builds and
+    Relay VM executables too; ``signature`` as in :func:`serve_executors`).
     """
     if workers < 1:
         raise InvalidArgumentError(f"workers must be at least 1, got {workers}")
     first = load_artifact(files, device).executor
-    return serve_executors(name, _replicated(first, workers), max_queue, timeout, batch_delay)
+    executors = _replicated(first, workers)
+    return serve_executors(name, executors, max_queue, timeout, batch_delay, signature)
 
 
 def model_from_graph(

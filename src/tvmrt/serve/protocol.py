@@ -111,17 +111,32 @@ def datatype_of(dtype: str) -> str:
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """One input or output of a served model."""
+    """One input or output of a served model.
+
+    A dimension of -1 is given by each request (a Relay VM model's dynamic dimension); a
+    ``datatype`` of ``""`` means any protocol datatype, and ``any_rank`` any number of
+    dimensions (what a Relay VM executable does not record; see :mod:`tvmrt.serve.dynamic`).
+    """
 
     name: str
     shape: tuple[int, ...]
     datatype: str
     max_batch: int = 0  # > 0: dynamic batching; requests send 1..max_batch rows
+    any_rank: bool = False
+
+    @property
+    def dynamic(self) -> bool:
+        """Whether requests give (part of) the shape or the datatype."""
+        return self.any_rank or not self.datatype or -1 in self.shape
 
     def metadata(self) -> dict[str, Any]:
-        """The protocol's ``{"name", "datatype", "shape"}`` (-1: any batch up to the max)."""
+        """The protocol's ``{"name", "datatype", "shape"}`` (-1: a size the request gives)."""
         shape = [-1, *self.shape[1:]] if self.max_batch else list(self.shape)
-        return {"name": self.name, "datatype": self.datatype, "shape": shape}
+        entry: dict[str, Any] = {"name": self.name, "datatype": self.datatype, "shape": shape}
+        if self.any_rank:  # rank not known yet: a shape of one -1, flagged
+            entry["shape"] = [-1]
+            entry["parameters"] = {"any_rank": True}
+        return entry
 
 
 @dataclass
@@ -135,6 +150,9 @@ class InferRequest:
     binary_default: bool = False
 
 
+_UNBOUNDED = 1 << 62
+
+
 def _fail(message: str) -> BadRequestError:
     return BadRequestError(message)
 
@@ -143,6 +161,8 @@ def max_values(inputs: Sequence[TensorSpec]) -> int:
     """The most JSON values a request to a model with ``inputs`` may hold."""
     total = 0
     for spec in inputs:
+        if spec.dynamic:  # sizes come with the request: the JSON byte limit bounds them
+            return _UNBOUNDED
         rows = spec.max_batch or 1
         total += rows * int(np.prod(spec.shape, dtype=np.int64))
     return total + SPARE_VALUES
@@ -152,14 +172,18 @@ def parse_infer_request(
     body: bytes | bytearray,
     headers: Mapping[str, str],
     inputs: Sequence[TensorSpec],
-    outputs: Sequence[str],
+    outputs: Sequence[str] | None,
     max_json_bytes: int | None = None,
+    max_tensor_bytes: int | None = None,
 ) -> InferRequest:
     """Parse and validate a request against the model's inputs and outputs.
 
     The JSON part is refused unparsed (413) past ``max_json_bytes``, and (400) when it
     could hold more values than the model's inputs take (:func:`max_values`), so parsing
-    costs memory and time in proportion to the model.
+    costs memory and time in proportion to the model. An input with dynamic dimensions is
+    refused when its shape, zero sizes counted as one, would take more than
+    ``max_tensor_bytes``. ``outputs`` None: any output name (a model whose outputs are
+    known only after it ran checks them then).
 
     Raises
     ------
@@ -212,7 +236,7 @@ def parse_infer_request(
             raise _fail(f"unknown input {short(name)}; the model's inputs are {sorted(specs)}")
         if name in arrays:
             raise _fail(f"input {name!r} is given twice")
-        shape = _check_header(item, spec)
+        shape, datatype = _check_header(item, spec, max_tensor_bytes)
         params = item.get("parameters") or {}
         size = params.get("binary_data_size") if isinstance(params, dict) else None
         if size is not None:
@@ -225,12 +249,12 @@ def parse_infer_request(
                     f"input {name!r}: binary_data_size {size} runs past the "
                     f"{len(binary)} binary bytes of the body"
                 )
-            arrays[name] = _from_binary(binary[offset : offset + size], spec, shape)
+            arrays[name] = _from_binary(binary[offset : offset + size], spec, datatype, shape)
             offset += size
         else:
             if "data" not in item:
                 raise _fail(f'input {name!r} has neither "data" nor binary_data_size')
-            arrays[name] = _from_json(item["data"], spec, shape)
+            arrays[name] = _from_json(item["data"], spec, datatype, shape)
     if offset != len(binary):
         raise _fail(f"the body has {len(binary) - offset} binary bytes no input claims")
     if any(s.max_batch for s in inputs) and len({a.shape[0] for a in arrays.values()}) > 1:
@@ -248,9 +272,9 @@ def parse_infer_request(
         request.outputs = []
         for out in doc["outputs"]:
             oname = out.get("name") if isinstance(out, dict) else None
-            if not isinstance(oname, str) or oname not in outputs:
+            if not isinstance(oname, str) or (outputs is not None and oname not in outputs):
                 raise _fail(
-                    f"unknown output {short(oname)}; the model's outputs are {list(outputs)}"
+                    f"unknown output {short(oname)}; the model's outputs are {list(outputs or [])}"
                 )
             request.outputs.append(oname)
             oparams = out.get("parameters") or {}
@@ -259,11 +283,18 @@ def parse_infer_request(
     return request
 
 
-def _check_header(item: dict[str, Any], spec: TensorSpec) -> tuple[int, ...]:
+def _check_header(
+    item: dict[str, Any], spec: TensorSpec, max_tensor_bytes: int | None
+) -> tuple[tuple[int, ...], str]:
     shape, datatype = item.get("shape"), item.get("datatype")
-    if datatype != spec.datatype:
+    if spec.datatype and datatype != spec.datatype:
         raise _fail(
             f"input {spec.name!r} has datatype {short(datatype)}, expected {spec.datatype!r}"
+        )
+    if not isinstance(datatype, str) or datatype not in DATATYPES:
+        raise _fail(
+            f"input {spec.name!r} has datatype {short(datatype)}, "
+            f"expected one of {sorted(DATATYPES)}"
         )
     if isinstance(shape, list) and len(shape) > 32:
         raise _fail(f"input {spec.name!r}: shape has {len(shape)} dimensions, at most 32 allowed")
@@ -275,25 +306,48 @@ def _check_header(item: dict[str, Any], spec: TensorSpec) -> tuple[int, ...]:
             raise _fail(f"input {spec.name!r} has shape {short(shape)}, expected [{expected}]")
         if not 1 <= shape[0] <= spec.max_batch:
             raise _fail(f"input {spec.name!r} has batch {shape[0]}, expected 1 to {spec.max_batch}")
+    elif spec.dynamic:
+        _check_dynamic(spec, shape, DATATYPES[datatype].itemsize, max_tensor_bytes)
     elif tuple(shape) != spec.shape:
         raise _fail(f"input {spec.name!r} has shape {short(shape)}, expected {list(spec.shape)}")
-    return tuple(shape)
+    return tuple(shape), datatype
 
 
-def _from_binary(data: memoryview, spec: TensorSpec, shape: tuple[int, ...]) -> Any:
-    dtype = DATATYPES[spec.datatype]
+def _check_dynamic(spec: TensorSpec, shape: list[int], itemsize: int, limit: int | None) -> None:
+    """A request's shape against a spec with -1 dimensions or any rank, and the byte limit."""
+    if not spec.any_rank:
+        fits = len(shape) == len(spec.shape) and all(
+            want in (-1, got) for want, got in zip(spec.shape, shape, strict=True)
+        )
+        if not fits:
+            expected = ", ".join("N" if d == -1 else str(d) for d in spec.shape)
+            raise _fail(f"input {spec.name!r} has shape {short(shape)}, expected [{expected}]")
+    if limit is not None:
+        span = itemsize
+        for d in shape:  # zero sizes count as one: a [0, 10**15] tensor is refused too
+            span *= max(d, 1)
+            if span > limit:
+                raise BadRequestError(
+                    f"input {spec.name!r}: shape {short(shape)} would take more than the "
+                    f"{limit} bytes allowed for one tensor (the body limit)",
+                    status=413,
+                )
+
+
+def _from_binary(data: memoryview, spec: TensorSpec, datatype: str, shape: tuple[int, ...]) -> Any:
+    dtype = DATATYPES[datatype]
     want = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     if len(data) != want:
         raise _fail(
             f"input {spec.name!r}: {len(data)} binary bytes, expected {want} "
-            f"({spec.datatype} x {list(shape)})"
+            f"({datatype} x {list(shape)})"
         )
     return np.frombuffer(data, dtype).reshape(shape)
 
 
-def _from_json(data: object, spec: TensorSpec, shape: tuple[int, ...]) -> Any:
+def _from_json(data: object, spec: TensorSpec, datatype: str, shape: tuple[int, ...]) -> Any:
     try:
-        return array_from_json(data, spec.name, spec.datatype, DATATYPES[spec.datatype], shape)
+        return array_from_json(data, spec.name, datatype, DATATYPES[datatype], shape)
     except ValueError as exc:
         raise _fail(str(exc)) from None
 

@@ -1,0 +1,190 @@
+"""tvmrt serve with a Relay VM model: request-given shapes, -1 in metadata, hostile shapes.
+
+``relayvm/dyn-batch-mlp`` (x: (?, 16) float32 -> (?, 10)) is served in this process; its
+answers at batch 1 and 3 equal TVM's golden bitwise, and at batch 64 tvmrt's own VM run of
+the same input (no golden has that batch). One test drives a real ``tvmrt serve`` process
+with ``--input`` through tritonclient.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from support.serve import tvmrt_serve
+from tvmrt.artifact import find_artifact, load_artifact
+from tvmrt.serve import BackgroundServer, InferenceApp, load_model
+from tvmrt.serve.dynamic import parse_signature
+from tvmrt.serve.protocol import TensorSpec
+
+pytest.importorskip("uvicorn")
+
+CASE = ("relayvm", "dyn-batch-mlp")
+
+
+def _post(server: BackgroundServer, doc: dict[str, object]) -> tuple[int, dict[str, object]]:
+    import http.client
+
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=30)
+    try:
+        conn.request("POST", "/v2/models/mlp/infer", body=json.dumps(doc).encode())
+        resp = conn.getresponse()
+        return resp.status, json.loads(resp.read())
+    finally:
+        conn.close()
+
+
+def _get(server: BackgroundServer, path: str) -> dict[str, object]:
+    import http.client
+
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=30)
+    try:
+        conn.request("GET", path)
+        return json.loads(conn.getresponse().read())  # type: ignore[no-any-return]
+    finally:
+        conn.close()
+
+
+def _x(arr: np.ndarray, datatype: str = "FP32") -> dict[str, object]:
+    return {
+        "inputs": [
+            {
+                "name": "x",
+                "shape": list(arr.shape),
+                "datatype": datatype,
+                "data": arr.ravel().tolist(),
+            }
+        ]
+    }
+
+
+@pytest.fixture(scope="module")
+def folder(artifacts: Path) -> Path:
+    return artifacts.joinpath(*CASE)
+
+
+@pytest.mark.parametrize("signature", [(), ("x:float32:-1,16",)])
+def test_batches_1_3_64_equal_golden_and_own_vm(folder, signature):
+    golden = np.load(folder / "golden.npz")
+    specs = [parse_signature(s) for s in signature]
+    model = load_model("mlp", find_artifact(folder), workers=2, signature=specs)
+    assert model.dynamic
+    big = np.random.RandomState(5).standard_normal((64, 16)).astype("float32")
+    reference = load_artifact(find_artifact(folder)).executor
+    reference.set_input("x", big)
+    reference.run()
+    expected64 = reference.get_output(0).numpy()
+    with BackgroundServer(InferenceApp([model])) as server:
+        meta = _get(server, "/v2/models/mlp")
+        assert meta["platform"] == "tvmrt_relay_vm"
+        if signature:
+            assert meta["inputs"] == [{"name": "x", "datatype": "FP32", "shape": [-1, 16]}]
+        else:  # nothing known before the first answer
+            assert meta["inputs"] == [
+                {"name": "x", "datatype": "", "shape": [-1], "parameters": {"any_rank": True}}
+            ]
+        assert meta["outputs"] == []
+        for x, want in [
+            (golden["x__batch1"], golden["output_0__batch1"]),
+            (golden["x__batch3"], golden["output_0__batch3"]),
+            (big, expected64),
+        ]:
+            status, doc = _post(server, _x(x))
+            assert status == 200, doc
+            (out,) = doc["outputs"]  # type: ignore[misc]
+            assert out["name"] == "output_0"
+            assert out["datatype"] == "FP32"
+            assert out["shape"] == list(want.shape)
+            got = np.asarray(out["data"], np.float32).reshape(out["shape"])
+            assert np.array_equal(got, want)
+        meta = _get(server, "/v2/models/mlp")
+        # after an answer: rank and dtype learnt (or given), every size of the output dynamic
+        assert meta["inputs"] == [
+            {"name": "x", "datatype": "FP32", "shape": [-1, 16] if signature else [-1, -1]}
+        ]
+        assert meta["outputs"] == [{"name": "output_0", "datatype": "FP32", "shape": [-1, -1]}]
+    model.close()
+
+
+def test_hostile_shapes_are_refused_with_the_input_named(folder):
+    model = load_model("mlp", find_artifact(folder), signature=[TensorSpec("x", (-1, 16), "FP32")])
+    app = InferenceApp([model], max_body_bytes=1 << 20)
+    with BackgroundServer(app) as server:
+        bad = [
+            (_x(np.zeros((2, 16, 1), "float32")), 400, "expected [N, 16]"),
+            (_x(np.zeros((2, 15), "float32")), 400, "expected [N, 16]"),
+            (_x(np.zeros((2, 16), "float64"), "FP64"), 400, "expected 'FP32'"),
+            (
+                {"inputs": [{"name": "x", "shape": [10**12, 16], "datatype": "FP32", "data": []}]},
+                413,
+                "would take more than the 1048576 bytes",
+            ),
+            (
+                {"inputs": [{"name": "x", "shape": [0, 2**62], "datatype": "FP32", "data": []}]},
+                400,
+                "expected [N, 16]",
+            ),
+        ]
+        for doc, status, message in bad:
+            got, answer = _post(server, doc)
+            assert got == status, answer
+            assert "'x'" in str(answer["error"]), answer
+            assert message in str(answer["error"]), answer
+        status, doc = _post(server, _x(np.zeros((0, 16), "float32")))  # an empty batch is fine
+        assert status == 200
+        assert doc["outputs"][0]["shape"] == [0, 10]  # type: ignore[index]
+    model.close()
+
+
+def test_without_signature_wrong_rank_is_a_400_then_learnt(folder):
+    model = load_model("mlp", find_artifact(folder))
+    app = InferenceApp([model], max_body_bytes=1 << 20)
+    with BackgroundServer(app) as server:
+        status, doc = _post(server, _x(np.zeros((2, 16, 1), "float32")))
+        assert status == 400, doc
+        assert "ndim is expected to equal 2" in str(doc["error"]), doc
+        huge = {
+            "inputs": [{"name": "x", "shape": [0, 2**40, 2**40], "datatype": "FP32", "data": []}]
+        }
+        status, doc = _post(server, huge)
+        assert status == 413, doc
+        assert "would take more than" in str(doc["error"]), doc
+        assert _post(server, _x(np.ones((1, 16), "float32")))[0] == 200
+        status, doc = _post(server, _x(np.zeros((2, 16, 1), "float32")))  # checked before running
+        assert status == 400, doc
+        assert "expected [N, N]" in str(doc["error"]), doc
+        status, doc = _post(server, _x(np.zeros((2, 16), "int32"), "INT32"))
+        assert status == 400, doc
+        assert "expected 'FP32'" in str(doc["error"]), doc
+    model.close()
+
+
+def test_batch_delay_is_refused_for_dynamic_models(folder):
+    with pytest.raises(ValueError, match="dynamic inputs"):
+        load_model("mlp", find_artifact(folder), batch_delay=0.01)
+
+
+def test_tritonclient_against_tvmrt_serve_process(folder, request):
+    httpclient = pytest.importorskip("tritonclient.http")
+    golden = np.load(folder / "golden.npz")
+    with tvmrt_serve(str(folder / "vm.so"), "--name", "mlp", "--input", "x:float32:-1,16") as srv:
+        client = httpclient.InferenceServerClient(f"127.0.0.1:{srv.port}")
+        request.addfinalizer(client.close)
+        meta = client.get_model_metadata("mlp")
+        assert meta["inputs"] == [{"name": "x", "datatype": "FP32", "shape": [-1, 16]}]
+        for run in ("batch1", "batch3"):
+            x = golden[f"x__{run}"]
+            for binary in (True, False):
+                inp = httpclient.InferInput("x", list(x.shape), "FP32")
+                inp.set_data_from_numpy(x, binary_data=binary)
+                out = httpclient.InferRequestedOutput("output_0", binary_data=binary)
+                result = client.infer("mlp", [inp], outputs=[out])
+                assert np.array_equal(result.as_numpy("output_0"), golden[f"output_0__{run}"])
+        bad = httpclient.InferRequestedOutput("output_7")
+        inp = httpclient.InferInput("x", [1, 16], "FP32")
+        inp.set_data_from_numpy(golden["x__batch1"])
+        with pytest.raises(Exception, match="unknown output"):
+            client.infer("mlp", [inp], outputs=[bad])
