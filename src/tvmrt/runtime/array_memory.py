@@ -272,3 +272,16 @@ class ArrayMemory:
             )
             self._dl = (dl, (shape_arr, strides_arr))
         return self._dl[0]
+
+    def _adopt_dltensor(self, template: DLTensor, keep: Any, data: int) -> DLTensor:
+        """Give this dense array a copy of ``template`` pointing at ``data``.
+
+        ``template`` is the ``DLTensor`` of an earlier dense array of the same shape, dtype
+        and device (its shape array held alive by ``keep``): the Relay VM reuses them per
+        allocation site instead of building new ones for every array.
+        """
+        dl = DLTensor.from_buffer_copy(template)
+        dl.data = data
+        dl.byte_offset = self._byte_offset
+        self._dl = (dl, keep)
+        return dl

@@ -32,7 +32,7 @@ from tvmrt.runtime.object import Object
 from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.tensor_record import MAX_NDIM
 from tvmrt.runtime.vm import opcodes as op
-from tvmrt.runtime.vm.calls import KernelSite
+from tvmrt.runtime.vm.calls import KernelSite, TensorSite
 from tvmrt.runtime.vm.decode import DecodedFunction
 from tvmrt.runtime.vm.pool import StoragePool
 
@@ -177,6 +177,7 @@ class Interpreter:
         self.limits = limits or VMLimits()
         self.kernel_hook: KernelHook | None = None
         self.sites: dict[int, KernelSite] = {}  # id of an InvokePacked instruction -> its call
+        self.tensor_sites: dict[int, TensorSite] = {}  # id of an AllocTensor[Reg] -> its site
         self.pools = [
             StoragePool(api, dev) if i < len(pooled) and pooled[i] else None
             for i, (api, dev) in enumerate(zip(self.apis, self.devices, strict=True))
@@ -211,7 +212,7 @@ class Interpreter:
         limits = self.limits
         max_frames, max_steps = limits.max_frames, limits.max_steps
         hook = self.kernel_hook
-        sites = self.sites
+        sites, tensor_sites = self.sites, self.tensor_sites
         regs: list[object] = args + [None] * (func.num_registers - len(args))
         code = func.code
         pc = 0
@@ -262,7 +263,8 @@ class Interpreter:
                 if not isinstance(storage, Storage):
                     raise ArgumentTypeError(f"storage register {s} holds {_kind(storage)}")
                 offset = load_scalar_int(regs[off], f"offset register {off}")
-                regs[dst] = NDArray.from_storage(storage, offset, shape, dtype)
+                tsite = tensor_sites.get(id(ins)) or tensor_sites.setdefault(id(ins), TensorSite())
+                regs[dst] = tsite.tensor(storage, offset, shape, dtype)
                 pc += 1
             elif o == op.ALLOC_TENSOR_REG:
                 _, s, off, shape_reg, dtype, dst = ins
@@ -271,7 +273,8 @@ class Interpreter:
                     raise ArgumentTypeError(f"storage register {s} holds {_kind(storage)}")
                 offset = load_scalar_int(regs[off], f"offset register {off}")
                 shape = _shape_from(regs[shape_reg], f"shape register {shape_reg}")
-                regs[dst] = NDArray.from_storage(storage, offset, shape, dtype)
+                tsite = tensor_sites.get(id(ins)) or tensor_sites.setdefault(id(ins), TensorSite())
+                regs[dst] = tsite.tensor(storage, offset, shape, dtype)
                 pc += 1
             elif o == op.SHAPE_OF:
                 t = _tensor(regs[ins[1]], f"register {ins[1]}")
