@@ -69,6 +69,22 @@ def test_a_second_invoke_gives_the_same_bits_and_fresh_buffers(artifacts):
     assert same_bits(vm.run(batch3.inputs["x"]).numpy(), batch3.outputs[0])
 
 
+def test_reused_dltensor_layouts_point_at_each_arrays_own_memory(artifacts):
+    # allocation sites copy the DLTensor of the array they made last (same shape, dtype,
+    # device): results kept from every invoke, of alternating batch sizes, must each
+    # describe their own memory and keep TVM's bits
+    folder = artifacts / "relayvm" / "dyn-batch-mlp"
+    vm = vm_rt.VirtualMachine(_form2(folder), rt.cpu())
+    runs = sorted(golden_runs(folder, ["x"]), key=lambda r: len(r.inputs["x"]))
+    kept = [(run, vm.run(run.inputs["x"])) for run in [*runs, *runs, *runs[::-1]]]
+    assert len({out.data_ptr for _, out in kept}) == len(kept)
+    for run, out in kept:
+        dl = out.dltensor()
+        assert dl.data + dl.byte_offset == out.data_ptr
+        assert tuple(dl.shape[i] for i in range(dl.ndim)) == run.outputs[0].shape
+        assert same_bits(out.numpy(), run.outputs[0])
+
+
 def test_late_bound_constants_load_from_the_params_file(artifacts, tmp_path):
     folder = artifacts / "relayvm" / "cnn-static"
     lib = rt.load_module(str(folder / "lib.so"))
