@@ -68,7 +68,8 @@ def folder(artifacts: Path) -> Path:
 
 @pytest.mark.parametrize("signature", [(), ("x:float32:-1,16",)])
 def test_batches_1_3_64_equal_golden_and_own_vm(folder, signature):
-    golden = np.load(folder / "golden.npz")
+    with np.load(folder / "golden.npz") as npz:
+        golden = dict(npz)
     specs = [parse_signature(s) for s in signature]
     model = load_model("mlp", find_artifact(folder), workers=2, signature=specs)
     assert model.dynamic
@@ -169,7 +170,8 @@ def test_batch_delay_is_refused_for_dynamic_models(folder):
 
 def test_tritonclient_against_tvmrt_serve_process(folder, request):
     httpclient = pytest.importorskip("tritonclient.http")
-    golden = np.load(folder / "golden.npz")
+    with np.load(folder / "golden.npz") as npz:
+        golden = dict(npz)
     with tvmrt_serve(str(folder / "vm.so"), "--name", "mlp", "--input", "x:float32:-1,16") as srv:
         client = httpclient.InferenceServerClient(f"127.0.0.1:{srv.port}")
         request.addfinalizer(client.close)
