@@ -10,6 +10,7 @@ calling path (``PackedFunc.prepare_call``: the legacy and the tvm-ffi ABIs).
 from __future__ import annotations
 
 import os
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -177,7 +178,7 @@ class Interpreter:
         self.limits = limits or VMLimits()
         self.kernel_hook: KernelHook | None = None
         self.sites: dict[int, KernelSite] = {}  # id of an InvokePacked instruction -> its call
-        self.tensor_sites: dict[int, TensorSite] = {}  # id of an AllocTensor[Reg] -> its site
+        self.tensor_sites: defaultdict[int, TensorSite] = defaultdict(TensorSite)  # AllocTensor*
         self.pools = [
             StoragePool(api, dev) if i < len(pooled) and pooled[i] else None
             for i, (api, dev) in enumerate(zip(self.apis, self.devices, strict=True))
@@ -263,8 +264,7 @@ class Interpreter:
                 if not isinstance(storage, Storage):
                     raise ArgumentTypeError(f"storage register {s} holds {_kind(storage)}")
                 offset = load_scalar_int(regs[off], f"offset register {off}")
-                tsite = tensor_sites.get(id(ins)) or tensor_sites.setdefault(id(ins), TensorSite())
-                regs[dst] = tsite.tensor(storage, offset, shape, dtype)
+                regs[dst] = tensor_sites[id(ins)].tensor(storage, offset, shape, dtype)
                 pc += 1
             elif o == op.ALLOC_TENSOR_REG:
                 _, s, off, shape_reg, dtype, dst = ins
@@ -273,8 +273,7 @@ class Interpreter:
                     raise ArgumentTypeError(f"storage register {s} holds {_kind(storage)}")
                 offset = load_scalar_int(regs[off], f"offset register {off}")
                 shape = _shape_from(regs[shape_reg], f"shape register {shape_reg}")
-                tsite = tensor_sites.get(id(ins)) or tensor_sites.setdefault(id(ins), TensorSite())
-                regs[dst] = tsite.tensor(storage, offset, shape, dtype)
+                regs[dst] = tensor_sites[id(ins)].tensor(storage, offset, shape, dtype)
                 pc += 1
             elif o == op.SHAPE_OF:
                 t = _tensor(regs[ins[1]], f"register {ins[1]}")
