@@ -229,7 +229,7 @@ def _format(code: int, bits: int, lanes: int) -> str:
     if code == DataTypeCode.UINT and bits == 1 and lanes == 1:
         return "bool"
     if code == DataTypeCode.HANDLE and bits == 0 and lanes == 0:
-        return ""
+        return "void"  # TVM v0.19's DataType.__repr__
     if code == DataTypeCode.HANDLE and bits == 64 and lanes == 1:
         return "handle"
     if code in (DataTypeCode.E4M3_FLOAT8, DataTypeCode.E5M2_FLOAT8):
