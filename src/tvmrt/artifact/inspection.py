@@ -16,7 +16,7 @@ from tvmrt.artifact.forms import form_of
 from tvmrt.artifact.inspect_binary import describe_library
 from tvmrt.error import TVMError
 from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
-from tvmrt.runtime.graph_executor.roles import runnability_problems
+from tvmrt.runtime.graph_executor.roles import output_labels, runnability_problems
 from tvmrt.runtime.graph_executor.storage import StoragePlan, plan_storage
 from tvmrt.runtime.params import iter_param_records, mapped_file
 from tvmrt.runtime.tensor_record import DtypeCodes
@@ -126,11 +126,11 @@ def describe_graph(
             {"name": name, "shape": list(graph.shapes[eid]), "dtype": str(graph.dltypes[eid])}
         )
     outputs = []
-    for h in graph.heads:
+    for h, label in zip(graph.heads, output_labels(graph), strict=True):
         eid = graph.entry_id(h.node_id, h.index)
         outputs.append(
             {
-                "name": f"{graph.nodes[h.node_id].name}:{h.index}",
+                "name": label,  # the one output name of every verb (artifact/output_names.py)
                 "shape": list(graph.shapes[eid]),
                 "dtype": str(graph.dltypes[eid]),
             }
