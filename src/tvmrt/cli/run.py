@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from tvmrt.artifact.output_names import output_aliases
 from tvmrt.cli._common import (
     UsageError,
     add_artifact_arguments,
@@ -17,10 +18,12 @@ from tvmrt.cli._common import (
     make_inputs,
     set_inputs,
 )
+from tvmrt.cli.compare import add_compare_arguments, compare_outputs
 
 EXAMPLES = """examples:
   tvmrt run model_dir/ --fill random
   tvmrt run model_dir/ -i inputs.npz -o outputs.npz
+  tvmrt run model_dir/ -i golden.npz --compare golden.npz
   tvmrt run deploy_lib.tar -i float_input=sample.npy --top-k 3
   tvmrt run --graph g.json --lib lib.so --params p.params -i x.npy
 """
@@ -41,6 +44,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--top-k", type=int, default=5, metavar="K", help="top-K classes of a score vector (5)"
     )
+    add_compare_arguments(parser)
     parser.set_defaults(handler=run)
 
 
@@ -70,6 +74,13 @@ def run(args: argparse.Namespace) -> int:
         arrays: dict[str, Any] = dict(outputs)  # keys as printed above
         np.savez(args.output, **arrays)
         print(f"saved {len(outputs)} output(s) to {args.output}")
+    if args.compare:
+        aliases = output_aliases(names, [t.name for t in executor.outputs])
+        lines, ok = compare_outputs(
+            list(outputs.items()), aliases, list(inputs), args.compare, args.rtol, args.atol
+        )
+        print("\n".join(lines))
+        return 0 if ok else 1
     return 0
 
 
