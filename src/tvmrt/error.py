@@ -57,6 +57,7 @@ __all__ = [
     "ArtifactNotFoundError",
     "InputNotFoundError",
     "InputIndexError",
+    "IndexOutOfRangeError",
     "ModuleLoadError",
     "ModuleFileNotFoundError",
     "DeviceUnavailableError",
@@ -147,6 +148,10 @@ class InputNotFoundError(TVMError, LookupError):
 
 class InputIndexError(InputNotFoundError, IndexError):
     """An input or output index is out of range (also an ``IndexError``)."""
+
+
+class IndexOutOfRangeError(TVMError, IndexError):
+    """An index or length past the end of a runtime object (also an ``IndexError``)."""
 
 
 class ModuleLoadError(TVMError, OSError):

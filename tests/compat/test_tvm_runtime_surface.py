@@ -210,7 +210,7 @@ def test_export_library_round_trips_a_factory(artifacts, tmp_path, suffix):
     golden = np.load(folder / "golden.npz")
     factory = runtime.load_module(str(folder / "deploy_lib.tar"))
     assert factory.type_key == "GraphExecutorFactory"
-    assert factory.is_dso_exportable()
+    assert factory.is_dso_exportable is True
     out = tmp_path / f"again.{suffix}"
     factory.export_library(str(out))
     again = runtime.load_module(str(out))
@@ -230,7 +230,7 @@ def test_export_library_round_trips_a_factory(artifacts, tmp_path, suffix):
 
 def test_export_library_refuses_shared_object_kernels(artifacts, tmp_path):
     lib = runtime.load_module(str(artifacts / "mobilenet_v1" / "deploy_lib.so"))
-    assert not lib.is_dso_exportable()
+    assert lib.is_dso_exportable is False
     with pytest.raises(error.UnsupportedError, match="object files") as info:
         lib.export_library(str(tmp_path / "x.so"))
     assert isinstance(info.value, NotImplementedError)

@@ -42,7 +42,17 @@ LAYERS: dict[str, set[str]] = {
         "tvmrt.compiler",
     },
     # the package root and ``python -m tvmrt`` re-export what TVM's ``import tvm`` gives
-    "tvmrt": {"tvmrt.error", "tvmrt.runtime", "tvmrt.contrib", "tvmrt.compiler"},
+    # TVM <= 0.6's ``tvm.module`` and the params helpers of ``tvm.relay``, faces of the runtime
+    "tvmrt.module": {"tvmrt.error", "tvmrt.runtime"},
+    "tvmrt.relay": {"tvmrt.error", "tvmrt.runtime"},
+    "tvmrt": {
+        "tvmrt.error",
+        "tvmrt.runtime",
+        "tvmrt.contrib",
+        "tvmrt.compiler",
+        "tvmrt.module",
+        "tvmrt.relay",
+    },
     "tvmrt.__main__": {"tvmrt.cli"},
 }
 

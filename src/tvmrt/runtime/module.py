@@ -230,8 +230,11 @@ class Module:
             "factory whose kernels tvmrt holds as object files"
         )
 
+    @property
     def is_dso_exportable(self) -> bool:
         """Whether :meth:`export_library` can put this module's code into a new library.
+
+        A property, as in TVM (``if lib.is_dso_exportable:``).
 
         True for kernel libraries (and factories over them) that tvmrt holds as object
         files, i.e. loaded from an exported ``.tar`` or an ``.o``.
