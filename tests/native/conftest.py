@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from tests.support.paths import REPO
 
 C_DIR = Path(__file__).parent / "c"

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from tests.native.conftest import NativeBuild, link_shared
 
 
