@@ -16,6 +16,7 @@ from tests.support.paths import REPO
 
 C_DIR = Path(__file__).parent / "c"
 INCLUDE = REPO / "src" / "tvmrt" / "include"
+NATIVE_SRC = REPO / "src" / "tvmrt" / "_native"
 
 SANITIZE = "-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 VARIANTS = {"plain": "-O2", "asan": f"-O1 -g {SANITIZE}"}
@@ -69,24 +70,38 @@ def native_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("native")
 
 
+_BUILDS: dict[str, NativeBuild] = {}
+
+
+def _build(variant: str, root: Path) -> NativeBuild:
+    if variant not in _BUILDS:
+        _need("make")
+        _need("cc")
+        out = root / variant
+        flags = VARIANTS[variant]
+        proc = subprocess.run(
+            ["make", "-s", "native", f"NATIVE_DIR={out}", f"NATIVE_FLAGS={flags}"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "warning" not in proc.stderr, proc.stderr
+        _BUILDS[variant] = NativeBuild(variant, out, flags)
+    return _BUILDS[variant]
+
+
 @pytest.fixture(scope="session", params=sorted(VARIANTS))
 def native(request: pytest.FixtureRequest, native_root: Path) -> NativeBuild:
     """libtvmrt_runtime.{so,a} built by `make native`, once per variant."""
-    variant: str = request.param
-    _need("make")
-    _need("cc")
-    out = native_root / variant
-    flags = VARIANTS[variant]
-    proc = subprocess.run(
-        ["make", "-s", "native", f"NATIVE_DIR={out}", f"NATIVE_FLAGS={flags}"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "warning" not in proc.stderr, proc.stderr
-    return NativeBuild(variant, out, flags)
+    return _build(request.param, native_root)
+
+
+@pytest.fixture(scope="session")
+def native_asan(native_root: Path) -> NativeBuild:
+    """The AddressSanitizer + UndefinedBehaviorSanitizer build only."""
+    return _build("asan", native_root)
 
 
 @pytest.fixture(scope="session")
@@ -114,6 +129,7 @@ def compile_c(native_root: Path) -> Callable[[NativeBuild, str, bool], Path]:
             "-Werror",
             *native.flags.split(),
             f"-I{INCLUDE}",
+            f"-I{NATIVE_SRC}",  # the fuzz harness reaches the parsers' internal header
             str(C_DIR / f"{name}.c"),
             "-o",
             str(exe),

@@ -205,8 +205,13 @@ static int apply_tree(rt_module** mods, uint64_t n, const uint64_t* row, uint64_
                    "for %llu modules and %llu children", (unsigned long long)nrow,
                    (unsigned long long)n, (unsigned long long)nchild);
   }
+  for (i = 0; i < n; ++i) { /* all of row_ptr first: then every row[i + 1] <= nchild */
+    if (row[i] > row[i + 1]) {
+      return rt_fail("ModuleLoadError", "module blob: the import tree's row_ptr decreases at "
+                     "%llu", (unsigned long long)i);
+    }
+  }
   for (i = 0; i < n; ++i) {
-    if (row[i] > row[i + 1]) return rt_fail("ModuleLoadError", "module blob: bad import tree");
     for (k = row[i]; k < row[i + 1]; ++k) {
       if (child[k] <= i || child[k] >= n) {
         return rt_fail("ModuleLoadError", "module blob: module %llu imports module %llu",
@@ -225,7 +230,11 @@ rt_module* rt_process_blob(const uint8_t* blob, size_t limit, rt_module* lib) {
   rt_module** mods = NULL;
   rt_module* root = NULL;
   int has_lib = 0, has_tree = 0;
-  if (limit < 8 || rt_read_u64(&r, &nbytes, "blob size") != 0) return NULL;
+  if (limit < 8) {
+    rt_fail("ModuleLoadError", "module blob: %zu bytes, too short for its size field", limit);
+    return NULL;
+  }
+  if (rt_read_u64(&r, &nbytes, "blob size") != 0) return NULL;
   if (nbytes > limit - 8) {
     rt_fail("ModuleLoadError", "module blob claims %llu bytes, its symbol holds %zu",
             (unsigned long long)nbytes, limit - 8);
