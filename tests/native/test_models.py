@@ -121,3 +121,26 @@ def test_static_library_runs_a_system_lib(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     got = np.fromfile(tmp_path / "out0.bin", dtype=np.float32).reshape(golden["output_0"].shape)
     np.testing.assert_array_equal(got, golden["output_0"])
+
+
+def test_bare_library_name_is_the_current_folder(
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    artifacts: Path,
+    tmp_path: Path,
+) -> None:
+    """TVMModLoadFromFile("deploy_lib.so") loads ./deploy_lib.so (TVM's C++ runtime hands the
+    bare name to dlopen, which searches the library path instead), and the graph is created
+    under the old name tvm.graph_runtime.create, as in TVM's deployment guide."""
+    src = artifacts / "mobilenet_v1"
+    for name in ("deploy_lib.so", "deploy_graph.json", "deploy_param.params"):
+        (tmp_path / name).symlink_to(src / name)
+    golden = np.load(src / "golden.npz")
+    golden["data"].tofile(tmp_path / "cat.bin")
+    exe = compile_c(native, "run_model", False)
+    args = ["deploy_lib.so", "deploy_graph.json", "deploy_param.params", "data", "cat.bin"]
+    proc = native.run(exe, "files", *args, "out", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = np.fromfile(tmp_path / "out0.bin", dtype=np.float32).reshape(golden["output_0"].shape)
+    np.testing.assert_array_equal(got, golden["output_0"])
+    assert int(got.argmax()) == int(golden["output_0"].argmax())
