@@ -144,8 +144,10 @@ def compile_c(native_root: Path) -> Callable[[NativeBuild, str, bool], Path]:
 
 
 def link_shared(objects: list[Path], out: Path) -> Path:
-    """Link TVM export objects (`.o` members of an export tar) into one shared library."""
-    cmd = ["cc", "-shared", "-o", str(out), *map(str, objects), "-lm"]
+    """Link TVM export objects (`.o` members of an export tar, or C sources of target "c")
+    into one shared library."""
+    cmd = ["cc", "-shared", "-fPIC", "-O2", f"-I{INCLUDE}", "-o", str(out), *map(str, objects)]
+    cmd.append("-lm")
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     return out
