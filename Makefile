@@ -52,8 +52,9 @@ wheel-check: $(WHEEL_STAMP)
 CC ?= cc
 NATIVE_DIR   ?= build/native
 NATIVE_FLAGS ?= -O2
-NATIVE_SRC   := src/tvmrt/_native/services.c src/tvmrt/_native/sort.c \
-                src/tvmrt/_native/sort_args.c $(wildcard src/tvmrt/_native/runtime/*.c)
+NATIVE_SRC   := $(addprefix src/tvmrt/_native/,services.c workspace.c thread_pool.c \
+                func_env.c system_lib.c measure.c sort.c sort_args.c) \
+                $(wildcard src/tvmrt/_native/runtime/*.c)
 NATIVE_HDR   := $(wildcard src/tvmrt/_native/*.h src/tvmrt/_native/runtime/*.h \
                 src/tvmrt/include/tvm/runtime/*.h)
 NATIVE_OBJ   := $(patsubst src/tvmrt/_native/%.c,$(NATIVE_DIR)/obj/%.o,$(NATIVE_SRC))

@@ -28,17 +28,27 @@ from setuptools.command.build_ext import build_ext
 _CFLAGS = ["-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter"]
 _LIBS = ["pthread"] if sys.platform.startswith("linux") else []
 
+# the backend services kernels call: compiled into the extension and into libtvmrt_runtime
+SERVICES = [
+    f"src/tvmrt/_native/{name}.c"
+    for name in ("services", "workspace", "thread_pool", "func_env", "system_lib", "measure")
+]
+
 native_backend = Extension(
     "tvmrt._native_backend",
     sources=[
         "src/tvmrt/_native/backend.c",
-        "src/tvmrt/_native/services.c",
+        *SERVICES,
         "src/tvmrt/_native/sort.c",
         "src/tvmrt/_native/sort_args.c",
         "src/tvmrt/_native/isa.c",
     ],
     include_dirs=["src/tvmrt/_native", "src/tvmrt/include"],
-    depends=["src/tvmrt/_native/native.h", "src/tvmrt/_native/sort_args.h"],
+    depends=[
+        "src/tvmrt/_native/native.h",
+        "src/tvmrt/_native/services.h",
+        "src/tvmrt/_native/sort_args.h",
+    ],
     extra_compile_args=_CFLAGS,
     libraries=_LIBS,
     define_macros=[("Py_LIMITED_API", "0x030A0000")],
@@ -47,7 +57,7 @@ native_backend = Extension(
 )
 
 RUNTIME_SOURCES = [
-    "src/tvmrt/_native/services.c",
+    *SERVICES,
     "src/tvmrt/_native/sort.c",
     "src/tvmrt/_native/sort_args.c",
     *sorted(glob("src/tvmrt/_native/runtime/*.c")),
