@@ -35,9 +35,9 @@ static int noop_kernel(TVMValue* a, int* c, int n, TVMValue* r, int* rc, void* r
   return 0;
 }
 
-static rt_func* noop_lookup(rt_module* mod, const char* name) {
+static tvmrt_func* noop_lookup(tvmrt_module* mod, const char* name) {
   (void)name;
-  return rt_func_backend(noop_kernel, &mod->hdr);
+  return tvmrt_func_backend(noop_kernel, &mod->hdr);
 }
 
 /* Apply 1..8 random edits to buf (capacity cap), returning the new size. */
@@ -97,9 +97,9 @@ static size_t mutate(uint8_t* buf, size_t size, size_t cap) {
   return size;
 }
 
-static int run_graph(const uint8_t* data, size_t size, rt_module* lib) {
+static int run_graph(const uint8_t* data, size_t size, tvmrt_module* lib) {
   DLDevice cpu = {kDLCPU, 0};
-  rt_module* exec = rt_graph_executor_create((const char*)data, size, lib, cpu);
+  tvmrt_module* exec = tvmrt_graph_executor_create((const char*)data, size, lib, cpu);
   TVMFunctionHandle run = NULL;
   TVMValue ret;
   int code, rc;
@@ -111,17 +111,17 @@ static int run_graph(const uint8_t* data, size_t size, rt_module* lib) {
   return rc;
 }
 
-static int run_one(const char* kind, const uint8_t* data, size_t size, rt_module* lib) {
+static int run_one(const char* kind, const uint8_t* data, size_t size, tvmrt_module* lib) {
   if (strcmp(kind, "graph") == 0) return run_graph(data, size, lib);
   if (strcmp(kind, "params") == 0) {
-    rt_params p;
-    int rc = rt_params_parse(data, size, 0, &p);
-    if (rc == 0) rt_params_free(&p);
+    tvmrt_params p;
+    int rc = tvmrt_params_parse(data, size, 0, &p);
+    if (rc == 0) tvmrt_params_free(&p);
     return rc;
   } else {
-    rt_module* root = rt_process_blob(data, size, lib);
+    tvmrt_module* root = tvmrt_process_blob(data, size, lib);
     if (root == NULL) return -1;
-    rt_release(&root->hdr);
+    tvmrt_release(&root->hdr);
     return 0;
   }
 }
@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
   const char* kind;
   uint8_t *seed, *buf;
   size_t seed_size, cap, i, iterations, parsed = 0, refused = 0;
-  rt_module* lib;
+  tvmrt_module* lib;
   if (argc != 5) {
     fprintf(stderr, "usage: fuzz_parsers graph|params|blob SEED_FILE ITERATIONS RNG_SEED\n");
     return 2;
@@ -169,8 +169,8 @@ int main(int argc, char** argv) {
   g_rng = strtoull(argv[4], NULL, 10) * 0x9E3779B97F4A7C15ULL + 1;
   cap = seed_size * 2 + 4096;
   buf = (uint8_t*)malloc(cap);
-  rt_init();
-  lib = rt_module_new("library", NULL);
+  tvmrt_init();
+  lib = tvmrt_module_new("library", NULL);
   lib->lookup = noop_lookup;
   if (run_one(kind, seed, seed_size, lib) != 0) {
     fprintf(stderr, "the unmutated seed does not parse: %s\n", TVMGetLastError());
@@ -196,7 +196,7 @@ int main(int argc, char** argv) {
   }
   printf("%s: %zu inputs, %zu parsed, %zu refused with an error\n", kind, iterations, parsed,
          refused);
-  rt_release(&lib->hdr);
+  tvmrt_release(&lib->hdr);
   free(buf);
   free(seed);
   return 0;

@@ -41,7 +41,7 @@ static void* syslib_symbol(void* ctx, const char* name) {
 }
 
 /* Write our services into the library's `__<name>` slots (any subset may exist). */
-static void fill_slots(symbol_fn sym, void* ctx, rt_module* mod) {
+static void fill_slots(symbol_fn sym, void* ctx, tvmrt_module* mod) {
   static const struct {
     const char* slot;
     void* fn;
@@ -64,7 +64,7 @@ static void fill_slots(symbol_fn sym, void* ctx, rt_module* mod) {
   if (ctx_slot != NULL) *ctx_slot = mod;
 }
 
-static rt_func* dso_lookup(rt_module* mod, const char* name) {
+static tvmrt_func* dso_lookup(tvmrt_module* mod, const char* name) {
   dso_impl* impl = (dso_impl*)mod->impl;
   symbol_fn sym = impl->handle != NULL ? dso_symbol : syslib_symbol;
   void* ctx = impl->handle != NULL ? impl->handle : (void*)impl->prefix;
@@ -77,25 +77,25 @@ static rt_func* dso_lookup(rt_module* mod, const char* name) {
     f = sym(ctx, name);
   }
   if (f == NULL) return NULL;
-  return rt_func_backend((TVMBackendPackedCFunc)f, &mod->hdr);
+  return tvmrt_func_backend((TVMBackendPackedCFunc)f, &mod->hdr);
 }
 
-static void dso_finalize(rt_module* mod) {
+static void dso_finalize(tvmrt_module* mod) {
   dso_impl* impl = (dso_impl*)mod->impl;
   free(impl->prefix);
   free(impl); /* the library stays open (see the file comment) */
 }
 
-static rt_module* new_library(void* handle, const char* prefix) {
+static tvmrt_module* new_library(void* handle, const char* prefix) {
   dso_impl* impl = (dso_impl*)calloc(1, sizeof(dso_impl));
-  rt_module* mod;
+  tvmrt_module* mod;
   if (impl == NULL || (prefix != NULL && (impl->prefix = strdup(prefix)) == NULL)) {
     free(impl);
-    rt_fail("DeviceOutOfMemoryError", "cannot allocate a library module");
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a library module");
     return NULL;
   }
   impl->handle = handle;
-  mod = rt_module_new("library", impl);
+  mod = tvmrt_module_new("library", impl);
   if (mod == NULL) {
     free(impl->prefix);
     free(impl);
@@ -107,11 +107,11 @@ static rt_module* new_library(void* handle, const char* prefix) {
 }
 
 /* The root of the library's module tree (a new reference; `lib`'s reference is taken). */
-static rt_module* with_blob(rt_module* lib, const uint8_t* blob, size_t limit) {
-  rt_module* root;
+static tvmrt_module* with_blob(tvmrt_module* lib, const uint8_t* blob, size_t limit) {
+  tvmrt_module* root;
   if (blob == NULL) return lib;
-  root = rt_process_blob(blob, limit, lib);
-  rt_release(&lib->hdr);
+  root = tvmrt_process_blob(blob, limit, lib);
+  tvmrt_release(&lib->hdr);
   return root;
 }
 
@@ -137,20 +137,20 @@ static int check_header(const char* path) {
   int machine;
   const char *built = NULL, *here = NULL;
   FILE* f = fopen(path, "rb");
-  if (f == NULL) return rt_fail("ModuleLoadError", "cannot load '%s': cannot open it", path);
+  if (f == NULL) return tvmrt_fail("ModuleLoadError", "cannot load '%s': cannot open it", path);
   n = fread(h, 1, sizeof(h), f);
   fclose(f);
   if (n >= 2 && h[0] == 'M' && h[1] == 'Z') {
-    return rt_fail("ModuleLoadError", "cannot load '%s': it is a Windows DLL, this machine runs "
+    return tvmrt_fail("ModuleLoadError", "cannot load '%s': it is a Windows DLL, this machine runs "
                    "Linux; export the model for Linux", path);
   }
   if (n >= 4 && ((h[0] == 0xcf && h[1] == 0xfa && h[2] == 0xed && h[3] == 0xfe) ||
                  (h[0] == 0xca && h[1] == 0xfe && h[2] == 0xba && h[3] == 0xbe))) {
-    return rt_fail("ModuleLoadError", "cannot load '%s': it is a macOS Mach-O library, this "
+    return tvmrt_fail("ModuleLoadError", "cannot load '%s': it is a macOS Mach-O library, this "
                    "machine runs Linux; export the model for Linux", path);
   }
   if (n < sizeof(h) || memcmp(h, "\177ELF", 4) != 0) {
-    return rt_fail("ModuleLoadError", "cannot load '%s': not a shared library (it is not an "
+    return tvmrt_fail("ModuleLoadError", "cannot load '%s': not a shared library (it is not an "
                    "ELF file)", path);
   }
   machine = h[18] | h[19] << 8;
@@ -160,21 +160,21 @@ static int check_header(const char* path) {
     if (machines[i].machine == host) here = machines[i].text;
   }
   if (built == NULL) {
-    return rt_fail("ModuleLoadError", "cannot load '%s': built for ELF machine %d, this machine "
+    return tvmrt_fail("ModuleLoadError", "cannot load '%s': built for ELF machine %d, this machine "
                    "is %s", path, machine, here);
   }
-  return rt_fail("ModuleLoadError", "cannot load '%s': built for %s, this machine is %s", path,
+  return tvmrt_fail("ModuleLoadError", "cannot load '%s': built for %s, this machine is %s", path,
                  built, here);
 }
 
-rt_module* rt_load_dso(const char* path) {
+tvmrt_module* tvmrt_load_dso(const char* path) {
   char* local = NULL;
   void* handle;
-  rt_module* lib;
+  tvmrt_module* lib;
   const uint8_t* blob;
   size_t limit = SIZE_MAX;
   if (access(path, R_OK) != 0) {
-    rt_fail("ModuleFileNotFoundError", "module file '%s' does not exist", path);
+    tvmrt_fail("ModuleFileNotFoundError", "module file '%s' does not exist", path);
     return NULL;
   }
   if (check_header(path) != 0) return NULL;
@@ -182,7 +182,7 @@ rt_module* rt_load_dso(const char* path) {
     size_t n = strlen(path);
     local = (char*)malloc(n + 3);
     if (local == NULL) {
-      rt_fail("DeviceOutOfMemoryError", "cannot allocate a path");
+      tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a path");
       return NULL;
     }
     memcpy(local, "./", 2);
@@ -192,7 +192,7 @@ rt_module* rt_load_dso(const char* path) {
   free(local);
   if (handle == NULL) {
     const char* why = dlerror();
-    rt_fail("ModuleLoadError", "Failed to load dynamic shared library %s %s", path,
+    tvmrt_fail("ModuleLoadError", "Failed to load dynamic shared library %s %s", path,
             why != NULL ? why : "");
     return NULL;
   }
@@ -215,11 +215,11 @@ rt_module* rt_load_dso(const char* path) {
 /* the system library                                                                  */
 
 static pthread_mutex_t g_syslib_mu = PTHREAD_MUTEX_INITIALIZER;
-static rt_module* g_syslib;       /* the root for prefix "", rebuilt after registrations */
+static tvmrt_module* g_syslib;       /* the root for prefix "", rebuilt after registrations */
 static int64_t g_syslib_gen = -1;
 
-static rt_module* build_system_lib(const char* prefix) {
-  rt_module* lib = new_library(NULL, prefix);
+static tvmrt_module* build_system_lib(const char* prefix) {
+  tvmrt_module* lib = new_library(NULL, prefix);
   void* ctx;
   if (lib == NULL) return NULL;
   ctx = ((dso_impl*)lib->impl)->prefix;
@@ -227,10 +227,10 @@ static rt_module* build_system_lib(const char* prefix) {
   return with_blob(lib, (const uint8_t*)syslib_symbol(ctx, "__tvm_dev_mblob"), SIZE_MAX);
 }
 
-rt_module* rt_system_lib(const char* prefix) {
-  rt_module* m;
+tvmrt_module* tvmrt_system_lib(const char* prefix) {
+  tvmrt_module* m;
   int64_t gen;
-  rt_init();
+  tvmrt_init();
   if (prefix != NULL && *prefix != '\0') return build_system_lib(prefix);
   pthread_mutex_lock(&g_syslib_mu);
   gen = tvmrt_system_lib_generation();
@@ -240,12 +240,12 @@ rt_module* rt_system_lib(const char* prefix) {
       pthread_mutex_unlock(&g_syslib_mu);
       return NULL;
     }
-    if (g_syslib != NULL) rt_release(&g_syslib->hdr);
+    if (g_syslib != NULL) tvmrt_release(&g_syslib->hdr);
     g_syslib = m;
     g_syslib_gen = gen;
   }
   m = g_syslib;
-  rt_retain(&m->hdr);
+  tvmrt_retain(&m->hdr);
   pthread_mutex_unlock(&g_syslib_mu);
   return m;
 }

@@ -1,6 +1,6 @@
 /*
  * The graph of a graph-executor JSON, read and checked (graph.c): every index the
- * executor follows is in range once rt_graph_parse succeeds.
+ * executor follows is in range once tvmrt_graph_parse succeeds.
  */
 #ifndef TVMRT_NATIVE_RUNTIME_GRAPH_H_
 #define TVMRT_NATIVE_RUNTIME_GRAPH_H_
@@ -12,7 +12,7 @@
 
 typedef struct {
   uint32_t nid, index;
-} rt_entry_ref;
+} tvmrt_entry_ref;
 
 typedef struct {
   int is_op;           /* "tvm_op" (1) or "null" (0) */
@@ -20,17 +20,17 @@ typedef struct {
   char* func_name;     /* tvm_op only */
   uint32_t num_outputs;
   int flatten_data;
-  rt_entry_ref* inputs;
+  tvmrt_entry_ref* inputs;
   size_t num_inputs;
-} rt_node;
+} tvmrt_node;
 
 typedef struct {
-  rt_node* nodes;
+  tvmrt_node* nodes;
   size_t num_nodes;
   uint32_t* arg_nodes;
   size_t num_args;
   uint32_t* row_ptr;   /* num_nodes + 1 */
-  rt_entry_ref* heads;
+  tvmrt_entry_ref* heads;
   size_t num_heads;
   size_t num_entries;
   DLDataType* dtypes;  /* per entry */
@@ -38,12 +38,12 @@ typedef struct {
   int64_t* shapes;     /* per entry: RT_MAX_NDIM slots */
   int64_t* storage_ids;
   size_t num_storage;  /* max storage id + 1 */
-} rt_graph;
+} tvmrt_graph;
 
-int rt_graph_parse(const char* json, size_t len, rt_graph* out);
-void rt_graph_free(rt_graph* g);
+int tvmrt_graph_parse(const char* json, size_t len, tvmrt_graph* out);
+void tvmrt_graph_free(tvmrt_graph* g);
 
-static inline uint32_t rt_graph_eid(const rt_graph* g, uint32_t nid, uint32_t index) {
+static inline uint32_t tvmrt_graph_eid(const tvmrt_graph* g, uint32_t nid, uint32_t index) {
   return g->row_ptr[nid] + index;
 }
 

@@ -9,29 +9,29 @@
 
 #include "graph_executor.h"
 
-static int entry_nbytes(const rt_graph* g, size_t eid, size_t* out) {
+static int entry_nbytes(const tvmrt_graph* g, size_t eid, size_t* out) {
   DLTensor t;
   DLDataType dt = g->dtypes[eid];
   unsigned bits = (unsigned)dt.bits * dt.lanes;
   if (bits % 8 != 0 && bits != 1 && bits != 4) {
-    return rt_fail("DataTypeError", "graph entry %zu: %u-bit elements are not supported", eid,
+    return tvmrt_fail("DataTypeError", "graph entry %zu: %u-bit elements are not supported", eid,
                    bits);
   }
   memset(&t, 0, sizeof(t));
   t.ndim = g->ndims[eid];
   t.shape = (int64_t*)&g->shapes[eid * RT_MAX_NDIM];
   t.dtype = dt;
-  if (rt_tensor_nbytes(&t, out) != 0) {
-    return rt_fail("GraphFormatError", "graph entry %zu: the shape is too large", eid);
+  if (tvmrt_tensor_nbytes(&t, out) != 0) {
+    return tvmrt_fail("GraphFormatError", "graph entry %zu: the shape is too large", eid);
   }
   return 0;
 }
 
 static int setup_storage(graph_executor* ge) {
-  rt_graph* g = &ge->g;
+  tvmrt_graph* g = &ge->g;
   size_t* sizes = (size_t*)calloc(g->num_storage ? g->num_storage : 1, sizeof(size_t));
   size_t eid, sid;
-  if (sizes == NULL) return rt_fail("DeviceOutOfMemoryError", "cannot plan storage");
+  if (sizes == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot plan storage");
   for (eid = 0; eid < g->num_entries; ++eid) {
     size_t n;
     if (entry_nbytes(g, eid, &n) != 0) {
@@ -45,7 +45,7 @@ static int setup_storage(graph_executor* ge) {
   ge->entries = (DLTensor*)calloc(g->num_entries ? g->num_entries : 1, sizeof(DLTensor));
   if (ge->pool == NULL || ge->entries == NULL) {
     free(sizes);
-    return rt_fail("DeviceOutOfMemoryError", "cannot allocate the storage table");
+    return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate the storage table");
   }
   for (sid = 0; sid < g->num_storage; ++sid) {
     size_t n = (sizes[sid] + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN;
@@ -54,7 +54,7 @@ static int setup_storage(graph_executor* ge) {
     if (ge->pool[sid] == NULL) {
       size_t want = sizes[sid];
       free(sizes);
-      return rt_fail("DeviceOutOfMemoryError", "cannot allocate %zu bytes for storage %zu",
+      return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %zu bytes for storage %zu",
                      want, sid);
     }
   }
@@ -70,8 +70,8 @@ static int setup_storage(graph_executor* ge) {
   return 0;
 }
 
-static int setup_op(graph_executor* ge, uint32_t nid, ge_op* op) {
-  const rt_node* node = &ge->g.nodes[nid];
+static int setup_op(graph_executor* ge, uint32_t nid, tvmrt_ge_op* op) {
+  const tvmrt_node* node = &ge->g.nodes[nid];
   size_t n = node->num_inputs + node->num_outputs, k;
   op->nid = nid;
   if (strcmp(node->func_name, "__nop") == 0) {
@@ -79,13 +79,13 @@ static int setup_op(graph_executor* ge, uint32_t nid, ge_op* op) {
   } else if (strcmp(node->func_name, "__copy") == 0) {
     op->kind = OP_COPY;
     if (node->num_inputs != 1 || node->num_outputs != 1) {
-      return rt_fail("GraphFormatError", "node %u: __copy takes one input and one output", nid);
+      return tvmrt_fail("GraphFormatError", "node %u: __copy takes one input and one output", nid);
     }
   } else {
     op->kind = OP_KERNEL;
-    op->func = rt_module_get(ge->lib, node->func_name, 1);
+    op->func = tvmrt_module_get(ge->lib, node->func_name, 1);
     if (op->func == NULL) {
-      return rt_fail("FunctionNotFoundError", "no such function in module: %.200s",
+      return tvmrt_fail("FunctionNotFoundError", "no such function in module: %.200s",
                      node->func_name);
     }
   }
@@ -96,12 +96,12 @@ static int setup_op(graph_executor* ge, uint32_t nid, ge_op* op) {
   op->flat_shapes = (int64_t*)calloc(n, sizeof(int64_t));
   op->eids = (uint32_t*)calloc(n, sizeof(uint32_t));
   if (!op->args || !op->codes || !op->tensors || !op->flat_shapes || !op->eids) {
-    return rt_fail("DeviceOutOfMemoryError", "cannot bind node %u", nid);
+    return tvmrt_fail("DeviceOutOfMemoryError", "cannot bind node %u", nid);
   }
   for (k = 0; k < n; ++k) {
     uint32_t eid = k < node->num_inputs
-                       ? rt_graph_eid(&ge->g, node->inputs[k].nid, node->inputs[k].index)
-                       : rt_graph_eid(&ge->g, nid, (uint32_t)(k - node->num_inputs));
+                       ? tvmrt_graph_eid(&ge->g, node->inputs[k].nid, node->inputs[k].index)
+                       : tvmrt_graph_eid(&ge->g, nid, (uint32_t)(k - node->num_inputs));
     op->eids[k] = eid;
     op->tensors[k] = ge->entries[eid];
     if (node->flatten_data) {
@@ -118,27 +118,27 @@ static int setup_op(graph_executor* ge, uint32_t nid, ge_op* op) {
   return 0;
 }
 
-graph_executor* ge_create(const char* json, size_t len, rt_module* lib, DLDevice dev) {
+graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib, DLDevice dev) {
   graph_executor* ge;
   size_t nid;
   if (dev.device_type != kDLCPU) {
-    rt_fail("DeviceUnavailableError", "graph executor: device type %d is not supported; "
+    tvmrt_fail("DeviceUnavailableError", "graph executor: device type %d is not supported; "
             "libtvmrt_runtime runs graphs on the CPU (device type 1) only", dev.device_type);
     return NULL;
   }
   ge = (graph_executor*)calloc(1, sizeof(graph_executor));
   if (ge == NULL) {
-    rt_fail("DeviceOutOfMemoryError", "cannot allocate a graph executor");
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a graph executor");
     return NULL;
   }
   ge->dev = dev;
   ge->lib = lib;
-  rt_retain(&lib->hdr);
-  if (rt_graph_parse(json, len, &ge->g) != 0 || setup_storage(ge) != 0) goto fail;
+  tvmrt_retain(&lib->hdr);
+  if (tvmrt_graph_parse(json, len, &ge->g) != 0 || setup_storage(ge) != 0) goto fail;
   for (nid = 0; nid < ge->g.num_nodes; ++nid) ge->num_ops += ge->g.nodes[nid].is_op;
-  ge->ops = (ge_op*)calloc(ge->num_ops ? ge->num_ops : 1, sizeof(ge_op));
+  ge->ops = (tvmrt_ge_op*)calloc(ge->num_ops ? ge->num_ops : 1, sizeof(tvmrt_ge_op));
   if (ge->ops == NULL) {
-    rt_fail("DeviceOutOfMemoryError", "cannot allocate %zu graph ops", ge->num_ops);
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %zu graph ops", ge->num_ops);
     ge->num_ops = 0;
     goto fail;
   }
@@ -149,16 +149,16 @@ graph_executor* ge_create(const char* json, size_t len, rt_module* lib, DLDevice
   }
   return ge;
 fail:
-  ge_destroy(ge);
+  tvmrt_ge_destroy(ge);
   return NULL;
 }
 
-void ge_destroy(graph_executor* ge) {
+void tvmrt_ge_destroy(graph_executor* ge) {
   size_t i;
   if (ge == NULL) return;
   for (i = 0; i < ge->num_ops; ++i) {
-    ge_op* op = &ge->ops[i];
-    if (op->func != NULL) rt_release(&op->func->hdr);
+    tvmrt_ge_op* op = &ge->ops[i];
+    if (op->func != NULL) tvmrt_release(&op->func->hdr);
     free(op->args);
     free(op->codes);
     free(op->tensors);
@@ -171,31 +171,31 @@ void ge_destroy(graph_executor* ge) {
   }
   free(ge->pool);
   free(ge->entries);
-  for (i = 0; i < ge->num_shared; ++i) rt_release(ge->shared[i]);
+  for (i = 0; i < ge->num_shared; ++i) tvmrt_release(ge->shared[i]);
   free(ge->shared);
-  rt_graph_free(&ge->g);
-  rt_release(&ge->lib->hdr);
+  tvmrt_graph_free(&ge->g);
+  tvmrt_release(&ge->lib->hdr);
   free(ge);
 }
 
-void ge_refresh(graph_executor* ge) {
+void tvmrt_ge_refresh(graph_executor* ge) {
   size_t i;
   int k;
   for (i = 0; i < ge->num_ops; ++i) {
-    ge_op* op = &ge->ops[i];
+    tvmrt_ge_op* op = &ge->ops[i];
     for (k = 0; k < op->num_args; ++k) op->tensors[k].data = ge->entries[op->eids[k]].data;
   }
 }
 
-int ge_run(graph_executor* ge) {
+int tvmrt_ge_run(graph_executor* ge) {
   size_t i;
   for (i = 0; i < ge->num_ops; ++i) {
-    ge_op* op = &ge->ops[i];
+    tvmrt_ge_op* op = &ge->ops[i];
     TVMValue ret;
     int ret_code = kTVMNullptr, rc;
     if (op->kind == OP_NOP) continue;
     if (op->kind == OP_COPY) {
-      if (rt_copy_tensor(&op->tensors[0], &op->tensors[1]) != 0) return -1;
+      if (tvmrt_copy_tensor(&op->tensors[0], &op->tensors[1]) != 0) return -1;
       continue;
     }
     tvmrt_clear_last_error();
@@ -207,14 +207,14 @@ int ge_run(graph_executor* ge) {
     if (rc != 0) {
       char msg[1024];
       snprintf(msg, sizeof(msg), "%s", tvmrt_peek_last_error());
-      return rt_fail("KernelError", "node %u (%.200s) failed: %s", op->nid,
+      return tvmrt_fail("KernelError", "node %u (%.200s) failed: %s", op->nid,
                      ge->g.nodes[op->nid].name, msg);
     }
   }
   return 0;
 }
 
-int ge_input_index(const graph_executor* ge, const char* name) {
+int tvmrt_ge_input_index(const graph_executor* ge, const char* name) {
   size_t i;
   int found = -1;
   for (i = 0; i < ge->g.num_args; ++i) {
@@ -223,35 +223,35 @@ int ge_input_index(const graph_executor* ge, const char* name) {
   return found;
 }
 
-uint32_t ge_input_eid(const graph_executor* ge, size_t index) {
-  return rt_graph_eid(&ge->g, ge->g.arg_nodes[index], 0);
+uint32_t tvmrt_ge_input_eid(const graph_executor* ge, size_t index) {
+  return tvmrt_graph_eid(&ge->g, ge->g.arg_nodes[index], 0);
 }
 
-uint32_t ge_output_eid(const graph_executor* ge, size_t index) {
-  return rt_graph_eid(&ge->g, ge->g.heads[index].nid, ge->g.heads[index].index);
+uint32_t tvmrt_ge_output_eid(const graph_executor* ge, size_t index) {
+  return tvmrt_graph_eid(&ge->g, ge->g.heads[index].nid, ge->g.heads[index].index);
 }
 
-int ge_rebind(graph_executor* ge, uint32_t eid, const DLTensor* ext, int share_storage) {
+int tvmrt_ge_rebind(graph_executor* ge, uint32_t eid, const DLTensor* ext, int share_storage) {
   const DLTensor* own = &ge->entries[eid];
   char* data;
   int d;
   size_t e;
-  if (ext == NULL) return rt_fail("ArgumentTypeError", "zero copy: expected an array");
+  if (ext == NULL) return tvmrt_fail("ArgumentTypeError", "zero copy: expected an array");
   data = (char*)ext->data + ext->byte_offset;
   if ((uintptr_t)data % RT_ALIGN != 0) {
-    return rt_fail("ArrayError", "zero copy: the array's data is not aligned to %d bytes",
+    return tvmrt_fail("ArrayError", "zero copy: the array's data is not aligned to %d bytes",
                    RT_ALIGN);
   }
   if (ext->ndim != own->ndim || ext->device.device_type != own->device.device_type ||
       ext->device.device_id != own->device.device_id) {
-    return rt_fail("ArrayError", "zero copy: the array has ndim %d on device (%d, %d); "
+    return tvmrt_fail("ArrayError", "zero copy: the array has ndim %d on device (%d, %d); "
                    "expected ndim %d on device (%d, %d)", ext->ndim, ext->device.device_type,
                    ext->device.device_id, own->ndim, own->device.device_type,
                    own->device.device_id);
   }
   for (d = 0; d < own->ndim; ++d) {
     if (ext->shape[d] != own->shape[d]) {
-      return rt_fail("ArrayError", "zero copy: dim %d is %lld, expected %lld", d,
+      return tvmrt_fail("ArrayError", "zero copy: dim %d is %lld, expected %lld", d,
                      (long long)ext->shape[d], (long long)own->shape[d]);
     }
   }
@@ -263,6 +263,6 @@ int ge_rebind(graph_executor* ge, uint32_t eid, const DLTensor* ext, int share_s
       if (ge->g.storage_ids[e] == sid) ge->entries[e].data = data;
     }
   }
-  ge_refresh(ge);
+  tvmrt_ge_refresh(ge);
   return 0;
 }

@@ -12,7 +12,7 @@
 
 #include "graph_executor.h"
 
-#define GE(self) ((graph_executor*)((rt_module*)(self))->impl)
+#define GE(self) ((graph_executor*)((tvmrt_module*)(self))->impl)
 
 static void shape_text(const DLTensor* t, char* buf, size_t n) {
   size_t off = 0;
@@ -51,7 +51,7 @@ static void input_names(const graph_executor* ge, char* buf, size_t n) {
 
 static int nargs(const char* fn, int num_args, int lo, int hi) {
   if (num_args < lo || num_args > hi) {
-    return rt_fail("InvalidArgumentError", "%s takes %d to %d arguments, got %d", fn, lo, hi,
+    return tvmrt_fail("InvalidArgumentError", "%s takes %d to %d arguments, got %d", fn, lo, hi,
                    num_args);
   }
   return 0;
@@ -59,11 +59,11 @@ static int nargs(const char* fn, int num_args, int lo, int hi) {
 
 static DLTensor* arg_tensor(TVMValue* args, int* codes, int i, const char* fn) {
   if (codes[i] != kTVMDLTensorHandle && codes[i] != kTVMNDArrayHandle) {
-    rt_fail("ArgumentTypeError", "%s: argument %d must be an array (DLTensor or NDArray), got "
+    tvmrt_fail("ArgumentTypeError", "%s: argument %d must be an array (DLTensor or NDArray), got "
             "type code %d", fn, i, codes[i]);
     return NULL;
   }
-  if (args[i].v_handle == NULL) rt_fail("ArgumentTypeError", "%s: argument %d is null", fn, i);
+  if (args[i].v_handle == NULL) tvmrt_fail("ArgumentTypeError", "%s: argument %d is null", fn, i);
   return (DLTensor*)args[i].v_handle;
 }
 
@@ -72,11 +72,11 @@ static DLTensor* arg_tensor(TVMValue* args, int* codes, int i, const char* fn) {
 static int input_key(graph_executor* ge, TVMValue* args, int* codes, const char* fn,
                      int unknown_ok) {
   if (codes[0] == kTVMStr) {
-    int idx = ge_input_index(ge, args[0].v_str);
+    int idx = tvmrt_ge_input_index(ge, args[0].v_str);
     if (idx < 0 && !unknown_ok) {
       char names[800];
       input_names(ge, names, sizeof(names));
-      rt_fail("InputNotFoundError", "graph has no input '%.200s'; inputs are %s", args[0].v_str,
+      tvmrt_fail("InputNotFoundError", "graph has no input '%.200s'; inputs are %s", args[0].v_str,
               names);
       return -2;
     }
@@ -85,13 +85,13 @@ static int input_key(graph_executor* ge, TVMValue* args, int* codes, const char*
   if (codes[0] == kTVMArgInt) {
     if (args[0].v_int64 < 0 && unknown_ok) return -1;
     if (args[0].v_int64 < 0 || (uint64_t)args[0].v_int64 >= ge->g.num_args) {
-      rt_fail("InputIndexError", "input index %lld is out of range: the graph has %zu input%s",
+      tvmrt_fail("InputIndexError", "input index %lld is out of range: the graph has %zu input%s",
               (long long)args[0].v_int64, ge->g.num_args, ge->g.num_args == 1 ? "" : "s");
       return -2;
     }
     return (int)args[0].v_int64;
   }
-  rt_fail("ArgumentTypeError", "%s: input key must be a name or an index, got type code %d", fn,
+  tvmrt_fail("ArgumentTypeError", "%s: input key must be a name or an index, got type code %d", fn,
           codes[0]);
   return -2;
 }
@@ -103,16 +103,16 @@ static int output_index(graph_executor* ge, TVMValue* args, int* codes, const ch
     for (i = 0; i < ge->g.num_heads; ++i) {
       if (strcmp(ge->g.nodes[ge->g.heads[i].nid].name, args[0].v_str) == 0) found = (int)i;
     }
-    if (found < 0) rt_fail("InputNotFoundError", "Invalid output node:%.200s", args[0].v_str);
+    if (found < 0) tvmrt_fail("InputNotFoundError", "Invalid output node:%.200s", args[0].v_str);
     return found < 0 ? -2 : found;
   }
   if (codes[0] != kTVMArgInt) {
-    rt_fail("ArgumentTypeError", "%s: output key must be a name or an index, got type code %d",
+    tvmrt_fail("ArgumentTypeError", "%s: output key must be a name or an index, got type code %d",
             fn, codes[0]);
     return -2;
   }
   if (args[0].v_int64 < 0 || (uint64_t)args[0].v_int64 >= ge->g.num_heads) {
-    rt_fail("InputIndexError", "output index %lld is out of range: the graph has %zu output%s",
+    tvmrt_fail("InputIndexError", "output index %lld is out of range: the graph has %zu output%s",
             (long long)args[0].v_int64, ge->g.num_heads, ge->g.num_heads == 1 ? "" : "s");
     return -2;
   }
@@ -137,7 +137,7 @@ static int layout_error(const char* label, const DLTensor* want, const DLTensor*
   shape_text(got, gs, sizeof(gs));
   dtype_text(want->dtype, wd, sizeof(wd));
   dtype_text(got->dtype, gd, sizeof(gd));
-  return rt_fail("ArrayError", "%s expects shape %s and dtype %s, got shape %s and dtype %s",
+  return tvmrt_fail("ArrayError", "%s expects shape %s and dtype %s, got shape %s and dtype %s",
                  label, ws, wd, gs, gd);
 }
 
@@ -149,10 +149,10 @@ static int f_set_input(void* self, TVMValue* args, int* codes, int n, TVMValue* 
   if (nargs("set_input", n, 2, 2) != 0 || (idx = input_key(ge, args, codes, "set_input", 0)) < 0)
     return -1;
   if ((src = arg_tensor(args, codes, 1, "set_input")) == NULL) return -1;
-  dst = &ge->entries[ge_input_eid(ge, (size_t)idx)];
+  dst = &ge->entries[tvmrt_ge_input_eid(ge, (size_t)idx)];
   snprintf(label, sizeof(label), "input '%.200s'", ge->g.nodes[ge->g.arg_nodes[idx]].name);
   if (!same_layout(src, dst)) return layout_error(label, dst, src);
-  return rt_copy_tensor(src, dst);
+  return tvmrt_copy_tensor(src, dst);
 }
 
 static int f_set_input_zero_copy(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
@@ -163,7 +163,7 @@ static int f_set_input_zero_copy(void* self, TVMValue* args, int* codes, int n, 
   if (nargs("set_input_zero_copy", n, 2, 2) != 0) return -1;
   if ((idx = input_key(ge, args, codes, "set_input_zero_copy", 0)) < 0) return -1;
   if ((src = arg_tensor(args, codes, 1, "set_input_zero_copy")) == NULL) return -1;
-  return ge_rebind(ge, ge_input_eid(ge, (size_t)idx), src, 1);
+  return tvmrt_ge_rebind(ge, tvmrt_ge_input_eid(ge, (size_t)idx), src, 1);
 }
 
 static int f_set_output_zero_copy(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
@@ -171,27 +171,27 @@ static int f_set_output_zero_copy(void* self, TVMValue* args, int* codes, int n,
   graph_executor* ge = GE(self);
   DLTensor* dst;
   uint32_t eid;
-  const rt_node* node;
+  const tvmrt_node* node;
   int idx;
   if (nargs("set_output_zero_copy", n, 2, 2) != 0) return -1;
   if ((idx = output_index(ge, args, codes, "set_output_zero_copy")) < 0) return -1;
   if ((dst = arg_tensor(args, codes, 1, "set_output_zero_copy")) == NULL) return -1;
-  eid = ge_output_eid(ge, (size_t)idx);
+  eid = tvmrt_ge_output_eid(ge, (size_t)idx);
   node = &ge->g.nodes[ge->g.heads[idx].nid];
   if (node->is_op && strcmp(node->func_name, "__nop") == 0 && node->num_inputs == 1) {
     /* a reshape head: the real producer must write into the user's buffer */
-    eid = rt_graph_eid(&ge->g, node->inputs[0].nid, node->inputs[0].index);
+    eid = tvmrt_graph_eid(&ge->g, node->inputs[0].nid, node->inputs[0].index);
   }
-  return ge_rebind(ge, eid, dst, 0);
+  return tvmrt_ge_rebind(ge, eid, dst, 0);
 }
 
 static int f_run(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
   if (nargs("run", n, 0, 0) != 0) return -1;
-  return ge_run(GE(self));
+  return tvmrt_ge_run(GE(self));
 }
 
 static int give_array(void* self, const DLTensor* t, TVMValue* ret, int* rc) {
-  rt_ndarray* view = rt_ndarray_view(t, &((rt_module*)self)->hdr);
+  tvmrt_ndarray* view = tvmrt_ndarray_view(t, &((tvmrt_module*)self)->hdr);
   if (view == NULL) return -1;
   ret->v_handle = &view->dl;
   *rc = kTVMNDArrayHandle;
@@ -204,7 +204,7 @@ static int copy_out(const DLTensor* from, TVMValue* args, int* codes, const char
   if (out == NULL) return -1;
   snprintf(label, sizeof(label), "%s: out", fn);
   if (!same_layout(from, out)) return layout_error(label, from, out);
-  return rt_copy_tensor(from, out);
+  return tvmrt_copy_tensor(from, out);
 }
 
 static int f_get_output(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
@@ -213,7 +213,7 @@ static int f_get_output(void* self, TVMValue* args, int* codes, int n, TVMValue*
   int idx;
   if (nargs("get_output", n, 1, 2) != 0) return -1;
   if ((idx = output_index(ge, args, codes, "get_output")) < 0) return -1;
-  t = &ge->entries[ge_output_eid(ge, (size_t)idx)];
+  t = &ge->entries[tvmrt_ge_output_eid(ge, (size_t)idx)];
   return n == 2 ? copy_out(t, args, codes, "get_output") : give_array(self, t, ret, rc);
 }
 
@@ -225,7 +225,7 @@ static int f_get_input(void* self, TVMValue* args, int* codes, int n, TVMValue* 
   idx = input_key(ge, args, codes, "get_input", 1);
   if (idx == -2) return -1;
   if (idx == -1) return 0; /* as TVM: an unknown name gives None */
-  t = &ge->entries[ge_input_eid(ge, (size_t)idx)];
+  t = &ge->entries[tvmrt_ge_input_eid(ge, (size_t)idx)];
   return n == 2 ? copy_out(t, args, codes, "get_input") : give_array(self, t, ret, rc);
 }
 
@@ -247,35 +247,35 @@ static int f_get_input_index(void* self, TVMValue* args, int* codes, int n, TVMV
                              int* rc) {
   if (nargs("get_input_index", n, 1, 1) != 0) return -1;
   if (codes[0] != kTVMStr) {
-    return rt_fail("ArgumentTypeError", "input key must be a str, got %s",
+    return tvmrt_fail("ArgumentTypeError", "input key must be a str, got %s",
                    codes[0] == kTVMArgInt ? "int" : codes[0] == kTVMArgFloat ? "float" : "object");
   }
-  ret->v_int64 = ge_input_index(GE(self), args[0].v_str);
+  ret->v_int64 = tvmrt_ge_input_index(GE(self), args[0].v_str);
   *rc = kTVMArgInt;
   return 0;
 }
 
 static const TVMByteArray* arg_bytes(TVMValue* args, int* codes, int i, const char* fn) {
   if (codes[i] != kTVMBytes || args[i].v_handle == NULL) {
-    rt_fail("ArgumentTypeError", "%s: argument %d must be bytes (TVMByteArray), got type code %d",
+    tvmrt_fail("ArgumentTypeError", "%s: argument %d must be bytes (TVMByteArray), got type code %d",
             fn, i, codes[i]);
     return NULL;
   }
   return (const TVMByteArray*)args[i].v_handle;
 }
 
-int rt_graph_set_params(rt_module* executor, const rt_params* params) {
+int tvmrt_graph_set_params(tvmrt_module* executor, const tvmrt_params* params) {
   graph_executor* ge = (graph_executor*)executor->impl;
   size_t i;
   for (i = 0; i < params->count; ++i) {
-    int idx = ge_input_index(ge, params->names[i]);
+    int idx = tvmrt_ge_input_index(ge, params->names[i]);
     DLTensor* dst;
     if (idx < 0) continue; /* unknown names are ignored, as TVM */
-    dst = &ge->entries[ge_input_eid(ge, (size_t)idx)];
-    if (rt_copy_tensor(&params->arrays[i]->dl, dst) != 0) {
+    dst = &ge->entries[tvmrt_ge_input_eid(ge, (size_t)idx)];
+    if (tvmrt_copy_tensor(&params->arrays[i]->dl, dst) != 0) {
       char msg[512];
       snprintf(msg, sizeof(msg), "%s", tvmrt_peek_last_error());
-      return rt_fail("ArrayError", "param '%.200s': %s", params->names[i], msg);
+      return tvmrt_fail("ArrayError", "param '%.200s': %s", params->names[i], msg);
     }
   }
   return 0;
@@ -284,69 +284,69 @@ int rt_graph_set_params(rt_module* executor, const rt_params* params) {
 static int f_load_params(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
                          int* rc) {
   const TVMByteArray* b;
-  rt_params params;
+  tvmrt_params params;
   int status;
   if (nargs("load_params", n, 1, 1) != 0) return -1;
   if ((b = arg_bytes(args, codes, 0, "load_params")) == NULL) return -1;
-  if (rt_params_parse((const uint8_t*)b->data, b->size, 0, &params) != 0) return -1;
-  status = rt_graph_set_params((rt_module*)self, &params);
-  rt_params_free(&params);
+  if (tvmrt_params_parse((const uint8_t*)b->data, b->size, 0, &params) != 0) return -1;
+  status = tvmrt_graph_set_params((tvmrt_module*)self, &params);
+  tvmrt_params_free(&params);
   return status;
 }
 
 static int f_share_params(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
                           int* rc) {
   graph_executor* ge = GE(self);
-  rt_module* other;
+  tvmrt_module* other;
   graph_executor* og;
   const TVMByteArray* b;
-  rt_params params;
+  tvmrt_params params;
   size_t i;
-  rt_object** grown;
+  tvmrt_object** grown;
   if (nargs("share_params", n, 2, 2) != 0) return -1;
-  if (codes[0] != kTVMModuleHandle || (other = rt_module_check(args[0].v_handle)) == NULL) {
-    return rt_fail("ArgumentTypeError", "share_params: argument 0 must be a Module");
+  if (codes[0] != kTVMModuleHandle || (other = tvmrt_module_check(args[0].v_handle)) == NULL) {
+    return tvmrt_fail("ArgumentTypeError", "share_params: argument 0 must be a Module");
   }
   if (strcmp(other->type_key, "GraphExecutor") != 0) {
-    return rt_fail("ArgumentTypeError", "share_params: expected a GraphExecutor module, got %s",
+    return tvmrt_fail("ArgumentTypeError", "share_params: expected a GraphExecutor module, got %s",
                    other->type_key);
   }
   og = (graph_executor*)other->impl;
   if ((b = arg_bytes(args, codes, 1, "share_params")) == NULL) return -1;
-  if (rt_params_parse((const uint8_t*)b->data, b->size, 1, &params) != 0) return -1;
-  grown = (rt_object**)realloc(ge->shared, (ge->num_shared + 1) * sizeof(rt_object*));
+  if (tvmrt_params_parse((const uint8_t*)b->data, b->size, 1, &params) != 0) return -1;
+  grown = (tvmrt_object**)realloc(ge->shared, (ge->num_shared + 1) * sizeof(tvmrt_object*));
   if (grown == NULL) {
-    rt_params_free(&params);
-    return rt_fail("DeviceOutOfMemoryError", "share_params: out of memory");
+    tvmrt_params_free(&params);
+    return tvmrt_fail("DeviceOutOfMemoryError", "share_params: out of memory");
   }
   ge->shared = grown;
   for (i = 0; i < params.count; ++i) {
-    int idx = ge_input_index(ge, params.names[i]);
+    int idx = tvmrt_ge_input_index(ge, params.names[i]);
     uint32_t eid, oeid;
     if (idx < 0) continue;
     if ((size_t)idx >= og->g.num_args) {
-      rt_params_free(&params);
-      return rt_fail("InvalidArgumentError", "share_params: the other graph has no input %d",
+      tvmrt_params_free(&params);
+      return tvmrt_fail("InvalidArgumentError", "share_params: the other graph has no input %d",
                      idx);
     }
-    eid = ge_input_eid(ge, (size_t)idx);
-    oeid = ge_input_eid(og, (size_t)idx);
+    eid = tvmrt_ge_input_eid(ge, (size_t)idx);
+    oeid = tvmrt_ge_input_eid(og, (size_t)idx);
     if (!same_layout(&ge->entries[eid], &og->entries[oeid])) {
-      rt_params_free(&params);
+      tvmrt_params_free(&params);
       return layout_error("share_params: param", &ge->entries[eid], &og->entries[oeid]);
     }
     ge->entries[eid].data = og->entries[oeid].data;
   }
-  rt_params_free(&params);
-  rt_retain(&other->hdr); /* the shared memory lives as long as this executor */
+  tvmrt_params_free(&params);
+  tvmrt_retain(&other->hdr); /* the shared memory lives as long as this executor */
   ge->shared[ge->num_shared++] = &other->hdr;
-  ge_refresh(ge);
+  tvmrt_ge_refresh(ge);
   return 0;
 }
 
 static const struct {
   const char* name;
-  rt_fn fn;
+  tvmrt_fn fn;
 } k_functions[] = {
     {"set_input", f_set_input},
     {"set_input_zero_copy", f_set_input_zero_copy},
@@ -361,29 +361,29 @@ static const struct {
     {"share_params", f_share_params},
 };
 
-rt_func* ge_lookup(rt_module* mod, const char* name) {
+tvmrt_func* tvmrt_ge_lookup(tvmrt_module* mod, const char* name) {
   size_t i;
   for (i = 0; i < sizeof(k_functions) / sizeof(k_functions[0]); ++i) {
     if (strcmp(k_functions[i].name, name) == 0) {
-      return rt_func_new(k_functions[i].fn, mod, &mod->hdr);
+      return tvmrt_func_new(k_functions[i].fn, mod, &mod->hdr);
     }
   }
   return NULL;
 }
 
-static void ge_finalize(rt_module* mod) { ge_destroy((graph_executor*)mod->impl); }
+static void tvmrt_ge_finalize(tvmrt_module* mod) { tvmrt_ge_destroy((graph_executor*)mod->impl); }
 
-rt_module* rt_graph_executor_create(const char* json, size_t len, rt_module* lib,
+tvmrt_module* tvmrt_graph_executor_create(const char* json, size_t len, tvmrt_module* lib,
                                     DLDevice dev) {
-  graph_executor* ge = ge_create(json, len, lib, dev);
-  rt_module* mod;
+  graph_executor* ge = tvmrt_ge_create(json, len, lib, dev);
+  tvmrt_module* mod;
   if (ge == NULL) return NULL;
-  mod = rt_module_new("GraphExecutor", ge);
+  mod = tvmrt_module_new("GraphExecutor", ge);
   if (mod == NULL) {
-    ge_destroy(ge);
+    tvmrt_ge_destroy(ge);
     return NULL;
   }
-  mod->lookup = ge_lookup;
-  mod->finalize = ge_finalize;
+  mod->lookup = tvmrt_ge_lookup;
+  mod->finalize = tvmrt_ge_finalize;
   return mod;
 }

@@ -13,7 +13,7 @@ typedef struct {
 } parser;
 
 static int fail_at(parser* p, const char* what) {
-  return rt_fail("GraphFormatError", "graph JSON is not valid JSON: %s at byte %zu", what, p->pos);
+  return tvmrt_fail("GraphFormatError", "graph JSON is not valid JSON: %s at byte %zu", what, p->pos);
 }
 
 static void skip_ws(parser* p) {
@@ -53,7 +53,7 @@ static int parse_string(parser* p, char** out) {
   size_t start = ++p->pos, cap = 16, len = 0;
   char* buf = (char*)malloc(cap);
   (void)start;
-  if (buf == NULL) return rt_fail("DeviceOutOfMemoryError", "cannot allocate a JSON string");
+  if (buf == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a JSON string");
   for (;;) {
     unsigned cp = 0;
     char enc[4];
@@ -109,7 +109,7 @@ static int parse_string(parser* p, char** out) {
       grown = (char*)realloc(buf, cap);
       if (grown == NULL) {
         free(buf);
-        return rt_fail("DeviceOutOfMemoryError", "cannot allocate a JSON string");
+        return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a JSON string");
       }
       buf = grown;
     }
@@ -120,7 +120,7 @@ static int parse_string(parser* p, char** out) {
   return 0;
 }
 
-static int parse_number(parser* p, rt_json* v) {
+static int parse_number(parser* p, tvmrt_json* v) {
   char tmp[64];
   size_t start = p->pos, k;
   int integral = 1;
@@ -152,26 +152,26 @@ static int parse_number(parser* p, rt_json* v) {
   return 0;
 }
 
-static int parse_value(parser* p, rt_json* v, int depth);
+static int parse_value(parser* p, tvmrt_json* v, int depth);
 
-static int grow(rt_json* v, size_t* cap, int with_keys) {
+static int grow(tvmrt_json* v, size_t* cap, int with_keys) {
   size_t ncap;
-  rt_json* items;
+  tvmrt_json* items;
   if (v->count < *cap) return 0;
   ncap = *cap ? *cap * 2 : 4;
-  items = (rt_json*)realloc(v->items, ncap * sizeof(rt_json));
-  if (items == NULL) return rt_fail("DeviceOutOfMemoryError", "cannot allocate JSON");
+  items = (tvmrt_json*)realloc(v->items, ncap * sizeof(tvmrt_json));
+  if (items == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate JSON");
   v->items = items;
   if (with_keys) {
     char** keys = (char**)realloc(v->keys, ncap * sizeof(char*));
-    if (keys == NULL) return rt_fail("DeviceOutOfMemoryError", "cannot allocate JSON");
+    if (keys == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate JSON");
     v->keys = keys;
   }
   *cap = ncap;
   return 0;
 }
 
-static int parse_container(parser* p, rt_json* v, int depth, int is_object) {
+static int parse_container(parser* p, tvmrt_json* v, int depth, int is_object) {
   size_t cap = 0;
   char close = is_object ? '}' : ']';
   v->type = is_object ? RT_JSON_OBJECT : RT_JSON_ARRAY;
@@ -182,7 +182,7 @@ static int parse_container(parser* p, rt_json* v, int depth, int is_object) {
     return 0;
   }
   for (;;) {
-    rt_json* item;
+    tvmrt_json* item;
     skip_ws(p);
     if (grow(v, &cap, is_object) != 0) return -1;
     item = &v->items[v->count];
@@ -213,7 +213,7 @@ static int parse_container(parser* p, rt_json* v, int depth, int is_object) {
   }
 }
 
-static int parse_value(parser* p, rt_json* v, int depth) {
+static int parse_value(parser* p, tvmrt_json* v, int depth) {
   int c;
   if (depth > RT_JSON_MAX_DEPTH) return fail_at(p, "nested too deeply");
   skip_ws(p);
@@ -240,7 +240,7 @@ static int parse_value(parser* p, rt_json* v, int depth) {
   }
 }
 
-static void free_inner(rt_json* v) {
+static void free_inner(tvmrt_json* v) {
   size_t i;
   for (i = 0; i < v->count; ++i) {
     free_inner(&v->items[i]);
@@ -251,33 +251,33 @@ static void free_inner(rt_json* v) {
   free(v->str);
 }
 
-void rt_json_free(rt_json* v) {
+void tvmrt_json_free(tvmrt_json* v) {
   if (v == NULL) return;
   free_inner(v);
   free(v);
 }
 
-int rt_json_parse(const char* text, size_t len, rt_json** out) {
+int tvmrt_json_parse(const char* text, size_t len, tvmrt_json** out) {
   parser p = {text, len, 0};
-  rt_json* v = (rt_json*)calloc(1, sizeof(rt_json));
+  tvmrt_json* v = (tvmrt_json*)calloc(1, sizeof(tvmrt_json));
   *out = NULL;
-  if (v == NULL) return rt_fail("DeviceOutOfMemoryError", "cannot allocate JSON");
+  if (v == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate JSON");
   if (parse_value(&p, v, 0) != 0) {
-    rt_json_free(v);
+    tvmrt_json_free(v);
     return -1;
   }
   skip_ws(&p);
   if (p.pos != p.n) {
-    rt_json_free(v);
+    tvmrt_json_free(v);
     return fail_at(&p, "extra data after the value");
   }
   *out = v;
   return 0;
 }
 
-const rt_json* rt_json_get(const rt_json* obj, const char* key) {
+const tvmrt_json* tvmrt_json_get(const tvmrt_json* obj, const char* key) {
   size_t i;
-  const rt_json* found = NULL;
+  const tvmrt_json* found = NULL;
   if (obj == NULL || obj->type != RT_JSON_OBJECT) return NULL;
   for (i = 0; i < obj->count; ++i) {
     if (obj->keys[i] != NULL && strcmp(obj->keys[i], key) == 0) found = &obj->items[i];

@@ -7,29 +7,29 @@
 
 #include "rt.h"
 
-static void module_destroy(rt_object* obj) {
-  rt_module* m = (rt_module*)obj;
-  rt_env_entry* e = m->env;
+static void module_destroy(tvmrt_object* obj) {
+  tvmrt_module* m = (tvmrt_module*)obj;
+  tvmrt_env_entry* e = m->env;
   size_t i;
   while (e != NULL) {
-    rt_env_entry* next = e->next;
-    rt_release(&e->func->hdr);
+    tvmrt_env_entry* next = e->next;
+    tvmrt_release(&e->func->hdr);
     free(e->name);
     free(e);
     e = next;
   }
   if (m->finalize != NULL) m->finalize(m);
-  for (i = 0; i < m->num_imports; ++i) rt_release(&m->imports[i]->hdr);
+  for (i = 0; i < m->num_imports; ++i) tvmrt_release(&m->imports[i]->hdr);
   free(m->imports);
   pthread_mutex_destroy(&m->env_mu);
   m->hdr.magic = 0;
   free(m);
 }
 
-rt_module* rt_module_new(const char* type_key, void* impl) {
-  rt_module* m = (rt_module*)calloc(1, sizeof(rt_module));
+tvmrt_module* tvmrt_module_new(const char* type_key, void* impl) {
+  tvmrt_module* m = (tvmrt_module*)calloc(1, sizeof(tvmrt_module));
   if (m == NULL) {
-    rt_fail("DeviceOutOfMemoryError", "cannot allocate a module");
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a module");
     return NULL;
   }
   m->hdr.magic = RT_MAGIC_MODULE;
@@ -41,38 +41,38 @@ rt_module* rt_module_new(const char* type_key, void* impl) {
   return m;
 }
 
-rt_module* rt_module_check(void* handle) {
-  rt_module* m = (rt_module*)handle;
+tvmrt_module* tvmrt_module_check(void* handle) {
+  tvmrt_module* m = (tvmrt_module*)handle;
   if (m == NULL || m->hdr.magic != RT_MAGIC_MODULE) {
-    rt_fail("ArgumentTypeError", "expected a Module handle, got %p", handle);
+    tvmrt_fail("ArgumentTypeError", "expected a Module handle, got %p", handle);
     return NULL;
   }
   return m;
 }
 
-int rt_module_import(rt_module* mod, rt_module* dep) {
+int tvmrt_module_import(tvmrt_module* mod, tvmrt_module* dep) {
   size_t i;
   for (i = 0; i < dep->num_imports; ++i) { /* a direct cycle would never be freed */
     if (dep->imports[i] == mod) {
-      return rt_fail("InvalidArgumentError", "Cyclic dependency detected during import");
+      return tvmrt_fail("InvalidArgumentError", "Cyclic dependency detected during import");
     }
   }
-  if (dep == mod) return rt_fail("InvalidArgumentError", "a module cannot import itself");
+  if (dep == mod) return tvmrt_fail("InvalidArgumentError", "a module cannot import itself");
   if (mod->num_imports == mod->cap_imports) {
     size_t cap = mod->cap_imports ? mod->cap_imports * 2 : 4;
-    rt_module** grown = (rt_module**)realloc(mod->imports, cap * sizeof(rt_module*));
-    if (grown == NULL) return rt_fail("DeviceOutOfMemoryError", "cannot import a module");
+    tvmrt_module** grown = (tvmrt_module**)realloc(mod->imports, cap * sizeof(tvmrt_module*));
+    if (grown == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot import a module");
     mod->imports = grown;
     mod->cap_imports = cap;
   }
-  rt_retain(&dep->hdr);
+  tvmrt_retain(&dep->hdr);
   mod->imports[mod->num_imports++] = dep;
   return 0;
 }
 
-static rt_func* module_get_depth(rt_module* mod, const char* name, int query_imports,
+static tvmrt_func* module_get_depth(tvmrt_module* mod, const char* name, int query_imports,
                                  int depth) {
-  rt_func* f = mod->lookup != NULL ? mod->lookup(mod, name) : NULL;
+  tvmrt_func* f = mod->lookup != NULL ? mod->lookup(mod, name) : NULL;
   size_t i;
   if (f != NULL || !query_imports || depth > 64) return f;
   for (i = 0; i < mod->num_imports && f == NULL; ++i) {
@@ -81,7 +81,7 @@ static rt_func* module_get_depth(rt_module* mod, const char* name, int query_imp
   return f;
 }
 
-rt_func* rt_module_get(rt_module* mod, const char* name, int query_imports) {
+tvmrt_func* tvmrt_module_get(tvmrt_module* mod, const char* name, int query_imports) {
   return module_get_depth(mod, name, query_imports, 0);
 }
 
@@ -95,20 +95,20 @@ static const char* file_format(const char* path) {
 
 RT_API int TVMModLoadFromFile(const char* file_name, const char* format, TVMModuleHandle* out) {
   const char* fmt;
-  rt_module* m;
-  rt_init();
+  tvmrt_module* m;
+  tvmrt_init();
   if (file_name == NULL || out == NULL) {
-    return rt_fail("InvalidArgumentError", "TVMModLoadFromFile: file_name and out are required");
+    return tvmrt_fail("InvalidArgumentError", "TVMModLoadFromFile: file_name and out are required");
   }
   *out = NULL;
   fmt = (format != NULL && *format != '\0') ? format : file_format(file_name);
   if (strcmp(fmt, "so") != 0 && strcmp(fmt, "dylib") != 0 && strcmp(fmt, "dso") != 0) {
-    return rt_fail("ModuleLoadError",
+    return tvmrt_fail("ModuleLoadError",
                    "Cannot load %s: format '%s' is not supported by libtvmrt_runtime; it "
                    "loads shared libraries (so); link .o/.tar exports into one first",
                    file_name, fmt);
   }
-  m = rt_load_dso(file_name);
+  m = tvmrt_load_dso(file_name);
   if (m == NULL) return -1;
   *out = m;
   return 0;
@@ -116,27 +116,27 @@ RT_API int TVMModLoadFromFile(const char* file_name, const char* format, TVMModu
 
 RT_API int TVMModGetFunction(TVMModuleHandle mod, const char* func_name, int query_imports,
                              TVMFunctionHandle* out) {
-  rt_module* m = rt_module_check(mod);
+  tvmrt_module* m = tvmrt_module_check(mod);
   if (m == NULL) return -1;
   if (func_name == NULL || out == NULL) {
-    return rt_fail("InvalidArgumentError", "TVMModGetFunction: func_name and out are required");
+    return tvmrt_fail("InvalidArgumentError", "TVMModGetFunction: func_name and out are required");
   }
-  *out = rt_module_get(m, func_name, query_imports);
+  *out = tvmrt_module_get(m, func_name, query_imports);
   return 0; /* TVM: a missing function is a NULL handle, not an error */
 }
 
 RT_API int TVMModImport(TVMModuleHandle mod, TVMModuleHandle dep) {
-  rt_module* m = rt_module_check(mod);
-  rt_module* d = m != NULL ? rt_module_check(dep) : NULL;
+  tvmrt_module* m = tvmrt_module_check(mod);
+  tvmrt_module* d = m != NULL ? tvmrt_module_check(dep) : NULL;
   if (d == NULL) return -1;
-  return rt_module_import(m, d);
+  return tvmrt_module_import(m, d);
 }
 
 RT_API int TVMModFree(TVMModuleHandle mod) {
-  rt_module* m;
+  tvmrt_module* m;
   if (mod == NULL) return 0;
-  m = rt_module_check(mod);
+  m = tvmrt_module_check(mod);
   if (m == NULL) return -1;
-  rt_release(&m->hdr);
+  tvmrt_release(&m->hdr);
   return 0;
 }

@@ -16,23 +16,23 @@ static int check_cpu(int device_type, int device_id, const char* what) {
   (void)what;
   if (device_type == kDLCPU) return 0;
   if (name != NULL) {
-    return rt_fail("DeviceUnavailableError",
+    return tvmrt_fail("DeviceUnavailableError",
                    "no backend for device %s(%d): tvmrt runs compiled kernels on cpu", name,
                    device_id);
   }
-  return rt_fail("DeviceUnavailableError",
+  return tvmrt_fail("DeviceUnavailableError",
                  "no backend for device type %d: tvmrt runs compiled kernels on cpu (%s)",
                  device_type, what);
 }
 
-int rt_dtype_bytes(DLDataType t, int64_t count, size_t* out) {
+int tvmrt_dtype_bytes(DLDataType t, int64_t count, size_t* out) {
   uint64_t per = ((uint64_t)t.bits * (uint64_t)(t.lanes ? t.lanes : 1) + 7) / 8;
   if (count < 0 || (per != 0 && (uint64_t)count > SIZE_MAX / per)) return -1;
   *out = (size_t)(per * (uint64_t)count);
   return 0;
 }
 
-int rt_tensor_nbytes(const DLTensor* t, size_t* out) {
+int tvmrt_tensor_nbytes(const DLTensor* t, size_t* out) {
   int64_t count = 1;
   int i;
   if (t->ndim < 0 || t->ndim > RT_MAX_NDIM) return -1;
@@ -41,26 +41,26 @@ int rt_tensor_nbytes(const DLTensor* t, size_t* out) {
     if (d < 0 || (d != 0 && count > INT64_MAX / d)) return -1;
     count *= d;
   }
-  return rt_dtype_bytes(t->dtype, count, out);
+  return tvmrt_dtype_bytes(t->dtype, count, out);
 }
 
-static void array_destroy(rt_object* obj) {
-  rt_ndarray* a = (rt_ndarray*)((char*)obj - offsetof(rt_ndarray, hdr));
+static void array_destroy(tvmrt_object* obj) {
+  tvmrt_ndarray* a = (tvmrt_ndarray*)((char*)obj - offsetof(tvmrt_ndarray, hdr));
   free(a->alloc);
-  rt_release(a->owner);
+  tvmrt_release(a->owner);
   a->hdr.magic = 0;
   free(a);
 }
 
-static rt_ndarray* array_new(const int64_t* shape, int ndim, DLDataType dtype) {
-  rt_ndarray* a;
+static tvmrt_ndarray* array_new(const int64_t* shape, int ndim, DLDataType dtype) {
+  tvmrt_ndarray* a;
   if (ndim < 0 || ndim > RT_MAX_NDIM) {
-    rt_fail("ArrayError", "ndim %d is out of range; expected 0 to %d", ndim, RT_MAX_NDIM);
+    tvmrt_fail("ArrayError", "ndim %d is out of range; expected 0 to %d", ndim, RT_MAX_NDIM);
     return NULL;
   }
-  a = (rt_ndarray*)calloc(1, sizeof(rt_ndarray));
+  a = (tvmrt_ndarray*)calloc(1, sizeof(tvmrt_ndarray));
   if (a == NULL) {
-    rt_fail("DeviceOutOfMemoryError", "cannot allocate an array header");
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate an array header");
     return NULL;
   }
   a->hdr.magic = RT_MAGIC_ARRAY;
@@ -75,40 +75,40 @@ static rt_ndarray* array_new(const int64_t* shape, int ndim, DLDataType dtype) {
   return a;
 }
 
-rt_ndarray* rt_ndarray_empty(const int64_t* shape, int ndim, DLDataType dtype) {
-  rt_ndarray* a = array_new(shape, ndim, dtype);
+tvmrt_ndarray* tvmrt_ndarray_empty(const int64_t* shape, int ndim, DLDataType dtype) {
+  tvmrt_ndarray* a = array_new(shape, ndim, dtype);
   size_t nbytes;
   if (a == NULL) return NULL;
-  if (rt_tensor_nbytes(&a->dl, &nbytes) != 0) {
-    rt_release(&a->hdr);
-    rt_fail("ArrayError", "array shape has a negative or too large dimension");
+  if (tvmrt_tensor_nbytes(&a->dl, &nbytes) != 0) {
+    tvmrt_release(&a->hdr);
+    tvmrt_fail("ArrayError", "array shape has a negative or too large dimension");
     return NULL;
   }
   a->alloc = aligned_alloc(RT_ALIGN, (nbytes + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN + RT_ALIGN);
   if (a->alloc == NULL) {
-    rt_release(&a->hdr);
-    rt_fail("DeviceOutOfMemoryError", "cannot allocate %zu bytes for an array", nbytes);
+    tvmrt_release(&a->hdr);
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %zu bytes for an array", nbytes);
     return NULL;
   }
   a->dl.data = a->alloc;
   return a;
 }
 
-rt_ndarray* rt_ndarray_view(const DLTensor* dl, rt_object* owner) {
-  rt_ndarray* a = array_new(dl->shape, dl->ndim, dl->dtype);
+tvmrt_ndarray* tvmrt_ndarray_view(const DLTensor* dl, tvmrt_object* owner) {
+  tvmrt_ndarray* a = array_new(dl->shape, dl->ndim, dl->dtype);
   if (a == NULL) return NULL;
   a->dl.data = dl->data;
   a->dl.byte_offset = dl->byte_offset;
   a->dl.device = dl->device;
   a->owner = owner;
-  rt_retain(owner);
+  tvmrt_retain(owner);
   return a;
 }
 
-rt_ndarray* rt_ndarray_from_handle(void* handle) {
-  rt_ndarray* a = (rt_ndarray*)handle;
+tvmrt_ndarray* tvmrt_ndarray_from_handle(void* handle) {
+  tvmrt_ndarray* a = (tvmrt_ndarray*)handle;
   if (a == NULL || a->hdr.magic != RT_MAGIC_ARRAY) {
-    rt_fail("ArgumentTypeError", "expected an array handle from TVMArrayAlloc, got %p", handle);
+    tvmrt_fail("ArgumentTypeError", "expected an array handle from TVMArrayAlloc, got %p", handle);
     return NULL;
   }
   return a;
@@ -117,21 +117,21 @@ rt_ndarray* rt_ndarray_from_handle(void* handle) {
 RT_API int TVMArrayAlloc(const tvm_index_t* shape, int ndim, int dtype_code, int dtype_bits,
                          int dtype_lanes, int device_type, int device_id, TVMArrayHandle* out) {
   DLDataType t;
-  rt_ndarray* a;
-  rt_init();
+  tvmrt_ndarray* a;
+  tvmrt_init();
   if (out == NULL || (ndim > 0 && shape == NULL)) {
-    return rt_fail("InvalidArgumentError", "TVMArrayAlloc: shape and out are required");
+    return tvmrt_fail("InvalidArgumentError", "TVMArrayAlloc: shape and out are required");
   }
   if (check_cpu(device_type, device_id, "TVMArrayAlloc") != 0) return -1;
   if (dtype_code < 0 || dtype_code > 255 || dtype_bits <= 0 || dtype_bits > 255 ||
       dtype_lanes <= 0 || dtype_lanes > 65535) {
-    return rt_fail("DataTypeError", "TVMArrayAlloc: invalid dtype (code %d, bits %d, lanes %d)",
+    return tvmrt_fail("DataTypeError", "TVMArrayAlloc: invalid dtype (code %d, bits %d, lanes %d)",
                    dtype_code, dtype_bits, dtype_lanes);
   }
   t.code = (uint8_t)dtype_code;
   t.bits = (uint8_t)dtype_bits;
   t.lanes = (uint16_t)dtype_lanes;
-  a = rt_ndarray_empty(shape, ndim, t);
+  a = tvmrt_ndarray_empty(shape, ndim, t);
   if (a == NULL) return -1;
   a->dl.device.device_id = device_id;
   *out = &a->dl;
@@ -139,11 +139,11 @@ RT_API int TVMArrayAlloc(const tvm_index_t* shape, int ndim, int dtype_code, int
 }
 
 RT_API int TVMArrayFree(TVMArrayHandle handle) {
-  rt_ndarray* a;
+  tvmrt_ndarray* a;
   if (handle == NULL) return 0;
-  a = rt_ndarray_from_handle(handle);
+  a = tvmrt_ndarray_from_handle(handle);
   if (a == NULL) return -1;
-  rt_release(&a->hdr);
+  tvmrt_release(&a->hdr);
   return 0;
 }
 
@@ -151,12 +151,12 @@ static int bytes_copy(TVMArrayHandle handle, void* data, size_t nbytes, int to_a
   size_t have;
   const char* what = to_array ? "TVMArrayCopyFromBytes" : "TVMArrayCopyToBytes";
   if (handle == NULL || (data == NULL && nbytes != 0)) {
-    return rt_fail("InvalidArgumentError", "%s: array and data are required", what);
+    return tvmrt_fail("InvalidArgumentError", "%s: array and data are required", what);
   }
   if (check_cpu(handle->device.device_type, handle->device.device_id, what) != 0) return -1;
-  if (rt_tensor_nbytes(handle, &have) != 0) return rt_fail("ArrayError", "%s: bad shape", what);
+  if (tvmrt_tensor_nbytes(handle, &have) != 0) return tvmrt_fail("ArrayError", "%s: bad shape", what);
   if (have != nbytes) {
-    return rt_fail("ArrayError", "%s: data size and array size mismatch (%zu vs %zu bytes)", what,
+    return tvmrt_fail("ArrayError", "%s: data size and array size mismatch (%zu vs %zu bytes)", what,
                    nbytes, have);
   }
   if (nbytes == 0) return 0;
@@ -176,20 +176,20 @@ RT_API int TVMArrayCopyToBytes(TVMArrayHandle handle, void* data, size_t nbytes)
   return bytes_copy(handle, data, nbytes, 0);
 }
 
-int rt_copy_tensor(const DLTensor* from, DLTensor* to) {
+int tvmrt_copy_tensor(const DLTensor* from, DLTensor* to) {
   size_t a, b;
   if (from == NULL || to == NULL) {
-    return rt_fail("InvalidArgumentError", "TVMArrayCopyFromTo: both arrays are required");
+    return tvmrt_fail("InvalidArgumentError", "TVMArrayCopyFromTo: both arrays are required");
   }
   if (check_cpu(from->device.device_type, from->device.device_id, "TVMArrayCopyFromTo") != 0 ||
       check_cpu(to->device.device_type, to->device.device_id, "TVMArrayCopyFromTo") != 0) {
     return -1;
   }
-  if (rt_tensor_nbytes(from, &a) != 0 || rt_tensor_nbytes(to, &b) != 0) {
-    return rt_fail("ArrayError", "TVMArrayCopyFromTo: an array has a bad shape");
+  if (tvmrt_tensor_nbytes(from, &a) != 0 || tvmrt_tensor_nbytes(to, &b) != 0) {
+    return tvmrt_fail("ArrayError", "TVMArrayCopyFromTo: an array has a bad shape");
   }
   if (a != b) {
-    return rt_fail("ArrayError",
+    return tvmrt_fail("ArrayError",
                    "TVMArrayCopyFromTo: The size in bytes must exactly match (%zu vs %zu)", a, b);
   }
   if (a != 0) {
@@ -200,21 +200,21 @@ int rt_copy_tensor(const DLTensor* from, DLTensor* to) {
 
 RT_API int TVMArrayCopyFromTo(TVMArrayHandle from, TVMArrayHandle to, TVMStreamHandle stream) {
   (void)stream;
-  return rt_copy_tensor(from, to);
+  return tvmrt_copy_tensor(from, to);
 }
 
 RT_API int TVMDeviceAllocDataSpace(DLDevice dev, size_t nbytes, size_t alignment,
                                    DLDataType type_hint, void** out_data) {
   (void)type_hint;
   if (check_cpu(dev.device_type, dev.device_id, "TVMDeviceAllocDataSpace") != 0) return -1;
-  if (out_data == NULL) return rt_fail("InvalidArgumentError", "out_data is required");
+  if (out_data == NULL) return tvmrt_fail("InvalidArgumentError", "out_data is required");
   if (alignment < RT_ALIGN) alignment = RT_ALIGN;
   if ((alignment & (alignment - 1)) != 0 || nbytes > SIZE_MAX - alignment) {
-    return rt_fail("InvalidArgumentError", "TVMDeviceAllocDataSpace: bad size or alignment");
+    return tvmrt_fail("InvalidArgumentError", "TVMDeviceAllocDataSpace: bad size or alignment");
   }
   *out_data = aligned_alloc(alignment, (nbytes + alignment - 1) / alignment * alignment);
   if (*out_data == NULL && nbytes != 0) {
-    return rt_fail("DeviceOutOfMemoryError", "cannot allocate %zu bytes", nbytes);
+    return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %zu bytes", nbytes);
   }
   return 0;
 }
@@ -227,7 +227,7 @@ RT_API int TVMDeviceFreeDataSpace(DLDevice dev, void* ptr) {
 
 RT_API int TVMDeviceCopyDataFromTo(DLTensor* from, DLTensor* to, TVMStreamHandle stream) {
   (void)stream;
-  return rt_copy_tensor(from, to);
+  return tvmrt_copy_tensor(from, to);
 }
 
 RT_API int TVMStreamCreate(int device_type, int device_id, TVMStreamHandle* out) {
@@ -264,7 +264,7 @@ RT_API int TVMStreamStreamSynchronize(int device_type, int device_id, TVMStreamH
 }
 
 /* TVM's dtype strings: int8..64, uint, float16..64, bool, handle, bfloat16, <base><bits>x<n> */
-int rt_parse_dtype(const char* s, DLDataType* out) {
+int tvmrt_parse_dtype(const char* s, DLDataType* out) {
   static const struct {
     const char* base;
     uint8_t code;
@@ -299,5 +299,5 @@ int rt_parse_dtype(const char* s, DLDataType* out) {
     out->lanes = (uint16_t)lanes;
     return 0;
   }
-  return rt_fail("DataTypeError", "unknown type %.64s", s);
+  return tvmrt_fail("DataTypeError", "unknown type %.64s", s);
 }

@@ -14,7 +14,7 @@
 /* ---------------------------------------------------------------------------------- */
 /* errors                                                                              */
 
-int rt_fail(const char* kind, const char* fmt, ...) {
+int tvmrt_fail(const char* kind, const char* fmt, ...) {
   char buf[2048];
   int n = snprintf(buf, sizeof(buf), "%s: ", kind);
   va_list ap;
@@ -31,25 +31,25 @@ RT_API const char* TVMGetLastError(void) { return tvmrt_peek_last_error(); }
 /* ---------------------------------------------------------------------------------- */
 /* reference counting                                                                  */
 
-void rt_retain(rt_object* obj) {
+void tvmrt_retain(tvmrt_object* obj) {
   if (obj != NULL) __atomic_add_fetch(&obj->refs, 1, __ATOMIC_RELAXED);
 }
 
-void rt_release(rt_object* obj) {
+void tvmrt_release(tvmrt_object* obj) {
   if (obj == NULL) return;
   if (__atomic_sub_fetch(&obj->refs, 1, __ATOMIC_ACQ_REL) == 0) obj->destroy(obj);
 }
 
 /* The object behind a handle of type code `code` (module, function, array), or NULL. */
-static rt_object* object_of(void* handle, int code) {
+static tvmrt_object* object_of(void* handle, int code) {
   if (handle == NULL) return NULL;
   switch (code) {
     case kTVMModuleHandle:
     case kTVMPackedFuncHandle:
     case kTVMObjectHandle:
-      return (rt_object*)handle;
+      return (tvmrt_object*)handle;
     case kTVMNDArrayHandle:
-      return &((rt_ndarray*)handle)->hdr;
+      return &((tvmrt_ndarray*)handle)->hdr;
     default:
       return NULL;
   }
@@ -58,18 +58,18 @@ static rt_object* object_of(void* handle, int code) {
 /* ---------------------------------------------------------------------------------- */
 /* packed functions                                                                    */
 
-static void func_destroy(rt_object* obj) {
-  rt_func* f = (rt_func*)obj;
+static void func_destroy(tvmrt_object* obj) {
+  tvmrt_func* f = (tvmrt_func*)obj;
   if (f->kind == RT_FN_C && f->fin != NULL) f->fin(f->self);
-  rt_release(f->owner);
+  tvmrt_release(f->owner);
   f->hdr.magic = 0;
   free(f);
 }
 
-static rt_func* func_alloc(int kind, rt_object* owner) {
-  rt_func* f = (rt_func*)calloc(1, sizeof(rt_func));
+static tvmrt_func* func_alloc(int kind, tvmrt_object* owner) {
+  tvmrt_func* f = (tvmrt_func*)calloc(1, sizeof(tvmrt_func));
   if (f == NULL) {
-    rt_fail("DeviceOutOfMemoryError", "cannot allocate a packed function");
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a packed function");
     return NULL;
   }
   f->hdr.magic = RT_MAGIC_FUNC;
@@ -77,12 +77,12 @@ static rt_func* func_alloc(int kind, rt_object* owner) {
   f->hdr.destroy = func_destroy;
   f->kind = kind;
   f->owner = owner;
-  rt_retain(owner);
+  tvmrt_retain(owner);
   return f;
 }
 
-rt_func* rt_func_new(rt_fn fn, void* self, rt_object* owner) {
-  rt_func* f = func_alloc(RT_FN_INTERNAL, owner);
+tvmrt_func* tvmrt_func_new(tvmrt_fn fn, void* self, tvmrt_object* owner) {
+  tvmrt_func* f = func_alloc(RT_FN_INTERNAL, owner);
   if (f != NULL) {
     f->fn = fn;
     f->self = self;
@@ -90,16 +90,16 @@ rt_func* rt_func_new(rt_fn fn, void* self, rt_object* owner) {
   return f;
 }
 
-rt_func* rt_func_backend(TVMBackendPackedCFunc fn, rt_object* owner) {
-  rt_func* f = func_alloc(RT_FN_BACKEND, owner);
+tvmrt_func* tvmrt_func_backend(TVMBackendPackedCFunc fn, tvmrt_object* owner) {
+  tvmrt_func* f = func_alloc(RT_FN_BACKEND, owner);
   if (f != NULL) f->backend = fn;
   return f;
 }
 
-rt_func* rt_func_check(void* handle) {
-  rt_func* f = (rt_func*)handle;
+tvmrt_func* tvmrt_func_check(void* handle) {
+  tvmrt_func* f = (tvmrt_func*)handle;
   if (f == NULL || f->hdr.magic != RT_MAGIC_FUNC) {
-    rt_fail("ArgumentTypeError", "expected a PackedFunc handle, got %p", handle);
+    tvmrt_fail("ArgumentTypeError", "expected a PackedFunc handle, got %p", handle);
     return NULL;
   }
   return f;
@@ -113,10 +113,10 @@ typedef struct {
 
 static int func_call(void* handle, TVMValue* args, int* codes, int num_args, TVMValue* ret,
                      int* ret_code) {
-  rt_func* f = rt_func_check(handle);
+  tvmrt_func* f = tvmrt_func_check(handle);
   if (f == NULL) return -1;
   if (num_args < 0 || (num_args > 0 && (args == NULL || codes == NULL))) {
-    return rt_fail("InvalidArgumentError", "TVMFuncCall: %d arguments without their arrays",
+    return tvmrt_fail("InvalidArgumentError", "TVMFuncCall: %d arguments without their arrays",
                    num_args);
   }
   *ret_code = kTVMNullptr;
@@ -137,10 +137,10 @@ RT_API int TVMCFuncSetReturn(TVMRetValueHandle ret, TVMValue* value, int* type_c
                              int num_ret) {
   ret_slot* slot = (ret_slot*)ret;
   if (slot == NULL || value == NULL || type_code == NULL || num_ret != 1) {
-    return rt_fail("InvalidArgumentError", "TVMCFuncSetReturn: expected one return value");
+    return tvmrt_fail("InvalidArgumentError", "TVMCFuncSetReturn: expected one return value");
   }
   /* the caller keeps its reference; the receiver of the result gets one of its own */
-  rt_retain(object_of(value[0].v_handle, type_code[0]));
+  tvmrt_retain(object_of(value[0].v_handle, type_code[0]));
   *slot->value = value[0];
   *slot->code = type_code[0];
   return 0;
@@ -154,10 +154,10 @@ RT_API int TVMCbArgToReturn(TVMValue* value, int* code) {
 
 RT_API int TVMFuncCreateFromCFunc(TVMPackedCFunc func, void* resource_handle,
                                   TVMPackedCFuncFinalizer fin, TVMFunctionHandle* out) {
-  rt_func* f;
-  rt_init();
+  tvmrt_func* f;
+  tvmrt_init();
   if (func == NULL || out == NULL) {
-    return rt_fail("InvalidArgumentError", "TVMFuncCreateFromCFunc: func and out are required");
+    return tvmrt_fail("InvalidArgumentError", "TVMFuncCreateFromCFunc: func and out are required");
   }
   f = func_alloc(RT_FN_C, NULL);
   if (f == NULL) return -1;
@@ -169,31 +169,31 @@ RT_API int TVMFuncCreateFromCFunc(TVMPackedCFunc func, void* resource_handle,
 }
 
 RT_API int TVMFuncFree(TVMFunctionHandle func) {
-  rt_func* f;
+  tvmrt_func* f;
   if (func == NULL) return 0;
-  f = rt_func_check(func);
+  f = tvmrt_func_check(func);
   if (f == NULL) return -1;
-  rt_release(&f->hdr);
+  tvmrt_release(&f->hdr);
   return 0;
 }
 
 RT_API int TVMObjectRetain(TVMObjectHandle obj) {
-  rt_object* o = (rt_object*)obj;
+  tvmrt_object* o = (tvmrt_object*)obj;
   if (o == NULL) return 0;
   if (o->magic != RT_MAGIC_FUNC && o->magic != RT_MAGIC_MODULE) {
-    return rt_fail("ArgumentTypeError", "TVMObjectRetain: %p is not a module or function", obj);
+    return tvmrt_fail("ArgumentTypeError", "TVMObjectRetain: %p is not a module or function", obj);
   }
-  rt_retain(o);
+  tvmrt_retain(o);
   return 0;
 }
 
 RT_API int TVMObjectFree(TVMObjectHandle obj) {
-  rt_object* o = (rt_object*)obj;
+  tvmrt_object* o = (tvmrt_object*)obj;
   if (o == NULL) return 0;
   if (o->magic != RT_MAGIC_FUNC && o->magic != RT_MAGIC_MODULE) {
-    return rt_fail("ArgumentTypeError", "TVMObjectFree: %p is not a module or function", obj);
+    return tvmrt_fail("ArgumentTypeError", "TVMObjectFree: %p is not a module or function", obj);
   }
-  rt_release(o);
+  tvmrt_release(o);
   return 0;
 }
 
@@ -208,12 +208,12 @@ RT_API int TVMByteArrayFree(TVMByteArray* arr) {
 /* TVMBackendGetFuncFromEnv: the module, its imports, then the global functions         */
 
 static int env_lookup(void* mod_ctx, const char* name, void** out) {
-  rt_module* mod = (rt_module*)mod_ctx;
-  rt_env_entry* e;
-  rt_func* f;
+  tvmrt_module* mod = (tvmrt_module*)mod_ctx;
+  tvmrt_env_entry* e;
+  tvmrt_func* f;
   const void* native;
   if (out == NULL || name == NULL) {
-    return rt_fail("InvalidArgumentError", "TVMBackendGetFuncFromEnv: name and out required");
+    return tvmrt_fail("InvalidArgumentError", "TVMBackendGetFuncFromEnv: name and out required");
   }
   native = tvmrt_native_function(name); /* C-implemented contrib functions: no wrapper */
   if (native != NULL) {
@@ -221,7 +221,7 @@ static int env_lookup(void* mod_ctx, const char* name, void** out) {
     return 0;
   }
   if (mod == NULL || mod->hdr.magic != RT_MAGIC_MODULE) {
-    return rt_fail("FunctionNotFoundError",
+    return tvmrt_fail("FunctionNotFoundError",
                    "Cannot find %s: the kernel library's module context is not set", name);
   }
   pthread_mutex_lock(&mod->env_mu);
@@ -232,22 +232,22 @@ static int env_lookup(void* mod_ctx, const char* name, void** out) {
       return 0;
     }
   }
-  f = rt_module_get(mod, name, 1);
+  f = tvmrt_module_get(mod, name, 1);
   if (f != NULL && f->owner == &mod->hdr) { /* no cycle: the cache lives in mod */
     f->owner = NULL;
-    rt_release(&mod->hdr);
+    tvmrt_release(&mod->hdr);
   }
-  if (f == NULL) f = rt_registry_get(name);
+  if (f == NULL) f = tvmrt_registry_get(name);
   if (f == NULL) {
     pthread_mutex_unlock(&mod->env_mu);
-    return rt_fail("FunctionNotFoundError", "Cannot find %s in the module or its imports", name);
+    return tvmrt_fail("FunctionNotFoundError", "Cannot find %s in the module or its imports", name);
   }
-  e = (rt_env_entry*)calloc(1, sizeof(rt_env_entry));
+  e = (tvmrt_env_entry*)calloc(1, sizeof(tvmrt_env_entry));
   if (e == NULL || (e->name = strdup(name)) == NULL) {
     free(e);
-    rt_release(&f->hdr);
+    tvmrt_release(&f->hdr);
     pthread_mutex_unlock(&mod->env_mu);
-    return rt_fail("DeviceOutOfMemoryError", "cannot cache function %s", name);
+    return tvmrt_fail("DeviceOutOfMemoryError", "cannot cache function %s", name);
   }
   e->func = f;
   e->next = mod->env;
@@ -273,4 +273,4 @@ static void init_once(void) {
   }
 }
 
-void rt_init(void) { pthread_once(&g_once, init_once); }
+void tvmrt_init(void) { pthread_once(&g_once, init_once); }

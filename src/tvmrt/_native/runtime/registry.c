@@ -15,25 +15,25 @@
 
 static int f_graph_create(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
                           int* rc) {
-  rt_module *lib, *exec;
+  tvmrt_module *lib, *exec;
   DLDevice dev;
   int first = 2;
   (void)self;
   if (n < 3) {
-    return rt_fail("InvalidArgumentError", "The expected number of arguments for "
+    return tvmrt_fail("InvalidArgumentError", "The expected number of arguments for "
                    "graph_executor.create is at least 4, but it has %d", n);
   }
   if (codes[0] != kTVMStr) {
-    return rt_fail("ArgumentTypeError", "tvm.graph_executor.create: graph_json must be a "
+    return tvmrt_fail("ArgumentTypeError", "tvm.graph_executor.create: graph_json must be a "
                    "string, got type code %d", codes[0]);
   }
-  if (codes[1] != kTVMModuleHandle || (lib = rt_module_check(args[1].v_handle)) == NULL) {
-    return rt_fail("ArgumentTypeError", "tvm.graph_executor.create: lib must be a Module, got "
+  if (codes[1] != kTVMModuleHandle || (lib = tvmrt_module_check(args[1].v_handle)) == NULL) {
+    return tvmrt_fail("ArgumentTypeError", "tvm.graph_executor.create: lib must be a Module, got "
                    "type code %d", codes[1]);
   }
   if (codes[2] == kTVMPackedFuncHandle || codes[2] == kTVMNullptr) first = 3; /* linked params */
-  if (rt_device_args(args, codes, first, n, &dev, "tvm.graph_executor.create") != 0) return -1;
-  exec = rt_graph_executor_create(args[0].v_str, strlen(args[0].v_str), lib, dev);
+  if (tvmrt_device_args(args, codes, first, n, &dev, "tvm.graph_executor.create") != 0) return -1;
+  exec = tvmrt_graph_executor_create(args[0].v_str, strlen(args[0].v_str), lib, dev);
   if (exec == NULL) return -1;
   ret->v_handle = exec;
   *rc = kTVMModuleHandle;
@@ -41,12 +41,12 @@ static int f_graph_create(void* self, TVMValue* args, int* codes, int n, TVMValu
 }
 
 static int f_system_lib(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
-  rt_module* m;
+  tvmrt_module* m;
   (void)self;
   if (n > 1 || (n == 1 && codes[0] != kTVMStr)) {
-    return rt_fail("ArgumentTypeError", "runtime.SystemLib takes an optional symbol prefix");
+    return tvmrt_fail("ArgumentTypeError", "runtime.SystemLib takes an optional symbol prefix");
   }
-  m = rt_system_lib(n == 1 ? args[0].v_str : "");
+  m = tvmrt_system_lib(n == 1 ? args[0].v_str : "");
   if (m == NULL) return -1;
   ret->v_handle = m;
   *rc = kTVMModuleHandle;
@@ -57,7 +57,7 @@ static int f_load_from_file(void* self, TVMValue* args, int* codes, int n, TVMVa
                             int* rc) {
   (void)self;
   if (n < 1 || n > 2 || codes[0] != kTVMStr || (n == 2 && codes[1] != kTVMStr)) {
-    return rt_fail("ArgumentTypeError", "runtime.ModuleLoadFromFile takes (path[, format])");
+    return tvmrt_fail("ArgumentTypeError", "runtime.ModuleLoadFromFile takes (path[, format])");
   }
   if (TVMModLoadFromFile(args[0].v_str, n == 2 ? args[1].v_str : "", &ret->v_handle) != 0) {
     return -1;
@@ -73,7 +73,7 @@ static int f_native(void* self, TVMValue* args, int* codes, int n, TVMValue* ret
 
 static const struct {
   const char* name;
-  rt_fn fn;
+  tvmrt_fn fn;
 } k_builtins[] = {
     {"tvm.graph_executor.create", f_graph_create},
     {"tvm.graph_runtime.create", f_graph_create},
@@ -85,7 +85,7 @@ static const struct {
 
 typedef struct entry {
   char* name;
-  rt_func* func;
+  tvmrt_func* func;
   struct entry* next;
 } entry;
 
@@ -101,46 +101,46 @@ static entry* find_user(const char* name) {
   return NULL;
 }
 
-rt_func* rt_registry_get(const char* name) {
+tvmrt_func* tvmrt_registry_get(const char* name) {
   entry* e;
   size_t i;
   const void* native;
   pthread_mutex_lock(&g_mu);
   e = find_user(name);
   if (e != NULL) {
-    rt_retain(&e->func->hdr);
+    tvmrt_retain(&e->func->hdr);
     pthread_mutex_unlock(&g_mu);
     return e->func;
   }
   pthread_mutex_unlock(&g_mu);
   for (i = 0; i < NUM_BUILTINS; ++i) {
-    if (strcmp(k_builtins[i].name, name) == 0) return rt_func_new(k_builtins[i].fn, NULL, NULL);
+    if (strcmp(k_builtins[i].name, name) == 0) return tvmrt_func_new(k_builtins[i].fn, NULL, NULL);
   }
   native = tvmrt_native_function(name);
-  if (native != NULL) return rt_func_new(f_native, (void*)native, NULL);
+  if (native != NULL) return tvmrt_func_new(f_native, (void*)native, NULL);
   return NULL;
 }
 
 RT_API int TVMFuncGetGlobal(const char* name, TVMFunctionHandle* out) {
-  rt_init();
+  tvmrt_init();
   if (name == NULL || out == NULL) {
-    return rt_fail("InvalidArgumentError", "TVMFuncGetGlobal: name and out are required");
+    return tvmrt_fail("InvalidArgumentError", "TVMFuncGetGlobal: name and out are required");
   }
-  *out = rt_registry_get(name); /* NULL when absent, as TVM */
+  *out = tvmrt_registry_get(name); /* NULL when absent, as TVM */
   return 0;
 }
 
 RT_API int TVMFuncRegisterGlobal(const char* name, TVMFunctionHandle f, int override) {
-  rt_func* func;
+  tvmrt_func* func;
   entry* e;
-  rt_init();
-  if (name == NULL) return rt_fail("InvalidArgumentError", "TVMFuncRegisterGlobal: no name");
-  if ((func = rt_func_check(f)) == NULL) return -1;
+  tvmrt_init();
+  if (name == NULL) return tvmrt_fail("InvalidArgumentError", "TVMFuncRegisterGlobal: no name");
+  if ((func = tvmrt_func_check(f)) == NULL) return -1;
   pthread_mutex_lock(&g_mu);
   e = find_user(name);
   if (e != NULL && !override) {
     pthread_mutex_unlock(&g_mu);
-    return rt_fail("FunctionAlreadyRegisteredError", "Global PackedFunc %.200s is already "
+    return tvmrt_fail("FunctionAlreadyRegisteredError", "Global PackedFunc %.200s is already "
                    "registered", name);
   }
   if (e == NULL) {
@@ -148,14 +148,14 @@ RT_API int TVMFuncRegisterGlobal(const char* name, TVMFunctionHandle f, int over
     if (e == NULL || (e->name = strdup(name)) == NULL) {
       free(e);
       pthread_mutex_unlock(&g_mu);
-      return rt_fail("DeviceOutOfMemoryError", "cannot register %.200s", name);
+      return tvmrt_fail("DeviceOutOfMemoryError", "cannot register %.200s", name);
     }
     e->next = g_user;
     g_user = e;
   } else {
-    rt_release(&e->func->hdr);
+    tvmrt_release(&e->func->hdr);
   }
-  rt_retain(&func->hdr);
+  tvmrt_retain(&func->hdr);
   e->func = func;
   pthread_mutex_unlock(&g_mu);
   return 0;
@@ -163,12 +163,12 @@ RT_API int TVMFuncRegisterGlobal(const char* name, TVMFunctionHandle f, int over
 
 RT_API int TVMFuncRemoveGlobal(const char* name) {
   entry **p, *e;
-  if (name == NULL) return rt_fail("InvalidArgumentError", "TVMFuncRemoveGlobal: no name");
+  if (name == NULL) return tvmrt_fail("InvalidArgumentError", "TVMFuncRemoveGlobal: no name");
   pthread_mutex_lock(&g_mu);
   for (p = &g_user; (e = *p) != NULL; p = &e->next) {
     if (strcmp(e->name, name) == 0) {
       *p = e->next;
-      rt_release(&e->func->hdr);
+      tvmrt_release(&e->func->hdr);
       free(e->name);
       free(e);
       break;
@@ -183,14 +183,14 @@ RT_API int TVMFuncListGlobalNames(int* out_size, const char*** out_array) {
   entry* e;
   const char** names;
   if (out_size == NULL || out_array == NULL) {
-    return rt_fail("InvalidArgumentError", "TVMFuncListGlobalNames: outputs are required");
+    return tvmrt_fail("InvalidArgumentError", "TVMFuncListGlobalNames: outputs are required");
   }
   pthread_mutex_lock(&g_mu);
   for (e = g_user; e != NULL; e = e->next) ++n;
   names = (const char**)realloc((void*)g_names, (n ? n : 1) * sizeof(char*));
   if (names == NULL) {
     pthread_mutex_unlock(&g_mu);
-    return rt_fail("DeviceOutOfMemoryError", "cannot list global functions");
+    return tvmrt_fail("DeviceOutOfMemoryError", "cannot list global functions");
   }
   g_names = names;
   for (e = g_user; e != NULL; e = e->next) names[i++] = e->name;
