@@ -58,6 +58,9 @@ CASES = {
         "parameters/default.params",
         bitwise=False,
     ),
+    # kernels that call runtime functions by name (TVMBackendGetFuncFromEnv -> sort.c)
+    "contrib-sort-topk": Case("contrib/sort-topk", "factory", "deploy.so", input_name="x"),
+    "contrib-nms": Case("contrib/nms-static", "factory", "deploy.so"),
     "iris-factory": Case(
         "iris-factory", "factory", "deploy_lib.tar!", input_name="float_input", samples=4
     ),

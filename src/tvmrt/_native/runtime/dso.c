@@ -82,6 +82,11 @@ static tvmrt_func* dso_lookup(tvmrt_module* mod, const char* name) {
 
 static void dso_finalize(tvmrt_module* mod) {
   dso_impl* impl = (dso_impl*)mod->impl;
+  void** ctx_slot = (void**)(impl->handle != NULL ? dso_symbol(impl->handle, "__tvm_module_ctx")
+                                                  : syslib_symbol(impl->prefix, "__tvm_module_ctx"));
+  /* the library outlives this module: its kernels must not look functions up through a
+     freed module (a NULL context is an error, see TVMBackendGetFuncFromEnv) */
+  if (ctx_slot != NULL && *ctx_slot == mod) *ctx_slot = NULL;
   free(impl->prefix);
   free(impl); /* the library stays open (see the file comment) */
 }
