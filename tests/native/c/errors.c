@@ -1,6 +1,6 @@
 /*
  * Drives libtvmrt_runtime into its error paths and prints one line per case,
- * "<case>: <TVMGetLastError()>", for tests/native/test_errors.py to compare with the
+ * "<case>: <TVMGetLastError()>", for tests/native/test_c_errors.py to compare with the
  * Python runtime's messages for the same mistakes. A case whose call does not fail
  * prints "<case>: NO ERROR"; a crash or leak fails the test (it also runs under ASan).
  *

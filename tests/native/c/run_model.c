@@ -1,6 +1,6 @@
 /*
  * Runs one graph-executor artifact through libtvmrt_runtime's C API and writes each output's
- * raw bytes, for tests/native/test_models.py to compare with the artifact's golden.npz.
+ * raw bytes, for tests/native/test_c_models.py to compare with the artifact's golden.npz.
  *
  *   run_model factory LIB                    INPUT_NAME INPUT.bin OUT_PREFIX
  *   run_model syslib  LIB                    INPUT_NAME INPUT.bin OUT_PREFIX
