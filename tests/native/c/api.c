@@ -50,6 +50,16 @@ static int add_one(TVMValue* args, int* codes, int n, TVMRetValueHandle ret, voi
 
 static void finalize(void* res) { *(int*)res = -1; }
 
+static int greet(TVMValue* args, int* codes, int n, TVMRetValueHandle ret, void* res) {
+  char text[32]; /* gone when this returns: TVMCFuncSetReturn must copy it */
+  TVMValue v;
+  int code = kTVMStr;
+  (void)res;
+  snprintf(text, sizeof(text), "hello %s", n == 1 && codes[0] == kTVMStr ? args[0].v_str : "?");
+  v.v_str = text;
+  return TVMCFuncSetReturn(ret, &v, &code, 1);
+}
+
 static TVMValue call(TVMModuleHandle mod, const char* name, TVMValue* args, int* codes, int n,
                      int* code) {
   TVMFunctionHandle f = NULL;
@@ -114,6 +124,17 @@ static void registry(void) {
     seen += strcmp(names[i], "runtime.SystemLib") == 0;
   }
   EXPECT(seen == 3);
+  {
+    TVMFunctionHandle h;
+    char scribble[64];
+    CHECK(TVMFuncCreateFromCFunc(greet, NULL, NULL, &h));
+    codes[0] = kTVMStr;
+    args[0].v_str = "C";
+    CHECK(TVMFuncCall(h, args, codes, 1, &ret, &code));
+    memset(scribble, 'x', sizeof(scribble)); /* reuse the stack the callee's text was on */
+    EXPECT(code == kTVMStr && strcmp(ret.v_str, "hello C") == 0 && scribble[0] == 'x');
+    CHECK(TVMFuncFree(h));
+  }
   CHECK(TVMFuncRemoveGlobal("test.add_one"));
   CHECK(TVMFuncGetGlobal("test.add_one", &f));
   EXPECT(f == NULL);

@@ -139,10 +139,34 @@ RT_API int TVMCFuncSetReturn(TVMRetValueHandle ret, TVMValue* value, int* type_c
   if (slot == NULL || value == NULL || type_code == NULL || num_ret != 1) {
     return tvmrt_fail("InvalidArgumentError", "TVMCFuncSetReturn: expected one return value");
   }
+  *slot->code = type_code[0];
+  if (type_code[0] == kTVMStr || type_code[0] == kTVMBytes) {
+    /* as TVM: the text is copied, valid until the thread's next such return */
+    static __thread char* text;
+    static __thread TVMByteArray bytes;
+    const TVMByteArray* in = (const TVMByteArray*)value[0].v_handle;
+    const char* src = type_code[0] == kTVMStr ? value[0].v_str : in != NULL ? in->data : NULL;
+    size_t n = src == NULL ? 0 : type_code[0] == kTVMStr ? strlen(src) : in->size;
+    char* copy;
+    if (src == NULL) return tvmrt_fail("InvalidArgumentError", "TVMCFuncSetReturn: null text");
+    copy = (char*)malloc(n + 1);
+    if (copy == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot copy a return value");
+    memcpy(copy, src, n);
+    copy[n] = '\0';
+    free(text);
+    text = copy;
+    bytes.data = text;
+    bytes.size = n;
+    if (type_code[0] == kTVMStr) {
+      slot->value->v_str = text;
+    } else {
+      slot->value->v_handle = &bytes;
+    }
+    return 0;
+  }
   /* the caller keeps its reference; the receiver of the result gets one of its own */
   tvmrt_retain(object_of(value[0].v_handle, type_code[0]));
   *slot->value = value[0];
-  *slot->code = type_code[0];
   return 0;
 }
 
