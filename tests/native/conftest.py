@@ -115,11 +115,11 @@ def compile_c(native_root: Path) -> Callable[[NativeBuild, str, bool], Path]:
         if key in done:
             return done[key]
         exe = native_root / f"{name}-{native.variant}{'-static' if static else ''}"
-        link = (
-            [str(native.lib_dir / "libtvmrt_runtime.a"), "-rdynamic", "-ldl", "-lpthread", "-lm"]
-            if static
-            else [f"-L{native.lib_dir}", "-ltvmrt_runtime", f"-Wl,-rpath,{native.lib_dir}"]
-        )
+        lib_dir = native.lib_dir
+        if static:
+            link = [str(lib_dir / "libtvmrt_runtime.a"), "-rdynamic", "-ldl", "-lpthread", "-lm"]
+        else:
+            link = [f"-L{lib_dir}", "-ltvmrt_runtime", "-lpthread", f"-Wl,-rpath,{lib_dir}"]
         cmd = [
             "cc",
             "-std=c11",
