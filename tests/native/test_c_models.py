@@ -8,6 +8,8 @@ does; the C runtime itself loads shared libraries only.
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.native.conftest import NativeBuild, link_shared
+from tests.native.conftest import C_DIR, INCLUDE, NativeBuild, link_shared
 
 
 @dataclass(frozen=True)
@@ -161,3 +163,46 @@ def test_bare_library_name_is_the_current_folder(
     got = np.fromfile(tmp_path / "out0.bin", dtype=np.float32).reshape(golden["output_0"].shape)
     np.testing.assert_array_equal(got, golden["output_0"])
     assert int(got.argmax()) == int(golden["output_0"].argmax())
+
+
+def test_system_module_linked_into_the_program(
+    native: NativeBuild, artifacts: Path, tmp_path: Path
+) -> None:
+    """TVM's "Deploy as System Module": the kernels object (lib0.o) and the blob as C source
+    (devc.c, compiled as C++ for its dynamic initializer) linked with libtvmrt_runtime.a
+    and run_model.c into one program that loads no library at all."""
+    cxx = shutil.which("g++")
+    if cxx is None:
+        pytest.skip("g++ is not installed; devc.c must be compiled as C++")
+    src = artifacts / "relay016" / "systemlib-seed-flow"
+    with tarfile.open(src / "deploy_devc_c.tar") as tar:
+        tar.extractall(tmp_path, filter="data")
+    flags = native.flags.split()
+    include = f"-I{INCLUDE}"
+    runtime = str(native.lib_dir / "libtvmrt_runtime.a")
+    steps = [
+        [cxx, *flags, include, "-x", "c++", "-c", "devc.c", "-o", "devc.o"],
+        ["cc", "-std=c11", *flags, include, "-c", str(C_DIR / "run_model.c"), "-o", "main.o"],
+        [
+            cxx,
+            *flags,
+            "main.o",
+            "lib0.o",
+            "devc.o",
+            runtime,
+            "-ldl",
+            "-lpthread",
+            "-lm",
+            "-o",
+            "app",
+        ],
+    ]
+    for cmd in steps:
+        proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, " ".join(cmd) + "\n" + proc.stderr
+    golden = np.load(src / "golden.npz")
+    golden["data"].tofile(tmp_path / "in.bin")
+    proc = native.run(tmp_path / "app", "syslib", "-", "data", "in.bin", "out", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = np.fromfile(tmp_path / "out0.bin", dtype=np.float32).reshape(golden["output_0"].shape)
+    np.testing.assert_array_equal(got, golden["output_0"])

@@ -3,11 +3,11 @@
  * raw bytes, for tests/native/test_c_models.py to compare with the artifact's golden.npz.
  *
  *   run_model factory LIB                    INPUT_NAME INPUT.bin OUT_PREFIX
- *   run_model syslib  LIB                    INPUT_NAME INPUT.bin OUT_PREFIX
+ *   run_model syslib  LIB|-                  INPUT_NAME INPUT.bin OUT_PREFIX
  *   run_model files   LIB GRAPH.json PARAMS  INPUT_NAME INPUT.bin OUT_PREFIX
  *
  * factory: lib["default"](cpu); syslib: runtime.SystemLib()["default"](cpu) after loading
- * LIB; files: tvm.graph_runtime.create(json, lib, 1, 0) + load_params. Every output is
+ * LIB (`-`: nothing to load, the system library is linked into this program); files: tvm.graph_runtime.create(json, lib, 1, 0) + load_params. Every output is
  * read twice (get_output(i) and get_output(i, out)) and the two must agree.
  */
 #include <stdio.h>
@@ -84,7 +84,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   mode = argv[1];
-  CHECK(TVMModLoadFromFile(argv[2], "", &lib));
+  lib = NULL;
+  if (strcmp(argv[2], "-") != 0) CHECK(TVMModLoadFromFile(argv[2], "", &lib));
   if (strcmp(mode, "files") == 0) {
     char *json, *params;
     size_t json_size, params_size;
@@ -199,6 +200,6 @@ int main(int argc, char** argv) {
   CHECK(TVMFuncFree(f));
   printf("outputs: %d\n", num_outputs);
   CHECK(TVMModFree(gmod));
-  CHECK(TVMModFree(lib));
+  if (lib != NULL) CHECK(TVMModFree(lib));
   return 0;
 }
