@@ -23,6 +23,7 @@ native_backend = Extension(
     "tvmrt._native_backend",
     sources=[
         "src/tvmrt/_native/backend.c",
+        "src/tvmrt/_native/services.c",
         "src/tvmrt/_native/sort.c",
         "src/tvmrt/_native/sort_args.c",
         "src/tvmrt/_native/isa.c",

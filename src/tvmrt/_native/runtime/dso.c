@@ -1,0 +1,197 @@
+/*
+ * CPU kernel libraries: a TVM shared library opened with dlopen (legacy `.so`, factory
+ * `.so` with its `__tvm_dev_mblob`), and the system library (`runtime.SystemLib`): the
+ * symbols that system-lib code registered with TVMBackendRegisterSystemLibSymbol.
+ *
+ * As TVM's loader (dso_library.cc, library_module.cc): fill the `__TVM*` function-pointer
+ * slots the library has, point `__tvm_module_ctx` at the module, rebuild the module tree
+ * from the blob. Libraries are never closed (kernels or registrations may outlive the
+ * module), as in TVM.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dladdr1 */
+#endif
+#include <dlfcn.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rt.h"
+
+typedef void* (*symbol_fn)(void* ctx, const char* name);
+
+typedef struct {
+  void* handle;   /* dlopen handle, or NULL for the system library */
+  char* prefix;   /* system library: the symbol prefix */
+} dso_impl;
+
+static void* dso_symbol(void* ctx, const char* name) { return dlsym(ctx, name); }
+
+static void* syslib_symbol(void* ctx, const char* name) {
+  const char* prefix = (const char*)ctx;
+  char buf[RT_MAX_NAME];
+  size_t np = strlen(prefix), nn = strlen(name);
+  if (np == 0) return tvmrt_system_lib_lookup(name);
+  if (np + nn + 1 > sizeof(buf)) return NULL;
+  memcpy(buf, prefix, np);
+  memcpy(buf + np, name, nn + 1);
+  return tvmrt_system_lib_lookup(buf);
+}
+
+/* Write our services into the library's `__<name>` slots (any subset may exist). */
+static void fill_slots(symbol_fn sym, void* ctx, rt_module* mod) {
+  static const struct {
+    const char* slot;
+    void* fn;
+  } slots[] = {
+      {"__TVMFuncCall", (void*)TVMFuncCall},
+      {"__TVMAPISetLastError", (void*)TVMAPISetLastError},
+      {"__TVMBackendGetFuncFromEnv", (void*)TVMBackendGetFuncFromEnv},
+      {"__TVMBackendAllocWorkspace", (void*)TVMBackendAllocWorkspace},
+      {"__TVMBackendFreeWorkspace", (void*)TVMBackendFreeWorkspace},
+      {"__TVMBackendParallelLaunch", (void*)TVMBackendParallelLaunch},
+      {"__TVMBackendParallelBarrier", (void*)TVMBackendParallelBarrier},
+  };
+  size_t i;
+  void** ctx_slot;
+  for (i = 0; i < sizeof(slots) / sizeof(slots[0]); ++i) {
+    void** p = (void**)sym(ctx, slots[i].slot);
+    if (p != NULL) *p = slots[i].fn;
+  }
+  ctx_slot = (void**)sym(ctx, "__tvm_module_ctx");
+  if (ctx_slot != NULL) *ctx_slot = mod;
+}
+
+static rt_func* dso_lookup(rt_module* mod, const char* name) {
+  dso_impl* impl = (dso_impl*)mod->impl;
+  symbol_fn sym = impl->handle != NULL ? dso_symbol : syslib_symbol;
+  void* ctx = impl->handle != NULL ? impl->handle : (void*)impl->prefix;
+  void* f;
+  if (strcmp(name, "__tvm_main__") == 0) {
+    const char* entry = (const char*)sym(ctx, "__tvm_main__"); /* a char array: the name */
+    if (entry == NULL || memchr(entry, '\0', RT_MAX_NAME) == NULL) return NULL;
+    f = sym(ctx, entry);
+  } else {
+    f = sym(ctx, name);
+  }
+  if (f == NULL) return NULL;
+  return rt_func_backend((TVMBackendPackedCFunc)f, &mod->hdr);
+}
+
+static void dso_finalize(rt_module* mod) {
+  dso_impl* impl = (dso_impl*)mod->impl;
+  free(impl->prefix);
+  free(impl); /* the library stays open (see the file comment) */
+}
+
+static rt_module* new_library(void* handle, const char* prefix) {
+  dso_impl* impl = (dso_impl*)calloc(1, sizeof(dso_impl));
+  rt_module* mod;
+  if (impl == NULL || (prefix != NULL && (impl->prefix = strdup(prefix)) == NULL)) {
+    free(impl);
+    rt_fail("DeviceOutOfMemoryError", "cannot allocate a library module");
+    return NULL;
+  }
+  impl->handle = handle;
+  mod = rt_module_new("library", impl);
+  if (mod == NULL) {
+    free(impl->prefix);
+    free(impl);
+    return NULL;
+  }
+  mod->lookup = dso_lookup;
+  mod->finalize = dso_finalize;
+  return mod;
+}
+
+/* The root of the library's module tree (a new reference; `lib`'s reference is taken). */
+static rt_module* with_blob(rt_module* lib, const uint8_t* blob, size_t limit) {
+  rt_module* root;
+  if (blob == NULL) return lib;
+  root = rt_process_blob(blob, limit, lib);
+  rt_release(&lib->hdr);
+  return root;
+}
+
+rt_module* rt_load_dso(const char* path) {
+  char* local = NULL;
+  void* handle;
+  rt_module* lib;
+  const uint8_t* blob;
+  size_t limit = SIZE_MAX;
+  if (access(path, R_OK) != 0) {
+    rt_fail("ModuleFileNotFoundError", "cannot find file %s", path);
+    return NULL;
+  }
+  if (strchr(path, '/') == NULL) { /* dlopen would search the library path for a bare name */
+    size_t n = strlen(path);
+    local = (char*)malloc(n + 3);
+    if (local == NULL) {
+      rt_fail("DeviceOutOfMemoryError", "cannot allocate a path");
+      return NULL;
+    }
+    memcpy(local, "./", 2);
+    memcpy(local + 2, path, n + 1);
+  }
+  handle = dlopen(local != NULL ? local : path, RTLD_LAZY | RTLD_LOCAL);
+  free(local);
+  if (handle == NULL) {
+    const char* why = dlerror();
+    rt_fail("ModuleLoadError", "Failed to load dynamic shared library %s %s", path,
+            why != NULL ? why : "");
+    return NULL;
+  }
+  lib = new_library(handle, NULL);
+  if (lib == NULL) return NULL;
+  fill_slots(dso_symbol, handle, lib);
+  blob = (const uint8_t*)dlsym(handle, "__tvm_dev_mblob");
+  if (blob != NULL) {
+    Dl_info info;
+    const ElfW(Sym)* sym = NULL;
+    if (dladdr1(blob, &info, (void**)&sym, RTLD_DL_SYMENT) != 0 && sym != NULL &&
+        sym->st_size != 0) {
+      limit = (size_t)sym->st_size; /* the blob cannot claim more than its symbol holds */
+    }
+  }
+  return with_blob(lib, blob, limit);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* the system library                                                                  */
+
+static pthread_mutex_t g_syslib_mu = PTHREAD_MUTEX_INITIALIZER;
+static rt_module* g_syslib;       /* the root for prefix "", rebuilt after registrations */
+static int64_t g_syslib_gen = -1;
+
+static rt_module* build_system_lib(const char* prefix) {
+  rt_module* lib = new_library(NULL, prefix);
+  void* ctx;
+  if (lib == NULL) return NULL;
+  ctx = ((dso_impl*)lib->impl)->prefix;
+  fill_slots(syslib_symbol, ctx, lib);
+  return with_blob(lib, (const uint8_t*)syslib_symbol(ctx, "__tvm_dev_mblob"), SIZE_MAX);
+}
+
+rt_module* rt_system_lib(const char* prefix) {
+  rt_module* m;
+  int64_t gen;
+  rt_init();
+  if (prefix != NULL && *prefix != '\0') return build_system_lib(prefix);
+  pthread_mutex_lock(&g_syslib_mu);
+  gen = tvmrt_system_lib_generation();
+  if (g_syslib == NULL || gen != g_syslib_gen) {
+    m = build_system_lib("");
+    if (m == NULL) {
+      pthread_mutex_unlock(&g_syslib_mu);
+      return NULL;
+    }
+    if (g_syslib != NULL) rt_release(&g_syslib->hdr);
+    g_syslib = m;
+    g_syslib_gen = gen;
+  }
+  m = g_syslib;
+  rt_retain(&m->hdr);
+  pthread_mutex_unlock(&g_syslib_mu);
+  return m;
+}
