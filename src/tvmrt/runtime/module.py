@@ -239,8 +239,10 @@ class Module:
         return bool(get_global_func("runtime.ModuleIsDSOExportable")(self))
 
     def export_library(self, file_name: str | os.PathLike[str], **kwargs: Any) -> Any:
-        """Export this module as TVM v0.19 does: kernels as ``lib0.o``..., the module blob
-        as ``devc.c``, then ``fcompile(file_name, files, **kwargs)``.
+        """Export this module as TVM v0.19 does (kernels, module blob, then ``fcompile``).
+
+        The kernels are written as ``lib0.o``..., the module blob as ``devc.c``, and
+        ``fcompile(file_name, files, **kwargs)`` makes the output.
 
         Keyword arguments are TVM's: ``fcompile`` (a callable; None or False: a gzip tar for
         a ``.tar`` name, else a shared library), ``addons``, ``workspace_dir``,

@@ -1,6 +1,7 @@
-// TVM's deployment guide C++ program (issue 20), as written there; only the include and
-// library flags are added when it is compiled. Run in a folder with deploy_lib.so,
-// deploy_graph.json, deploy_param.params and cat.bin.
+// TVM's deployment guide C++ program ("Deploy NNVM Modules"), as written there: it
+// compiles unchanged against tvmrt's headers and links with libtvmrt_runtime alone.
+// Run it in a folder holding deploy_lib.so, deploy_graph.json, deploy_param.params and cat.bin
+// (a float32 1x3x224x224 image, e.g. MobileNet v1's input).
 #include <dlpack/dlpack.h>
 #include <tvm/runtime/module.h>
 #include <tvm/runtime/registry.h>
