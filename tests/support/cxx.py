@@ -14,21 +14,25 @@ import pytest
 
 from support.paths import REPO
 
-__all__ = ["cxx_env", "native_lib_dir", "shell"]
+__all__ = ["SANITIZE", "cxx_env", "native_lib_dir", "shell"]
+
+SANITIZE = "-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+_FLAGS = {"plain": "-O2", "asan": f"-O1 -g {SANITIZE}"}
 
 
-def native_lib_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder with libtvmrt_runtime.{so,a} built from this checkout (once per session)."""
+def native_lib_dir(tmp_path_factory: pytest.TempPathFactory, variant: str = "plain") -> Path:
+    """A folder with libtvmrt_runtime.{so,a} built from this checkout (once per session);
+    ``variant="asan"`` builds it with AddressSanitizer and UndefinedBehaviorSanitizer."""
     for tool in ("make", "cc", "g++"):
         if shutil.which(tool) is None:
             pytest.skip(f"{tool} is not installed; the C++ tests need a C/C++ toolchain")
-    root = tmp_path_factory.getbasetemp() / "cxx-native"
+    root = tmp_path_factory.getbasetemp() / f"cxx-native-{variant}"
     root.mkdir(exist_ok=True)
     with open(root / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (root / "libtvmrt_runtime.a").exists():
             result = subprocess.run(
-                ["make", "-s", "native", f"NATIVE_DIR={root}"],
+                ["make", "-s", "native", f"NATIVE_DIR={root}", f"NATIVE_FLAGS={_FLAGS[variant]}"],
                 cwd=REPO,
                 capture_output=True,
                 text=True,
@@ -46,6 +50,10 @@ def cxx_env(lib_dir: Path) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")])
     env["TVMRT_PYTHON"] = sys.executable
     env.pop("LD_LIBRARY_PATH", None)  # the programs find the library through their rpath
+    env.pop("LD_PRELOAD", None)
+    # leaks are errors too
+    env["ASAN_OPTIONS"] = "detect_leaks=1:abort_on_error=0"
+    env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
     return env
 
 

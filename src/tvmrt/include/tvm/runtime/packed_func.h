@@ -523,6 +523,13 @@ int CallCxxBody(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle
     TVMValue value;
     int code;
     rv.AsC(&value, &code);
+    if (code == kTVMStr) {
+      // a string result must outlive this frame: the caller copies it after the call
+      // returns (TVM's C API keeps returned strings per thread until the next call)
+      thread_local std::string last_string;
+      last_string = static_cast<std::string>(rv);
+      value.v_str = last_string.c_str();
+    }
     return TVMCFuncSetReturn(ret, &value, &code, 1);
   } catch (const std::exception& e) {
     TVMAPISetLastError(e.what());
