@@ -14,8 +14,8 @@
 
 static int short_read(rt_reader* r, const char* field, size_t need) {
   return rt_fail("ParamsFormatError",
-                 "%s: truncated at byte %zu: %s needs %zu bytes, %zu are left", r->what, r->off,
-                 field, need, r->size - r->off);
+                 "%s: truncated: %s needs %zu bytes but only %zu remain at byte offset %zu",
+                 r->what, field, need, r->size - r->off, r->off);
 }
 
 int rt_read_bytes(rt_reader* r, void* out, size_t n, const char* field) {
@@ -37,8 +37,9 @@ int rt_read_u64(rt_reader* r, uint64_t* out, const char* field) {
 int rt_read_count(rt_reader* r, uint64_t* out, size_t min_item, const char* field) {
   if (rt_read_u64(r, out, field) != 0) return -1;
   if (min_item > 0 && *out > (r->size - r->off) / min_item) {
-    return rt_fail("ParamsFormatError", "%s: %s is %llu, more than the %zu bytes left can hold",
-                   r->what, field, (unsigned long long)*out, r->size - r->off);
+    return rt_fail("ParamsFormatError",
+                   "%s: %s is %llu, more than the %zu bytes left can hold at byte offset %zu",
+                   r->what, field, (unsigned long long)*out, r->size - r->off, r->off - 8);
   }
   return 0;
 }
@@ -138,7 +139,7 @@ void rt_params_free(rt_params* p) {
 }
 
 int rt_params_parse(const uint8_t* data, size_t size, int names_only, rt_params* out) {
-  rt_reader r = {data, size, 0, "params"};
+  rt_reader r = {data, size, 0, "params blob"};
   uint64_t magic, reserved, n, count;
   size_t i;
   memset(out, 0, sizeof(*out));
@@ -147,8 +148,8 @@ int rt_params_parse(const uint8_t* data, size_t size, int names_only, rt_params*
   }
   if (magic != NDARRAY_LIST_MAGIC) {
     return rt_fail("ParamsFormatError",
-                   "Invalid parameters file format: list magic is %#llx, expected %#llx (not "
-                   "a TVM params blob)", (unsigned long long)magic, NDARRAY_LIST_MAGIC);
+                   "params blob: list magic is 0x%016llx, expected 0x%016llx (not a TVM params "
+                   "blob) at byte offset 0", (unsigned long long)magic, NDARRAY_LIST_MAGIC);
   }
   if (rt_read_count(&r, &n, 8, "number of names") != 0) return -1;
   out->names = (char**)calloc(n ? (size_t)n : 1, sizeof(char*));
@@ -160,8 +161,8 @@ int rt_params_parse(const uint8_t* data, size_t size, int names_only, rt_params*
   if (rt_read_u64(&r, &count, "number of tensors") != 0) goto fail;
   if (count != n) {
     rt_fail("ParamsFormatError",
-            "Invalid parameters file format: number of tensors is %llu, expected %llu (one "
-            "per name)", (unsigned long long)count, (unsigned long long)n);
+            "params blob: number of tensors is %llu, expected %llu (one per name) at byte "
+            "offset %zu", (unsigned long long)count, (unsigned long long)n, r.off - 8);
     goto fail;
   }
   if (names_only) return 0;
@@ -204,8 +205,13 @@ static int apply_tree(rt_module** mods, uint64_t n, const uint64_t* row, uint64_
                    "for %llu modules and %llu children", (unsigned long long)nrow,
                    (unsigned long long)n, (unsigned long long)nchild);
   }
+  for (i = 0; i < n; ++i) { /* all of row_ptr first: then every row[i + 1] <= nchild */
+    if (row[i] > row[i + 1]) {
+      return rt_fail("ModuleLoadError", "module blob: the import tree's row_ptr decreases at "
+                     "%llu", (unsigned long long)i);
+    }
+  }
   for (i = 0; i < n; ++i) {
-    if (row[i] > row[i + 1]) return rt_fail("ModuleLoadError", "module blob: bad import tree");
     for (k = row[i]; k < row[i + 1]; ++k) {
       if (child[k] <= i || child[k] >= n) {
         return rt_fail("ModuleLoadError", "module blob: module %llu imports module %llu",
@@ -224,7 +230,11 @@ rt_module* rt_process_blob(const uint8_t* blob, size_t limit, rt_module* lib) {
   rt_module** mods = NULL;
   rt_module* root = NULL;
   int has_lib = 0, has_tree = 0;
-  if (limit < 8 || rt_read_u64(&r, &nbytes, "blob size") != 0) return NULL;
+  if (limit < 8) {
+    rt_fail("ModuleLoadError", "module blob: %zu bytes, too short for its size field", limit);
+    return NULL;
+  }
+  if (rt_read_u64(&r, &nbytes, "blob size") != 0) return NULL;
   if (nbytes > limit - 8) {
     rt_fail("ModuleLoadError", "module blob claims %llu bytes, its symbol holds %zu",
             (unsigned long long)nbytes, limit - 8);

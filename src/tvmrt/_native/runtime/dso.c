@@ -13,6 +13,7 @@
 #endif
 #include <dlfcn.h>
 #include <link.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -114,6 +115,58 @@ static rt_module* with_blob(rt_module* lib, const uint8_t* blob, size_t limit) {
   return root;
 }
 
+/* What the loader can check before dlopen: an ELF shared library for this machine (as the
+   Python runtime's loaders/headers.py, in its words). */
+static int check_header(const char* path) {
+  static const struct {
+    int machine;
+    const char* text;
+  } machines[] = {{3, "x86 (32-bit)"},        {40, "arm (ARM 32-bit)"},
+                  {62, "x86-64"},             {183, "aarch64 (ARM 64-bit)"},
+                  {243, "riscv (RISC-V)"},    {8, "mips (MIPS)"},
+                  {21, "ppc64 (PowerPC 64-bit)"}, {22, "s390 (IBM Z)"}};
+#if defined(__x86_64__)
+  const int host = 62;
+#elif defined(__aarch64__)
+  const int host = 183;
+#else
+  const int host = -1;
+#endif
+  unsigned char h[20];
+  size_t n, i;
+  int machine;
+  const char *built = NULL, *here = NULL;
+  FILE* f = fopen(path, "rb");
+  if (f == NULL) return rt_fail("ModuleLoadError", "cannot load '%s': cannot open it", path);
+  n = fread(h, 1, sizeof(h), f);
+  fclose(f);
+  if (n >= 2 && h[0] == 'M' && h[1] == 'Z') {
+    return rt_fail("ModuleLoadError", "cannot load '%s': it is a Windows DLL, this machine runs "
+                   "Linux; export the model for Linux", path);
+  }
+  if (n >= 4 && ((h[0] == 0xcf && h[1] == 0xfa && h[2] == 0xed && h[3] == 0xfe) ||
+                 (h[0] == 0xca && h[1] == 0xfe && h[2] == 0xba && h[3] == 0xbe))) {
+    return rt_fail("ModuleLoadError", "cannot load '%s': it is a macOS Mach-O library, this "
+                   "machine runs Linux; export the model for Linux", path);
+  }
+  if (n < sizeof(h) || memcmp(h, "\177ELF", 4) != 0) {
+    return rt_fail("ModuleLoadError", "cannot load '%s': not a shared library (it is not an "
+                   "ELF file)", path);
+  }
+  machine = h[18] | h[19] << 8;
+  if (host < 0 || machine == host) return 0;
+  for (i = 0; i < sizeof(machines) / sizeof(machines[0]); ++i) {
+    if (machines[i].machine == machine) built = machines[i].text;
+    if (machines[i].machine == host) here = machines[i].text;
+  }
+  if (built == NULL) {
+    return rt_fail("ModuleLoadError", "cannot load '%s': built for ELF machine %d, this machine "
+                   "is %s", path, machine, here);
+  }
+  return rt_fail("ModuleLoadError", "cannot load '%s': built for %s, this machine is %s", path,
+                 built, here);
+}
+
 rt_module* rt_load_dso(const char* path) {
   char* local = NULL;
   void* handle;
@@ -121,9 +174,10 @@ rt_module* rt_load_dso(const char* path) {
   const uint8_t* blob;
   size_t limit = SIZE_MAX;
   if (access(path, R_OK) != 0) {
-    rt_fail("ModuleFileNotFoundError", "cannot find file %s", path);
+    rt_fail("ModuleFileNotFoundError", "module file '%s' does not exist", path);
     return NULL;
   }
+  if (check_header(path) != 0) return NULL;
   if (strchr(path, '/') == NULL) { /* dlopen would search the library path for a bare name */
     size_t n = strlen(path);
     local = (char*)malloc(n + 3);

@@ -98,7 +98,10 @@ rt_module* rt_graph_factory_load(rt_reader* r) {
   }
   impl->params.names = (char**)calloc(nnames ? (size_t)nnames : 1, sizeof(char*));
   impl->params.arrays = (rt_ndarray**)calloc(nnames ? (size_t)nnames : 1, sizeof(rt_ndarray*));
-  if (impl->params.names == NULL || impl->params.arrays == NULL) goto fail;
+  if (impl->params.names == NULL || impl->params.arrays == NULL) {
+    rt_fail("DeviceOutOfMemoryError", "cannot allocate the factory's params");
+    goto fail;
+  }
   impl->params.count = (size_t)nnames;
   for (i = 0; i < nnames; ++i) {
     if (rt_read_str(r, &impl->params.names[i], NULL, "param name") != 0) goto fail;

@@ -276,7 +276,10 @@ int rt_graph_parse(const char* json, size_t len, rt_graph* g) {
     goto fail;
   }
   g->nodes = (rt_node*)calloc(nodes->count ? nodes->count : 1, sizeof(rt_node));
-  if (g->nodes == NULL) goto fail;
+  if (g->nodes == NULL) {
+    rt_fail("DeviceOutOfMemoryError", "cannot allocate %zu graph nodes", nodes->count);
+    goto fail;
+  }
   g->num_nodes = nodes->count;
   for (i = 0; i < nodes->count; ++i) {
     if (read_node(&nodes->items[i], &g->nodes[i], i) != 0) goto fail;
@@ -290,7 +293,10 @@ int rt_graph_parse(const char* json, size_t len, rt_graph* g) {
     goto fail;
   }
   g->heads = (rt_entry_ref*)calloc(heads->count ? heads->count : 1, sizeof(rt_entry_ref));
-  if (g->heads == NULL) goto fail;
+  if (g->heads == NULL) {
+    rt_fail("DeviceOutOfMemoryError", "cannot allocate %zu graph heads", heads->count);
+    goto fail;
+  }
   g->num_heads = heads->count;
   for (i = 0; i < heads->count; ++i) {
     if (read_ref(&heads->items[i], &g->heads[i], "heads") != 0) goto fail;

@@ -137,7 +137,11 @@ graph_executor* ge_create(const char* json, size_t len, rt_module* lib, DLDevice
   if (rt_graph_parse(json, len, &ge->g) != 0 || setup_storage(ge) != 0) goto fail;
   for (nid = 0; nid < ge->g.num_nodes; ++nid) ge->num_ops += ge->g.nodes[nid].is_op;
   ge->ops = (ge_op*)calloc(ge->num_ops ? ge->num_ops : 1, sizeof(ge_op));
-  if (ge->ops == NULL) goto fail;
+  if (ge->ops == NULL) {
+    rt_fail("DeviceOutOfMemoryError", "cannot allocate %zu graph ops", ge->num_ops);
+    ge->num_ops = 0;
+    goto fail;
+  }
   ge->num_ops = 0;
   for (nid = 0; nid < ge->g.num_nodes; ++nid) {
     if (!ge->g.nodes[nid].is_op) continue;

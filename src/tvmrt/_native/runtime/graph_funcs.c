@@ -246,7 +246,10 @@ static int f_get_num_inputs(void* self, TVMValue* args, int* codes, int n, TVMVa
 static int f_get_input_index(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
                              int* rc) {
   if (nargs("get_input_index", n, 1, 1) != 0) return -1;
-  if (codes[0] != kTVMStr) return rt_fail("ArgumentTypeError", "Input key is not a string");
+  if (codes[0] != kTVMStr) {
+    return rt_fail("ArgumentTypeError", "input key must be a str, got %s",
+                   codes[0] == kTVMArgInt ? "int" : codes[0] == kTVMArgFloat ? "float" : "object");
+  }
   ret->v_int64 = ge_input_index(GE(self), args[0].v_str);
   *rc = kTVMArgInt;
   return 0;

@@ -8,14 +8,21 @@
 
 #include "rt.h"
 
-static int check_cpu(int device_type, const char* what) {
-  if (device_type != kDLCPU && device_type != kDLCUDAHost) {
+static int check_cpu(int device_type, int device_id, const char* what) {
+  static const char* names[] = {NULL,     "cpu",   "cuda",   "cuda_host", "opencl", NULL,
+                                NULL,     "vulkan", "metal", "vpi",       "rocm",   "rocm_host",
+                                "ext_dev", "cuda_managed", "oneapi", "webgpu", "hexagon"};
+  const char* name = device_type >= 0 && device_type <= 16 ? names[device_type] : NULL;
+  (void)what;
+  if (device_type == kDLCPU) return 0;
+  if (name != NULL) {
     return rt_fail("DeviceUnavailableError",
-                   "%s: device type %d is not supported; libtvmrt_runtime runs on the CPU "
-                   "(device type 1) only",
-                   what, device_type);
+                   "no backend for device %s(%d): tvmrt runs compiled kernels on cpu", name,
+                   device_id);
   }
-  return 0;
+  return rt_fail("DeviceUnavailableError",
+                 "no backend for device type %d: tvmrt runs compiled kernels on cpu (%s)",
+                 device_type, what);
 }
 
 int rt_dtype_bytes(DLDataType t, int64_t count, size_t* out) {
@@ -115,7 +122,7 @@ RT_API int TVMArrayAlloc(const tvm_index_t* shape, int ndim, int dtype_code, int
   if (out == NULL || (ndim > 0 && shape == NULL)) {
     return rt_fail("InvalidArgumentError", "TVMArrayAlloc: shape and out are required");
   }
-  if (check_cpu(device_type, "TVMArrayAlloc") != 0) return -1;
+  if (check_cpu(device_type, device_id, "TVMArrayAlloc") != 0) return -1;
   if (dtype_code < 0 || dtype_code > 255 || dtype_bits <= 0 || dtype_bits > 255 ||
       dtype_lanes <= 0 || dtype_lanes > 65535) {
     return rt_fail("DataTypeError", "TVMArrayAlloc: invalid dtype (code %d, bits %d, lanes %d)",
@@ -146,7 +153,7 @@ static int bytes_copy(TVMArrayHandle handle, void* data, size_t nbytes, int to_a
   if (handle == NULL || (data == NULL && nbytes != 0)) {
     return rt_fail("InvalidArgumentError", "%s: array and data are required", what);
   }
-  if (check_cpu(handle->device.device_type, what) != 0) return -1;
+  if (check_cpu(handle->device.device_type, handle->device.device_id, what) != 0) return -1;
   if (rt_tensor_nbytes(handle, &have) != 0) return rt_fail("ArrayError", "%s: bad shape", what);
   if (have != nbytes) {
     return rt_fail("ArrayError", "%s: data size and array size mismatch (%zu vs %zu bytes)", what,
@@ -174,8 +181,8 @@ int rt_copy_tensor(const DLTensor* from, DLTensor* to) {
   if (from == NULL || to == NULL) {
     return rt_fail("InvalidArgumentError", "TVMArrayCopyFromTo: both arrays are required");
   }
-  if (check_cpu(from->device.device_type, "TVMArrayCopyFromTo") != 0 ||
-      check_cpu(to->device.device_type, "TVMArrayCopyFromTo") != 0) {
+  if (check_cpu(from->device.device_type, from->device.device_id, "TVMArrayCopyFromTo") != 0 ||
+      check_cpu(to->device.device_type, to->device.device_id, "TVMArrayCopyFromTo") != 0) {
     return -1;
   }
   if (rt_tensor_nbytes(from, &a) != 0 || rt_tensor_nbytes(to, &b) != 0) {
@@ -199,7 +206,7 @@ RT_API int TVMArrayCopyFromTo(TVMArrayHandle from, TVMArrayHandle to, TVMStreamH
 RT_API int TVMDeviceAllocDataSpace(DLDevice dev, size_t nbytes, size_t alignment,
                                    DLDataType type_hint, void** out_data) {
   (void)type_hint;
-  if (check_cpu(dev.device_type, "TVMDeviceAllocDataSpace") != 0) return -1;
+  if (check_cpu(dev.device_type, dev.device_id, "TVMDeviceAllocDataSpace") != 0) return -1;
   if (out_data == NULL) return rt_fail("InvalidArgumentError", "out_data is required");
   if (alignment < RT_ALIGN) alignment = RT_ALIGN;
   if ((alignment & (alignment - 1)) != 0 || nbytes > SIZE_MAX - alignment) {
@@ -213,7 +220,7 @@ RT_API int TVMDeviceAllocDataSpace(DLDevice dev, size_t nbytes, size_t alignment
 }
 
 RT_API int TVMDeviceFreeDataSpace(DLDevice dev, void* ptr) {
-  if (check_cpu(dev.device_type, "TVMDeviceFreeDataSpace") != 0) return -1;
+  if (check_cpu(dev.device_type, dev.device_id, "TVMDeviceFreeDataSpace") != 0) return -1;
   free(ptr);
   return 0;
 }
@@ -225,7 +232,7 @@ RT_API int TVMDeviceCopyDataFromTo(DLTensor* from, DLTensor* to, TVMStreamHandle
 
 RT_API int TVMStreamCreate(int device_type, int device_id, TVMStreamHandle* out) {
   (void)device_id;
-  if (check_cpu(device_type, "TVMStreamCreate") != 0) return -1;
+  if (check_cpu(device_type, device_id, "TVMStreamCreate") != 0) return -1;
   if (out != NULL) *out = NULL;
   return 0;
 }
@@ -233,19 +240,19 @@ RT_API int TVMStreamCreate(int device_type, int device_id, TVMStreamHandle* out)
 RT_API int TVMStreamFree(int device_type, int device_id, TVMStreamHandle stream) {
   (void)device_id;
   (void)stream;
-  return check_cpu(device_type, "TVMStreamFree");
+  return check_cpu(device_type, device_id, "TVMStreamFree");
 }
 
 RT_API int TVMSetStream(int device_type, int device_id, TVMStreamHandle handle) {
   (void)device_id;
   (void)handle;
-  return check_cpu(device_type, "TVMSetStream");
+  return check_cpu(device_type, device_id, "TVMSetStream");
 }
 
 RT_API int TVMSynchronize(int device_type, int device_id, TVMStreamHandle stream) {
   (void)device_id;
   (void)stream;
-  return check_cpu(device_type, "TVMSynchronize");
+  return check_cpu(device_type, device_id, "TVMSynchronize");
 }
 
 RT_API int TVMStreamStreamSynchronize(int device_type, int device_id, TVMStreamHandle src,
@@ -253,7 +260,7 @@ RT_API int TVMStreamStreamSynchronize(int device_type, int device_id, TVMStreamH
   (void)device_id;
   (void)src;
   (void)dst;
-  return check_cpu(device_type, "TVMStreamStreamSynchronize");
+  return check_cpu(device_type, device_id, "TVMStreamStreamSynchronize");
 }
 
 /* TVM's dtype strings: int8..64, uint, float16..64, bool, handle, bfloat16, <base><bits>x<n> */
