@@ -88,7 +88,7 @@ def _build(work: Path, tvm016: Path) -> dict[str, Path]:
     )
     includes = [f"-I{tvm016 / d}" for d in ("include", "dlpack/include", "dmlc-core/include")]
     subprocess.run(
-        ["g++", "-std=c++17", "-O2", "-D_GLIBCXX_USE_CXX11_ABI=0", str(SOURCE), *includes,
+        ["g++", "-std=c++17", "-O2", "-w", "-D_GLIBCXX_USE_CXX11_ABI=0", str(SOURCE), *includes,
          f"-L{tvm016}", f"-Wl,-rpath,{tvm016}", "-ltvm_runtime", "-o",
          str(exes["C++ TVM 0.16"])],
         check=True,
