@@ -34,6 +34,7 @@ def test_api_check(tmp_path_factory, artifacts, tmp_path, variant):
     assert out == "inputs=1 outputs=1\nok\n"
 
 
+@pytest.mark.slow
 def test_system_module_app_under_sanitizers(tmp_path_factory, artifacts, tmp_path):
     env = cxx_env(native_lib_dir(tmp_path_factory, "asan"))
     model = artifacts / "relay016" / "systemlib-tar" / "deploy.tar"

@@ -115,6 +115,7 @@ def test_pkg_config_builds_the_guide_program(wheel_layout, lib_dir, tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
+@pytest.mark.slow
 def test_cmake_find_package_builds_both_examples(wheel_layout, lib_dir, artifacts, tmp_path):
     env = cxx_env(lib_dir)
     model = artifacts / "relay016" / "systemlib-tar" / "deploy.tar"

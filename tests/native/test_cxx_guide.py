@@ -35,6 +35,7 @@ def mobilenet(artifacts, tmp_path):
     return folder, golden
 
 
+@pytest.mark.slow
 def test_guide_program_matches_golden_bitwise(env, mobilenet, tmp_path):
     folder, golden = mobilenet
     shutil.copy(GUIDE, tmp_path / "main.cc")

@@ -44,6 +44,7 @@ def _model_tar(artifacts, folder, name, tmp_path):
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("folder", "name"), CASES)
 def test_static_system_module_app_matches_golden(env, artifacts, tmp_path, folder, name):
     model = _model_tar(artifacts, folder, name, tmp_path)
