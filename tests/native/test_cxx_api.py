@@ -2,7 +2,8 @@
 real runtime): TVM_REGISTER_GLOBAL and Registry::Get, PackedFunc from a lambda, TVMRetValue
 conversions, NDArray, a factory's lib["default"](dev), errors as tvm::runtime::Error; and the
 static system-module app, both built with AddressSanitizer + UndefinedBehaviorSanitizer
-(runtime and program) and run clean."""
+(runtime and program) and run clean. The headers compile warning-free under -Wall -Wextra
+-Wpedantic -Wshadow -Wconversion -Werror."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def test_api_check(tmp_path_factory, artifacts, tmp_path, variant):
     env = cxx_env(native_lib_dir(tmp_path_factory, variant))
     flags = SANITIZE if variant == "asan" else ""
     shell(
-        f"g++ -std=c++17 -Wall -Wextra -Werror {flags} {CHECK} "
+        f"g++ -std=c++17 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror {flags} {CHECK} "
         "$(tvmrt config --cflags --libs) -o api_check",
         env,
         tmp_path,

@@ -265,8 +265,8 @@ class TVMArgs {
   const TVMValue* values;
   const int* type_codes;
   int num_args;
-  TVMArgs(const TVMValue* values, const int* type_codes, int num_args)
-      : values(values), type_codes(type_codes), num_args(num_args) {}
+  TVMArgs(const TVMValue* arg_values, const int* arg_type_codes, int arg_count)
+      : values(arg_values), type_codes(arg_type_codes), num_args(arg_count) {}
   int size() const { return num_args; }
   TVMArgValue operator[](int i) const {
     if (i < 0 || i >= num_args) {
