@@ -28,6 +28,8 @@ LAYERS: dict[str, set[str]] = {
     BOTTOM: set(),
     "tvmrt.error": set(),
     "tvmrt.runtime": {"tvmrt.error"},
+    # flags and folders for C/C++ programs using libtvmrt_runtime (`tvmrt config`)
+    "tvmrt.config": {"tvmrt.error"},
     "tvmrt.contrib": {"tvmrt.error", "tvmrt.runtime"},
     "tvmrt.testing": {"tvmrt.error", "tvmrt.runtime", "tvmrt.contrib"},
     "tvmrt.artifact": {"tvmrt.error", "tvmrt.runtime", "tvmrt.contrib"},
@@ -40,6 +42,7 @@ LAYERS: dict[str, set[str]] = {
         "tvmrt.artifact",
         "tvmrt.serve",
         "tvmrt.compiler",
+        "tvmrt.config",
     },
     # the package root and ``python -m tvmrt`` re-export what TVM's ``import tvm`` gives
     # TVM <= 0.6's ``tvm.module`` and the params helpers of ``tvm.relay``, faces of the runtime
