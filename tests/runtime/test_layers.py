@@ -33,6 +33,8 @@ LAYERS: dict[str, set[str]] = {
     "tvmrt.artifact": {"tvmrt.error", "tvmrt.runtime", "tvmrt.contrib"},
     "tvmrt.compiler": {"tvmrt.error", "tvmrt.runtime", "tvmrt.contrib", "tvmrt.artifact"},
     "tvmrt.serve": {"tvmrt.error", "tvmrt.runtime", "tvmrt.contrib", "tvmrt.artifact"},
+    # TVM's RPC server and tracker: at the serve level (it loads artifacts for remote clients)
+    "tvmrt.rpc": {"tvmrt.error", "tvmrt.runtime", "tvmrt.contrib", "tvmrt.artifact"},
     "tvmrt.cli": {
         "tvmrt.error",
         "tvmrt.runtime",
