@@ -1,4 +1,4 @@
-"""Start ``tvmrt rpc server`` / ``tvmrt rpc tracker`` in a subprocess for a test."""
+"""Start ``tvmrt rpc server`` / ``tvmrt rpc tracker`` in a subprocess; run peers' clients."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,36 +26,39 @@ def tvmrt_rpc(
     """Run ``tvmrt rpc COMMAND ARGS --port 0``; yields the process and its port."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")])
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tvmrt", "rpc", command, "--port", "0", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        found = re.search(r"listening on .*:(\d+)", line)
-        if found is None:
-            proc.kill()
-            raise AssertionError(
-                f"tvmrt rpc {command} did not start: {line!r} {proc.stderr.read() if proc.stderr else ''}"
-            )
-        yield proc, int(found.group(1))
-    finally:
-        proc.terminate()
+    # the log goes to a file: a pipe nobody reads would fill and stall the server
+    with tempfile.TemporaryFile("w+") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tvmrt", "rpc", command, "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            env=env,
+        )
         try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            found = re.search(r"listening on .*:(\d+)", line)
+            if found is None:
+                proc.kill()
+                log.seek(0)
+                raise AssertionError(f"tvmrt rpc {command} did not start: {line!r} {log.read()}")
+            yield proc, int(found.group(1))
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
 
 
 def run_peer(
-    python: Path, script: str, *args: str, timeout: float = 300
+    python: Path | str, script: str, *args: str, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``script`` (Python source) under a peer's interpreter."""
+    """Run ``script`` (Python source) under a peer's interpreter, without our PYTHONPATH."""
     return subprocess.run(
         [str(python), "-c", script, *args],
         capture_output=True,

@@ -103,7 +103,8 @@ class ServerEnv:
             target.unlink()
 
     def listdir(self, name: str = ".") -> str:
-        return ",".join(sorted(os.listdir(self.path(name or "."))))
+        # TVM's C++ RPC app: every entry followed by ","
+        return "".join(f"{entry}," for entry in sorted(os.listdir(self.path(name or "."))))
 
     def load_module(self, name: str, *_legacy: Any) -> Module:
         # hhb-tvm 3.2.3 sends (name, fmt, ...): the extra arguments are ignored
