@@ -14,6 +14,7 @@ unless told otherwise; a tracker key (``--key``) selects which clients reach it.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import random
@@ -73,6 +74,13 @@ def bind_port(host: str, port: int, port_end: int) -> tuple[socket.socket, int]:
     raise InvalidArgumentError(
         f"no free port in [{port}, {port_end}) on {host}: {last.strerror if last else ''}"
     )
+
+
+def _die_with_parent() -> None:
+    """Linux: the session process is killed when the server process goes away."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _session_timeout(opts: list[str]) -> float | None:
@@ -177,6 +185,7 @@ class RPCServer:
             if pid == 0:  # the session
                 code = 0
                 try:
+                    _die_with_parent()
                     self.sock.close()
                     os.close(read_end)
 
