@@ -42,7 +42,10 @@ LAYERS: dict[str, set[str]] = {
         "tvmrt.artifact",
         "tvmrt.serve",
         "tvmrt.compiler",
+        "tvmrt.rpc",
     },
+    # TVM's `python -m tvm.exec.rpc_server`: thin wrappers of the tvmrt command's verbs
+    "tvmrt.exec": {"tvmrt.cli"},
     # the package root and ``python -m tvmrt`` re-export what TVM's ``import tvm`` gives
     "tvmrt": {"tvmrt.error", "tvmrt.runtime", "tvmrt.contrib", "tvmrt.compiler"},
     "tvmrt.__main__": {"tvmrt.cli"},

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from tvmrt.error import ArgumentTypeError, InvalidArgumentError, RPCError
 from tvmrt.rpc.client_endpoint import ClientEndpoint, open_endpoint
 from tvmrt.rpc.remote import RemoteFunc, RPCModule
-from tvmrt.rpc.tracker_client import TrackerSession
+from tvmrt.rpc.tracker_session import TrackerSession
 from tvmrt.runtime.device import STR2MASK, Device
 from tvmrt.runtime.module import Module
 
