@@ -13,6 +13,7 @@ import numpy as np
 
 from tvmrt.artifact import ArtifactFiles, LoadedModel, find_artifact, load_artifact
 from tvmrt.artifact.devices import set_kernel_threads
+from tvmrt.cli.rpc_flags import load_remote, remote_requested
 from tvmrt.error import UsageError
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.device import device as make_device
@@ -87,7 +88,8 @@ def load(
         raise UsageError(str(exc)) from None
     files = find_artifact(args.artifact, args.graph, args.lib, args.params)
     start = time.perf_counter()
-    model = loader(files, dev)
+    # --rpc / --rpc-tracker: the server loads and runs it
+    model = load_remote(args, files, dev) if remote_requested(args) else loader(files, dev)
     return model, time.perf_counter() - start
 
 
