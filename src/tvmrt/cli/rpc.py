@@ -74,6 +74,13 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="MB",
         help="largest packet (one upload) a client may send (1024)",
     )
+    parser.add_argument(
+        "--max-alloc-mb",
+        type=int,
+        default=4096,
+        metavar="MB",
+        help="largest single device allocation a client may ask for (4096)",
+    )
     parser.add_argument("--load-library", help="extra shared libraries to load, ':'-separated")
     parser.add_argument("--silent", action="store_true", help="log warnings only")
 
@@ -101,8 +108,12 @@ def run_server(args: argparse.Namespace) -> int:
     for lib in (args.load_library or "").split(":"):
         if lib:
             ctypes.CDLL(lib, ctypes.RTLD_GLOBAL)
-    if args.max_packet_mb <= 0:
-        raise UsageError(f"--max-packet-mb {args.max_packet_mb}: expected a positive number")
+    for flag, value in (
+        ("--max-packet-mb", args.max_packet_mb),
+        ("--max-alloc-mb", args.max_alloc_mb),
+    ):
+        if value <= 0:
+            raise UsageError(f"{flag} {value}: expected a positive number")
     config = ServerConfig(
         host=args.host,
         port=args.port,
@@ -112,7 +123,7 @@ def run_server(args: argparse.Namespace) -> int:
         custom_addr=args.custom_addr,
         timeout=args.timeout,
         workdir=Path(args.workdir) if args.workdir else None,
-        limits=Limits(max_packet=args.max_packet_mb << 20),
+        limits=Limits(max_packet=args.max_packet_mb << 20, max_alloc=args.max_alloc_mb << 20),
     )
     server = RPCServer(config)
     print(f"tvmrt rpc server: listening on {args.host}:{server.port}", flush=True)

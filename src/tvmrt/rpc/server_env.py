@@ -131,8 +131,8 @@ class ServerEnv:
     def import_module(mod: Module, dep: Module) -> None:
         mod.import_module(dep)
 
-    @staticmethod
     def time_evaluator(
+        self,
         mod: Module | None,
         name: str,
         dev_type: int,
@@ -149,7 +149,10 @@ class ServerEnv:
         """TVM's ``runtime.RPCTimeEvaluator``: a function returning float64 seconds per
         repeat, packed as bytes (``mod`` None: ``name`` is a global function)."""
         if mod is None:
-            func = get_global_func(name)
+            named = self.lookup(name)
+            if named is None:
+                raise FunctionNotFoundError(f"RPCTimeEvaluator: no global function {name!r}")
+            func = named
         else:
             found = mod.find_function(name, True)
             if found is None:

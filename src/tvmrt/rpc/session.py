@@ -9,6 +9,7 @@ exception packet, and the session goes on.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 from collections.abc import Callable
@@ -374,7 +375,12 @@ def serve_connection(
     session = ServerSession(workdir, limits)
     reported = False
     while True:
-        packet = wire.recv_packet(sock, limits)
+        try:
+            packet = wire.recv_packet(sock, limits)
+        except RPCProtocolError as exc:  # the framing is lost: say why, then close
+            with contextlib.suppress(OSError):
+                sock.sendall(session._exception(f"RPCError: {exc}"))
+            raise
         if packet is None:
             return
         reply = session.handle_packet(*packet)
