@@ -53,7 +53,7 @@ from tvmrt.rpc.wire import (
     RPCCode,
     handshake_bytes,
     packet_bytes,
-    recv_handshake,
+    recv_exact,
     recv_packet,
 )
 from tvmrt.runtime.device import RPC_SESS_MASK, Device, register_backend, unregister_backend
@@ -83,11 +83,23 @@ def open_endpoint(
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.sendall(handshake_bytes(RPC_MAGIC, f"client:{key}"))
-        code, _ = recv_handshake(sock)
+        # a refusal is the code alone (TVM's servers send 4 bytes and close)
+        (code,) = struct.unpack("<i", recv_exact(sock, 4, "the server's handshake"))
         if code == RPC_CODE_MISMATCH:
             raise RPCError(f"the RPC server at {url}:{port} has a different key than {key!r}")
         if code == RPC_CODE_DUPLICATE:
             raise RPCError(f"the RPC server at {url}:{port} refused key {key!r} as a duplicate")
+        if code != RPC_MAGIC:
+            raise RPCProtocolError(
+                f"{url}:{port} answered the handshake with {code:#x}, not TVM's RPC magic"
+            )
+        (length,) = struct.unpack("<i", recv_exact(sock, 4, "the server's handshake"))
+        if not 0 <= length <= DEFAULT_LIMITS.max_key:
+            raise RPCProtocolError(
+                f"{url}:{port}: handshake key of {length} bytes, expected 0 to "
+                f"{DEFAULT_LIMITS.max_key}"
+            )
+        recv_exact(sock, length, "the server's key")
         endpoint = ClientEndpoint(sock, table_index, f"{url}:{port}")
         endpoint.init_server()
     except BaseException:
