@@ -9,6 +9,7 @@ outputs must equal the goldens TVM computed.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -179,3 +180,25 @@ def test_tracker_request(kind: str, tmp_path: Path, artifacts: Path) -> None:
                 module.run(data=golden["data"])
                 _close(module.get_output(0).numpy(), golden["output_0"])
         client.close()
+
+
+def test_remote_objects_keep_the_session_open(server: int, artifacts: Path) -> None:
+    folder = artifacts / "relay016" / "linkparams-so"
+    golden = np.load(folder / "golden.npz")
+
+    def load() -> tuple[object, object]:
+        session = rpc.connect(HOST, server)  # dropped on return, as in TVM
+        session.upload(str(folder / "deploy.so"), "kept.so")
+        return session.load_module("kept.so"), session.cpu()
+
+    rlib, dev = load()
+    gc.collect()
+    module = graph_executor.GraphModule(rlib["default"](dev))  # type: ignore[index]
+    module.run(data=golden["data"])
+    out = module.get_output(0)
+    _close(out.numpy(), golden["output_0"])
+    endpoint = rlib._endpoint  # type: ignore[attr-defined]
+    assert not endpoint.closed
+    del rlib, module, out
+    gc.collect()
+    assert endpoint.closed  # the last remote object took the session with it

@@ -59,7 +59,8 @@ class RPCSession:
     def __init__(self, endpoint: ClientEndpoint) -> None:
         self._endpoint = endpoint
         self._tbl_index = endpoint.table_index
-        weakref.finalize(self, endpoint.close)
+        # open while this session or any of its functions, modules or arrays is alive
+        self._lifeline = endpoint.lifeline()
 
     def __enter__(self) -> RPCSession:
         return self

@@ -14,6 +14,7 @@ import math
 import socket
 import struct
 import threading
+import weakref
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -108,6 +109,12 @@ def open_endpoint(
     return endpoint
 
 
+class _Lifeline:
+    """Kept alive by a session's remote objects; its finalizer closes the session."""
+
+    __slots__ = ("__weakref__",)
+
+
 class ClientEndpoint:
     """One connected session; every method is one request and its reply."""
 
@@ -122,10 +129,24 @@ class ClientEndpoint:
         self._lock = threading.RLock()
         self._to_free: list[tuple[int, Kind]] = []
         self._free_lock = threading.Lock()
-        self._globals: dict[str, RemoteFunc | None] = {}
+        self._globals: dict[str, int] = {}  # handles: globals are never freed
+        # Every remote object holds the lifeline; when the last of them and the session
+        # are gone, the session closes. The endpoint itself keeps only a weak reference.
+        line = _Lifeline()
+        self._lifeline = weakref.ref(line)
+        self._first_line: _Lifeline | None = line
+        weakref.finalize(line, self.close)
         self._device_apis: dict[int, RemoteDeviceAPI] = {}
 
     # -- life ------------------------------------------------------------------------------
+    def lifeline(self) -> object:
+        """The object whose life keeps the session open (held by every remote object)."""
+        line = self._first_line or self._lifeline()
+        self._first_line = None  # from now on only holders keep it alive
+        if line is None:
+            raise RPCError(f"the RPC session with {self.peer} is closed")
+        return line
+
     @property
     def closed(self) -> bool:
         return self._sock is None
@@ -188,13 +209,12 @@ class ClientEndpoint:
 
     def get_global(self, name: str) -> RemoteFunc | None:
         """The server's global function ``name``, or ``None`` if it has none."""
-        if name in self._globals:
-            return self._globals[name]
-        values = self._syscall(RPCCode.kGetGlobalFunc, [name])
-        handle = _single_handle(values, f"kGetGlobalFunc({name!r})")
-        func = None if handle == 0 else RemoteFunc(self, handle, name, owned=False)
-        self._globals[name] = func
-        return func
+        handle = self._globals.get(name)
+        if handle is None:
+            values = self._syscall(RPCCode.kGetGlobalFunc, [name])
+            handle = _single_handle(values, f"kGetGlobalFunc({name!r})")
+            self._globals[name] = handle
+        return None if handle == 0 else RemoteFunc(self, handle, name, owned=False)
 
     def call_global(self, name: str, args: Sequence[object]) -> Any:
         """Call the server's global function ``name``."""

@@ -52,6 +52,7 @@ _ATTR_KINDS = {
 class ClientEndpoint(Protocol):
     """What remote objects ask of their session's connection (``client_endpoint``)."""
 
+    def lifeline(self) -> object: ...
     def release(self, handle: int, kind: Kind) -> None: ...
     def call_function(self, handle: int, args: Sequence[object], name: str) -> Any: ...
     def module_function(
@@ -73,6 +74,7 @@ class RemoteObject:
 
     def __init__(self, endpoint: ClientEndpoint, handle: int) -> None:
         self._endpoint = endpoint
+        self._lifeline = endpoint.lifeline()  # the session lives while this does
         self.handle = handle
         weakref.finalize(self, endpoint.release, handle, Kind.OBJECT)
 
@@ -83,13 +85,14 @@ class RemoteObject:
 class RemoteFunc(PackedFunc):
     """A function of the remote session; calling it is one ``kCallFunc`` round trip."""
 
-    __slots__ = ("__weakref__", "_endpoint", "handle")
+    __slots__ = ("__weakref__", "_endpoint", "_lifeline", "handle")
 
     def __init__(
         self, endpoint: ClientEndpoint, handle: int, name: str, owned: bool = True
     ) -> None:
         super().__init__(self._call, name)
         self._endpoint = endpoint
+        self._lifeline = endpoint.lifeline()  # the session lives while this does
         self.handle = handle
         if owned:
             weakref.finalize(self, endpoint.release, handle, Kind.FUNC)
@@ -118,6 +121,7 @@ class RPCModule(Module):
     def __init__(self, endpoint: ClientEndpoint, handle: int, name: str = "") -> None:
         super().__init__()
         self._endpoint = endpoint
+        self._lifeline = endpoint.lifeline()  # the session lives while this does
         self.handle = handle
         self.name = name
         weakref.finalize(self, endpoint.release, handle, Kind.MODULE)
@@ -206,14 +210,17 @@ class RPCModule(Module):
 
 
 class _RemoteArrayStorage(DeviceStorage):
-    """Memory of an array the server returned: freed through the array's handle."""
+    """Memory of an array the server returned: freed through the array's handle.
+
+    ``obj`` is ``(array handle, session lifeline)``.
+    """
 
     __slots__ = ()
 
     def __del__(self) -> None:
         api = self.api
-        if isinstance(api, RemoteDeviceAPI) and isinstance(self.obj, int):
-            api.endpoint.release(self.obj, Kind.NDARRAY)
+        if isinstance(api, RemoteDeviceAPI) and isinstance(self.obj, tuple):
+            api.endpoint.release(self.obj[0], Kind.NDARRAY)
 
 
 class RemoteDeviceAPI(DeviceAPI):
@@ -238,7 +245,8 @@ class RemoteDeviceAPI(DeviceAPI):
 
     def _alloc(self, dev: Device, nbytes: int, alignment: int) -> Any:
         handle = self.endpoint.alloc_data(dev, nbytes, alignment)
-        return DeviceStorage(self, dev, handle, nbytes)
+        # obj: the session lives while its arrays do
+        return DeviceStorage(self, dev, handle, nbytes, None, self.endpoint.lifeline())
 
     def free(self, storage: Storage) -> None:
         if not isinstance(storage, _RemoteArrayStorage):
@@ -259,7 +267,8 @@ class RemoteDeviceAPI(DeviceAPI):
         """An NDArray over a tensor the server returned, freed through ``array_handle``."""
         dtype = DataType.from_code(tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes)
         nbytes = tensor.byte_offset + math.prod(tensor.shape) * dtype.itemsize
-        storage = _RemoteArrayStorage(self, dev, tensor.data, nbytes, None, array_handle)
+        owner = (array_handle, self.endpoint.lifeline())
+        storage = _RemoteArrayStorage(self, dev, tensor.data, nbytes, None, owner)
         return NDArray.from_storage(storage, tensor.byte_offset, tensor.shape, dtype)
 
 
