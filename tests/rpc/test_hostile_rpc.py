@@ -320,3 +320,24 @@ def test_fuzzed_packet_streams(server: int, kernels: bytes) -> None:
         finally:
             c.close()
     healthy(server, kernels)
+
+
+def test_copies_honour_byte_offsets_and_bounds(server: int) -> None:
+    c = Client(server)
+    try:
+        x = c.alloc(8)
+        c.copy_to(x, struct.pack("<8f", *range(8)))
+        # the middle four floats, named by a byte offset into the allocation
+        mid = WireTensor(x.data, CPU, F32, (4,), byte_offset=8)
+        assert struct.unpack("<4f", c.copy_from(mid, 16)) == (2, 3, 4, 5)
+        c.copy_to(mid, struct.pack("<4f", -1, -1, -1, -1))
+        assert struct.unpack("<8f", c.copy_from(x, 32)) == (0, 1, -1, -1, -1, -1, 6, 7)
+        with pytest.raises(RPCError, match="needs 16 bytes"):
+            c.copy_from(WireTensor(x.data, CPU, F32, (4,), byte_offset=20), 16)
+        with pytest.raises(RPCError, match="copy of 8 bytes"):
+            c.copy_from(mid, 8)
+        c.request(C.kDevFreeData, [CPU, Handle(Kind.OPAQUE, x.data)])
+        with pytest.raises(RPCError, match="never handed out"):
+            c.copy_from(x, 32)
+    finally:
+        c.close()

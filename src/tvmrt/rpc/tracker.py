@@ -21,6 +21,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
+from tvmrt.error import RPCProtocolError
 from tvmrt.rpc import wire
 from tvmrt.rpc.server import bind_port
 from tvmrt.rpc.tracker_client import MAX_FRAME, TrackerCode
@@ -165,7 +166,7 @@ class Tracker:
     # -- protocol ---------------------------------------------------------------------
     def _handle(self, conn: _Conn, msg: Any) -> None:
         if not isinstance(msg, list) or not msg:
-            raise ValueError(f"expected a JSON list, got {msg!r}")
+            raise RPCProtocolError(f"tracker message: expected a JSON list, got {msg!r}")
         code = msg[0]
         if code == TrackerCode.PUT:
             key = str(msg[1])
@@ -202,7 +203,7 @@ class Tracker:
             if ok:
                 self.stop()
         else:
-            raise ValueError(f"unknown tracker code {code!r}")
+            raise RPCProtocolError(f"unknown tracker code {code!r}")
 
     def _schedule(self, key: str) -> None:
         queue = self.queues[key]
