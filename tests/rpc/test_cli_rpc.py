@@ -3,6 +3,7 @@ against TVM 0.16's own server and tracker: the same printout and outputs as a lo
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,14 +12,22 @@ import numpy as np
 import pytest
 
 from support.cli import tvmrt
-from support.tvm016_rpc import HOST, Peer, tvm016_rpc_server, tvm016_rpc_tracker
+from support.rpc_server import tvmrt_rpc
+from support.tvm016_rpc import HOST, tvm016_rpc_server, tvm016_rpc_tracker
 from tvmrt import rpc
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Peer]:
-    with tvm016_rpc_server(tmp_path_factory.mktemp("tvm016-cli")) as peer:
-        yield peer
+@pytest.fixture(scope="module", params=["tvm016", "tvmrt"])
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[int]:
+    """The port of TVM 0.16's own RPC server, or of ``tvmrt rpc server``."""
+    if request.param == "tvm016":
+        with tvm016_rpc_server(tmp_path_factory.mktemp("tvm016-cli")) as peer:
+            yield peer.port
+    else:
+        with tvmrt_rpc("server") as (_, port):
+            yield port
 
 
 def _summary(stdout: str) -> list[str]:
@@ -30,7 +39,7 @@ def _summary(stdout: str) -> list[str]:
 
 @pytest.mark.parametrize("form", ["factory", "folder"])
 def test_run_prints_what_a_local_run_prints(
-    server: Peer, artifacts: Path, tmp_path: Path, form: str
+    server: int, artifacts: Path, tmp_path: Path, form: str
 ) -> None:
     if form == "factory":
         artifact = artifacts / "relay016" / "linkparams-so" / "deploy.so"
@@ -43,7 +52,7 @@ def test_run_prints_what_a_local_run_prints(
     local = tvmrt("run", artifact, "-i", given)
     assert local.returncode == 0, local.stderr
     out = tmp_path / "out.npz"
-    remote = tvmrt("run", artifact, "-i", given, "--rpc", f"{HOST}:{server.port}", "-o", out)
+    remote = tvmrt("run", artifact, "-i", given, "--rpc", f"{HOST}:{server}", "-o", out)
     assert remote.returncode == 0, remote.stderr
     assert _summary(remote.stdout)[:-1] == _summary(local.stdout)  # last: "saved ... to"
     outputs = np.load(out)
@@ -51,14 +60,29 @@ def test_run_prints_what_a_local_run_prints(
     np.testing.assert_allclose(outputs[only], golden["output_0"], rtol=1e-6, atol=1e-7)
 
 
-def test_bench_over_rpc(server: Peer, artifacts: Path) -> None:
+def test_bench_over_rpc(server: int, artifacts: Path) -> None:
     artifact = artifacts / "relay016" / "linkparams-so" / "deploy.so"
-    done = tvmrt(
-        "bench", artifact, "--rpc", f"{HOST}:{server.port}", "--warmup", "1", "--repeat", "3"
-    )
+    done = tvmrt("bench", artifact, "--rpc", f"{HOST}:{server}", "--warmup", "1", "--repeat", "3")
     assert done.returncode == 0, done.stderr
     assert "3 x 1 run(s)" in done.stdout
     assert "median" in done.stdout
+
+
+@pytest.mark.parametrize("form", ["factory", "folder"])
+def test_profile_over_rpc(server: int, artifacts: Path, form: str) -> None:
+    if form == "factory":
+        artifact = artifacts / "relay016" / "linkparams-so" / "deploy.so"
+    else:
+        artifact = artifacts / "mobilenet_v1"
+    address = f"{HOST}:{server}"
+    table = tvmrt("profile", artifact, "--rpc", address, "--number", "1")
+    assert table.returncode == 0, table.stderr
+    assert "Summary by operator type" in table.stdout
+    assert "softmax" in table.stdout
+    report = tvmrt("profile", artifact, "--rpc", address, "--number", "1", "--json")
+    assert report.returncode == 0, report.stderr
+    calls = json.loads(report.stdout)["calls"]
+    assert any("softmax" in call["Name"]["string"] for call in calls)
 
 
 def test_tracker_flags(tmp_path: Path, artifacts: Path) -> None:

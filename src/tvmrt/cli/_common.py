@@ -74,8 +74,13 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
 def load(
     args: argparse.Namespace,
     loader: Callable[[ArtifactFiles, Device], LoadedModel] = load_artifact,
+    debug_root: str | None = None,
 ) -> tuple[LoadedModel, float]:
-    """Resolve and load the artifact; returns the model and the load time in seconds."""
+    """Resolve and load the artifact; returns the model and the load time in seconds.
+
+    With ``--rpc``/``--rpc-tracker`` the server loads it instead (its debug executor,
+    dumping into ``debug_root``, when that is given).
+    """
     if args.artifact is None and args.lib is None:
         raise UsageError("give an ARTIFACT (folder or factory library) or --lib")
     if args.threads is not None:
@@ -89,7 +94,10 @@ def load(
     files = find_artifact(args.artifact, args.graph, args.lib, args.params)
     start = time.perf_counter()
     # --rpc / --rpc-tracker: the server loads and runs it
-    model = load_remote(args, files, dev) if remote_requested(args) else loader(files, dev)
+    if remote_requested(args):
+        model = load_remote(args, files, dev, debug_root)
+    else:
+        model = loader(files, dev)
     return model, time.perf_counter() - start
 
 

@@ -1,4 +1,4 @@
-"""``--rpc HOST:PORT`` and ``--rpc-tracker HOST:PORT --rpc-key KEY`` for ``run`` and ``bench``.
+"""``--rpc HOST:PORT`` and ``--rpc-tracker HOST:PORT --rpc-key KEY`` for run/bench/profile.
 
 tvmc's flags: with them the artifact's library is uploaded to the RPC server (directly,
 or one the tracker hands out for the key), the server runs the model on its ``--device``,
@@ -55,8 +55,11 @@ def _address(text: str, flag: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def load_remote(args: argparse.Namespace, files: ArtifactFiles, device: Device) -> LoadedModel:
-    """Open the session the flags name and load the artifact there on ``device``'s kind."""
+def load_remote(
+    args: argparse.Namespace, files: ArtifactFiles, device: Device, debug_root: str | None = None
+) -> LoadedModel:
+    """Open the session the flags name and load the artifact there on ``device``'s kind
+    (as the server's debug executor, dumping into ``debug_root``, for ``profile``)."""
     from tvmrt import rpc
     from tvmrt.rpc.remote_model import load_remote_artifact
 
@@ -78,4 +81,4 @@ def load_remote(args: argparse.Namespace, files: ArtifactFiles, device: Device) 
         tracker.close()
     atexit.register(session.close)
     remote_dev = session.device(device.device_type, device.device_id)
-    return load_remote_artifact(session, files, remote_dev)
+    return load_remote_artifact(session, files, remote_dev, debug_root)

@@ -389,6 +389,10 @@ class ClientEndpoint:
         if isinstance(value, bool | np.bool_):
             # TVM <= 0.17 has no bool code: an int, as its own clients send
             return bool(value) if self.dialect is Dialect.FFI else int(value)
+        if isinstance(value, float | np.floating) and float(value).is_integer():
+            # TVM's servers read an int wherever a float is expected, not the reverse
+            # (the debug executor's min_repeat_ms): send whole numbers as ints
+            return int(value)
         if value is None or isinstance(value, int | float | bytes):
             return value
         if isinstance(value, np.integer | np.floating):

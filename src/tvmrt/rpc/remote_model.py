@@ -10,20 +10,26 @@ board's architecture works from any host.
 
 from __future__ import annotations
 
+import contextlib
+import io
 from collections.abc import Collection, Sequence
 
 from tvmrt.artifact.files import ArtifactFiles
 from tvmrt.artifact.inspection import inspect_artifact
-from tvmrt.artifact.model import Executor, LoadedModel, TensorInfo
-from tvmrt.contrib.graph_executor import GraphModule, create
+from tvmrt.artifact.model import Executor, GraphTiming, LoadedModel, TensorInfo
+from tvmrt.contrib.debugger.debug_executor import GraphModuleDebug
+from tvmrt.contrib.graph_executor import GraphModule, create, get_device
 from tvmrt.error import ModuleLoadError, UnsupportedError
 from tvmrt.rpc.client import RPCSession
-from tvmrt.runtime.device import Device
-from tvmrt.runtime.graph_executor.graph import parse_graph
+from tvmrt.runtime.device import RPC_SESS_MASK, Device
+from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
 from tvmrt.runtime.graph_executor.roles import output_labels
+from tvmrt.runtime.graph_executor.storage import plan_storage
+from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
+from tvmrt.runtime.profiling import Report
 
-__all__ = ["RemoteGraphExecutor", "load_remote_artifact"]
+__all__ = ["RemoteGraphExecutor", "RemoteGraphProfiler", "load_remote_artifact"]
 
 # forms whose library a TVM RPC server loads as one file
 _FORMS = ("factory", "folder")
@@ -91,7 +97,63 @@ class RemoteGraphExecutor:
         raise UnsupportedError("a model on an RPC server cannot be replicated; open more sessions")
 
 
-def load_remote_artifact(session: RPCSession, files: ArtifactFiles, device: Device) -> LoadedModel:
+class RemoteGraphProfiler(RemoteGraphExecutor):
+    """The server's debug executor behind ``ProfilingExecutor`` (``tvmrt profile --rpc``).
+
+    Nodes are timed on the server (``run_individual``); the graph, its storage plan and
+    the dump folder are here.
+    """
+
+    def __init__(
+        self,
+        module: GraphModuleDebug,
+        inputs: Sequence[TensorInfo],
+        outputs: Sequence[TensorInfo],
+        graph: Graph,
+        device_type: int,
+    ) -> None:
+        super().__init__(module, inputs, outputs, output_labels(graph))
+        self.debug_module = module
+        self.graph = graph
+        self.device_type = device_type  # on the server: the storage plan's fallback device
+
+    @property
+    def dump_path(self) -> str:
+        """The local debug dump folder (graph, trace, every node's output)."""
+        return self.debug_module.dump_path
+
+    def run(self) -> None:
+        """Run the graph once, untimed."""
+        self.debug_module["run"]()
+
+    def run_timed(self, number: int, repeat: int) -> str:
+        """Time every node on the server; returns the table TVM's debug executor prints."""
+        table = io.StringIO()
+        with contextlib.redirect_stdout(table):
+            self.debug_module.run(number=number, repeat=repeat)
+        return table.getvalue().rstrip("\n")
+
+    def profile(self) -> Report:
+        """TVM's per-kernel ``Report``, made on the server (``profile_rpc``)."""
+        return self.debug_module.profile()
+
+    def node_timing(self) -> GraphTiming:
+        """The graph, its storage plan and the node times of the last :meth:`run_timed`."""
+        plan = plan_storage(self.graph, self.device_type)
+        return GraphTiming(self.graph, plan, self.debug_module.debug_datum.time_list)
+
+
+def _debug_module(lib: Module, graph_json: str, device: Device, factory: bool) -> Module:
+    if factory:
+        return lib["debug_create"]("default", device)  # type: ignore[no-any-return]
+    _, _, flat = get_device(lib, device)
+    fcreate = lib.remote_global_func("tvm.graph_executor_debug.create")  # type: ignore[attr-defined]
+    return fcreate(graph_json, lib, *flat)  # type: ignore[no-any-return]
+
+
+def load_remote_artifact(
+    session: RPCSession, files: ArtifactFiles, device: Device, debug_root: str | None = None
+) -> LoadedModel:
     """Upload ``files.lib``, build the executor on the server, load the params there.
 
     Parameters
@@ -103,6 +165,8 @@ def load_remote_artifact(session: RPCSession, files: ArtifactFiles, device: Devi
         (+ params).
     device
         A device of ``session`` (``session.cpu()``...).
+    debug_root
+        Build the server's debug executor instead, dumping here (``tvmrt profile``).
 
     Raises
     ------
@@ -124,18 +188,26 @@ def load_remote_artifact(session: RPCSession, files: ArtifactFiles, device: Devi
     name = files.lib.name
     session.upload(str(files.lib), name)
     lib = session.load_module(name)
-    if files.graph is not None:
-        graph_json = files.graph.read_text()
+    factory = files.graph is None
+    graph_json = str(lib["get_graph_json"]()) if factory else files.graph.read_text()  # type: ignore[union-attr]
+    inputs = [_info(item) for item in graph_report["inputs"]]
+    outputs = [_info(item) for item in graph_report["outputs"]]
+    graph = parse_graph(graph_json)
+    if debug_root is not None:
+        raw = _debug_module(lib, graph_json, device, factory)
+        debug = GraphModuleDebug(raw, [device], graph_json, debug_root)
+        if files.params is not None:
+            debug.load_params(files.params.read_bytes())
+        local_type = device.device_type % RPC_SESS_MASK
+        profiler = RemoteGraphProfiler(debug, inputs, outputs, graph, local_type)
+        return LoadedModel(profiler, lib, files, form, profiler=profiler)
+    if factory:
+        module = GraphModule(lib["default"](device))
+    else:
         module = create(graph_json, lib, device)
         if files.params is not None:
             module.load_params(files.params.read_bytes())
-    else:
-        graph_json = str(lib["get_graph_json"]())
-        module = GraphModule(lib["default"](device))
-    inputs = [_info(item) for item in graph_report["inputs"]]
-    outputs = [_info(item) for item in graph_report["outputs"]]
-    labels = output_labels(parse_graph(graph_json))
-    executor = RemoteGraphExecutor(module, inputs, outputs, labels)
+    executor = RemoteGraphExecutor(module, inputs, outputs, output_labels(graph))
     return LoadedModel(executor, lib, files, form)
 
 
