@@ -12,6 +12,7 @@ import random
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -19,7 +20,8 @@ import numpy as np
 import pytest
 
 from tvmrt import nd, rpc
-from tvmrt.error import RPCError, RPCProtocolError
+from tvmrt.error import RPCError, RPCProtocolError, RPCSessionTimeoutError
+from tvmrt.rpc.client_endpoint import REPLY_GRACE_S
 from tvmrt.rpc.codec import Dialect, Handle, Kind, WireDevice, WireDType, WireTensor, encode_args
 from tvmrt.rpc.wire import RPC_MAGIC, RPCCode, handshake_bytes, packet_bytes
 
@@ -222,3 +224,16 @@ def test_fuzzed_replies_never_hang_or_crash() -> None:
             session = rpc.connect(HOST, port)
             with contextlib.suppress(RPCError):
                 session.upload(b"abc", "a.bin")
+
+
+def test_silent_server_is_a_timeout_not_a_hang() -> None:
+    def script(conn: socket.socket) -> None:
+        _recv_packet(conn)
+        conn.recv(1)  # never answers; returns when the client gives up and closes
+
+    with fake_server(script) as port:
+        session = rpc.connect(HOST, port, session_timeout=1)
+        start = time.monotonic()
+        with pytest.raises(RPCSessionTimeoutError, match="did not answer"):
+            session.get_function("x")
+        assert time.monotonic() - start < 1 + REPLY_GRACE_S + 2

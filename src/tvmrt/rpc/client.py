@@ -246,7 +246,9 @@ def connect(
     if session_timeout:
         key += f" -timeout={session_timeout}"
     index = _next_index()
-    session = RPCSession(open_endpoint(url, port, key, index))
+    session = RPCSession(
+        open_endpoint(url, port, key, index, session_timeout=float(session_timeout or 0))
+    )
     with _table_lock:
         _live[index] = session
     return session

@@ -66,10 +66,24 @@ from tvmrt.runtime.packed_func import PackedFunc
 __all__ = ["ClientEndpoint", "open_endpoint"]
 
 
+# how long past the session's timeout the client still waits for the server's answer
+REPLY_GRACE_S = 2.0
+
+
 def open_endpoint(
-    url: str, port: int, key: str, table_index: int, timeout: float | None = 60.0
+    url: str,
+    port: int,
+    key: str,
+    table_index: int,
+    timeout: float | None = 60.0,
+    session_timeout: float = 0,
 ) -> ClientEndpoint:
     """Connect to ``url:port``, shake hands with ``key`` and initialise the session.
+
+    ``timeout`` bounds connecting and the handshake. With a ``session_timeout`` the
+    server must end the session by then, so the client waits for no reply longer than
+    that plus :data:`REPLY_GRACE_S` (a silent server is an RPCSessionTimeoutError, not a
+    hang); without one it waits as long as the server takes, as TVM's client does.
 
     Raises
     ------
@@ -80,7 +94,6 @@ def open_endpoint(
         sock = socket.create_connection((url, int(port)), timeout=timeout)
     except OSError as exc:
         raise RPCError(f"cannot connect to the RPC server at {url}:{port}: {exc}") from exc
-    sock.settimeout(None)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.sendall(handshake_bytes(RPC_MAGIC, f"client:{key}"))
@@ -103,6 +116,7 @@ def open_endpoint(
         recv_exact(sock, length, "the server's key")
         endpoint = ClientEndpoint(sock, table_index, f"{url}:{port}")
         endpoint.init_server()
+        sock.settimeout(session_timeout + REPLY_GRACE_S if session_timeout > 0 else None)
     except BaseException:
         sock.close()
         raise
@@ -340,6 +354,12 @@ class ClientEndpoint:
             raise RPCError(f"the RPC session with {self.peer} is closed")
         try:
             packet = recv_packet(sock, self.limits)
+        except TimeoutError as exc:
+            self._drop()
+            raise RPCSessionTimeoutError(
+                f"{what}: the RPC server at {self.peer} did not answer within the session's "
+                f"timeout (+{REPLY_GRACE_S:g} s)"
+            ) from exc
         except OSError as exc:
             self._drop()
             raise RPCError(f"lost the RPC session with {self.peer}: {exc}") from exc
