@@ -341,3 +341,23 @@ def test_copies_honour_byte_offsets_and_bounds(server: int) -> None:
             c.copy_from(x, 32)
     finally:
         c.close()
+
+
+def test_remove_follows_tvms_remove_file(server: int) -> None:
+    c = Client(server)
+    try:
+        remove, upload, listdir = (
+            c.func(f"tvm.rpc.server.{n}") for n in ("remove", "upload", "listdir")
+        )
+        c.call(upload, "sub/a.bin", b"a")
+        c.call(remove, "missing.so")  # MetaSchedule removes files that may not exist
+        c.call(remove, "")  # the work folder itself stays
+        c.call(remove, "sub")  # a folder that is not empty stays, as std::remove
+        assert c.call(listdir, "sub") == [11, "a.bin,"]
+        c.call(remove, "sub/a.bin")
+        c.call(remove, "sub")
+        assert c.call(listdir, ".") == [11, ""]
+        with pytest.raises(RPCError, match="leaves the server's work folder"):
+            c.call(remove, "../../etc/passwd")
+    finally:
+        c.close()

@@ -14,12 +14,9 @@ from typing import Any
 
 import pytest
 
-from support.paths import ARTIFACTS
 from tvmrt.error import RPCProtocolError
 from tvmrt.rpc import codec, wire
 from tvmrt.rpc.codec import Dialect, Handle, Kind, WireDevice, WireDType, WireTensor
-
-TRACES = ARTIFACTS.parent / "rpc"
 
 _KINDS = {
     "handle": Kind.OPAQUE,
@@ -30,10 +27,11 @@ _KINDS = {
 }
 
 
-def _records(name: str) -> list[dict[str, Any]]:
-    path = TRACES / name
+def _records(artifacts: Path, name: str) -> list[dict[str, Any]]:
+    """The recorded messages of ``../shared/rpc/NAME`` (beside the artifacts folder)."""
+    path = artifacts.parent / "rpc" / name
     if not path.is_file():
-        pytest.skip(f"recorded RPC sessions missing: {path}")
+        pytest.fail(f"recorded RPC sessions missing: {path}")
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return [r for r in rows if "dir" in r]
 
@@ -97,9 +95,11 @@ def _packet(rec: dict[str, Any], dialect: Dialect) -> tuple[int, bytes] | None:
 @pytest.mark.parametrize(
     ("name", "dialect"), [("trace16.jsonl", Dialect.LEGACY), ("trace27.jsonl", Dialect.FFI)]
 )
-def test_every_recorded_packet_has_tvms_size_and_round_trips(name: str, dialect: Dialect) -> None:
+def test_every_recorded_packet_has_tvms_size_and_round_trips(
+    artifacts: Path, name: str, dialect: Dialect
+) -> None:
     checked = 0
-    for rec in _records(name):
+    for rec in _records(artifacts, name):
         if rec["code"] == "handshake":
             assert (
                 len(wire.handshake_bytes(int(rec["desc"]["magic"], 16), rec["desc"]["key"]))
@@ -122,9 +122,9 @@ def test_every_recorded_packet_has_tvms_size_and_round_trips(name: str, dialect:
     assert checked > 40
 
 
-def test_dialect_is_told_by_the_first_string() -> None:
-    legacy = _records("trace16.jsonl")
-    ffi = _records("trace27.jsonl")
+def test_dialect_is_told_by_the_first_string(artifacts: Path) -> None:
+    legacy = _records(artifacts, "trace16.jsonl")
+    ffi = _records(artifacts, "trace27.jsonl")
     first16 = next(r for r in legacy if r["code"] == "kGetGlobalFunc")
     first27 = next(r for r in ffi if r["code"] == "kGetGlobalFunc")
     p16 = _packet(first16, Dialect.LEGACY)

@@ -9,6 +9,7 @@ A file name that would leave the work folder (absolute, ``..``, a symlink out) i
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 from collections.abc import Callable
@@ -71,9 +72,9 @@ class ServerEnv:
     # -- files ------------------------------------------------------------------------
     def path(self, name: str) -> Path:
         """``name`` inside the work folder, refusing any name that leaves it."""
-        if not isinstance(name, str) or not name or "\0" in name:
+        if not isinstance(name, str) or "\0" in name:
             raise InvalidArgumentError(f"remote file name {name!r}: expected a relative path")
-        candidate = (self.workdir / name).resolve()
+        candidate = (self.workdir / (name or ".")).resolve()
         if candidate != self.workdir and self.workdir not in candidate.parents:
             raise InvalidArgumentError(
                 f"remote file name {name!r} leaves the server's work folder: refused"
@@ -92,15 +93,17 @@ class ServerEnv:
         return self.path(name).read_bytes()
 
     def remove(self, name: str) -> None:
+        """TVM's ``RemoveFile`` (``std::remove``): a file, or an empty folder; a missing
+        name is not an error (MetaSchedule removes files that may not exist)."""
         target = self.path(name)
         if target == self.workdir:
-            raise InvalidArgumentError("remove: refusing to remove the work folder itself")
-        if target.is_dir():
-            for child in sorted(target.rglob("*"), reverse=True):
-                child.rmdir() if child.is_dir() else child.unlink()
-            target.rmdir()
-        else:
-            target.unlink()
+            return
+        with contextlib.suppress(FileNotFoundError):
+            if target.is_dir():
+                with contextlib.suppress(OSError):
+                    target.rmdir()  # only when empty, as std::remove
+            else:
+                target.unlink()
 
     def listdir(self, name: str = ".") -> str:
         # TVM's C++ RPC app: every entry followed by ","

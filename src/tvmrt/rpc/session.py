@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from tvmrt.error import RPCError, RPCProtocolError
+from tvmrt.error import RPCProtocolError
 from tvmrt.rpc import codec, wire
 from tvmrt.rpc.codec import Dialect, Handle, Kind, Reader, Value, WireDevice, WireDType, WireTensor
 from tvmrt.rpc.memory import RemoteMemory
@@ -212,7 +212,8 @@ class ServerSession:
             return self._seq([code(Kind.MODULE), Handle(Kind.OPAQUE, self._issue(rv))])
         if callable(rv):
             return self._seq([code(Kind.FUNC), Handle(Kind.OPAQUE, self._issue(rv))])
-        raise RPCError(f"cannot return a {type(rv).__name__} over RPC")
+        # any other object stays on the server; the client holds it as an RPCObjectRef
+        return self._seq([code(Kind.OBJECT), Handle(Kind.OPAQUE, self._issue(rv))])
 
     # -- syscalls ---------------------------------------------------------------------
     def get_global_func(self, args: list[Value]) -> bytes:
