@@ -1,4 +1,5 @@
-"""TVM 0.16's own RPC server and tracker (``python -m tvm.exec.rpc_*`` from the peer venv).
+"""TVM 0.16's own RPC server and tracker (``python -m tvm.exec.rpc_*`` from the peer venv),
+and TVM 0.27's server (``apache-tvm``, a test dependency of this venv).
 
 Each runs as a subprocess on 127.0.0.1 and is ready once it logs the port it bound;
 the context managers stop it (and its forked workers) on exit.
@@ -38,9 +39,12 @@ class Peer:
 
 
 @contextmanager
-def _spawn(args: list[str], log: Path, ready_timeout: float = 60) -> Iterator[Peer]:
-    python = tvm016_python()
+def _spawn(
+    args: list[str], log: Path, ready_timeout: float = 60, python: Path | None = None
+) -> Iterator[Peer]:
+    python = python or tvm016_python()
     env = dict(os.environ, TVM_NUM_THREADS="1", OMP_NUM_THREADS="1", TOPHUB_LOCATION="NONE")
+    env.pop("PYTHONPATH", None)  # the peer's own tvm, never this checkout's tvmrt
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [str(python), "-m", *args],
@@ -71,15 +75,20 @@ def _spawn(args: list[str], log: Path, ready_timeout: float = 60) -> Iterator[Pe
 
 @contextmanager
 def tvm016_rpc_server(
-    workdir: Path, tracker: int | None = None, key: str = "", extra: tuple[str, ...] = ()
+    workdir: Path,
+    tracker: int | None = None,
+    key: str = "",
+    extra: tuple[str, ...] = (),
+    python: Path | None = None,
 ) -> Iterator[Peer]:
-    """TVM 0.16's ``rpc_server`` on 127.0.0.1 (registered with ``tracker`` under ``key``)."""
+    """TVM 0.16's ``rpc_server`` on 127.0.0.1 (registered with ``tracker`` under ``key``);
+    another TVM's with ``python`` (an interpreter with that TVM installed)."""
     port = free_port(HOST)
     args = ["tvm.exec.rpc_server", "--host", HOST, "--port", str(port)]
     args += ["--port-end", str(port + 1)]
     if tracker is not None:
         args += ["--tracker", f"{HOST}:{tracker}", "--key", key]
-    with _spawn([*args, *extra], workdir / f"tvm016-server-{port}.log") as peer:
+    with _spawn([*args, *extra], workdir / f"tvm-server-{port}.log", python=python) as peer:
         yield peer
 
 
