@@ -16,6 +16,7 @@ from tvmrt.artifact import ArtifactFiles, LoadedModel, find_artifact, load_artif
 from tvmrt.artifact.devices import set_kernel_threads
 from tvmrt.artifact.output_names import output_aliases
 from tvmrt.cli._npz import NpzReader
+from tvmrt.cli.rpc_flags import load_remote, remote_requested
 from tvmrt.error import DeviceUnavailableError, UsageError
 from tvmrt.runtime.device import Device, backend_of
 from tvmrt.runtime.device import device as make_device
@@ -80,8 +81,13 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
 def load(
     args: argparse.Namespace,
     loader: Callable[[ArtifactFiles, Device], LoadedModel] = load_artifact,
+    debug_root: str | None = None,
 ) -> tuple[LoadedModel, float]:
-    """Resolve and load the artifact; returns the model and the load time in seconds."""
+    """Resolve and load the artifact; returns the model and the load time in seconds.
+
+    With ``--rpc``/``--rpc-tracker`` the server loads it instead (its debug executor,
+    dumping into ``debug_root``, when that is given).
+    """
     if args.artifact is None and args.lib is None:
         raise UsageError("give an ARTIFACT (folder or factory library) or --lib")
     if args.threads is not None:
@@ -95,7 +101,11 @@ def load(
         raise UsageError(str(exc)) from None
     files = find_artifact(args.artifact, args.graph, args.lib, args.params)
     start = time.perf_counter()
-    model = loader(files, dev)
+    # --rpc / --rpc-tracker: the server loads and runs it
+    if remote_requested(args):
+        model = load_remote(args, files, dev, debug_root)
+    else:
+        model = loader(files, dev)
     return model, time.perf_counter() - start
 
 

@@ -19,6 +19,7 @@ from tvmrt.cli._common import (
     set_inputs,
 )
 from tvmrt.cli.compare import add_compare_arguments, compare_outputs
+from tvmrt.cli.rpc_flags import add_rpc_arguments
 
 EXAMPLES = """examples:
   tvmrt run model_dir/ --fill random
@@ -40,6 +41,7 @@ def register(subparsers: Any) -> None:
     )
     add_artifact_arguments(parser)
     add_input_arguments(parser)
+    add_rpc_arguments(parser)
     parser.add_argument("-o", "--output", metavar="FILE.npz", help="save the outputs to a .npz")
     parser.add_argument(
         "--top-k", type=int, default=5, metavar="K", help="top-K classes of a score vector (5)"
