@@ -28,7 +28,11 @@ native_backend = Extension(
         "src/tvmrt/_native/isa.c",
     ],
     include_dirs=["src/tvmrt/_native", "src/tvmrt/include"],
-    depends=["src/tvmrt/_native/native.h", "src/tvmrt/_native/sort_args.h"],
+    depends=[
+        "src/tvmrt/_native/native.h",
+        "src/tvmrt/_native/sort_args.h",
+        "src/tvmrt/_native/glibc_floor.h",
+    ],
     extra_compile_args=_CFLAGS,
     libraries=_LIBS,
     define_macros=[("Py_LIMITED_API", "0x030A0000")],

@@ -48,6 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "glibc_floor.h"
 #include "native.h"
 
 #define kDLCPU 1
