@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 
-.PHONY: test demo lint typecheck pytest bench wheel-check clean
+.PHONY: test demo lint typecheck pytest bench wheel-check test-arm clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,11 @@ $(WHEEL_STAMP): $(BIN)/python pyproject.toml
 
 wheel-check: $(WHEEL_STAMP)
 	BUILD_PYTHON=$(BIN)/python scripts/check_wheel.sh
+	PATH=$(abspath $(BIN)):$$PATH BUILD_PYTHON=$(BIN)/python scripts/check_arm_wheels.sh
+
+# the tests marked `arm` on emulated aarch64 and armv7hf (needs root and ../shared; skips without it)
+test-arm: $(WHEEL_STAMP)
+	PATH=$(abspath $(BIN)):$$PATH BUILD_PYTHON=$(BIN)/python scripts/test_arm.sh
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info

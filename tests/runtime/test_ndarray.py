@@ -9,6 +9,8 @@ from tvmrt import runtime
 from tvmrt.error import ArrayError
 from tvmrt.testing import emulated_device
 
+pytestmark = pytest.mark.arm  # numpy-only: also runs on emulated ARM (make test-arm)
+
 
 @pytest.mark.parametrize(
     "dtype", ["float32", "float16", "float64", "int8", "uint16", "int64", "bool"]
