@@ -49,7 +49,7 @@ wheel-check: $(WHEEL_STAMP)
 	PATH=$(abspath $(BIN)):$$PATH BUILD_PYTHON=$(BIN)/python scripts/check_arm_wheels.sh
 
 # the tests marked `arm` on emulated aarch64 and armv7hf (needs root and ../shared; skips without it)
-test-arm: $(WHEEL_STAMP)
+test-arm: $(STAMP) $(WHEEL_STAMP)
 	PATH=$(abspath $(BIN)):$$PATH BUILD_PYTHON=$(BIN)/python scripts/test_arm.sh
 
 clean:

@@ -35,7 +35,15 @@ if [ ! -f "$stamp" ]; then
     dpkg -s "$p" >/dev/null 2>&1 || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$p" >/dev/null
   done
   t "building fixtures with the TVM 0.16 peer"
-  peer=$(cd "$repo/tests" && python3 -c 'from support.peers import tvm016_python; print(tvm016_python())')
+  # tests/support/peers.py makes (or reuses, $TVMRT_PEERS_DIR) the hhb-tvm venv; it needs pytest
+  peer=$(cd "$repo/tests" && "${BUILD_PYTHON:-python3}" -c '
+import sys
+from support.peers import tvm016_python
+try:
+    print(tvm016_python())
+except BaseException as e:  # pytest.skip outside pytest: the index is unreachable
+    sys.exit(f"test-arm: cannot make the TVM 0.16 peer that builds the fixtures: {e}")
+')
   rm -rf "$fixtures"
   TOPHUB_LOCATION=NONE "$peer" "$repo/tests/arm/build_fixtures.py" "$fixtures"
   touch "$stamp"
