@@ -6,7 +6,7 @@
 #
 # Per architecture: the emulated Python of ../shared/tools/qemu_setup.sh (reused from
 # build/qemu/ARCH, as `make test-arm` leaves it), scripts/arm_wheel.sh (cross-built,
-# auditwheel-repaired), a fresh venv of that Python (Debian's numpy visible), `pip install
+# auditwheel-repaired), a fresh venv of that Python (Debian's numpy and pip), `pip install
 # --only-binary=:all: --no-index` of the wheel with every compiler hidden, then from outside
 # the source tree `tvmrt --version`, the factory ../shared/artifacts/cross/ARCH/deploy.so
 # against TVM's x86-64 output, and `tvmrt run`. Copies the wheels to dist/. Without
@@ -48,9 +48,11 @@ for arch in "$@"; do
   echo "== $folder wheel: $(basename "$wheel") ($(stat -c %s "$wheel") bytes)"
   export QEMU_LD_PREFIX=$sysroot
   env=$work/venv-$arch
-  "$sysroot/usr/bin/python3" -m venv --system-site-packages "$env"
-  PATH=$work/nocc:$PATH CC=$work/nocc/cc "$env/bin/pip" install -q --no-index --no-deps \
-    --only-binary=:all: "$wheel"
+  # Debian's pip wheel runs in place: ensurepip would spend ~40 s per venv under emulation
+  "$sysroot/usr/bin/python3" -m venv --without-pip --system-site-packages "$env"
+  pip=$(ls "$sysroot"/usr/share/python-wheels/pip-*.whl | head -1)/pip
+  PATH=$work/nocc:$PATH CC=$work/nocc/cc "$env/bin/python" "$pip" install -q --no-index \
+    --no-deps --only-binary=:all: "$wheel"
   (
     cd "$work"  # not the source tree: the installed package must be the one imported
     "$env/bin/tvmrt" --version
