@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 
-.PHONY: test demo demo-compile lint typecheck pytest bench wheel-check clean native
+.PHONY: test demo demo-compile lint typecheck pytest bench wheel-check test-arm clean native
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,11 @@ $(WHEEL_STAMP): $(BIN)/python pyproject.toml
 
 wheel-check: $(WHEEL_STAMP)
 	BUILD_PYTHON=$(BIN)/python scripts/check_wheel.sh
+	PATH=$(abspath $(BIN)):$$PATH BUILD_PYTHON=$(BIN)/python scripts/check_arm_wheels.sh
+
+# the tests marked `arm` on emulated aarch64 and armv7hf (needs root and ../shared; skips without it)
+test-arm: $(STAMP) $(WHEEL_STAMP)
+	PATH=$(abspath $(BIN)):$$PATH BUILD_PYTHON=$(BIN)/python scripts/test_arm.sh
 
 # libtvmrt_runtime.{so,a}: the C runtime for C/C++ applications (C11; libc, libdl, libpthread,
 # libm only). NATIVE_DIR and NATIVE_FLAGS let the tests build sanitizer variants elsewhere.

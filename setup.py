@@ -48,6 +48,7 @@ native_backend = Extension(
         "src/tvmrt/_native/native.h",
         "src/tvmrt/_native/services.h",
         "src/tvmrt/_native/sort_args.h",
+        "src/tvmrt/_native/glibc_floor.h",
     ],
     extra_compile_args=_CFLAGS,
     libraries=_LIBS,

@@ -15,6 +15,8 @@ from tvmrt.error import ArrayError, FunctionNotFoundError, InputNotFoundError, T
 from tvmrt.runtime import BenchmarkResult, save_param_dict
 from tvmrt.testing import GraphBuilder, graphs, numpy_op_library
 
+pytestmark = pytest.mark.arm  # numpy-only: also runs on emulated ARM (make test-arm)
+
 CPU = runtime.cpu()
 
 

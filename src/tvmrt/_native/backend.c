@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "glibc_floor.h"
 #include "native.h"
 
 typedef struct {

@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "glibc_floor.h"
+
 #include "native.h"
 
 #define kDLCPU 1

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "glibc_floor.h"
+
 #include "rt.h"
 
 /* ---------------------------------------------------------------------------------- */
