@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "glibc_floor.h"
-
 #include "rt.h"
 
 /* ---------------------------------------------------------------------------------- */
