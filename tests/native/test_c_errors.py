@@ -59,6 +59,13 @@ def test_errors_use_the_python_runtime_words(
     got = dict(line.split(": ", 1) for line in proc.stdout.splitlines())
     assert "NO ERROR" not in got.values(), proc.stdout
     for case, want in _python_messages(artifacts).items():
+        if case == "alloc_cuda":
+            # the same words up to the list of backends, which is the C runtime's own (cpu)
+            # where Python's depends on what is installed (opencl with pyopencl)
+            head = want.split(" on ", 1)[0] + " on "
+            assert got[case].startswith(head), (got[case], want)
+            assert got[case].endswith("on cpu (the C runtime ships backends for cpu)")
+            continue
         assert got[case] == want, case
     assert got["global_missing"] == "null"  # TVM: a NULL handle, not an error
     assert got["function_missing"] == "null"

@@ -17,11 +17,13 @@ static int check_cpu(int device_type, int device_id, const char* what) {
   if (device_type == kDLCPU) return 0;
   if (name != NULL) {
     return tvmrt_fail("DeviceUnavailableError",
-                   "no backend for device %s(%d): tvmrt runs compiled kernels on cpu", name,
+                   "no backend for device %s(%d): here tvmrt runs compiled kernels on cpu "
+                   "(the C runtime ships backends for cpu)", name,
                    device_id);
   }
   return tvmrt_fail("DeviceUnavailableError",
-                 "no backend for device type %d: tvmrt runs compiled kernels on cpu (%s)",
+                 "no backend for device type %d (%s): here tvmrt runs compiled kernels on cpu "
+                 "(the C runtime ships backends for cpu)",
                  device_type, what);
 }
 
