@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 
-.PHONY: test demo demo-compile lint typecheck pytest bench wheel-check clean
+.PHONY: test demo demo-compile lint typecheck pytest bench wheel-check test-arm clean native
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,37 @@ $(WHEEL_STAMP): $(BIN)/python pyproject.toml
 
 wheel-check: $(WHEEL_STAMP)
 	BUILD_PYTHON=$(BIN)/python scripts/check_wheel.sh
+	PATH=$(abspath $(BIN)):$$PATH BUILD_PYTHON=$(BIN)/python scripts/check_arm_wheels.sh
+
+# the tests marked `arm` on emulated aarch64 and armv7hf (needs root and ../shared; skips without it)
+test-arm: $(STAMP) $(WHEEL_STAMP)
+	PATH=$(abspath $(BIN)):$$PATH BUILD_PYTHON=$(BIN)/python scripts/test_arm.sh
+
+# libtvmrt_runtime.{so,a}: the C runtime for C/C++ applications (C11; libc, libdl, libpthread,
+# libm only). NATIVE_DIR and NATIVE_FLAGS let the tests build sanitizer variants elsewhere.
+CC ?= cc
+NATIVE_DIR   ?= build/native
+NATIVE_FLAGS ?= -O2
+NATIVE_SRC   := $(addprefix src/tvmrt/_native/,services.c workspace.c thread_pool.c \
+                func_env.c system_lib.c measure.c sort.c sort_args.c) \
+                $(wildcard src/tvmrt/_native/runtime/*.c)
+NATIVE_HDR   := $(wildcard src/tvmrt/_native/*.h src/tvmrt/_native/runtime/*.h \
+                src/tvmrt/include/tvm/runtime/*.h)
+NATIVE_OBJ   := $(patsubst src/tvmrt/_native/%.c,$(NATIVE_DIR)/obj/%.o,$(NATIVE_SRC))
+NATIVE_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -Wall -Wextra \
+                -Wno-unused-parameter -Isrc/tvmrt/_native -Isrc/tvmrt/include $(NATIVE_FLAGS)
+
+native: $(NATIVE_DIR)/libtvmrt_runtime.so $(NATIVE_DIR)/libtvmrt_runtime.a
+
+$(NATIVE_DIR)/obj/%.o: src/tvmrt/_native/%.c $(NATIVE_HDR)
+	@mkdir -p $(dir $@)
+	$(CC) $(NATIVE_CFLAGS) -c $< -o $@
+
+$(NATIVE_DIR)/libtvmrt_runtime.so: $(NATIVE_OBJ)
+	$(CC) -shared $(NATIVE_FLAGS) -Wl,-soname,libtvmrt_runtime.so -o $@ $^ -ldl -lpthread -lm
+
+$(NATIVE_DIR)/libtvmrt_runtime.a: $(NATIVE_OBJ)
+	rm -f $@ && ar rcs $@ $^
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info

@@ -19,7 +19,7 @@ def main() -> None:
     tensor = httpclient.InferInput("data", list(golden["data"].shape), "FP32")
     tensor.set_data_from_numpy(golden["data"])
     result = client.infer("mobilenet", [tensor])
-    out = result.as_numpy("fused_nn_softmax")
+    out = result.as_numpy("fused_nn_softmax_0")  # the output's name in every tvmrt verb
     np.testing.assert_allclose(out, golden["output_0"], rtol=1e-6, atol=1e-7)
     print("top-5:", np.argsort(out[0])[::-1][:5], "matches golden")
 

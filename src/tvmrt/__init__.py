@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tvmrt import contrib, error, runtime
+from tvmrt import contrib, error, module, relay, runtime
 from tvmrt._version import __version__
 from tvmrt.contrib import graph_executor
 from tvmrt.error import TVMError
@@ -52,6 +52,8 @@ __all__ = [
     "error",
     "runtime",
     "contrib",
+    "module",
+    "relay",
     "nd",
     "TVMError",
     "DataType",

@@ -32,8 +32,11 @@ plain Python code would catch, so ``except ValueError`` keeps working::
     │   │                                        graph-executor artifact
     │   └── InputShapeRequiredError              an input has symbolic dimensions: give
     │                                            input_shapes / --input-shape
-    └── UsageError (ValueError)                  a command-line argument or input file is
-                                                 unusable (the tvmrt command exits with 2)
+    ├── UsageError (ValueError)                  a command-line argument or input file is
+    │                                            unusable (the tvmrt command exits with 2)
+    └── RPCError                                 a remote session failed (TVM's RPCError)
+        ├── RPCProtocolError (ValueError)        a peer sent bytes that break TVM's RPC protocol
+        └── RPCSessionTimeoutError (TimeoutError)  a remote session ran past its timeout
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ __all__ = [
     "ArtifactNotFoundError",
     "InputNotFoundError",
     "InputIndexError",
+    "IndexOutOfRangeError",
     "ModuleLoadError",
     "ModuleFileNotFoundError",
     "DeviceUnavailableError",
@@ -65,6 +69,9 @@ __all__ = [
     "CompileError",
     "InputShapeRequiredError",
     "UsageError",
+    "RPCError",
+    "RPCProtocolError",
+    "RPCSessionTimeoutError",
     "add_note",
 ]
 
@@ -149,6 +156,10 @@ class InputIndexError(InputNotFoundError, IndexError):
     """An input or output index is out of range (also an ``IndexError``)."""
 
 
+class IndexOutOfRangeError(TVMError, IndexError):
+    """An index or length past the end of a runtime object (also an ``IndexError``)."""
+
+
 class ModuleLoadError(TVMError, OSError):
     """A file cannot be loaded as a TVM module on this machine (format, platform, linker)."""
 
@@ -189,6 +200,19 @@ class UsageError(TVMError, ValueError):
 
     Raised by the ``tvmrt`` command's verbs (the compiler's ``compile`` verb included).
     """
+
+
+class RPCError(TVMError):
+    """A remote (RPC) session failed: the peer raised, refused, or went away."""
+
+
+class RPCProtocolError(RPCError, ValueError):
+    """A peer sent bytes that break TVM's RPC or tracker protocol (bad magic, lying length,
+    unknown code, a handle that was never issued)."""
+
+
+class RPCSessionTimeoutError(RPCError, TimeoutError):
+    """A remote session ran past the timeout its client asked for (TVM's name)."""
 
 
 def add_note(exc: BaseException, note: str) -> None:

@@ -10,6 +10,8 @@ from tvmrt.contrib import graph_executor
 from tvmrt.error import ArrayError
 from tvmrt.testing import GraphBuilder, numpy_op_library
 
+pytestmark = pytest.mark.arm  # numpy-only: also runs on emulated ARM (make test-arm)
+
 CPU = runtime.cpu()
 
 

@@ -277,7 +277,8 @@ def test_index_and_type_errors_are_tvm_errors_and_builtins():
 # -- issue 12 item 6 and item 1 (units): labels and roles --------------------------------------
 def test_output_labels_are_unique():
     graph = parse_graph(graphs.reshape_nop())  # two nodes named reshape_nop are outputs
-    assert output_labels(graph) == ["reshape_nop_0", "relu_0", "reshape_nop_0_2"]
+    # TVM's keys reshape_nop:0, relu:1, reshape_nop:2 (the output's position), ':' as '_'
+    assert output_labels(graph) == ["reshape_nop_0", "relu_1", "reshape_nop_2"]
 
 
 def test_classify_inputs_tells_weights_from_data():

@@ -11,6 +11,8 @@ from tvmrt.error import DeviceUnavailableError
 from tvmrt.runtime import Device
 from tvmrt.testing import emulated_device
 
+pytestmark = pytest.mark.arm  # numpy-only: also runs on emulated ARM (make test-arm)
+
 
 @pytest.mark.parametrize(
     ("dev", "text"),

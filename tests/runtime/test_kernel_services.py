@@ -25,6 +25,8 @@ from tvmrt.runtime import kernel_services
 from tvmrt.runtime.loaders import LibraryModule
 from tvmrt.runtime.registry import register_func, remove_global_func
 
+pytestmark = pytest.mark.arm  # numpy-only: also runs on emulated ARM (make test-arm)
+
 KERNELS_C = r"""
 #include <pthread.h>
 #include <sched.h>

@@ -28,11 +28,15 @@ LAYERS: dict[str, set[str]] = {
     BOTTOM: set(),
     "tvmrt.error": set(),
     "tvmrt.runtime": {"tvmrt.error"},
+    # flags and folders for C/C++ programs using libtvmrt_runtime (`tvmrt config`)
+    "tvmrt.config": {"tvmrt.error"},
     "tvmrt.contrib": {"tvmrt.error", "tvmrt.runtime"},
     "tvmrt.testing": {"tvmrt.error", "tvmrt.runtime", "tvmrt.contrib"},
     "tvmrt.artifact": {"tvmrt.error", "tvmrt.runtime", "tvmrt.contrib"},
     "tvmrt.compiler": {"tvmrt.error", "tvmrt.runtime", "tvmrt.contrib", "tvmrt.artifact"},
     "tvmrt.serve": {"tvmrt.error", "tvmrt.runtime", "tvmrt.contrib", "tvmrt.artifact"},
+    # TVM's RPC server and tracker: at the serve level (it loads artifacts for remote clients)
+    "tvmrt.rpc": {"tvmrt.error", "tvmrt.runtime", "tvmrt.contrib", "tvmrt.artifact"},
     "tvmrt.cli": {
         "tvmrt.error",
         "tvmrt.runtime",
@@ -40,9 +44,23 @@ LAYERS: dict[str, set[str]] = {
         "tvmrt.artifact",
         "tvmrt.serve",
         "tvmrt.compiler",
+        "tvmrt.config",
+        "tvmrt.rpc",
     },
+    # TVM's `python -m tvm.exec.rpc_server`: thin wrappers of the tvmrt command's verbs
+    "tvmrt.exec": {"tvmrt.cli"},
     # the package root and ``python -m tvmrt`` re-export what TVM's ``import tvm`` gives
-    "tvmrt": {"tvmrt.error", "tvmrt.runtime", "tvmrt.contrib", "tvmrt.compiler"},
+    # TVM <= 0.6's ``tvm.module`` and the params helpers of ``tvm.relay``, faces of the runtime
+    "tvmrt.module": {"tvmrt.error", "tvmrt.runtime"},
+    "tvmrt.relay": {"tvmrt.error", "tvmrt.runtime"},
+    "tvmrt": {
+        "tvmrt.error",
+        "tvmrt.runtime",
+        "tvmrt.contrib",
+        "tvmrt.compiler",
+        "tvmrt.module",
+        "tvmrt.relay",
+    },
     "tvmrt.__main__": {"tvmrt.cli"},
 }
 

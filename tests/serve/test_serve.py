@@ -83,13 +83,17 @@ def test_tritonclient_mobilenet_matches_golden(mobilenet):
     assert client.is_model_ready("mobilenet")
     meta = client.get_model_metadata("mobilenet")
     assert meta["inputs"] == [{"name": "data", "datatype": "FP32", "shape": [1, 3, 224, 224]}]
-    assert meta["outputs"] == [{"name": "fused_nn_softmax", "datatype": "FP32", "shape": [1, 1000]}]
-    for binary in (True, False):  # the binary-tensor extension both ways, then plain JSON
+    # the one output name of every verb (TVM's key fused_nn_softmax:0 with '_')
+    assert meta["outputs"] == [
+        {"name": "fused_nn_softmax_0", "datatype": "FP32", "shape": [1, 1000]}
+    ]
+    # the binary-tensor extension both ways; the node name served before still answers
+    for binary, name in ((True, "fused_nn_softmax_0"), (False, "fused_nn_softmax")):
         inp = httpclient.InferInput("data", [1, 3, 224, 224], "FP32")
         inp.set_data_from_numpy(golden["data"], binary_data=binary)
-        out = httpclient.InferRequestedOutput("fused_nn_softmax", binary_data=binary)
+        out = httpclient.InferRequestedOutput(name, binary_data=binary)
         result = client.infer("mobilenet", [inp], outputs=[out], request_id=f"r{binary}")
-        np.testing.assert_allclose(result.as_numpy("fused_nn_softmax"), golden["output_0"], **ATOL)
+        np.testing.assert_allclose(result.as_numpy(name), golden["output_0"], **ATOL)
         assert result.get_response()["id"] == f"r{binary}"
     stats = client.get_inference_statistics("mobilenet")["model_stats"][0]
     assert stats["name"] == "mobilenet"
@@ -209,7 +213,7 @@ BAD_REQUESTS = [
     (
         {**_infer_body(), "outputs": [{"name": "zz"}]},
         400,
-        "unknown output 'zz'; the model's outputs are ['add']",
+        "unknown output 'zz'; the model's outputs are ['add_0']",
     ),
     (
         _infer_body(data=[1, [2, 3], 4, 5]),

@@ -255,6 +255,6 @@ def test_dynamic_batching_needs_a_batch_dimension():
     with pytest.raises(
         ValueError,
         match=r"model 'm' cannot batch dynamically: every input and output needs the same "
-        r"leading \(batch\) dimension > 1, got \{'x': 1, 'add': 1\}",
+        r"leading \(batch\) dimension > 1, got \{'x': 1, 'add_0': 1\}",
     ):
         model_from_graph("m", b.to_json(), numpy_op_library(), batch_delay=0.01)

@@ -41,7 +41,7 @@ def test_ray_serve_two_replicas_answer_like_golden(artifacts):
         inp = httpclient.InferInput("data", [1, 3, 224, 224], "FP32")
         inp.set_data_from_numpy(golden["data"])
         pending = [client.async_infer("mobilenet", [inp]) for _ in range(16)]  # 4 at a time
-        outputs = [p.get_result().as_numpy("fused_nn_softmax") for p in pending]
+        outputs = [p.get_result().as_numpy("fused_nn_softmax_0") for p in pending]
         for out in outputs:
             np.testing.assert_allclose(out, golden["output_0"], rtol=1e-6, atol=1e-7)
         # both replicas (separate worker processes) served, and between them ran each

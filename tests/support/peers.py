@@ -26,13 +26,20 @@ TVM016_REQUIREMENTS = ("hhb-tvm==3.2.3", "numpy<2", "pytest", "tqdm", "tflite")
 
 
 def find_python310() -> Path | None:
-    """A Python 3.10 interpreter: on PATH, or one of pyenv's."""
-    found = shutil.which("python3.10")
-    if found:
-        return Path(found)
+    """A working Python 3.10 interpreter: one of pyenv's, or python3.10 on PATH.
+
+    pyenv's shim for python3.10 is on PATH even where 3.10 is not the selected version (it
+    then exits 127), so every candidate is run once before it is chosen.
+    """
     pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
-    for candidate in sorted(pyenv.glob("3.10*/bin/python3.10"), reverse=True):
-        return candidate
+    candidates = sorted(pyenv.glob("3.10*/bin/python3.10"), reverse=True)
+    on_path = shutil.which("python3.10")
+    if on_path:
+        candidates.append(Path(on_path))
+    for candidate in candidates:
+        probe = subprocess.run([str(candidate), "-c", "import venv"], capture_output=True)
+        if probe.returncode == 0:
+            return candidate
     return None
 
 

@@ -161,7 +161,7 @@ static int alloc_pairs(const char* func, int64_t n, pair_t** a, pair_t** b) {
   if (*a == NULL || *b == NULL) {
     free(*a);
     free(*b);
-    return sort_fail(func, "cannot allocate %lld bytes of sort buffers", (long long)(2 * n * 16));
+    return tvmrt_sort_fail(func, "cannot allocate %lld bytes of sort buffers", (long long)(2 * n * 16));
   }
   return 0;
 }
@@ -182,36 +182,36 @@ static int sort_common(const char* func, int mode, TVMValue* args, int* codes, i
   char b1[32], b2[32];
   pair_t *p, *tmp;
   if (nargs != 4)
-    return sort_fail(func, "expected 4 arguments (data, output, axis, is_ascend), got %d", nargs);
-  if (sort_get_tensor(func, args, codes, 0, "data", &in) || sort_get_tensor(func, args, codes, 1, "output", &out) ||
-      sort_get_int(func, args, codes, 2, "axis", &axis64) || sort_get_int(func, args, codes, 3, "is_ascend", &asc))
+    return tvmrt_sort_fail(func, "expected 4 arguments (data, output, axis, is_ascend), got %d", nargs);
+  if (tvmrt_sort_get_tensor(func, args, codes, 0, "data", &in) || tvmrt_sort_get_tensor(func, args, codes, 1, "output", &out) ||
+      tvmrt_sort_get_int(func, args, codes, 2, "axis", &axis64) || tvmrt_sort_get_int(func, args, codes, 3, "is_ascend", &asc))
     return -1;
-  if (in->ndim == 0) return sort_fail(func, "the input has no dimensions to sort along");
-  if (sort_norm_axis(func, axis64, in->ndim, &axis)) return -1;
-  kin = sort_dkind(in->dtype);
-  kout = sort_dkind(out->dtype);
+  if (in->ndim == 0) return tvmrt_sort_fail(func, "the input has no dimensions to sort along");
+  if (tvmrt_sort_norm_axis(func, axis64, in->ndim, &axis)) return -1;
+  kin = tvmrt_sort_dkind(in->dtype);
+  kout = tvmrt_sort_dkind(out->dtype);
   if (!sort_kind_ok(kin))
-    return sort_fail(func, "unsupported input dtype %s; expected float32, float64, int32, int64 or "
-                "float16", sort_dtype_name(in->dtype, b1, sizeof b1));
+    return tvmrt_sort_fail(func, "unsupported input dtype %s; expected float32, float64, int32, int64 or "
+                "float16", tvmrt_sort_dtype_name(in->dtype, b1, sizeof b1));
   if (mode == 0 && !index_kind_ok(kout))
-    return sort_fail(func, "unsupported output dtype %s; expected int32, int64, float32 or float64",
-                sort_dtype_name(out->dtype, b2, sizeof b2));
+    return tvmrt_sort_fail(func, "unsupported output dtype %s; expected int32, int64, float32 or float64",
+                tvmrt_sort_dtype_name(out->dtype, b2, sizeof b2));
   if (mode == 1 && kout != kin)
-    return sort_fail(func, "output dtype %s differs from the input's %s",
-                sort_dtype_name(out->dtype, b2, sizeof b2), sort_dtype_name(in->dtype, b1, sizeof b1));
-  if (sort_check_shape(func, in, out, axis, -1, "the output")) return -1;
-  if (sort_numel(in) == 0) return 0;
-  sort_split_axis(in, axis, &before, &after);
+    return tvmrt_sort_fail(func, "output dtype %s differs from the input's %s",
+                tvmrt_sort_dtype_name(out->dtype, b2, sizeof b2), tvmrt_sort_dtype_name(in->dtype, b1, sizeof b1));
+  if (tvmrt_sort_check_shape(func, in, out, axis, -1, "the output")) return -1;
+  if (tvmrt_sort_numel(in) == 0) return 0;
+  tvmrt_sort_split_axis(in, axis, &before, &after);
   n = in->shape[axis];
   if (alloc_pairs(func, n, &p, &tmp)) return -1;
   for (i = 0; i < before; ++i) {
     for (j = 0; j < after; ++j) {
       int64_t base = i * n * after + j;
-      gather(sort_data_of(in), kin, base, after, n, p);
-      stable_sort(p, tmp, n, sort_is_float_kind(kin), asc != 0);
+      gather(tvmrt_sort_data_of(in), kin, base, after, n, p);
+      stable_sort(p, tmp, n, tvmrt_sort_is_float_kind(kin), asc != 0);
       for (k = 0; k < n; ++k) {
-        if (mode == 0) put_index(sort_data_of(out), kout, base + k * after, p[k].idx);
-        else put_value(sort_data_of(out), sort_data_of(in), sort_dsize(kin), base + k * after,
+        if (mode == 0) put_index(tvmrt_sort_data_of(out), kout, base + k * after, p[k].idx);
+        else put_value(tvmrt_sort_data_of(out), tvmrt_sort_data_of(in), tvmrt_sort_dsize(kin), base + k * after,
                        base + p[k].idx * after);
       }
     }
@@ -240,47 +240,47 @@ static int argsort_nms_fn(TVMValue* args, int* codes, int nargs, TVMValue* ret, 
   char b1[32];
   pair_t *p, *tmp;
   if (nargs != 5)
-    return sort_fail(func, "expected 5 arguments (data, valid_count, output, axis, is_ascend), got %d",
+    return tvmrt_sort_fail(func, "expected 5 arguments (data, valid_count, output, axis, is_ascend), got %d",
                 nargs);
-  if (sort_get_tensor(func, args, codes, 0, "data", &in) ||
-      sort_get_tensor(func, args, codes, 1, "valid_count", &cnt) ||
-      sort_get_tensor(func, args, codes, 2, "output", &out) ||
-      sort_get_int(func, args, codes, 3, "axis", &axis64) ||
-      sort_get_int(func, args, codes, 4, "is_ascend", &asc))
+  if (tvmrt_sort_get_tensor(func, args, codes, 0, "data", &in) ||
+      tvmrt_sort_get_tensor(func, args, codes, 1, "valid_count", &cnt) ||
+      tvmrt_sort_get_tensor(func, args, codes, 2, "output", &out) ||
+      tvmrt_sort_get_int(func, args, codes, 3, "axis", &axis64) ||
+      tvmrt_sort_get_int(func, args, codes, 4, "is_ascend", &asc))
     return -1;
-  if (in->ndim == 0) return sort_fail(func, "the input has no dimensions to sort along");
-  if (sort_norm_axis(func, axis64, in->ndim, &axis)) return -1;
-  if (sort_dkind(in->dtype) != D_F32)
-    return sort_fail(func, "unsupported input dtype %s; expected float32 (as TVM on x86)",
-                sort_dtype_name(in->dtype, b1, sizeof b1));
-  if (sort_dkind(cnt->dtype) != D_I32)
-    return sort_fail(func, "valid_count has dtype %s; expected int32",
-                sort_dtype_name(cnt->dtype, b1, sizeof b1));
-  if (sort_dkind(out->dtype) != D_I32)
-    return sort_fail(func, "the output has dtype %s; expected int32",
-                sort_dtype_name(out->dtype, b1, sizeof b1));
-  if (sort_check_shape(func, in, out, axis, -1, "the output")) return -1;
-  sort_split_axis(in, axis, &before, &after);
-  if (sort_numel(cnt) < before * after)
-    return sort_fail(func, "valid_count has %lld elements; expected %lld (one per sorted row)",
-                (long long)sort_numel(cnt), (long long)(before * after));
-  if (sort_numel(in) == 0) return 0;
+  if (in->ndim == 0) return tvmrt_sort_fail(func, "the input has no dimensions to sort along");
+  if (tvmrt_sort_norm_axis(func, axis64, in->ndim, &axis)) return -1;
+  if (tvmrt_sort_dkind(in->dtype) != D_F32)
+    return tvmrt_sort_fail(func, "unsupported input dtype %s; expected float32 (as TVM on x86)",
+                tvmrt_sort_dtype_name(in->dtype, b1, sizeof b1));
+  if (tvmrt_sort_dkind(cnt->dtype) != D_I32)
+    return tvmrt_sort_fail(func, "valid_count has dtype %s; expected int32",
+                tvmrt_sort_dtype_name(cnt->dtype, b1, sizeof b1));
+  if (tvmrt_sort_dkind(out->dtype) != D_I32)
+    return tvmrt_sort_fail(func, "the output has dtype %s; expected int32",
+                tvmrt_sort_dtype_name(out->dtype, b1, sizeof b1));
+  if (tvmrt_sort_check_shape(func, in, out, axis, -1, "the output")) return -1;
+  tvmrt_sort_split_axis(in, axis, &before, &after);
+  if (tvmrt_sort_numel(cnt) < before * after)
+    return tvmrt_sort_fail(func, "valid_count has %lld elements; expected %lld (one per sorted row)",
+                (long long)tvmrt_sort_numel(cnt), (long long)(before * after));
+  if (tvmrt_sort_numel(in) == 0) return 0;
   n = in->shape[axis];
   if (alloc_pairs(func, n, &p, &tmp)) return -1;
   for (i = 0; i < before; ++i) {
     for (j = 0; j < after; ++j) {
-      int64_t base = i * n * after + j, m = ((const int32_t*)sort_data_of(cnt))[i * after + j];
+      int64_t base = i * n * after + j, m = ((const int32_t*)tvmrt_sort_data_of(cnt))[i * after + j];
       if (m > n) {
         free(p);
         free(tmp);
-        return sort_fail(func, "valid_count %lld of row %lld exceeds the axis length %lld",
+        return tvmrt_sort_fail(func, "valid_count %lld of row %lld exceeds the axis length %lld",
                     (long long)m, (long long)(i * after + j), (long long)n);
       }
       if (m < 0) m = 0;
-      gather(sort_data_of(in), D_F32, base, after, m, p);
+      gather(tvmrt_sort_data_of(in), D_F32, base, after, m, p);
       stable_sort(p, tmp, m, 1, asc != 0);
       for (k = 0; k < n; ++k)
-        ((int32_t*)sort_data_of(out))[base + k * after] = (int32_t)(k < m ? p[k].idx : k);
+        ((int32_t*)tvmrt_sort_data_of(out))[base + k * after] = (int32_t)(k < m ? p[k].idx : k);
     }
   }
   free(p);
@@ -305,71 +305,71 @@ static int topk_fn(TVMValue* args, int* codes, int nargs, TVMValue* ret, int* rc
   char b1[32], b2[32];
   pair_t *p, *tmp;
   if (nargs < 6 || nargs > 7)
-    return sort_fail(func, "expected 6 or 7 arguments (data, outputs..., k, axis, ret_type, "
+    return tvmrt_sort_fail(func, "expected 6 or 7 arguments (data, outputs..., k, axis, ret_type, "
                 "is_ascend), got %d", nargs);
   if (codes[nargs - 2] != CODE_STR || args[nargs - 2].v_str == NULL)
-    return sort_fail(func, "argument %d (ret_type) must be a string, got type code %d", nargs - 2,
+    return tvmrt_sort_fail(func, "argument %d (ret_type) must be a string, got type code %d", nargs - 2,
                 codes[nargs - 2]);
   ret_type = args[nargs - 2].v_str;
   if (strcmp(ret_type, "both") == 0) nout = 2;
   else if (strcmp(ret_type, "values") == 0 || strcmp(ret_type, "indices") == 0) nout = 1;
-  else return sort_fail(func, "unsupported ret_type '%.40s'; expected both, values or indices", ret_type);
+  else return tvmrt_sort_fail(func, "unsupported ret_type '%.40s'; expected both, values or indices", ret_type);
   if (nargs != 5 + nout)
-    return sort_fail(func, "ret_type '%s' takes %d output tensors; the call has %d", ret_type, nout,
+    return tvmrt_sort_fail(func, "ret_type '%s' takes %d output tensors; the call has %d", ret_type, nout,
                 nargs - 5);
-  if (sort_get_tensor(func, args, codes, 0, "data", &in) ||
-      sort_get_int(func, args, codes, nargs - 4, "k", &k) ||
-      sort_get_int(func, args, codes, nargs - 3, "axis", &axis64) ||
-      sort_get_int(func, args, codes, nargs - 1, "is_ascend", &asc))
+  if (tvmrt_sort_get_tensor(func, args, codes, 0, "data", &in) ||
+      tvmrt_sort_get_int(func, args, codes, nargs - 4, "k", &k) ||
+      tvmrt_sort_get_int(func, args, codes, nargs - 3, "axis", &axis64) ||
+      tvmrt_sort_get_int(func, args, codes, nargs - 1, "is_ascend", &asc))
     return -1;
   if (ret_type[0] == 'b') {
-    if (sort_get_tensor(func, args, codes, 1, "values", &values) ||
-        sort_get_tensor(func, args, codes, 2, "indices", &indices))
+    if (tvmrt_sort_get_tensor(func, args, codes, 1, "values", &values) ||
+        tvmrt_sort_get_tensor(func, args, codes, 2, "indices", &indices))
       return -1;
   } else if (ret_type[0] == 'v') {
-    if (sort_get_tensor(func, args, codes, 1, "values", &values)) return -1;
-  } else if (sort_get_tensor(func, args, codes, 1, "indices", &indices)) {
+    if (tvmrt_sort_get_tensor(func, args, codes, 1, "values", &values)) return -1;
+  } else if (tvmrt_sort_get_tensor(func, args, codes, 1, "indices", &indices)) {
     return -1;
   }
-  if (in->ndim == 0) return sort_fail(func, "the input has no dimensions to select along");
-  if (sort_norm_axis(func, axis64, in->ndim, &axis)) return -1;
-  kin = sort_dkind(in->dtype);
+  if (in->ndim == 0) return tvmrt_sort_fail(func, "the input has no dimensions to select along");
+  if (tvmrt_sort_norm_axis(func, axis64, in->ndim, &axis)) return -1;
+  kin = tvmrt_sort_dkind(in->dtype);
   if (!(sort_kind_ok(kin) || kin == D_U8 || kin == D_I8))
-    return sort_fail(func, "unsupported input dtype %s; expected float32, float64, uint8, int8, "
-                "int32, int64 or float16", sort_dtype_name(in->dtype, b1, sizeof b1));
+    return tvmrt_sort_fail(func, "unsupported input dtype %s; expected float32, float64, uint8, int8, "
+                "int32, int64 or float16", tvmrt_sort_dtype_name(in->dtype, b1, sizeof b1));
   if (indices != NULL) {
-    kidx = sort_dkind(indices->dtype);
+    kidx = tvmrt_sort_dkind(indices->dtype);
     if (!topk_index_ok(kin, kidx))
-      return sort_fail(func, "unsupported indices dtype %s for %s input; expected int32, int64, "
-                  "float32 or float64", sort_dtype_name(indices->dtype, b2, sizeof b2),
-                  sort_dtype_name(in->dtype, b1, sizeof b1));
+      return tvmrt_sort_fail(func, "unsupported indices dtype %s for %s input; expected int32, int64, "
+                  "float32 or float64", tvmrt_sort_dtype_name(indices->dtype, b2, sizeof b2),
+                  tvmrt_sort_dtype_name(in->dtype, b1, sizeof b1));
   }
-  if (values != NULL && sort_dkind(values->dtype) != kin)
-    return sort_fail(func, "values dtype %s differs from the input's %s",
-                sort_dtype_name(values->dtype, b2, sizeof b2), sort_dtype_name(in->dtype, b1, sizeof b1));
+  if (values != NULL && tvmrt_sort_dkind(values->dtype) != kin)
+    return tvmrt_sort_fail(func, "values dtype %s differs from the input's %s",
+                tvmrt_sort_dtype_name(values->dtype, b2, sizeof b2), tvmrt_sort_dtype_name(in->dtype, b1, sizeof b1));
   n = in->shape[axis];
   kk = k < 1 ? n : k;
-  if ((values && sort_check_shape(func, in, values, axis, kk, "the values output")) ||
-      (indices && sort_check_shape(func, in, indices, axis, kk, "the indices output")))
+  if ((values && tvmrt_sort_check_shape(func, in, values, axis, kk, "the values output")) ||
+      (indices && tvmrt_sort_check_shape(func, in, indices, axis, kk, "the indices output")))
     return -1;
-  if (sort_numel(in) == 0) return 0;
+  if (tvmrt_sort_numel(in) == 0) return 0;
   m = kk < n ? kk : n;
-  sort_split_axis(in, axis, &before, &after);
+  tvmrt_sort_split_axis(in, axis, &before, &after);
   if (alloc_pairs(func, n, &p, &tmp)) return -1;
   for (i = 0; i < before; ++i) {
     for (j = 0; j < after; ++j) {
       int64_t src = i * n * after + j, dst = i * kk * after + j;
       const pair_t* best = p;
-      gather(sort_data_of(in), kin, src, after, n, p);
+      gather(tvmrt_sort_data_of(in), kin, src, after, n, p);
       if (m <= TOPK_SELECT_MAX && m < n) {
-        select_first(p, n, m, tmp, sort_is_float_kind(kin), asc != 0);
+        select_first(p, n, m, tmp, tvmrt_sort_is_float_kind(kin), asc != 0);
         best = tmp;
       } else {
-        stable_sort(p, tmp, n, sort_is_float_kind(kin), asc != 0);
+        stable_sort(p, tmp, n, tvmrt_sort_is_float_kind(kin), asc != 0);
       }
       for (q = 0; q < m; ++q) {
-        if (indices) put_index(sort_data_of(indices), kidx, dst + q * after, best[q].idx);
-        if (values) put_value(sort_data_of(values), sort_data_of(in), sort_dsize(kin), dst + q * after,
+        if (indices) put_index(tvmrt_sort_data_of(indices), kidx, dst + q * after, best[q].idx);
+        if (values) put_value(tvmrt_sort_data_of(values), tvmrt_sort_data_of(in), tvmrt_sort_dsize(kin), dst + q * after,
                               src + best[q].idx * after);
       }
     }

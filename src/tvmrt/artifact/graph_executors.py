@@ -80,7 +80,7 @@ class GraphExecutorAdapter:
         return self._outputs
 
     def output_labels(self) -> list[str]:
-        """``node_i`` per output (:func:`~tvmrt.runtime.graph_executor.roles.output_labels`)."""
+        """``node_i`` per output: TVM's key ``node:i`` with ``_`` (:mod:`..output_names`)."""
         return output_labels(self.graph_executor.graph)
 
     def set_input(self, key: int | str, value: object) -> None:

@@ -16,11 +16,12 @@ from tvmrt.artifact.forms import form_of
 from tvmrt.artifact.inspect_binary import describe_library
 from tvmrt.error import TVMError
 from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
-from tvmrt.runtime.graph_executor.roles import runnability_problems
+from tvmrt.runtime.graph_executor.roles import output_labels, runnability_problems
 from tvmrt.runtime.graph_executor.storage import StoragePlan, plan_storage
 from tvmrt.runtime.params import iter_param_records, mapped_file
+from tvmrt.runtime.tensor_record import DtypeCodes
 
-__all__ = ["describe_graph", "dumps", "inspect_artifact"]
+__all__ = ["describe_graph", "dumps", "inspect_artifact", "layout_problems"]
 
 
 def inspect_artifact(files: ArtifactFiles) -> dict[str, Any]:
@@ -45,10 +46,14 @@ def inspect_artifact(files: ArtifactFiles) -> dict[str, Any]:
     report["library"] = found.out
     graph_json = files.graph.read_text() if files.graph else found.graph_json
     params = {name: arr.nbytes for name, arr in found.params.items()}
+    layouts = {name: (tuple(arr.shape), str(arr.dtype)) for name, arr in found.params.items()}
+    codes: DtypeCodes = "ffi" if str(found.out.get("abi", "")).startswith("tvm-ffi") else "legacy"
     if files.params is not None:
         try:
             with mapped_file(files.params) as view:
-                params.update(_param_sizes(view))
+                for record in iter_param_records(view, codes):  # every record checked
+                    params[record.name] = record.data.nbytes
+                    layouts[record.name] = (record.shape, str(record.dtype))
         except (TVMError, OSError) as exc:
             problems.append(str(exc))
     if graph_json is None:
@@ -58,6 +63,7 @@ def inspect_artifact(files: ArtifactFiles) -> dict[str, Any]:
         try:
             graph = parse_graph(graph_json)
             report["graph"] = describe_graph(graph, params, found.exported, problems)
+            problems.extend(layout_problems(graph, layouts))
         except TVMError as exc:
             problems.append(str(exc))
     report["params"] = {
@@ -70,9 +76,26 @@ def inspect_artifact(files: ArtifactFiles) -> dict[str, Any]:
     return report
 
 
-def _param_sizes(view: memoryview) -> dict[str, int]:
-    """Name -> bytes of each tensor of a params blob, every record checked, none copied."""
-    return {record.name: record.data.nbytes for record in iter_param_records(view)}
+def layout_problems(
+    graph: Graph, layouts: Mapping[str, tuple[tuple[int, ...], str]], shown: int = 5
+) -> list[str]:
+    """Params named as graph inputs but of another shape or dtype (``run`` refuses them)."""
+    found = []
+    for nid in graph.arg_nodes:
+        name = graph.nodes[nid].name
+        if name not in layouts:
+            continue
+        eid = graph.entry_id(nid)
+        want = (tuple(graph.shapes[eid]), str(graph.dltypes[eid]))
+        if layouts[name] != want:
+            (shape, dtype), (want_shape, want_dtype) = layouts[name], want
+            found.append(
+                f"param {name!r} has shape {shape} and dtype {dtype}, but the graph's input "
+                f"has shape {want_shape} and dtype {want_dtype}"
+            )
+    if len(found) > shown:
+        found[shown:] = [f"... and {len(found) - shown} more params that do not fit the graph"]
+    return found
 
 
 def dumps(report: dict[str, Any]) -> str:
@@ -103,11 +126,11 @@ def describe_graph(
             {"name": name, "shape": list(graph.shapes[eid]), "dtype": str(graph.dltypes[eid])}
         )
     outputs = []
-    for h in graph.heads:
+    for h, label in zip(graph.heads, output_labels(graph), strict=True):
         eid = graph.entry_id(h.node_id, h.index)
         outputs.append(
             {
-                "name": f"{graph.nodes[h.node_id].name}:{h.index}",
+                "name": label,  # the one output name of every verb (artifact/output_names.py)
                 "shape": list(graph.shapes[eid]),
                 "dtype": str(graph.dltypes[eid]),
             }

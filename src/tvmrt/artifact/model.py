@@ -162,8 +162,8 @@ class LoadedModel:
     def output_names(self) -> list[str]:
         """One unique label per output, the same on screen and as ``.npz`` keys.
 
-        Graph outputs are ``node_i`` (:func:`~tvmrt.runtime.graph_executor.roles.output_labels`);
-        an AOT build's come from its metadata.
+        Graph outputs are ``node_i``, TVM's output key ``node:i`` with ``_`` for ``:``
+        (:mod:`tvmrt.artifact.output_names`); an AOT build's come from its metadata.
         """
         return self.executor.output_labels()
 

@@ -9,7 +9,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from tvmrt.cli import bench, inspect_cmd, profile, run, serve
+from tvmrt.cli import bench, config_cmd, inspect_cmd, profile, rpc, run, serve
 from tvmrt.cli._common import UsageError
 from tvmrt.error import (
     ArrayError,
@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--verbose", action="store_true", help=_VERBOSE_HELP)
     parser.add_argument("--version", action="version", version=f"tvmrt {_version()}")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
-    for module in (run, bench, profile, inspect_cmd, serve):
+    for module in (run, bench, profile, inspect_cmd, serve, rpc, config_cmd):
         module.register(verbs)
     try:
         compiler_cli = importlib.import_module("tvmrt.compiler.cli")

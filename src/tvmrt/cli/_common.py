@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Mapping
+import zipfile
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,9 @@ import numpy as np
 
 from tvmrt.artifact import ArtifactFiles, LoadedModel, find_artifact, load_artifact
 from tvmrt.artifact.devices import set_kernel_threads
+from tvmrt.artifact.output_names import output_aliases
+from tvmrt.cli._npz import NpzReader
+from tvmrt.cli.rpc_flags import load_remote, remote_requested
 from tvmrt.error import DeviceUnavailableError, UsageError
 from tvmrt.runtime.device import Device, backend_of
 from tvmrt.runtime.device import device as make_device
@@ -77,8 +81,13 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
 def load(
     args: argparse.Namespace,
     loader: Callable[[ArtifactFiles, Device], LoadedModel] = load_artifact,
+    debug_root: str | None = None,
 ) -> tuple[LoadedModel, float]:
-    """Resolve and load the artifact; returns the model and the load time in seconds."""
+    """Resolve and load the artifact; returns the model and the load time in seconds.
+
+    With ``--rpc``/``--rpc-tracker`` the server loads it instead (its debug executor,
+    dumping into ``debug_root``, when that is given).
+    """
     if args.artifact is None and args.lib is None:
         raise UsageError("give an ARTIFACT (folder or factory library) or --lib")
     if args.threads is not None:
@@ -92,16 +101,21 @@ def load(
         raise UsageError(str(exc)) from None
     files = find_artifact(args.artifact, args.graph, args.lib, args.params)
     start = time.perf_counter()
-    model = loader(files, dev)
+    # --rpc / --rpc-tracker: the server loads and runs it
+    if remote_requested(args):
+        model = load_remote(args, files, dev, debug_root)
+    else:
+        model = loader(files, dev)
     return model, time.perf_counter() - start
 
 
 def make_inputs(model: LoadedModel, args: argparse.Namespace) -> dict[str, np.ndarray[Any, Any]]:
     """Arrays for every user input: from -i files, else filled per --fill."""
     wanted = model.user_inputs()
+    outputs = output_aliases(model.output_names(), [t.name for t in model.executor.outputs])
     given: dict[str, np.ndarray[Any, Any]] = {}
     for spec in args.input:
-        given.update(_read_input_spec(spec, wanted))
+        given.update(_read_input_spec(spec, wanted, outputs))
     dynamic = {n for n, (_, dtype) in wanted.items() if not dtype}
     unknown = sorted(k for k in given if k not in wanted and k.rpartition(".")[0] not in dynamic)
     if unknown:
@@ -160,21 +174,20 @@ def conversions(model: LoadedModel, inputs: Mapping[str, np.ndarray[Any, Any]]) 
 
 
 def _read_input_spec(
-    spec: str, wanted: Mapping[str, tuple[tuple[int, ...], str]]
+    spec: str, wanted: Mapping[str, tuple[tuple[int, ...], str]], outputs: Collection[str] = ()
 ) -> dict[str, np.ndarray[Any, Any]]:
     name, sep, file = spec.partition("=")
     path = Path(file if sep else spec)
     if not path.is_file():
         raise UsageError(f"input file {str(path)!r} does not exist")
+    if zipfile.is_zipfile(path):
+        if sep:
+            raise UsageError(f"{spec!r}: NAME=FILE takes a .npy file, not a .npz")
+        return _read_npz_inputs(path, wanted, outputs)
     try:
         loaded = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
         raise UsageError(f"cannot read input file {str(path)!r}: {exc}") from None
-    if isinstance(loaded, np.lib.npyio.NpzFile):
-        with loaded:
-            if sep:
-                raise UsageError(f"{spec!r}: NAME=FILE takes a .npy file, not a .npz")
-            return {key: loaded[key] for key in loaded.files}
     if sep:
         return {name: loaded}
     if len(wanted) != 1:
@@ -183,6 +196,45 @@ def _read_input_spec(
             f"({sorted(wanted)}); use NAME=FILE.npy or a .npz"
         )
     return {next(iter(wanted)): loaded}
+
+
+def _read_npz_inputs(
+    path: Path, wanted: Mapping[str, tuple[tuple[int, ...], str]], outputs: Collection[str]
+) -> dict[str, np.ndarray[Any, Any]]:
+    """The model's inputs from a .npz: every header is checked first, only inputs are read.
+
+    Members named as outputs of the model (a reference run's inputs and outputs in one
+    file) are left unread with a warning; any other unknown name is refused.
+    """
+    # a Relay VM input has no static shape or dtype; a tuple input comes as NAME.0, NAME.1
+    dynamic = {n for n, (_, dtype) in wanted.items() if not dtype}
+
+    def is_input(key: str) -> bool:
+        return key in wanted or key.rpartition(".")[0] in dynamic
+
+    with NpzReader(path) as npz:
+        unknown = [k for k in npz.keys if not is_input(k) and k not in outputs]
+        if unknown:
+            raise UsageError(
+                f"input(s) {sorted(unknown)} in {str(path)!r} are not inputs of the model; "
+                f"inputs are {sorted(wanted)}"
+            )
+        for key in npz.keys:
+            if not is_input(key):
+                print(
+                    f"warning: {str(path)!r}: {key!r} is an output of the model, not an input; "
+                    f"not read (compare outputs with --compare {path})",
+                    file=sys.stderr,
+                )
+                continue
+            if key not in wanted or not wanted[key][1]:
+                continue  # the data gives the shape
+            shape = npz.header(key)[0]
+            if shape != tuple(wanted[key][0]):
+                raise UsageError(
+                    f"input {key!r} has shape {shape}, the model expects {tuple(wanted[key][0])}"
+                )
+        return {key: npz.array(key) for key in npz.keys if is_input(key)}
 
 
 def _fill(

@@ -20,6 +20,7 @@ from tvmrt.cli._common import (
     set_inputs,
 )
 from tvmrt.cli._progress import Progress
+from tvmrt.cli.rpc_flags import add_rpc_arguments
 from tvmrt.runtime.kernel_services import num_threads
 
 EXAMPLES = """examples:
@@ -42,6 +43,7 @@ def register(subparsers: Any) -> None:
     )
     add_artifact_arguments(parser)
     add_input_arguments(parser)
+    add_rpc_arguments(parser)
     parser.add_argument("--warmup", type=int, default=10, metavar="N", help="untimed runs (10)")
     parser.add_argument("--repeat", type=int, default=100, metavar="R", help="measurements (100)")
     parser.add_argument(

@@ -123,7 +123,8 @@ def _text(report: dict[str, Any]) -> str:
 
 _ABI_TEXT = {
     "legacy": "legacy packed functions (TVM <= 0.20, NNVM/Relay era)",
-    "tvm-ffi": "tvm-ffi (TVM >= 0.22)",
-    "tvm-ffi-0.21": "tvm-ffi, TVM 0.21 naming",
+    # the one place inspect names the TVM era of a tvm-ffi library (its form line does not)
+    "tvm-ffi": "tvm-ffi, from TVM 0.22 or later (kernels exported as __tvm_ffi_<name>)",
+    "tvm-ffi-0.21": "tvm-ffi, from TVM 0.21 (kernels exported under their own names)",
     "none": "none (not a TVM module)",
 }

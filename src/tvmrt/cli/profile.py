@@ -19,6 +19,7 @@ from tvmrt.cli._common import (
 )
 from tvmrt.cli.profile_html import render_html
 from tvmrt.cli.profile_summary import by_op_type, chrome_trace, collect, format_by_op_type
+from tvmrt.cli.rpc_flags import add_rpc_arguments
 from tvmrt.error import InternalError
 
 EXAMPLES = """examples:
@@ -42,6 +43,7 @@ def register(subparsers: Any) -> None:
     )
     add_artifact_arguments(parser)
     add_input_arguments(parser)
+    add_rpc_arguments(parser)
     parser.add_argument(
         "--number", type=int, default=10, metavar="N", help="runs per node timing (10)"
     )
@@ -68,7 +70,11 @@ def profile(args: argparse.Namespace) -> int:
         raise UsageError("--number and --repeat must be at least 1")
     dump_root = args.dump or tempfile.mkdtemp(prefix="tvmrt_profile_")
     try:
-        model, _ = load(args, loader=lambda files, dev: load_artifact(files, dev, True, dump_root))
+        model, _ = load(
+            args,
+            loader=lambda files, dev: load_artifact(files, dev, True, dump_root),
+            debug_root=dump_root,
+        )
         profiler = model.profiler
         if profiler is None:  # load_artifact(debug=True) always gives one
             raise InternalError(f"{model.files.lib.name!r} was loaded without a profiler")

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from tvmrt.artifact.output_names import output_aliases
 from tvmrt.cli._common import (
     UsageError,
     add_artifact_arguments,
@@ -17,10 +18,13 @@ from tvmrt.cli._common import (
     make_inputs,
     set_inputs,
 )
+from tvmrt.cli.compare import add_compare_arguments, compare_outputs
+from tvmrt.cli.rpc_flags import add_rpc_arguments
 
 EXAMPLES = """examples:
   tvmrt run model_dir/ --fill random
   tvmrt run model_dir/ -i inputs.npz -o outputs.npz
+  tvmrt run model_dir/ -i golden.npz --compare golden.npz
   tvmrt run deploy_lib.tar -i float_input=sample.npy --top-k 3
   tvmrt run --graph g.json --lib lib.so --params p.params -i x.npy
 """
@@ -37,10 +41,12 @@ def register(subparsers: Any) -> None:
     )
     add_artifact_arguments(parser)
     add_input_arguments(parser)
+    add_rpc_arguments(parser)
     parser.add_argument("-o", "--output", metavar="FILE.npz", help="save the outputs to a .npz")
     parser.add_argument(
         "--top-k", type=int, default=5, metavar="K", help="top-K classes of a score vector (5)"
     )
+    add_compare_arguments(parser)
     parser.set_defaults(handler=run)
 
 
@@ -62,22 +68,40 @@ def run(args: argparse.Namespace) -> int:
     print("outputs:")
     for name, arr in outputs.items():
         print(f"  {name}: {describe_array(arr)}")
-        top = _top_k(arr, args.top_k)
-        if top:
-            print(f"    top-{len(top)}: " + ", ".join(f"{i} ({v:.4g})" for i, v in top))
+        for line in top_k_lines(arr, args.top_k):
+            print(f"    {line}")
     if args.output:
         if not args.output.endswith(".npz"):
             raise UsageError(f"-o/--output must name a .npz file, got {args.output!r}")
         arrays: dict[str, Any] = dict(outputs)  # keys as printed above
         np.savez(args.output, **arrays)
         print(f"saved {len(outputs)} output(s) to {args.output}")
+    if args.compare:
+        aliases = output_aliases(names, [t.name for t in executor.outputs])
+        lines, ok = compare_outputs(
+            list(outputs.items()), aliases, list(inputs), args.compare, args.rtol, args.atol
+        )
+        print("\n".join(lines))
+        return 0 if ok else 1
     return 0
 
 
-def _top_k(arr: np.ndarray[Any, Any], k: int) -> list[tuple[int, float]]:
-    """Top-k of a classifier-like output: float scores over >= 2 classes, batch of 1."""
-    scores = arr.reshape(-1) if arr.ndim == 1 or (arr.ndim == 2 and arr.shape[0] == 1) else None
-    if k <= 0 or scores is None or arr.dtype.kind != "f" or scores.size < 2:
+_ROWS_SHOWN = 8
+
+
+def top_k_lines(arr: np.ndarray[Any, Any], k: int) -> list[str]:
+    """Top-k of a classifier-like output (float scores over >= 2 classes), one line per row
+    of a batch: ``(classes,)`` or ``(batch, classes)``; the first rows of a large batch."""
+    if k <= 0 or arr.dtype.kind != "f" or arr.ndim not in (1, 2) or arr.shape[-1] < 2:
         return []
-    order = np.argsort(scores)[::-1][:k]
-    return [(int(i), float(scores[i])) for i in order]
+    rows = arr.reshape(-1, arr.shape[-1])
+    lines = []
+    for r, scores in enumerate(rows[:_ROWS_SHOWN]):
+        order = np.argsort(scores, kind="stable")[::-1][:k]
+        top = ", ".join(f"{int(i)} ({float(scores[i]):.4g})" for i in order)
+        lines.append(
+            f"top-{len(order)}: {top}" if len(rows) == 1 else f"row {r} top-{len(order)}: {top}"
+        )
+    if len(rows) > _ROWS_SHOWN:
+        lines.append(f"... {len(rows) - _ROWS_SHOWN} more rows (-o saves every output)")
+    return lines

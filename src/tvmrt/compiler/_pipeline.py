@@ -90,7 +90,9 @@ def run_pipeline(
     with open(paths[GRAPH], "w", encoding="utf-8") as f:
         f.write(graph_json)
     with open(paths[PARAMS], "wb") as f:
-        f.write(save_param_dict(art.params))
+        # the kernels are today's TVM (tvm-ffi): their params use its dtype codes, which
+        # the graph executor reads for a tvm-ffi library (and TVM itself reads)
+        f.write(save_param_dict(art.params, dtype_codes="ffi"))
     build.export_library(lib, paths[LIB])
     build.write_factory_library(lib, paths[STANDALONE], graph_json, art.params, tgt)
     clock.lap("write")

@@ -50,6 +50,7 @@ from tvmrt.runtime.object import (
     convert,
     convert_to_object,
 )
+from tvmrt.runtime.object_path import ObjectPath, ObjectPathPair
 from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.params import (
     load_param_dict,
@@ -96,6 +97,8 @@ __all__ = [
     "Object",
     "ObjectGeneric",
     "String",
+    "ObjectPath",
+    "ObjectPathPair",
     "ShapeTuple",
     "convert",
     "convert_to_object",

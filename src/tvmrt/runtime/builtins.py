@@ -54,6 +54,8 @@ BUILTIN_FUNCTIONS: dict[str, str] = {
     "runtime.ModuleExportLibrary": "tvmrt.runtime.export:export_module",  # tvmrt's own name
     # executors
     "tvm.graph_executor.create": "tvmrt.runtime.graph_executor.packed:create_executor",
+    # TVM <= 0.7's name of the same constructor (the deployment guide's ``fcreate``)
+    "tvm.graph_runtime.create": "tvmrt.runtime.graph_executor.packed:create_executor",
     "tvm.graph_executor_debug.create": "tvmrt.runtime.graph_executor.debug:create_debug_executor",
     "runtime.Load_Executable": "tvmrt.runtime.vm.executable:load_executable",
     # system library

@@ -23,7 +23,13 @@ from tvmrt.error import (
     ReadOnlyError,
 )
 from tvmrt.runtime._deprecate import warn_deprecated
-from tvmrt.runtime.device_type import MASK2STR, RPC_SESS_MASK, STR2MASK, DLDeviceType
+from tvmrt.runtime.device_type import (
+    MASK2STR,
+    RPC_SESS_MASK,
+    STR2MASK,
+    DeviceTypeNames,
+    DLDeviceType,
+)
 
 __all__ = [
     "DLDeviceType",
@@ -138,7 +144,7 @@ def backend_of(dev: Device) -> DeviceBackend:
     return backend
 
 
-class Device:
+class Device(DeviceTypeNames):
     """A device: a DLPack device type and an index among devices of that type.
 
     Equality and hashing use ``(device_type, device_id)``, like TVM. Properties that
@@ -263,6 +269,10 @@ class Device:
     def available_global_memory(self) -> int | None:
         """Free device memory in bytes; ``None`` on the CPU."""
         return self._attr("available_global_memory")  # type: ignore[no-any-return]
+
+    def texture_spatial_limit(self) -> int | None:
+        """Largest texture size per spatial dimension (a method, as in TVM); ``None`` here."""
+        return self._attr("texture_spatial_limit")  # type: ignore[no-any-return]
 
     # -- streams (TVM's raw stream handles; command queues on OpenCL) -----------------
     def create_raw_stream(self) -> ctypes.c_void_p:

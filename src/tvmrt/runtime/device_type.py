@@ -8,8 +8,9 @@ name (``"llvm"``, ``"cuda"``, ``"cl"``) as a type code. Codes at and above
 from __future__ import annotations
 
 import enum
+from typing import ClassVar
 
-__all__ = ["DLDeviceType", "MASK2STR", "STR2MASK", "RPC_SESS_MASK"]
+__all__ = ["DLDeviceType", "DeviceTypeNames", "MASK2STR", "STR2MASK", "RPC_SESS_MASK"]
 
 # Device types at and above this value are RPC sessions (TVM's kRPCSessMask).
 RPC_SESS_MASK = 128
@@ -76,3 +77,34 @@ STR2MASK: dict[str, int] = {
     "hexagon": 16,
     "webgpu": 15,
 }
+
+
+class DeviceTypeNames:
+    """The constants TVM v0.19's ``Device`` class carries (``Device.kDLCPU``, ``MASK2STR``).
+
+    Values as in TVM v0.19's ``python/tvm/_ffi/runtime_ctypes.py``, including TVM's own
+    extension types at 32-35 there.
+    """
+
+    __slots__ = ()
+
+    kDLCPU: ClassVar[int] = 1
+    kDLCUDA: ClassVar[int] = 2
+    kDLCUDAHost: ClassVar[int] = 3
+    kDLOpenCL: ClassVar[int] = 4
+    kDLVulkan: ClassVar[int] = 7
+    kDLMetal: ClassVar[int] = 8
+    kDLVPI: ClassVar[int] = 9
+    kDLROCM: ClassVar[int] = 10
+    kDLROCMHost: ClassVar[int] = 11
+    kDLExtDev: ClassVar[int] = 12
+    kDLCUDAManaged: ClassVar[int] = 13
+    kDLOneAPI: ClassVar[int] = 14
+    kDLWebGPU: ClassVar[int] = 15
+    kDLHexagon: ClassVar[int] = 16
+    kDLAOCL: ClassVar[int] = 32
+    kDLSDAccel: ClassVar[int] = 33
+    kOpenGL: ClassVar[int] = 34
+    kDLMicroDev: ClassVar[int] = 35
+    MASK2STR: ClassVar[dict[int, str]] = MASK2STR
+    STR2MASK: ClassVar[dict[str, int]] = STR2MASK

@@ -42,7 +42,13 @@ _BASES = {
 }
 _DEFAULT_BITS = {"int": 32, "uint": 32, "float": 32, "handle": 64, "bfloat": 16, "complex": 64}
 _PATTERN = re.compile(r"^(int|uint|float|handle|bfloat|complex)(\d*)(?:x(\d+))?$")
-_FLOAT8 = {"e4m3_float8": DataTypeCode.E4M3_FLOAT8, "e5m2_float8": DataTypeCode.E5M2_FLOAT8}
+# v0.19's names; TVM 0.20 and later call the same two formats float8_e4m3fn/float8_e5m2
+_FLOAT8 = {
+    "e4m3_float8": DataTypeCode.E4M3_FLOAT8,
+    "e5m2_float8": DataTypeCode.E5M2_FLOAT8,
+    "float8_e4m3fn": DataTypeCode.E4M3_FLOAT8,
+    "float8_e5m2": DataTypeCode.E5M2_FLOAT8,
+}
 
 
 def _optional_ml_dtypes() -> Any:
@@ -223,7 +229,7 @@ def _format(code: int, bits: int, lanes: int) -> str:
     if code == DataTypeCode.UINT and bits == 1 and lanes == 1:
         return "bool"
     if code == DataTypeCode.HANDLE and bits == 0 and lanes == 0:
-        return ""
+        return "void"  # TVM v0.19's DataType.__repr__
     if code == DataTypeCode.HANDLE and bits == 64 and lanes == 1:
         return "handle"
     if code in (DataTypeCode.E4M3_FLOAT8, DataTypeCode.E5M2_FLOAT8):

@@ -1,9 +1,14 @@
-"""``Module.export_library``: write a loaded artifact back as one TVM factory library.
+"""``Module.export_library``: write a loaded artifact back as TVM v0.19 exports it.
 
-What TVM's ``export_library`` writes: the kernels' object files
-plus ``devc.o``, an object defining ``__tvm_dev_mblob`` = ``u64 nbytes`` + the module
-blob (``GraphExecutorFactory`` payload, ``_lib``, ``_import_tree``), either linked into
-one shared library (``.so``) or put in a gzip tar (``.tar``) that the loader links.
+TVM's ``export_library(file_name, fcompile=None, addons=None, workspace_dir=None, **kwargs)``
+saves each kernel module as an object file (``lib0.o``, ...) in ``workspace_dir``, packs the
+module blob (the factory's graph, params and module name) into ``devc.c``
+(``pack_imports.py``; TVM without LLVM writes that C source, as tvmrt does) and hands the
+file list to ``fcompile(file_name, files, **kwargs)``: by default a gzip tar for a ``.tar``
+name and a shared library (``cc``, plus ``options``) otherwise. ``fcompile=False`` means the
+default, so ``export_library("deploy.tar", fcompile=False)`` of a system-lib build is the
+deployment guide's "lib.o + device-blob C file" that an application links with
+``libtvmrt_runtime.a`` into one executable.
 
 tvmrt can do that when it holds the kernels as object files: a library loaded from an
 exported ``.tar`` or an ``.o``. A kernel library loaded from a shared object cannot be
@@ -20,20 +25,19 @@ import os
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tvmrt.error import ModuleLoadError, UnsupportedError
-from tvmrt.runtime._stream import ByteWriter
-from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory, save_factory_binary
+from tvmrt.error import InvalidArgumentError, ModuleLoadError, UnsupportedError
 from tvmrt.runtime.loaders.archive import read_members
 from tvmrt.runtime.loaders.binary import ElfFile
-from tvmrt.runtime.loaders.link import find_compiler
+from tvmrt.runtime.loaders.link import find_compiler, is_source
 from tvmrt.runtime.module import Module
+from tvmrt.runtime.pack_imports import BLOB_SYMBOL, module_blob, pack_imports_to_c
 
 __all__ = ["export_library", "kernel_objects", "is_dso_exportable", "export_module"]
 
-_BLOB_SYMBOL = "__tvm_dev_mblob"
 _SYSTEM_LIB_REGISTER = "TVMBackendRegisterSystemLibSymbol"
 _ELF_MAGIC = b"\x7fELF"
 _ET_REL = 1
@@ -69,68 +73,57 @@ def _library_of(module: Module) -> Module:
     return module
 
 
-def kernel_objects(module: Module) -> list[tuple[str, bytes]] | None:
-    """The object files of ``module``'s kernels, without the old blob; None if not known.
-
-    Known for a kernel library loaded from an exported ``.tar`` (its members) or an
-    ``.o`` file; a blob-carrying member (the old ``devc.o``) is left out.
-    """
+def _members(module: Module) -> list[tuple[str, bytes]] | None:
+    """The members of the file ``module``'s kernels came from (an ``.o`` is one member)."""
     lib = _library_of(module)
     path = getattr(lib, "path", None)
     if lib.type_key != "library" or not isinstance(path, str) or not os.path.isfile(path):
         return None
-    members: list[tuple[str, bytes]] = []
     if tarfile.is_tarfile(path):
-        members = read_members(path)
-    else:
-        data = Path(path).read_bytes()
-        if not _is_object(data):
-            return None
-        members = [(Path(path).name, data)]
+        return read_members(path)
+    data = Path(path).read_bytes()
+    return [(Path(path).name, data)] if _is_object(data) else None
+
+
+def _is_blob_source(name: str, data: bytes) -> bool:
+    return is_source(name) and BLOB_SYMBOL.encode() in data
+
+
+def kernel_objects(module: Module) -> list[tuple[str, bytes]] | None:
+    """The object files of ``module``'s kernels, without the old blob; None if not known.
+
+    Known for a kernel library loaded from an exported ``.tar`` or an ``.o`` file; the
+    member carrying the old blob (``devc.o``, or ``devc.c`` as source) is left out.
+    """
+    members = _members(module)
+    if members is None:
+        return None
     objects = []
     for name, data in members:
+        if _is_blob_source(name, data):
+            continue
         if not _is_object(data):
             return None  # sources or foreign members: tvmrt does not rebuild those
         defined, _ = _symbols(data, name)
-        if _BLOB_SYMBOL not in defined:
+        if not any(symbol.endswith(BLOB_SYMBOL) for symbol in defined):
             objects.append((Path(name).name, data))
     return objects or None
 
 
-def _module_blob(module: Module) -> bytes:
-    """``__tvm_dev_mblob``'s payload for a factory over the library it is linked with."""
-    if not isinstance(module, GraphExecutorFactory):
-        raise UnsupportedError(f"cannot export Module[{module.type_key}] with a module blob")
-    writer = ByteWriter()
-    # modules[0] = the factory, modules[1] = the DSO itself ("_lib"); 0 imports 1
-    writer.u64(3)
-    writer.string("GraphExecutorFactory")
-    writer.raw(save_factory_binary(module))
-    writer.string("_lib")
-    writer.string("_import_tree")
-    for values in ([0, 1, 1], [1]):
-        writer.u64(len(values))
-        for value in values:
-            writer.u64(value)
-    return bytes(writer.buffer)
-
-
-def _blob_source(payload: bytes) -> str:
-    """C source defining ``__tvm_dev_mblob`` as TVM's ``PackImportsToC`` lays it out."""
-    data = len(payload).to_bytes(8, "little") + payload
-    rows = []
-    for start in range(0, len(data), 24):
-        rows.append(",".join(str(b) for b in data[start : start + 24]))
-    body = ",\n".join(rows)
-    return (
-        "/* written by tvmrt's export_library: the module blob of a graph-executor factory */\n"
-        '#ifdef __cplusplus\nextern "C" {\n#endif\n'
-        '__attribute__((visibility("default"))) extern const unsigned char '
-        f"{_BLOB_SYMBOL}[];\n"
-        '__attribute__((visibility("default"))) const unsigned char '
-        f"{_BLOB_SYMBOL}[{len(data)}] = {{\n{body}\n}};\n"
-        "#ifdef __cplusplus\n}\n#endif\n"
-    )
+def _blob_prefix(module: Module) -> str:
+    """The symbol prefix of a system-lib build's old blob (``{prefix}__tvm_dev_mblob``)."""
+    for name, data in _members(module) or []:
+        if _is_object(data):
+            names = _symbols(data, name)[0]
+        elif _is_blob_source(name, data):
+            text = data.decode("utf-8", "replace")
+            names = {word for word in text.replace("[", " ").split() if BLOB_SYMBOL in word}
+        else:
+            continue
+        for symbol in names:
+            if symbol.endswith(BLOB_SYMBOL) and symbol.isidentifier():
+                return symbol[: -len(BLOB_SYMBOL)]
+    return ""
 
 
 def _run(command: list[str], what: str) -> None:
@@ -165,14 +158,25 @@ def is_dso_exportable(module: Module) -> bool:
         return False
 
 
-def export_module(module: Module, file_name: str, options: dict[str, Any]) -> None:
+def export_module(module: Module, file_name: str, options: dict[str, Any]) -> Any:
     """The global ``runtime.ModuleExportLibrary``: :func:`export_library` with its options
     as one dict (``Module.export_library``'s keyword arguments)."""
-    export_library(module, file_name, **options)
+    return export_library(module, file_name, **options)
 
 
-def export_library(module: Module, file_name: str | os.PathLike[str], **kwargs: Any) -> None:
-    """Write ``module`` as one factory library, ``.so`` (linked) or ``.tar`` (objects).
+FCompile = Callable[..., Any]
+
+
+def export_library(
+    module: Module,
+    file_name: str | os.PathLike[str],
+    fcompile: FCompile | bool | None = None,
+    addons: Sequence[str] | None = None,
+    workspace_dir: str | os.PathLike[str] | None = None,
+    fpack_imports: Callable[..., str] | None = None,
+    **kwargs: Any,
+) -> Any:
+    """Export ``module`` (kernels + module blob) as TVM v0.19's ``export_library`` does.
 
     Parameters
     ----------
@@ -180,32 +184,35 @@ def export_library(module: Module, file_name: str | os.PathLike[str], **kwargs: 
         A ``GraphExecutorFactory`` (``load_module("x.tar")``) or a kernel library whose
         kernels tvmrt holds as object files.
     file_name
-        Ends with ``.so`` (or ``.dylib``/``.dll``: a shared library) or ``.tar``.
+        The output. With the default ``fcompile``: ``.tar`` (gzip tar of ``lib0.o``... and
+        ``devc.c``) or a shared library (any other name).
+    fcompile
+        ``fcompile(file_name, files, **kwargs)`` makes the output from the files written in
+        ``workspace_dir``; ``None`` or ``False``: the default (tar or shared library).
+    addons
+        More files for ``fcompile`` (placed first, as TVM does).
+    workspace_dir
+        Where ``lib0.o``... and ``devc.c`` are written (and kept); a temporary folder if None.
+    fpack_imports
+        ``fpack_imports(module, is_system_lib, prefix, workspace_dir)`` returns the path of
+        the blob file to use instead of tvmrt's ``devc.c``.
     kwargs
-        TVM's ``fcompile``, ``addons``, ``workspace_dir``, ``options`` and ``cc``; tvmrt
-        uses the system C compiler and refuses the others when given.
+        Passed to ``fcompile``; the default shared-library step reads ``cc`` (the compiler)
+        and ``options`` (extra flags).
+
+    Returns
+    -------
+    What ``fcompile`` returns (None for the defaults).
 
     Raises
     ------
     UnsupportedError
-        If the kernels are not held as object files (a library loaded from a ``.so``),
-        if a system-lib build is exported (its blob registers itself under a prefix
-        tvmrt does not know), or if an unsupported option is passed.
+        If the kernels are not held as object files (a library loaded from a ``.so``), or
+        ``fcompile`` asks for an object format other than ``o``.
     ModuleLoadError
         If no C compiler is found or compiling/linking fails.
     """
-    unsupported = sorted(k for k, v in kwargs.items() if v is not None and k != "workspace_dir")
-    if unsupported:
-        raise UnsupportedError(
-            f"export_library: tvmrt does not support {', '.join(unsupported)}; it builds "
-            "with the system C compiler for this machine"
-        )
     target = Path(os.fspath(file_name))
-    suffix = target.suffix.lower()
-    if suffix not in (".so", ".dylib", ".dll", ".tar"):
-        raise UnsupportedError(
-            f"export_library: cannot write {str(target)!r}: the name must end with .so or .tar"
-        )
     objects = kernel_objects(module)
     if objects is None:
         lib = _library_of(module)
@@ -216,33 +223,63 @@ def export_library(module: Module, file_name: str | os.PathLike[str], **kwargs: 
             f"{getattr(lib, 'path', '')!r}, which cannot be linked into a new library "
             "(TVM cannot re-export a loaded library either)"
         )
-    for name, data in objects:
-        _, undefined = _symbols(data, name)
-        if _SYSTEM_LIB_REGISTER in undefined:
-            raise UnsupportedError(
-                f"cannot export Module[{module.type_key}]: its kernels ({name}) were built "
-                "with system-lib and register themselves at load time; keep the original file"
+    object_format = getattr(fcompile, "object_format", "o") if callable(fcompile) else "o"
+    if object_format != "o":
+        raise UnsupportedError(
+            f"export_library: fcompile asks for object_format {object_format!r}; tvmrt holds "
+            "the kernels as ELF objects ('o') only"
+        )
+    system_lib = any(_SYSTEM_LIB_REGISTER in _symbols(data, name)[1] for name, data in objects)
+    prefix = _blob_prefix(module) if system_lib else ""
+    with tempfile.TemporaryDirectory(prefix="tvmrt-export-") as scratch:
+        work = Path(os.fspath(workspace_dir)) if workspace_dir is not None else Path(scratch)
+        work.mkdir(parents=True, exist_ok=True)
+        files = [os.fspath(addon) for addon in addons or ()]
+        for index, (_, data) in enumerate(objects):
+            path = work / f"lib{index}.o"
+            path.write_bytes(data)
+            files.append(str(path))
+        if module is not _library_of(module):  # a factory: its blob goes with the kernels
+            if fpack_imports is not None:
+                files.append(os.fspath(fpack_imports(module, system_lib, prefix, str(work))))
+            else:
+                devc = work / f"{prefix}devc.c"
+                devc.write_text(pack_imports_to_c(module_blob(module), system_lib, prefix))
+                files.append(str(devc))
+        if callable(fcompile):
+            return fcompile(str(target), files, **kwargs)
+        if fcompile not in (None, False):
+            raise InvalidArgumentError(
+                f"export_library: fcompile must be a callable, None or False, not {fcompile!r}"
             )
-    compiler = _compiler()
-    with tempfile.TemporaryDirectory(prefix="tvmrt-export-") as work:
-        members = [(name, data) for name, data in objects if name != "devc.o"]
-        if module is not _library_of(module):  # a factory: its blob goes into devc.o
-            devc_c = Path(work) / "devc.c"
-            devc_c.write_text(_blob_source(_module_blob(module)))
-            devc_o = Path(work) / "devc.o"
-            _run([*compiler, "-c", "-fPIC", "-o", str(devc_o), str(devc_c)], "compiling devc.c")
-            members.append(("devc.o", devc_o.read_bytes()))
-        partial = target.with_name(f".{target.name}.tmp")
-        if suffix == ".tar":
-            _write_tar(partial, members)
+        if target.suffix.lower() == ".tar":
+            partial = target.with_name(f".{target.name}.tmp")
+            _write_tar(partial, [(Path(f).name, Path(f).read_bytes()) for f in files])
+            os.replace(partial, target)
         else:
-            inputs = []
-            for i, (_, data) in enumerate(members):
-                obj = Path(work) / f"member{i}.o"
-                obj.write_bytes(data)
-                inputs.append(str(obj))
-            _run([*compiler, "-shared", "-fPIC", "-o", str(partial), *inputs, "-lm"], "linking")
-        os.replace(partial, target)
+            _create_shared(target, files, work, **kwargs)
+    return None
+
+
+def _create_shared(
+    target: Path,
+    files: list[str],
+    work: Path,
+    cc: str | None = None,
+    options: str | Sequence[str] | None = None,
+    **unused: Any,
+) -> None:
+    """TVM's ``cc.create_shared``: link ``files`` into a shared library with ``cc``."""
+    if unused:
+        raise InvalidArgumentError(
+            f"export_library: unknown option(s) {', '.join(sorted(unused))} for the default "
+            "fcompile (it takes cc and options)"
+        )
+    compiler = [cc] if cc else _compiler()
+    extra = [options] if isinstance(options, str) else list(options or ())
+    partial = target.with_name(f".{target.name}.tmp")
+    _run([*compiler, "-shared", "-fPIC", "-o", str(partial), *files, *extra, "-lm"], "linking")
+    os.replace(partial, target)
 
 
 def _write_tar(path: Path, members: list[tuple[str, bytes]]) -> None:

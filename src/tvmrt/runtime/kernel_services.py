@@ -1,7 +1,8 @@
 """Kernel services: what compiled kernels call into (workspace, parallel launch, errors).
 
 The services live in a small C library built with the package (``tvmrt._native_backend``,
-source ``src/tvmrt/_native/backend.c``): a 64-byte aligned caching workspace allocator, a
+sources ``src/tvmrt/_native/services.c`` and its neighbours, shared with the C runtime
+``libtvmrt_runtime``): a 64-byte aligned caching workspace allocator, a
 persistent pthread pool for ``TVMBackendParallelLaunch``, and the thread-local error slot.
 One implementation serves both kernel ABIs. Loaders write the addresses from
 :func:`slot_addresses` (legacy) or :func:`ffi_symbol_addresses` (tvm-ffi) into a kernel

@@ -230,31 +230,43 @@ class Module:
             "factory whose kernels tvmrt holds as object files"
         )
 
+    @property
     def is_dso_exportable(self) -> bool:
         """Whether :meth:`export_library` can put this module's code into a new library.
+
+        A property, as in TVM (``if lib.is_dso_exportable:``).
 
         True for kernel libraries (and factories over them) that tvmrt holds as object
         files, i.e. loaded from an exported ``.tar`` or an ``.o``.
         """
         return bool(get_global_func("runtime.ModuleIsDSOExportable")(self))
 
-    def export_library(self, file_name: str | os.PathLike[str], **kwargs: Any) -> None:
-        """Write this module as one TVM factory library (``.so``, or ``.tar`` of objects).
+    def export_library(self, file_name: str | os.PathLike[str], **kwargs: Any) -> Any:
+        """Export this module as TVM v0.19 does (kernels, module blob, then ``fcompile``).
 
-        The result loads back with :func:`load_module` (and with TVM): kernels plus a
-        ``devc.o`` carrying the factory's graph, params and module name. Exportable: a
+        The kernels are written as ``lib0.o``..., the module blob as ``devc.c``, and
+        ``fcompile(file_name, files, **kwargs)`` makes the output.
+
+        Keyword arguments are TVM's: ``fcompile`` (a callable; None or False: a gzip tar for
+        a ``.tar`` name, else a shared library), ``addons``, ``workspace_dir``,
+        ``fpack_imports`` and, for the default shared library, ``cc`` and ``options``. The
+        result loads back with :func:`load_module` (and with TVM); a system-lib build's tar
+        links into a C/C++ program with ``libtvmrt_runtime.a``. Exportable: a
         ``GraphExecutorFactory`` or kernel library loaded from an exported ``.tar`` or an
         ``.o`` (see :meth:`is_dso_exportable`); other modules are refused.
+
+        Returns
+        -------
+        What ``fcompile`` returns (None for the defaults).
 
         Raises
         ------
         UnsupportedError
-            If the module's kernels are not held as object files, or for TVM options
-            tvmrt does not implement (``fcompile``, ``addons``, ``cc``, ``options``).
+            If the module's kernels are not held as object files.
         ModuleLoadError
             If no C compiler is found, or compiling or linking fails.
         """
-        get_global_func("runtime.ModuleExportLibrary")(self, os.fspath(file_name), kwargs)
+        return get_global_func("runtime.ModuleExportLibrary")(self, os.fspath(file_name), kwargs)
 
 
 class PyModule(Module):

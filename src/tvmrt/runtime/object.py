@@ -55,6 +55,10 @@ class String(str, Object):
 
     __slots__ = ()
 
+    def __new__(cls, content: object = "") -> String:
+        # TVM's signature: String(content)
+        return super().__new__(cls, content)
+
 
 class ShapeTuple(tuple[int, ...], Object):
     """A shape (``tvm.runtime.ShapeTuple``): a tuple of ints, equal to tuples and lists.

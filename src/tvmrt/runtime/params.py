@@ -16,13 +16,15 @@ Decisions where TVM is lenient or ambiguous:
 * Bytes after the last tensor are ignored, as TVM does.
 * A name that occurs twice keeps the last tensor (TVM's Map does the same); the dict
   keeps the position of the first occurrence.
-* bool is written as TVM v0.19 does, ``(code 1, bits 1)``; both that and tvm-ffi's
-  ``(6, 8)`` are read as ``"bool"``.
+* dtype codes follow one TVM era per blob (``dtype_codes``, see
+  :data:`~tvmrt.runtime.tensor_record.DtypeCodes`). The default is TVM v0.19's table, the
+  API tvmrt mirrors: bool is ``(1, 1)`` and float8 ``e4m3_float8``/``e5m2_float8`` are codes
+  6/7. ``dtype_codes="ffi"`` reads and writes TVM >= 0.21's DLPack 1.x codes (bool
+  ``(6, 8)``, ``float8_e4m3fn`` 10, ``float8_e5m2`` 12). A code the chosen table does not
+  give a type tvmrt has is refused, naming the code; it is never read as another type.
 * Stricter than TVM: truncated data is an error for every tensor (TVM skips the check for
   scalars and empty tensors); vector dtypes (``lanes > 1``) are rejected on read and on
-  save because ``data_byte_size`` ignores lanes; float8 dtypes are rejected because their
-  type codes differ between TVM versions (v0.19 writes e4m3 as code 6, which tvm-ffi uses
-  for bool); at most :data:`MAX_NDIM` dimensions.
+  save because ``data_byte_size`` ignores lanes; at most :data:`MAX_NDIM` dimensions.
 * Every malformed input raises :class:`~tvmrt.error.ParamsFormatError` naming the field
   and its byte offset, before any allocation that a size field would drive.
 """
@@ -42,8 +44,10 @@ from tvmrt.runtime._stream import ByteReader, ByteWriter
 from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.tensor_record import (
+    DTYPE_CODES,
     MAX_NDIM,
     NDARRAY_MAGIC,
+    DtypeCodes,
     TensorRecord,
     host_data,
     read_ndarray,
@@ -76,7 +80,9 @@ NDARRAY_LIST_MAGIC = 0xF7E58D4F05049CB7  # kTVMNDArrayListMagic, src/runtime/fil
 
 
 # -- reading -------------------------------------------------------------------------------
-def read_named_ndarrays(reader: ByteReader, names: Sequence[str]) -> dict[str, NDArray]:
+def read_named_ndarrays(
+    reader: ByteReader, names: Sequence[str], codes: DtypeCodes = "legacy"
+) -> dict[str, NDArray]:
     """Read ``len(names)`` tensor records; the i-th belongs to ``names[i]`` (last one wins).
 
     For containers that store names and records separately (the params blob, the
@@ -84,7 +90,7 @@ def read_named_ndarrays(reader: ByteReader, names: Sequence[str]) -> dict[str, N
     """
     result: dict[str, NDArray] = {}
     for name in names:
-        result[name] = read_ndarray(reader, name)
+        result[name] = read_ndarray(reader, name, codes)
     return result
 
 
@@ -107,7 +113,7 @@ def _read_header(reader: ByteReader) -> list[str]:
     return names
 
 
-def read_param_dict(reader: ByteReader) -> dict[str, NDArray]:
+def read_param_dict(reader: ByteReader, codes: DtypeCodes = "legacy") -> dict[str, NDArray]:
     """Read a whole params blob at the reader's position; bytes after it are left.
 
     Raises
@@ -115,10 +121,12 @@ def read_param_dict(reader: ByteReader) -> dict[str, NDArray]:
     ParamsFormatError
         (The reader's error class.) On any malformed or truncated input.
     """
-    return read_named_ndarrays(reader, _read_header(reader))
+    return read_named_ndarrays(reader, _read_header(reader), codes)
 
 
-def iter_param_records(param_bytes: bytes | bytearray | memoryview) -> Iterator[TensorRecord]:
+def iter_param_records(
+    param_bytes: bytes | bytearray | memoryview, codes: DtypeCodes = "legacy"
+) -> Iterator[TensorRecord]:
     """Yield the tensor records of a params blob one by one, without copying any data.
 
     For loading straight into existing memory (the graph executor's ``load_params``): a
@@ -132,7 +140,7 @@ def iter_param_records(param_bytes: bytes | bytearray | memoryview) -> Iterator[
     """
     reader = ByteReader(_as_view(param_bytes), "params blob", ParamsFormatError)
     for name in _read_header(reader):
-        yield read_record(reader, name)
+        yield read_record(reader, name, codes)
 
 
 @contextlib.contextmanager
@@ -172,7 +180,9 @@ def read_param_names(param_bytes: bytes | bytearray | memoryview) -> list[str]:
     return _read_header(ByteReader(_as_view(param_bytes), "params blob", ParamsFormatError))
 
 
-def load_param_dict(param_bytes: bytes | bytearray | memoryview) -> dict[str, NDArray]:
+def load_param_dict(
+    param_bytes: bytes | bytearray | memoryview, *, dtype_codes: DtypeCodes = "legacy"
+) -> dict[str, NDArray]:
     """Deserialise a params blob into CPU NDArrays, in file order.
 
     Parameters
@@ -180,6 +190,10 @@ def load_param_dict(param_bytes: bytes | bytearray | memoryview) -> dict[str, ND
     param_bytes
         The blob (anything C-contiguous with the buffer protocol). The arrays are copies,
         so the buffer may be released afterwards.
+    dtype_codes
+        tvmrt's addition: the era of the blob's dtype codes. ``"legacy"`` (TVM <= 0.20,
+        as TVM v0.19 reads: float8 e4m3/e5m2 are codes 6/7) or ``"ffi"`` (TVM >= 0.21,
+        DLPack 1.x: 6 is bool, 10 ``float8_e4m3fn``, 12 ``float8_e5m2``).
 
     Returns
     -------
@@ -189,7 +203,8 @@ def load_param_dict(param_bytes: bytes | bytearray | memoryview) -> dict[str, ND
     Raises
     ------
     ParamsFormatError
-        If the blob is malformed or truncated; the message gives the byte offset.
+        If the blob is malformed or truncated, or a dtype code means no type tvmrt has
+        in ``dtype_codes``' table; the message gives the byte offset.
     TypeError
         If ``param_bytes`` is a ``str`` or has no buffer interface.
 
@@ -199,11 +214,15 @@ def load_param_dict(param_bytes: bytes | bytearray | memoryview) -> dict[str, ND
     >>> load_param_dict(blob)["w"].numpy()
     array([1., 1.], dtype=float32)
     """
-    return _load(param_bytes, "params blob")
+    return _load(param_bytes, "params blob", dtype_codes)
 
 
-def load_param_dict_from_file(path: str | os.PathLike[str]) -> dict[str, NDArray]:
+def load_param_dict_from_file(
+    path: str | os.PathLike[str], *, dtype_codes: DtypeCodes = "legacy"
+) -> dict[str, NDArray]:
     """Read a ``.params`` file written by :func:`save_param_dict_to_file` (or TVM).
+
+    ``dtype_codes`` is :func:`load_param_dict`'s.
 
     Raises
     ------
@@ -211,11 +230,21 @@ def load_param_dict_from_file(path: str | os.PathLike[str]) -> dict[str, NDArray
         If the file's contents are malformed; the message names the file.
     """
     with mapped_file(path) as data:  # tensors are copied out; the file is never read whole
-        return _load(data, f"params file {os.fspath(path)!r}")
+        return _load(data, f"params file {os.fspath(path)!r}", dtype_codes)
 
 
-def _load(param_bytes: object, what: str) -> dict[str, NDArray]:
-    return read_param_dict(ByteReader(_as_view(param_bytes), what, ParamsFormatError))
+def _load(param_bytes: object, what: str, codes: object) -> dict[str, NDArray]:
+    return read_param_dict(
+        ByteReader(_as_view(param_bytes), what, ParamsFormatError), _checked_codes(codes)
+    )
+
+
+def _checked_codes(codes: object) -> DtypeCodes:
+    if codes == "legacy":
+        return "legacy"
+    if codes == "ffi":
+        return "ffi"
+    raise ArgumentTypeError(f"dtype_codes is {codes!r}, expected one of {DTYPE_CODES}")
 
 
 def _as_view(param_bytes: object) -> memoryview:
@@ -237,7 +266,9 @@ def _as_view(param_bytes: object) -> memoryview:
 
 
 # -- writing -------------------------------------------------------------------------------
-def write_param_dict(writer: ByteWriter, params: Mapping[str, object]) -> None:
+def write_param_dict(
+    writer: ByteWriter, params: Mapping[str, object], codes: DtypeCodes = "legacy"
+) -> None:
     """Append a whole params blob for ``params``, names in insertion order.
 
     Values that are not NDArrays (numpy arrays, lists, scalars) are converted with numpy.
@@ -247,7 +278,7 @@ def write_param_dict(writer: ByteWriter, params: Mapping[str, object]) -> None:
     TypeError
         If ``params`` is not a mapping, a name is not a ``str`` or a value is not array-like.
     DataTypeError
-        If a value's dtype cannot be stored (vector, float8, or no TVM equivalent).
+        If a value's dtype cannot be stored (vector, or no TVM equivalent).
     ValueError
         If a name cannot be encoded as UTF-8 (a lone surrogate).
     """
@@ -272,10 +303,12 @@ def write_param_dict(writer: ByteWriter, params: Mapping[str, object]) -> None:
         writer.string(raw_name)
     writer.u64(len(records))
     for dtype, data in records:
-        write_record(writer, dtype, data)
+        write_record(writer, dtype, data, codes)
 
 
-def save_param_dict(params: Mapping[str, object]) -> bytearray:
+def save_param_dict(
+    params: Mapping[str, object], *, dtype_codes: DtypeCodes = "legacy"
+) -> bytearray:
     """Serialise ``params`` into TVM's params format, names in the dict's order.
 
     Every tensor record is byte-identical to TVM v0.19's, and so is the whole blob when
@@ -287,6 +320,9 @@ def save_param_dict(params: Mapping[str, object]) -> bytearray:
     ----------
     params
         Name to array; values that are not NDArrays are converted with numpy first.
+    dtype_codes
+        tvmrt's addition: ``"legacy"`` writes TVM v0.19's dtype codes, ``"ffi"`` TVM >=
+        0.21's (see :func:`load_param_dict`).
 
     Returns
     -------
@@ -296,7 +332,7 @@ def save_param_dict(params: Mapping[str, object]) -> bytearray:
     Raises
     ------
     DataTypeError
-        If a dtype cannot be stored (vector dtypes, float8, numpy types TVM lacks).
+        If a dtype cannot be stored (vector dtypes, numpy types TVM lacks).
     TypeError
         If a name is not a ``str`` or a value is not array-like.
 
@@ -307,13 +343,18 @@ def save_param_dict(params: Mapping[str, object]) -> bytearray:
     (97, 'b79c04054f8de5f7')
     """
     writer = ByteWriter()
-    write_param_dict(writer, params)
+    write_param_dict(writer, params, _checked_codes(dtype_codes))
     return writer.buffer
 
 
-def save_param_dict_to_file(params: Mapping[str, object], path: str | os.PathLike[str]) -> None:
+def save_param_dict_to_file(
+    params: Mapping[str, object],
+    path: str | os.PathLike[str],
+    *,
+    dtype_codes: DtypeCodes = "legacy",
+) -> None:
     """Serialise ``params`` (see :func:`save_param_dict`) and write it to ``path``."""
-    blob = save_param_dict(params)
+    blob = save_param_dict(params, dtype_codes=dtype_codes)
     with open(path, "wb") as f:
         f.write(blob)
 

@@ -51,7 +51,9 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 T = TypeVar("T")
 
-_MODEL_PATH = re.compile(r"^/v2/models/([^/]+)(?:/versions/([^/]+))?(/ready|/infer|/stats)?$")
+_MODEL_PATH = re.compile(
+    r"^/v2/models/([^/]+)(?:/versions/([^/]+))?(/ready|/infer|/stats|/config)?$"
+)
 _INLINE_BYTES = 64 << 10  # bodies this small are parsed on the loop: a thread hop costs more
 _INLINE_VALUES = 16 << 10  # outputs with fewer elements are encoded on the loop
 _MAX_ERROR = 1000  # characters of an error message; longer ones are cut
@@ -248,12 +250,17 @@ class InferenceApp:
             return _json(200 if self.ready else 503, {"name": name, "ready": self.ready})
         if action == "/stats":
             return _json(200, {"model_stats": [model.metrics.stats()]})
+        if action == "/config":  # Triton's model configuration (serve/triton_config.py)
+            from tvmrt.serve.triton_config import model_config
+
+            return _json(200, model_config(model))
         return _json(200, model.metadata())
 
     async def _infer(
         self, model: ServedModel, headers: Mapping[str, str], body: bytes | bytearray
     ) -> Reply:
-        names = None if model.dynamic else [s.name for s in model.outputs]
+        # any name of an output (artifact/output_names.py); a dynamic model's after it ran
+        names = None if model.dynamic else list(model.output_aliases)
         request = await self._offload(
             len(body) <= _INLINE_BYTES,
             parse_infer_request,
@@ -263,21 +270,34 @@ class InferenceApp:
             names,
             self.limits.max_json_bytes,
             self.max_body_bytes,
+            [s.name for s in model.outputs],
         )
         _, abort = self._stop_signals()
         arrays = await model.infer(request.inputs, abort)
         wanted = request.outputs
-        specs = model.output_specs(arrays)
-        unknown = sorted(set(wanted or ()) - {s.name for s in specs})
-        if unknown:
-            raise BadRequestError(
-                f"unknown output(s) {unknown}; the model returned {[s.name for s in specs]}"
-            )
-        pairs = [
-            (spec, arr)
-            for spec, arr in zip(specs, arrays, strict=True)
-            if wanted is None or spec.name in wanted
-        ]
+        if model.dynamic:  # outputs known from this answer: output_0, output_1, ...
+            specs = model.output_specs(arrays)
+            unknown = sorted(set(wanted or ()) - {s.name for s in specs})
+            if unknown:
+                raise BadRequestError(
+                    f"unknown output(s) {unknown}; the model returned {[s.name for s in specs]}"
+                )
+            pairs = [
+                (spec, arr)
+                for spec, arr in zip(specs, arrays, strict=True)
+                if wanted is None or spec.name in wanted
+            ]
+        elif wanted is None:
+            pairs = list(zip(model.outputs, arrays, strict=True))
+        else:  # in the model's order, each named as the client asked for it
+            asked = sorted(wanted, key=lambda n: model.output_aliases[n])
+            pairs = [
+                (
+                    replace(model.outputs[model.output_aliases[n]], name=n),
+                    arrays[model.output_aliases[n]],
+                )
+                for n in asked
+            ]
         small = sum(a.size for _, a in pairs) <= _INLINE_VALUES
         data, extra = await self._offload(small, encode_infer_response, model.name, request, pairs)
         return Reply(200, data, extra)

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from tvmrt.artifact import ArtifactFiles, Executor, executor_from_graph, load_artifact
+from tvmrt.artifact.output_names import output_aliases
 from tvmrt.error import InvalidArgumentError, KernelError
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.module import Module
@@ -68,6 +69,7 @@ class ServedModel:
         max_queue: int = 64,
         timeout: float = 30.0,
         batch_delay: float | None = None,
+        aliases: Mapping[str, int] | None = None,
     ) -> None:
         if not executors:
             raise InvalidArgumentError(f"model {name!r} needs at least one executor")
@@ -78,6 +80,8 @@ class ServedModel:
         self.name = name
         self.inputs = list(inputs)
         self.outputs = list(outputs)
+        # every name a request may ask an output by -> its position (artifact/output_names.py)
+        self.output_aliases = dict(aliases or {s.name: i for i, s in enumerate(self.outputs)})
         self.workers = len(executors)
         self.max_queue = max_queue
         self.timeout = timeout
@@ -94,6 +98,7 @@ class ServedModel:
             self.inputs = [replace(t, max_batch=self.batch) for t in self.inputs]
             self.outputs = [replace(t, max_batch=self.batch) for t in self.outputs]
         self._batch_delay = batch_delay or 0.0
+        self.batch_delay = self._batch_delay  # seconds; the Triton config reports it
         self._waiting: deque[_Item] = deque()
         self._arrived = threading.Condition()
         self._free: queue.SimpleQueue[Executor] = queue.SimpleQueue()
@@ -340,8 +345,14 @@ def serve_executors(
     if not executors:
         raise InvalidArgumentError(f"model {name!r} needs at least one executor")
     first = executors[0]
-    inputs, outputs = input_specs(name, first.inputs, signature), input_specs(name, first.outputs)
-    return ServedModel(name, executors, inputs, outputs, max_queue, timeout, batch_delay)
+    inputs = input_specs(name, first.inputs, signature)
+    labels = first.output_labels()  # the one name of each output, as run and inspect show
+    outputs = [
+        replace(s, name=label)
+        for s, label in zip(input_specs(name, first.outputs), labels, strict=True)
+    ]
+    aliases = output_aliases(labels, [t.name for t in first.outputs])
+    return ServedModel(name, executors, inputs, outputs, max_queue, timeout, batch_delay, aliases)
 
 
 def _replicated(first: Executor, workers: int) -> list[Executor]:

@@ -175,8 +175,12 @@ def parse_infer_request(
     outputs: Sequence[str] | None,
     max_json_bytes: int | None = None,
     max_tensor_bytes: int | None = None,
+    shown_outputs: Sequence[str] | None = None,
 ) -> InferRequest:
     """Parse and validate a request against the model's inputs and outputs.
+
+    ``outputs`` are every name an output may be asked for by; ``shown_outputs`` the names
+    an error message lists (default: ``outputs``).
 
     The JSON part is refused unparsed (413) past ``max_json_bytes``, and (400) when it
     could hold more values than the model's inputs take (:func:`max_values`), so parsing
@@ -273,9 +277,8 @@ def parse_infer_request(
         for out in doc["outputs"]:
             oname = out.get("name") if isinstance(out, dict) else None
             if not isinstance(oname, str) or (outputs is not None and oname not in outputs):
-                raise _fail(
-                    f"unknown output {short(oname)}; the model's outputs are {list(outputs or [])}"
-                )
+                shown = list(outputs or []) if shown_outputs is None else list(shown_outputs)
+                raise _fail(f"unknown output {short(oname)}; the model's outputs are {shown}")
             request.outputs.append(oname)
             oparams = out.get("parameters") or {}
             if isinstance(oparams, dict) and oparams.get("binary_data", request.binary_default):

@@ -75,9 +75,13 @@ def get_device(
     num_rpc = sum(dev.device_type >= RPC_SESS_MASK for dev in devices)
     if num_rpc and num_rpc != len(devices):
         raise InvalidArgumentError("Either all or none of the devices should be rpc.")
-    if num_rpc:
-        raise InvalidArgumentError("RPC devices are not supported by tvmrt (no RPC runtime)")
-    flat = [v for dev in devices for v in (dev.device_type, dev.device_id)]
+    if num_rpc and getattr(libmod, "remote_global_func", None) is None:
+        raise InvalidArgumentError(
+            "RPC devices need the module loaded in their session (remote.load_module(...)), "
+            f"got a local {libmod.type_key!r} module"
+        )
+    # as TVM: a remote device is named to its server without the session bits
+    flat = [v for dev in devices for v in (dev.device_type % RPC_SESS_MASK, dev.device_id)]
     return devices, num_rpc, flat
 
 
@@ -123,7 +127,10 @@ def create(graph_json_str: str, libmod: Module, device: Device | Sequence[Device
             "graph_json_str must be a str (the graph JSON text), "
             f"got {type(graph_json_str).__name__}"
         )
-    devices, _, _ = get_device(libmod, device)
+    devices, num_rpc, flat = get_device(libmod, device)
+    if num_rpc:  # the server builds the executor (TVM's tvm.graph_executor.create)
+        fcreate = libmod.remote_global_func("tvm.graph_executor.create")  # type: ignore[attr-defined]
+        return GraphModule(fcreate(graph_json_str, libmod, *flat))
     return GraphModule(GraphExecutor(parse_graph(graph_json_str), libmod, devices))
 
 
@@ -156,13 +163,23 @@ class GraphModule:
         self._get_num_outputs = module["get_num_outputs"]
         self._get_input_index = module["get_input_index"]
         self._get_input_info = module["get_input_info"]
-        self._get_output_info = module["get_output_info"]
-        self._get_output_index = module["get_output_index"]
         self._get_num_inputs = module["get_num_inputs"]
         self._load_params = module["load_params"]
-        self._load_params_from_file = module["load_params_from_file"]
         self._share_params = module["share_params"]
         self._known_inputs: set[str] = set()
+        # an executor on a TVM RPC server: inputs are copied into its arrays, as TVM does
+        self._remote = module.type_key == "rpc"
+
+    # functions TVM's GraphModule does not look up: found on first use, so a remote
+    # executor of a TVM that lacks them still works for everything else
+    def _get_output_info(self) -> Any:
+        return self.module["get_output_info"]()
+
+    def _get_output_index(self, name: str) -> Any:
+        return self.module["get_output_index"](name)
+
+    def _load_params_from_file(self, path: str) -> Any:
+        return self.module["load_params_from_file"](path)
 
     @property
     def executor(self) -> GraphExecutor:
@@ -201,13 +218,21 @@ class GraphModule:
         """
         if key is not None:
             self._check_input_name(key)
-            self._set_input(key, value)
+            self._copy_input(key, value)
         if params:
             for name in params:
                 self._check_input_name(name)
             names = sorted(params, key=lambda k: -_numel(params[k]))
             for name in names:
-                self._set_input(name, params[name])
+                self._copy_input(name, params[name])
+
+    def _copy_input(self, key: int | str, value: object) -> None:
+        if self._remote and not (
+            isinstance(value, NDArray) and value.device.device_type >= RPC_SESS_MASK
+        ):
+            self._get_input(key).copyfrom(value)  # host data goes into the remote input
+        else:
+            self._set_input(key, value)
 
     def _check_input_name(self, key: object) -> None:
         if not isinstance(key, str) or key in self._known_inputs:

@@ -31,7 +31,7 @@ from tvmrt.runtime.graph_executor.binding import OpBinding, find_op, noop, prepa
 from tvmrt.runtime.graph_executor.checks import copy_out, external_problem, is_read_only
 from tvmrt.runtime.graph_executor.graph import Graph
 from tvmrt.runtime.graph_executor.keys import GraphKeys
-from tvmrt.runtime.graph_executor.linked import linked_params
+from tvmrt.runtime.graph_executor.linked import linked_params, param_codes
 from tvmrt.runtime.graph_executor.memory import alias_groups, allocate_entries, device_for_type
 from tvmrt.runtime.graph_executor.program import compile_steps, failed_step, replace_step
 from tvmrt.runtime.graph_executor.storage import StoragePlan, check_host_memory, plan_storage
@@ -86,6 +86,7 @@ class GraphExecutor(Module, GraphKeys):
         self.graph = graph
         self.lib = lib
         self.devices = tuple(devices)
+        self.param_codes = param_codes(lib)
         self.plan: StoragePlan = plan_storage(graph, self.devices[0].device_type)
         check_host_memory(self.plan)
         self._run_lock = threading.Lock()
@@ -277,7 +278,7 @@ class GraphExecutor(Module, GraphKeys):
         Each tensor is copied straight from the blob into the input's memory (no
         intermediate arrays), so loading holds the weights once.
         """
-        for record in iter_param_records(params_bytes):
+        for record in iter_param_records(params_bytes, self.param_codes):
             self._param_names.add(record.name)
             index = self._input_map.get(record.name)
             if index is None:

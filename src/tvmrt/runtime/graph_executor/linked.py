@@ -1,4 +1,5 @@
-"""Weights linked into a TVM 0.7/0.8 ``link-params`` library (``_lookup_linked_param``).
+"""What a graph's library says about its params: weights linked into a TVM 0.7/0.8
+``link-params`` library (``_lookup_linked_param``), and the era of its params' dtype codes.
 
 Such a library exports ``_lookup_linked_param(storage_id)``, returning the address of the
 constant data of that storage entry (NULL where it holds none). TVM 0.8's graph executor
@@ -14,8 +15,9 @@ import ctypes
 from tvmrt.runtime.graph_executor.graph import Graph
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, empty
+from tvmrt.runtime.tensor_record import DtypeCodes
 
-__all__ = ["LOOKUP_FUNCTION", "linked_params"]
+__all__ = ["LOOKUP_FUNCTION", "linked_params", "param_codes"]
 
 LOOKUP_FUNCTION = "_lookup_linked_param"
 
@@ -45,3 +47,16 @@ def linked_params(lib: Module, graph: Graph) -> dict[str, NDArray]:
         ctypes.memmove(arr.data_ptr, int(address), arr.nbytes)
         out[graph.nodes[nid].name] = arr
     return out
+
+
+def param_codes(lib: Module) -> DtypeCodes:
+    """The dtype codes of this graph's params: TVM >= 0.21 (tvm-ffi kernels) saves them with
+    DLPack 1.x codes, older TVMs with their own table (tensor_record.DtypeCodes)."""
+    pending, seen = [lib], 0
+    while pending and seen < 64:  # a library imports a handful of modules at most
+        module = pending.pop()
+        seen += 1
+        if str(getattr(module, "abi", "")).startswith("tvm-ffi"):
+            return "ffi"
+        pending.extend(module.imported_modules)
+    return "legacy"

@@ -95,23 +95,16 @@ def classify_inputs(graph: Graph, param_names: Collection[str]) -> InputRoles:
 
 
 def output_labels(graph: Graph) -> list[str]:
-    """One unique label per output: ``name_i`` (output ``i`` of node ``name``), with
-    ``_2``, ``_3``... appended where two outputs would get the same label.
+    """One unique label per output: ``name_i``, TVM's output key ``name:i`` (``i`` the
+    output's position, as TVM v0.19's ``output_map_``) with ``:`` written as ``_``.
 
-    The labels contain no ``:`` so they serve as ``.npz`` keys and file names as they are.
+    The labels contain no ``:`` so they serve as ``.npz`` keys and file names as they are;
+    they are unique because ``i`` is (the text after the last ``_`` is the position). The
+    names tvmrt shows and accepts are described in :mod:`tvmrt.artifact.output_names`.
     """
-    labels: list[str] = []
-    used: set[str] = set()
-    for head in graph.heads:
-        name = graph.nodes[head.node_id].name.replace(":", "_")
-        base = f"{name}_{head.index}"
-        label, k = base, 1
-        while label in used:
-            k += 1
-            label = f"{base}_{k}"
-        used.add(label)
-        labels.append(label)
-    return labels
+    return [
+        f"{graph.nodes[h.node_id].name}_{i}".replace(":", "_") for i, h in enumerate(graph.heads)
+    ]
 
 
 def runnability_problems(

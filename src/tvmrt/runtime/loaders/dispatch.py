@@ -59,7 +59,7 @@ _LOADFILE = "runtime.module.loadfile_"
 FORMS = {
     "legacy-so": "TVM kernel library (legacy packed-function ABI, TVM <= 0.20)",
     "system-lib-so": "TVM system-lib library (registers its functions at load, TVM <= 0.20)",
-    "tvm-ffi-so": "TVM kernel library (tvm-ffi ABI, TVM >= 0.21)",
+    "tvm-ffi-so": "TVM kernel library (tvm-ffi ABI)",  # the era: inspect's ABI line
     "object": "object file from export_library (linked into a library when loaded)",
     "export-tar": "export_library tar of objects/C sources (linked when loaded)",
     "mlf": "Model Library Format tar (microTVM export)",

@@ -164,6 +164,8 @@ def check_symbols(image: LoadImage, dyn: dt.Dynamic, symbols: list[tuple[int, ..
             if tls is None or value + size > tls.memsz:
                 raise image.bad(f"{field}.st_value", hex(value), "an offset inside PT_TLS")
             continue
+        if image.machine == "arm" and info & 0xF == _STT_FUNC:
+            value &= ~1  # bit 0 of an ARM function's address marks Thumb code (ARM ELF ABI)
         load = image.load_at(value, size) or image.load_at(value - 1, 1)
         if load is None or (info & 0xF in (_STT_FUNC, _STT_GNU_IFUNC) and not load.flags & PF_X):
             code = " executable" if info & 0xF in (_STT_FUNC, _STT_GNU_IFUNC) else ""

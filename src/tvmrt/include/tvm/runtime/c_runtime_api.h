@@ -1,8 +1,16 @@
 /*
- * tvmrt's own minimal tvm/runtime/c_runtime_api.h: the types and functions of TVM's C ABI
- * (TVM <= 0.20, "legacy" packed functions) that C sources exported by TVM use: TVMValue,
- * the argument type codes and the few runtime functions kernels call. Written for tvmrt
- * from its ABI notes; tvmrt's native backend provides the functions.
+ * tvmrt's tvm/runtime/c_runtime_api.h: TVM's C runtime API (TVM <= 0.19, "legacy" packed
+ * functions) with TVM's names and signatures: TVMValue, the argument type codes, the
+ * functions kernels call, and the runtime API applications call (modules, packed
+ * functions, the global registry, arrays, streams). Written for tvmrt from its ABI notes.
+ * libtvmrt_runtime (C11, no Python) implements all of it; the Python extension implements
+ * the kernel-facing part (TVMAPISetLastError, TVMFuncCall).
+ *
+ * Handles and ownership follow TVM: a module, function or array handle that a call gives
+ * you (TVMModLoadFromFile, TVMFuncGetGlobal, TVMModGetFunction, TVMFuncCreateFromCFunc,
+ * TVMArrayAlloc, an object returned by TVMFuncCall) is yours to free (TVMModFree,
+ * TVMFuncFree, TVMArrayFree, TVMObjectFree); arguments are borrowed for the call.
+ * TVMGetLastError's text stays valid until the next failing call on the same thread.
  */
 #ifndef TVMRT_TVM_RUNTIME_C_RUNTIME_API_H_
 #define TVMRT_TVM_RUNTIME_C_RUNTIME_API_H_
@@ -11,6 +19,8 @@
 #include <stdint.h>
 
 #include "dlpack/dlpack.h"
+
+#define TVM_VERSION "0.19.0"
 
 #ifndef TVM_DLL
 #ifdef _WIN32
@@ -42,6 +52,24 @@ typedef enum {
   kTVMArgBool = 15
 } TVMArgTypeCode;
 
+/* the index type of shapes */
+typedef int64_t tvm_index_t;
+
+/* TVM's own device types beyond DLPack's (TVM >= 0.13 numbering). */
+typedef enum {
+  kDLAOCL = 32,
+  kDLSDAccel,
+  kOpenGL,
+  kDLMicroDev
+} TVMDeviceExtType;
+
+/* argument type codes 16..20 were NNVM's; extension codes start at 16 */
+#define kTVMExtBegin 16
+#define kTVMNNVMFirst 16
+#define kTVMNNVMLast 20
+#define kTVMExtReserveEnd 64
+#define kTVMExtEnd 128
+
 typedef DLTensor* TVMArrayHandle;
 typedef void* TVMFunctionHandle;
 typedef void* TVMModuleHandle;
@@ -69,9 +97,63 @@ typedef int (*TVMBackendPackedCFunc)(TVMValue* args, int* type_codes, int num_ar
                                      TVMValue* out_ret_value, int* out_ret_tcode,
                                      void* resource_handle);
 
+/* A packed function written in C (TVMFuncCreateFromCFunc); set the result with
+   TVMCFuncSetReturn, return 0, or call TVMAPISetLastError and return -1. */
+typedef int (*TVMPackedCFunc)(TVMValue* args, int* type_codes, int num_args,
+                              TVMRetValueHandle ret, void* resource_handle);
+typedef void (*TVMPackedCFuncFinalizer)(void* resource_handle);
+
+/* -- errors -- */
 TVM_DLL void TVMAPISetLastError(const char* msg);
+TVM_DLL const char* TVMGetLastError(void);
+
+/* -- modules -- */
+TVM_DLL int TVMModLoadFromFile(const char* file_name, const char* format, TVMModuleHandle* out);
+TVM_DLL int TVMModImport(TVMModuleHandle mod, TVMModuleHandle dep);
+TVM_DLL int TVMModGetFunction(TVMModuleHandle mod, const char* func_name, int query_imports,
+                              TVMFunctionHandle* out);
+TVM_DLL int TVMModFree(TVMModuleHandle mod);
+
+/* -- packed functions and the global registry -- */
+TVM_DLL int TVMFuncFree(TVMFunctionHandle func);
 TVM_DLL int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes,
                         int num_args, TVMValue* ret_val, int* ret_type_code);
+TVM_DLL int TVMCFuncSetReturn(TVMRetValueHandle ret, TVMValue* value, int* type_code,
+                              int num_ret);
+TVM_DLL int TVMCbArgToReturn(TVMValue* value, int* code);
+TVM_DLL int TVMFuncCreateFromCFunc(TVMPackedCFunc func, void* resource_handle,
+                                   TVMPackedCFuncFinalizer fin, TVMFunctionHandle* out);
+TVM_DLL int TVMFuncRegisterGlobal(const char* name, TVMFunctionHandle f, int override);
+TVM_DLL int TVMFuncGetGlobal(const char* name, TVMFunctionHandle* out);
+TVM_DLL int TVMFuncListGlobalNames(int* out_size, const char*** out_array);
+TVM_DLL int TVMFuncRemoveGlobal(const char* name);
+
+/* -- arrays (CPU) -- */
+TVM_DLL int TVMArrayAlloc(const tvm_index_t* shape, int ndim, int dtype_code, int dtype_bits,
+                          int dtype_lanes, int device_type, int device_id, TVMArrayHandle* out);
+TVM_DLL int TVMArrayFree(TVMArrayHandle handle);
+TVM_DLL int TVMArrayCopyFromBytes(TVMArrayHandle handle, void* data, size_t nbytes);
+TVM_DLL int TVMArrayCopyToBytes(TVMArrayHandle handle, void* data, size_t nbytes);
+TVM_DLL int TVMArrayCopyFromTo(TVMArrayHandle from, TVMArrayHandle to, TVMStreamHandle stream);
+
+/* -- streams (the CPU has none: these succeed and do nothing there) -- */
+TVM_DLL int TVMStreamCreate(int device_type, int device_id, TVMStreamHandle* out);
+TVM_DLL int TVMStreamFree(int device_type, int device_id, TVMStreamHandle stream);
+TVM_DLL int TVMSetStream(int device_type, int device_id, TVMStreamHandle handle);
+TVM_DLL int TVMSynchronize(int device_type, int device_id, TVMStreamHandle stream);
+TVM_DLL int TVMStreamStreamSynchronize(int device_type, int device_id, TVMStreamHandle src,
+                                       TVMStreamHandle dst);
+
+/* -- objects: module and function handles -- */
+TVM_DLL int TVMObjectRetain(TVMObjectHandle obj);
+TVM_DLL int TVMObjectFree(TVMObjectHandle obj);
+TVM_DLL int TVMByteArrayFree(TVMByteArray* arr);
+
+/* -- raw device memory (CPU) -- */
+TVM_DLL int TVMDeviceAllocDataSpace(DLDevice dev, size_t nbytes, size_t alignment,
+                                    DLDataType type_hint, void** out_data);
+TVM_DLL int TVMDeviceFreeDataSpace(DLDevice dev, void* ptr);
+TVM_DLL int TVMDeviceCopyDataFromTo(DLTensor* from, DLTensor* to, TVMStreamHandle stream);
 
 #ifdef __cplusplus
 }  /* extern "C" */

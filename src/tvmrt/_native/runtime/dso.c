@@ -1,0 +1,256 @@
+/*
+ * CPU kernel libraries: a TVM shared library opened with dlopen (legacy `.so`, factory
+ * `.so` with its `__tvm_dev_mblob`), and the system library (`runtime.SystemLib`): the
+ * symbols that system-lib code registered with TVMBackendRegisterSystemLibSymbol.
+ *
+ * As TVM's loader (dso_library.cc, library_module.cc): fill the `__TVM*` function-pointer
+ * slots the library has, point `__tvm_module_ctx` at the module, rebuild the module tree
+ * from the blob. Libraries are never closed (kernels or registrations may outlive the
+ * module), as in TVM.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dladdr1 */
+#endif
+#include <dlfcn.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rt.h"
+
+typedef void* (*symbol_fn)(void* ctx, const char* name);
+
+typedef struct {
+  void* handle;   /* dlopen handle, or NULL for the system library */
+  char* prefix;   /* system library: the symbol prefix */
+} dso_impl;
+
+static void* dso_symbol(void* ctx, const char* name) { return dlsym(ctx, name); }
+
+static void* syslib_symbol(void* ctx, const char* name) {
+  const char* prefix = (const char*)ctx;
+  char buf[RT_MAX_NAME];
+  size_t np = strlen(prefix), nn = strlen(name);
+  if (np == 0) return tvmrt_system_lib_lookup(name);
+  if (np + nn + 1 > sizeof(buf)) return NULL;
+  memcpy(buf, prefix, np);
+  memcpy(buf + np, name, nn + 1);
+  return tvmrt_system_lib_lookup(buf);
+}
+
+/* Write our services into the library's `__<name>` slots (any subset may exist). */
+static void fill_slots(symbol_fn sym, void* ctx, tvmrt_module* mod) {
+  static const struct {
+    const char* slot;
+    void* fn;
+  } slots[] = {
+      {"__TVMFuncCall", (void*)TVMFuncCall},
+      {"__TVMAPISetLastError", (void*)TVMAPISetLastError},
+      {"__TVMBackendGetFuncFromEnv", (void*)TVMBackendGetFuncFromEnv},
+      {"__TVMBackendAllocWorkspace", (void*)TVMBackendAllocWorkspace},
+      {"__TVMBackendFreeWorkspace", (void*)TVMBackendFreeWorkspace},
+      {"__TVMBackendParallelLaunch", (void*)TVMBackendParallelLaunch},
+      {"__TVMBackendParallelBarrier", (void*)TVMBackendParallelBarrier},
+  };
+  size_t i;
+  void** ctx_slot;
+  for (i = 0; i < sizeof(slots) / sizeof(slots[0]); ++i) {
+    void** p = (void**)sym(ctx, slots[i].slot);
+    if (p != NULL) *p = slots[i].fn;
+  }
+  ctx_slot = (void**)sym(ctx, "__tvm_module_ctx");
+  if (ctx_slot != NULL) *ctx_slot = mod;
+}
+
+static tvmrt_func* dso_lookup(tvmrt_module* mod, const char* name) {
+  dso_impl* impl = (dso_impl*)mod->impl;
+  symbol_fn sym = impl->handle != NULL ? dso_symbol : syslib_symbol;
+  void* ctx = impl->handle != NULL ? impl->handle : (void*)impl->prefix;
+  void* f;
+  if (strcmp(name, "__tvm_main__") == 0) {
+    const char* entry = (const char*)sym(ctx, "__tvm_main__"); /* a char array: the name */
+    if (entry == NULL || memchr(entry, '\0', RT_MAX_NAME) == NULL) return NULL;
+    f = sym(ctx, entry);
+  } else {
+    f = sym(ctx, name);
+  }
+  if (f == NULL) return NULL;
+  return tvmrt_func_backend((TVMBackendPackedCFunc)f, &mod->hdr);
+}
+
+static void dso_finalize(tvmrt_module* mod) {
+  dso_impl* impl = (dso_impl*)mod->impl;
+  void** ctx_slot = (void**)(impl->handle != NULL ? dso_symbol(impl->handle, "__tvm_module_ctx")
+                                                  : syslib_symbol(impl->prefix, "__tvm_module_ctx"));
+  /* the library outlives this module: its kernels must not look functions up through a
+     freed module (a NULL context is an error, see TVMBackendGetFuncFromEnv) */
+  if (ctx_slot != NULL && *ctx_slot == mod) *ctx_slot = NULL;
+  free(impl->prefix);
+  free(impl); /* the library stays open (see the file comment) */
+}
+
+static tvmrt_module* new_library(void* handle, const char* prefix) {
+  dso_impl* impl = (dso_impl*)calloc(1, sizeof(dso_impl));
+  tvmrt_module* mod;
+  if (impl == NULL || (prefix != NULL && (impl->prefix = strdup(prefix)) == NULL)) {
+    free(impl);
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a library module");
+    return NULL;
+  }
+  impl->handle = handle;
+  mod = tvmrt_module_new("library", impl);
+  if (mod == NULL) {
+    free(impl->prefix);
+    free(impl);
+    return NULL;
+  }
+  mod->lookup = dso_lookup;
+  mod->finalize = dso_finalize;
+  return mod;
+}
+
+/* The root of the library's module tree (a new reference; `lib`'s reference is taken). */
+static tvmrt_module* with_blob(tvmrt_module* lib, const uint8_t* blob, size_t limit) {
+  tvmrt_module* root;
+  if (blob == NULL) return lib;
+  root = tvmrt_process_blob(blob, limit, lib);
+  tvmrt_release(&lib->hdr);
+  return root;
+}
+
+/* What the loader can check before dlopen: an ELF shared library for this machine (as the
+   Python runtime's loaders/headers.py, in its words). */
+static int check_header(const char* path) {
+  static const struct {
+    int machine;
+    const char* text;
+  } machines[] = {{3, "x86 (32-bit)"},        {40, "arm (ARM 32-bit)"},
+                  {62, "x86-64"},             {183, "aarch64 (ARM 64-bit)"},
+                  {243, "riscv (RISC-V)"},    {8, "mips (MIPS)"},
+                  {21, "ppc64 (PowerPC 64-bit)"}, {22, "s390 (IBM Z)"}};
+#if defined(__x86_64__)
+  const int host = 62;
+#elif defined(__aarch64__)
+  const int host = 183;
+#else
+  const int host = -1;
+#endif
+  unsigned char h[20];
+  size_t n, i;
+  int machine;
+  const char *built = NULL, *here = NULL;
+  FILE* f = fopen(path, "rb");
+  if (f == NULL) return tvmrt_fail("ModuleLoadError", "cannot load '%s': cannot open it", path);
+  n = fread(h, 1, sizeof(h), f);
+  fclose(f);
+  if (n >= 2 && h[0] == 'M' && h[1] == 'Z') {
+    return tvmrt_fail("ModuleLoadError", "cannot load '%s': it is a Windows DLL, this machine runs "
+                   "Linux; export the model for Linux", path);
+  }
+  if (n >= 4 && ((h[0] == 0xcf && h[1] == 0xfa && h[2] == 0xed && h[3] == 0xfe) ||
+                 (h[0] == 0xca && h[1] == 0xfe && h[2] == 0xba && h[3] == 0xbe))) {
+    return tvmrt_fail("ModuleLoadError", "cannot load '%s': it is a macOS Mach-O library, this "
+                   "machine runs Linux; export the model for Linux", path);
+  }
+  if (n < sizeof(h) || memcmp(h, "\177ELF", 4) != 0) {
+    return tvmrt_fail("ModuleLoadError", "cannot load '%s': not a shared library (it is not an "
+                   "ELF file)", path);
+  }
+  machine = h[18] | h[19] << 8;
+  if (host < 0 || machine == host) return 0;
+  for (i = 0; i < sizeof(machines) / sizeof(machines[0]); ++i) {
+    if (machines[i].machine == machine) built = machines[i].text;
+    if (machines[i].machine == host) here = machines[i].text;
+  }
+  if (built == NULL) {
+    return tvmrt_fail("ModuleLoadError", "cannot load '%s': built for ELF machine %d, this machine "
+                   "is %s", path, machine, here);
+  }
+  return tvmrt_fail("ModuleLoadError", "cannot load '%s': built for %s, this machine is %s", path,
+                 built, here);
+}
+
+tvmrt_module* tvmrt_load_dso(const char* path) {
+  char* local = NULL;
+  void* handle;
+  tvmrt_module* lib;
+  const uint8_t* blob;
+  size_t limit = SIZE_MAX;
+  if (access(path, R_OK) != 0) {
+    tvmrt_fail("ModuleFileNotFoundError", "module file '%s' does not exist", path);
+    return NULL;
+  }
+  if (check_header(path) != 0) return NULL;
+  if (strchr(path, '/') == NULL) { /* dlopen would search the library path for a bare name */
+    size_t n = strlen(path);
+    local = (char*)malloc(n + 3);
+    if (local == NULL) {
+      tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a path");
+      return NULL;
+    }
+    memcpy(local, "./", 2);
+    memcpy(local + 2, path, n + 1);
+  }
+  handle = dlopen(local != NULL ? local : path, RTLD_LAZY | RTLD_LOCAL);
+  free(local);
+  if (handle == NULL) {
+    const char* why = dlerror();
+    tvmrt_fail("ModuleLoadError", "Failed to load dynamic shared library %s %s", path,
+            why != NULL ? why : "");
+    return NULL;
+  }
+  lib = new_library(handle, NULL);
+  if (lib == NULL) return NULL;
+  fill_slots(dso_symbol, handle, lib);
+  blob = (const uint8_t*)dlsym(handle, "__tvm_dev_mblob");
+  if (blob != NULL) {
+    Dl_info info;
+    const ElfW(Sym)* sym = NULL;
+    if (dladdr1(blob, &info, (void**)&sym, RTLD_DL_SYMENT) != 0 && sym != NULL &&
+        sym->st_size != 0) {
+      limit = (size_t)sym->st_size; /* the blob cannot claim more than its symbol holds */
+    }
+  }
+  return with_blob(lib, blob, limit);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* the system library                                                                  */
+
+static pthread_mutex_t g_syslib_mu = PTHREAD_MUTEX_INITIALIZER;
+static tvmrt_module* g_syslib;       /* the root for prefix "", rebuilt after registrations */
+static int64_t g_syslib_gen = -1;
+
+static tvmrt_module* build_system_lib(const char* prefix) {
+  tvmrt_module* lib = new_library(NULL, prefix);
+  void* ctx;
+  if (lib == NULL) return NULL;
+  ctx = ((dso_impl*)lib->impl)->prefix;
+  fill_slots(syslib_symbol, ctx, lib);
+  return with_blob(lib, (const uint8_t*)syslib_symbol(ctx, "__tvm_dev_mblob"), SIZE_MAX);
+}
+
+tvmrt_module* tvmrt_system_lib(const char* prefix) {
+  tvmrt_module* m;
+  int64_t gen;
+  tvmrt_init();
+  if (prefix != NULL && *prefix != '\0') return build_system_lib(prefix);
+  pthread_mutex_lock(&g_syslib_mu);
+  gen = tvmrt_system_lib_generation();
+  if (g_syslib == NULL || gen != g_syslib_gen) {
+    m = build_system_lib("");
+    if (m == NULL) {
+      pthread_mutex_unlock(&g_syslib_mu);
+      return NULL;
+    }
+    if (g_syslib != NULL) tvmrt_release(&g_syslib->hdr);
+    g_syslib = m;
+    g_syslib_gen = gen;
+  }
+  m = g_syslib;
+  tvmrt_retain(&m->hdr);
+  pthread_mutex_unlock(&g_syslib_mu);
+  return m;
+}

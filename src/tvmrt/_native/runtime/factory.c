@@ -1,0 +1,121 @@
+/*
+ * The graph executor factory (type key "GraphExecutorFactory"): what a `relay.build`
+ * export carries in its blob (graph JSON, params, module name). `lib["default"](dev)`
+ * builds a graph executor over the factory's import (the kernel library) with the params
+ * copied in, as TVM's GraphExecutorFactory::ExecutorCreate.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+typedef struct {
+  char* json;
+  size_t json_len;
+  tvmrt_params params;
+  char* name;
+} factory_impl;
+
+/* The devices of a packed call from argument `first`: DLDevice values or (type, id) int
+   pairs; the first one is the executor's device. */
+int tvmrt_device_args(TVMValue* args, int* codes, int first, int n, DLDevice* out,
+                   const char* fn) {
+  if (first >= n) return tvmrt_fail("InvalidArgumentError", "%s: expected a device", fn);
+  if (codes[first] == kDLDevice) {
+    *out = args[first].v_device;
+  } else if (codes[first] == kTVMArgInt && first + 1 < n && codes[first + 1] == kTVMArgInt) {
+    out->device_type = (DLDeviceType)args[first].v_int64;
+    out->device_id = (int32_t)args[first + 1].v_int64;
+  } else {
+    return tvmrt_fail("ArgumentTypeError", "%s: devices must be DLDevice values or (device_type, "
+                   "device_id) int pairs", fn);
+  }
+  return 0;
+}
+
+static int f_default(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  tvmrt_module* mod = (tvmrt_module*)self;
+  factory_impl* impl = (factory_impl*)mod->impl;
+  tvmrt_module* exec;
+  DLDevice dev;
+  if (tvmrt_device_args(args, codes, 0, n, &dev, impl->name) != 0) return -1;
+  if (mod->num_imports == 0) {
+    return tvmrt_fail("ModuleLoadError", "GraphExecutorFactory: the factory imports no kernel "
+                   "library");
+  }
+  exec = tvmrt_graph_executor_create(impl->json, impl->json_len, mod->imports[0], dev);
+  if (exec == NULL) return -1;
+  if (tvmrt_graph_set_params(exec, &impl->params) != 0) {
+    tvmrt_release(&exec->hdr);
+    return -1;
+  }
+  ret->v_handle = exec;
+  *rc = kTVMModuleHandle;
+  return 0;
+}
+
+static int f_get_graph_json(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
+                            int* rc) {
+  if (n != 0) return tvmrt_fail("InvalidArgumentError", "get_graph_json takes no arguments");
+  ret->v_str = ((factory_impl*)((tvmrt_module*)self)->impl)->json;
+  *rc = kTVMStr;
+  return 0;
+}
+
+static tvmrt_func* factory_lookup(tvmrt_module* mod, const char* name) {
+  factory_impl* impl = (factory_impl*)mod->impl;
+  if (strcmp(name, impl->name) == 0) return tvmrt_func_new(f_default, mod, &mod->hdr);
+  if (strcmp(name, "get_graph_json") == 0) return tvmrt_func_new(f_get_graph_json, mod, &mod->hdr);
+  return NULL;
+}
+
+static void factory_free(factory_impl* impl) {
+  free(impl->json);
+  tvmrt_params_free(&impl->params);
+  free(impl->name);
+  free(impl);
+}
+
+static void factory_finalize(tvmrt_module* mod) { factory_free((factory_impl*)mod->impl); }
+
+tvmrt_module* tvmrt_graph_factory_load(tvmrt_reader* r) {
+  factory_impl* impl = (factory_impl*)calloc(1, sizeof(factory_impl));
+  uint64_t count, nnames, i;
+  tvmrt_module* mod;
+  if (impl == NULL) {
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a factory");
+    return NULL;
+  }
+  if (tvmrt_read_str(r, &impl->json, &impl->json_len, "graph JSON") != 0 ||
+      tvmrt_read_u64(r, &count, "number of params") != 0 ||
+      tvmrt_read_count(r, &nnames, 8, "number of param names") != 0) {
+    goto fail;
+  }
+  if (count != nnames) {
+    tvmrt_fail("ModuleLoadError", "GraphExecutorFactory: %llu params but %llu names",
+            (unsigned long long)count, (unsigned long long)nnames);
+    goto fail;
+  }
+  impl->params.names = (char**)calloc(nnames ? (size_t)nnames : 1, sizeof(char*));
+  impl->params.arrays = (tvmrt_ndarray**)calloc(nnames ? (size_t)nnames : 1, sizeof(tvmrt_ndarray*));
+  if (impl->params.names == NULL || impl->params.arrays == NULL) {
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate the factory's params");
+    goto fail;
+  }
+  impl->params.count = (size_t)nnames;
+  for (i = 0; i < nnames; ++i) {
+    if (tvmrt_read_str(r, &impl->params.names[i], NULL, "param name") != 0) goto fail;
+  }
+  for (i = 0; i < nnames; ++i) {
+    if (tvmrt_read_tensor(r, &impl->params.arrays[i]) != 0) goto fail;
+  }
+  if (tvmrt_read_str(r, &impl->name, NULL, "module name") != 0) goto fail;
+  mod = tvmrt_module_new("GraphExecutorFactory", impl);
+  if (mod == NULL) goto fail;
+  mod->lookup = factory_lookup;
+  mod->finalize = factory_finalize;
+  return mod;
+fail:
+  factory_free(impl);
+  return NULL;
+}

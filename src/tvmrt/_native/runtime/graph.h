@@ -1,0 +1,50 @@
+/*
+ * The graph of a graph-executor JSON, read and checked (graph.c): every index the
+ * executor follows is in range once tvmrt_graph_parse succeeds.
+ */
+#ifndef TVMRT_NATIVE_RUNTIME_GRAPH_H_
+#define TVMRT_NATIVE_RUNTIME_GRAPH_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rt.h"
+
+typedef struct {
+  uint32_t nid, index;
+} tvmrt_entry_ref;
+
+typedef struct {
+  int is_op;           /* "tvm_op" (1) or "null" (0) */
+  char* name;
+  char* func_name;     /* tvm_op only */
+  uint32_t num_outputs;
+  int flatten_data;
+  tvmrt_entry_ref* inputs;
+  size_t num_inputs;
+} tvmrt_node;
+
+typedef struct {
+  tvmrt_node* nodes;
+  size_t num_nodes;
+  uint32_t* arg_nodes;
+  size_t num_args;
+  uint32_t* row_ptr;   /* num_nodes + 1 */
+  tvmrt_entry_ref* heads;
+  size_t num_heads;
+  size_t num_entries;
+  DLDataType* dtypes;  /* per entry */
+  int32_t* ndims;
+  int64_t* shapes;     /* per entry: RT_MAX_NDIM slots */
+  int64_t* storage_ids;
+  size_t num_storage;  /* max storage id + 1 */
+} tvmrt_graph;
+
+int tvmrt_graph_parse(const char* json, size_t len, tvmrt_graph* out);
+void tvmrt_graph_free(tvmrt_graph* g);
+
+static inline uint32_t tvmrt_graph_eid(const tvmrt_graph* g, uint32_t nid, uint32_t index) {
+  return g->row_ptr[nid] + index;
+}
+
+#endif /* TVMRT_NATIVE_RUNTIME_GRAPH_H_ */

@@ -1,0 +1,268 @@
+/*
+ * The graph executor's core: storage (one 64-byte aligned buffer per storage id, sized for
+ * its largest entry, as TVM's SetupStorage), entry views, kernel binding (each op's
+ * arguments built once: inputs then outputs, flattened when flatten_data) and run.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph_executor.h"
+
+static int entry_nbytes(const tvmrt_graph* g, size_t eid, size_t* out) {
+  DLTensor t;
+  DLDataType dt = g->dtypes[eid];
+  unsigned bits = (unsigned)dt.bits * dt.lanes;
+  if (bits % 8 != 0 && bits != 1 && bits != 4) {
+    return tvmrt_fail("DataTypeError", "graph entry %zu: %u-bit elements are not supported", eid,
+                   bits);
+  }
+  memset(&t, 0, sizeof(t));
+  t.ndim = g->ndims[eid];
+  t.shape = (int64_t*)&g->shapes[eid * RT_MAX_NDIM];
+  t.dtype = dt;
+  if (tvmrt_tensor_nbytes(&t, out) != 0) {
+    return tvmrt_fail("GraphFormatError", "graph entry %zu: the shape is too large", eid);
+  }
+  return 0;
+}
+
+static int setup_storage(graph_executor* ge) {
+  tvmrt_graph* g = &ge->g;
+  size_t* sizes = (size_t*)calloc(g->num_storage ? g->num_storage : 1, sizeof(size_t));
+  size_t eid, sid;
+  if (sizes == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot plan storage");
+  for (eid = 0; eid < g->num_entries; ++eid) {
+    size_t n;
+    if (entry_nbytes(g, eid, &n) != 0) {
+      free(sizes);
+      return -1;
+    }
+    sid = (size_t)g->storage_ids[eid];
+    if (n > sizes[sid]) sizes[sid] = n;
+  }
+  ge->pool = (void**)calloc(g->num_storage ? g->num_storage : 1, sizeof(void*));
+  ge->entries = (DLTensor*)calloc(g->num_entries ? g->num_entries : 1, sizeof(DLTensor));
+  if (ge->pool == NULL || ge->entries == NULL) {
+    free(sizes);
+    return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate the storage table");
+  }
+  for (sid = 0; sid < g->num_storage; ++sid) {
+    size_t n = (sizes[sid] + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN;
+    if (n < sizes[sid]) n = SIZE_MAX;
+    ge->pool[sid] = n == SIZE_MAX ? NULL : aligned_alloc(RT_ALIGN, n ? n : RT_ALIGN);
+    if (ge->pool[sid] == NULL) {
+      size_t want = sizes[sid];
+      free(sizes);
+      return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %zu bytes for storage %zu",
+                     want, sid);
+    }
+  }
+  free(sizes);
+  for (eid = 0; eid < g->num_entries; ++eid) {
+    DLTensor* t = &ge->entries[eid];
+    t->data = ge->pool[g->storage_ids[eid]];
+    t->device = ge->dev;
+    t->ndim = g->ndims[eid];
+    t->dtype = g->dtypes[eid];
+    t->shape = &g->shapes[eid * RT_MAX_NDIM];
+  }
+  return 0;
+}
+
+static int setup_op(graph_executor* ge, uint32_t nid, tvmrt_ge_op* op) {
+  const tvmrt_node* node = &ge->g.nodes[nid];
+  size_t n = node->num_inputs + node->num_outputs, k;
+  op->nid = nid;
+  if (strcmp(node->func_name, "__nop") == 0) {
+    op->kind = OP_NOP;
+  } else if (strcmp(node->func_name, "__copy") == 0) {
+    op->kind = OP_COPY;
+    if (node->num_inputs != 1 || node->num_outputs != 1) {
+      return tvmrt_fail("GraphFormatError", "node %u: __copy takes one input and one output", nid);
+    }
+  } else {
+    op->kind = OP_KERNEL;
+    op->func = tvmrt_module_get(ge->lib, node->func_name, 1);
+    if (op->func == NULL) {
+      return tvmrt_fail("FunctionNotFoundError", "no such function in module: %.200s",
+                     node->func_name);
+    }
+  }
+  op->num_args = (int)n;
+  op->args = (TVMValue*)calloc(n, sizeof(TVMValue));
+  op->codes = (int*)calloc(n, sizeof(int));
+  op->tensors = (DLTensor*)calloc(n, sizeof(DLTensor));
+  op->flat_shapes = (int64_t*)calloc(n, sizeof(int64_t));
+  op->eids = (uint32_t*)calloc(n, sizeof(uint32_t));
+  if (!op->args || !op->codes || !op->tensors || !op->flat_shapes || !op->eids) {
+    return tvmrt_fail("DeviceOutOfMemoryError", "cannot bind node %u", nid);
+  }
+  for (k = 0; k < n; ++k) {
+    uint32_t eid = k < node->num_inputs
+                       ? tvmrt_graph_eid(&ge->g, node->inputs[k].nid, node->inputs[k].index)
+                       : tvmrt_graph_eid(&ge->g, nid, (uint32_t)(k - node->num_inputs));
+    op->eids[k] = eid;
+    op->tensors[k] = ge->entries[eid];
+    if (node->flatten_data) {
+      int64_t count = 1;
+      int d;
+      for (d = 0; d < op->tensors[k].ndim; ++d) count *= op->tensors[k].shape[d];
+      op->flat_shapes[k] = count;
+      op->tensors[k].ndim = 1;
+      op->tensors[k].shape = &op->flat_shapes[k];
+    }
+    op->args[k].v_handle = &op->tensors[k];
+    op->codes[k] = kTVMDLTensorHandle;
+  }
+  return 0;
+}
+
+graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib, DLDevice dev) {
+  graph_executor* ge;
+  size_t nid;
+  if (dev.device_type != kDLCPU) {
+    tvmrt_fail("DeviceUnavailableError", "graph executor: device type %d is not supported; "
+            "libtvmrt_runtime runs graphs on the CPU (device type 1) only", dev.device_type);
+    return NULL;
+  }
+  ge = (graph_executor*)calloc(1, sizeof(graph_executor));
+  if (ge == NULL) {
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a graph executor");
+    return NULL;
+  }
+  ge->dev = dev;
+  ge->lib = lib;
+  tvmrt_retain(&lib->hdr);
+  if (tvmrt_graph_parse(json, len, &ge->g) != 0 || setup_storage(ge) != 0) goto fail;
+  for (nid = 0; nid < ge->g.num_nodes; ++nid) ge->num_ops += ge->g.nodes[nid].is_op;
+  ge->ops = (tvmrt_ge_op*)calloc(ge->num_ops ? ge->num_ops : 1, sizeof(tvmrt_ge_op));
+  if (ge->ops == NULL) {
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %zu graph ops", ge->num_ops);
+    ge->num_ops = 0;
+    goto fail;
+  }
+  ge->num_ops = 0;
+  for (nid = 0; nid < ge->g.num_nodes; ++nid) {
+    if (!ge->g.nodes[nid].is_op) continue;
+    if (setup_op(ge, (uint32_t)nid, &ge->ops[ge->num_ops++]) != 0) goto fail;
+  }
+  return ge;
+fail:
+  tvmrt_ge_destroy(ge);
+  return NULL;
+}
+
+void tvmrt_ge_destroy(graph_executor* ge) {
+  size_t i;
+  if (ge == NULL) return;
+  for (i = 0; i < ge->num_ops; ++i) {
+    tvmrt_ge_op* op = &ge->ops[i];
+    if (op->func != NULL) tvmrt_release(&op->func->hdr);
+    free(op->args);
+    free(op->codes);
+    free(op->tensors);
+    free(op->flat_shapes);
+    free(op->eids);
+  }
+  free(ge->ops);
+  if (ge->pool != NULL) {
+    for (i = 0; i < ge->g.num_storage; ++i) free(ge->pool[i]);
+  }
+  free(ge->pool);
+  free(ge->entries);
+  for (i = 0; i < ge->num_shared; ++i) tvmrt_release(ge->shared[i]);
+  free(ge->shared);
+  tvmrt_graph_free(&ge->g);
+  tvmrt_release(&ge->lib->hdr);
+  free(ge);
+}
+
+void tvmrt_ge_refresh(graph_executor* ge) {
+  size_t i;
+  int k;
+  for (i = 0; i < ge->num_ops; ++i) {
+    tvmrt_ge_op* op = &ge->ops[i];
+    for (k = 0; k < op->num_args; ++k) op->tensors[k].data = ge->entries[op->eids[k]].data;
+  }
+}
+
+int tvmrt_ge_run(graph_executor* ge) {
+  size_t i;
+  for (i = 0; i < ge->num_ops; ++i) {
+    tvmrt_ge_op* op = &ge->ops[i];
+    TVMValue ret;
+    int ret_code = kTVMNullptr, rc;
+    if (op->kind == OP_NOP) continue;
+    if (op->kind == OP_COPY) {
+      if (tvmrt_copy_tensor(&op->tensors[0], &op->tensors[1]) != 0) return -1;
+      continue;
+    }
+    tvmrt_clear_last_error();
+    if (op->func->kind == RT_FN_BACKEND) {
+      rc = op->func->backend(op->args, op->codes, op->num_args, &ret, &ret_code, NULL);
+    } else {
+      rc = TVMFuncCall(op->func, op->args, op->codes, op->num_args, &ret, &ret_code);
+    }
+    if (rc != 0) {
+      char msg[1024];
+      snprintf(msg, sizeof(msg), "%s", tvmrt_peek_last_error());
+      return tvmrt_fail("KernelError", "node %u (%.200s) failed: %s", op->nid,
+                     ge->g.nodes[op->nid].name, msg);
+    }
+  }
+  return 0;
+}
+
+int tvmrt_ge_input_index(const graph_executor* ge, const char* name) {
+  size_t i;
+  int found = -1;
+  for (i = 0; i < ge->g.num_args; ++i) {
+    if (strcmp(ge->g.nodes[ge->g.arg_nodes[i]].name, name) == 0) found = (int)i;
+  }
+  return found;
+}
+
+uint32_t tvmrt_ge_input_eid(const graph_executor* ge, size_t index) {
+  return tvmrt_graph_eid(&ge->g, ge->g.arg_nodes[index], 0);
+}
+
+uint32_t tvmrt_ge_output_eid(const graph_executor* ge, size_t index) {
+  return tvmrt_graph_eid(&ge->g, ge->g.heads[index].nid, ge->g.heads[index].index);
+}
+
+int tvmrt_ge_rebind(graph_executor* ge, uint32_t eid, const DLTensor* ext, int share_storage) {
+  const DLTensor* own = &ge->entries[eid];
+  char* data;
+  int d;
+  size_t e;
+  if (ext == NULL) return tvmrt_fail("ArgumentTypeError", "zero copy: expected an array");
+  data = (char*)ext->data + ext->byte_offset;
+  if ((uintptr_t)data % RT_ALIGN != 0) {
+    return tvmrt_fail("ArrayError", "zero copy: the array's data is not aligned to %d bytes",
+                   RT_ALIGN);
+  }
+  if (ext->ndim != own->ndim || ext->device.device_type != own->device.device_type ||
+      ext->device.device_id != own->device.device_id) {
+    return tvmrt_fail("ArrayError", "zero copy: the array has ndim %d on device (%d, %d); "
+                   "expected ndim %d on device (%d, %d)", ext->ndim, ext->device.device_type,
+                   ext->device.device_id, own->ndim, own->device.device_type,
+                   own->device.device_id);
+  }
+  for (d = 0; d < own->ndim; ++d) {
+    if (ext->shape[d] != own->shape[d]) {
+      return tvmrt_fail("ArrayError", "zero copy: dim %d is %lld, expected %lld", d,
+                     (long long)ext->shape[d], (long long)own->shape[d]);
+    }
+  }
+  if (!share_storage) {
+    ge->entries[eid].data = data;
+  } else {
+    int64_t sid = ge->g.storage_ids[eid];
+    for (e = 0; e < ge->g.num_entries; ++e) {
+      if (ge->g.storage_ids[e] == sid) ge->entries[e].data = data;
+    }
+  }
+  tvmrt_ge_refresh(ge);
+  return 0;
+}

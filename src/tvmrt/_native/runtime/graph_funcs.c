@@ -1,0 +1,389 @@
+/*
+ * The packed functions of the graph executor module (TVM's GraphExecutor::GetFunction):
+ * set_input, set_input_zero_copy, set_output_zero_copy, run, get_output, get_input,
+ * get_num_inputs, get_num_outputs, get_input_index, load_params, share_params.
+ *
+ * Errors use the Python runtime's words. As the Python runtime (and unlike TVM's C++),
+ * set_input refuses a name the graph lacks and an array of another shape or dtype.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph_executor.h"
+
+#define GE(self) ((graph_executor*)((tvmrt_module*)(self))->impl)
+
+static void shape_text(const DLTensor* t, char* buf, size_t n) {
+  size_t off = 0;
+  int d;
+  off += (size_t)snprintf(buf, n, "(");
+  for (d = 0; d < t->ndim && off < n; ++d) {
+    off += (size_t)snprintf(buf + off, n - off, d + 1 == t->ndim && d == 0 ? "%lld," : "%lld%s",
+                            (long long)t->shape[d], d + 1 == t->ndim ? "" : ", ");
+  }
+  if (off < n) snprintf(buf + off, n - off, ")");
+}
+
+static void dtype_text(DLDataType t, char* buf, size_t n) {
+  static const char* names[] = {"int", "uint", "float", "handle", "bfloat"};
+  if (t.code == kDLUInt && t.bits == 1 && t.lanes == 1) {
+    snprintf(buf, n, "bool");
+  } else if (t.code <= 4) {
+    snprintf(buf, n, t.lanes > 1 ? "%s%dx%d" : "%s%d", names[t.code], t.bits, t.lanes);
+  } else {
+    snprintf(buf, n, "(code %d, bits %d, lanes %d)", t.code, t.bits, t.lanes);
+  }
+}
+
+static void input_names(const graph_executor* ge, char* buf, size_t n) {
+  size_t i, off = 0;
+  off += (size_t)snprintf(buf, n, "[");
+  for (i = 0; i < ge->g.num_args && i < 10 && off < n; ++i) {
+    off += (size_t)snprintf(buf + off, n - off, "%s'%.60s'", i ? ", " : "",
+                            ge->g.nodes[ge->g.arg_nodes[i]].name);
+  }
+  if (i < ge->g.num_args && off < n) {
+    off += (size_t)snprintf(buf + off, n - off, ", ... (%zu in all)", ge->g.num_args);
+  }
+  if (off < n) snprintf(buf + off, n - off, "]");
+}
+
+static int nargs(const char* fn, int num_args, int lo, int hi) {
+  if (num_args < lo || num_args > hi) {
+    return tvmrt_fail("InvalidArgumentError", "%s takes %d to %d arguments, got %d", fn, lo, hi,
+                   num_args);
+  }
+  return 0;
+}
+
+static DLTensor* arg_tensor(TVMValue* args, int* codes, int i, const char* fn) {
+  if (codes[i] != kTVMDLTensorHandle && codes[i] != kTVMNDArrayHandle) {
+    tvmrt_fail("ArgumentTypeError", "%s: argument %d must be an array (DLTensor or NDArray), got "
+            "type code %d", fn, i, codes[i]);
+    return NULL;
+  }
+  if (args[i].v_handle == NULL) tvmrt_fail("ArgumentTypeError", "%s: argument %d is null", fn, i);
+  return (DLTensor*)args[i].v_handle;
+}
+
+/* An input key (name or index) -> index; -2 with an error set, -1 for an unknown name when
+   `unknown_ok`. */
+static int input_key(graph_executor* ge, TVMValue* args, int* codes, const char* fn,
+                     int unknown_ok) {
+  if (codes[0] == kTVMStr) {
+    int idx = tvmrt_ge_input_index(ge, args[0].v_str);
+    if (idx < 0 && !unknown_ok) {
+      char names[800];
+      input_names(ge, names, sizeof(names));
+      tvmrt_fail("InputNotFoundError", "graph has no input '%.200s'; inputs are %s", args[0].v_str,
+              names);
+      return -2;
+    }
+    return idx;
+  }
+  if (codes[0] == kTVMArgInt) {
+    if (args[0].v_int64 < 0 && unknown_ok) return -1;
+    if (args[0].v_int64 < 0 || (uint64_t)args[0].v_int64 >= ge->g.num_args) {
+      tvmrt_fail("InputIndexError", "input index %lld is out of range: the graph has %zu input%s",
+              (long long)args[0].v_int64, ge->g.num_args, ge->g.num_args == 1 ? "" : "s");
+      return -2;
+    }
+    return (int)args[0].v_int64;
+  }
+  tvmrt_fail("ArgumentTypeError", "%s: input key must be a name or an index, got type code %d", fn,
+          codes[0]);
+  return -2;
+}
+
+static int output_index(graph_executor* ge, TVMValue* args, int* codes, const char* fn) {
+  if (codes[0] == kTVMStr) {
+    size_t i;
+    int found = -1;
+    for (i = 0; i < ge->g.num_heads; ++i) {
+      if (strcmp(ge->g.nodes[ge->g.heads[i].nid].name, args[0].v_str) == 0) found = (int)i;
+    }
+    if (found < 0) tvmrt_fail("InputNotFoundError", "Invalid output node:%.200s", args[0].v_str);
+    return found < 0 ? -2 : found;
+  }
+  if (codes[0] != kTVMArgInt) {
+    tvmrt_fail("ArgumentTypeError", "%s: output key must be a name or an index, got type code %d",
+            fn, codes[0]);
+    return -2;
+  }
+  if (args[0].v_int64 < 0 || (uint64_t)args[0].v_int64 >= ge->g.num_heads) {
+    tvmrt_fail("InputIndexError", "output index %lld is out of range: the graph has %zu output%s",
+            (long long)args[0].v_int64, ge->g.num_heads, ge->g.num_heads == 1 ? "" : "s");
+    return -2;
+  }
+  return (int)args[0].v_int64;
+}
+
+static int same_layout(const DLTensor* a, const DLTensor* b) {
+  int d;
+  if (a->ndim != b->ndim || a->dtype.code != b->dtype.code || a->dtype.bits != b->dtype.bits ||
+      a->dtype.lanes != b->dtype.lanes) {
+    return 0;
+  }
+  for (d = 0; d < a->ndim; ++d) {
+    if (a->shape[d] != b->shape[d]) return 0;
+  }
+  return 1;
+}
+
+static int layout_error(const char* label, const DLTensor* want, const DLTensor* got) {
+  char ws[256], wd[64], gs[256], gd[64];
+  shape_text(want, ws, sizeof(ws));
+  shape_text(got, gs, sizeof(gs));
+  dtype_text(want->dtype, wd, sizeof(wd));
+  dtype_text(got->dtype, gd, sizeof(gd));
+  return tvmrt_fail("ArrayError", "%s expects shape %s and dtype %s, got shape %s and dtype %s",
+                 label, ws, wd, gs, gd);
+}
+
+static int f_set_input(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  graph_executor* ge = GE(self);
+  DLTensor *src, *dst;
+  char label[300];
+  int idx;
+  if (nargs("set_input", n, 2, 2) != 0 || (idx = input_key(ge, args, codes, "set_input", 0)) < 0)
+    return -1;
+  if ((src = arg_tensor(args, codes, 1, "set_input")) == NULL) return -1;
+  dst = &ge->entries[tvmrt_ge_input_eid(ge, (size_t)idx)];
+  snprintf(label, sizeof(label), "input '%.200s'", ge->g.nodes[ge->g.arg_nodes[idx]].name);
+  if (!same_layout(src, dst)) return layout_error(label, dst, src);
+  return tvmrt_copy_tensor(src, dst);
+}
+
+static int f_set_input_zero_copy(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
+                                 int* rc) {
+  graph_executor* ge = GE(self);
+  DLTensor* src;
+  int idx;
+  if (nargs("set_input_zero_copy", n, 2, 2) != 0) return -1;
+  if ((idx = input_key(ge, args, codes, "set_input_zero_copy", 0)) < 0) return -1;
+  if ((src = arg_tensor(args, codes, 1, "set_input_zero_copy")) == NULL) return -1;
+  return tvmrt_ge_rebind(ge, tvmrt_ge_input_eid(ge, (size_t)idx), src, 1);
+}
+
+static int f_set_output_zero_copy(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
+                                  int* rc) {
+  graph_executor* ge = GE(self);
+  DLTensor* dst;
+  uint32_t eid;
+  const tvmrt_node* node;
+  int idx;
+  if (nargs("set_output_zero_copy", n, 2, 2) != 0) return -1;
+  if ((idx = output_index(ge, args, codes, "set_output_zero_copy")) < 0) return -1;
+  if ((dst = arg_tensor(args, codes, 1, "set_output_zero_copy")) == NULL) return -1;
+  eid = tvmrt_ge_output_eid(ge, (size_t)idx);
+  node = &ge->g.nodes[ge->g.heads[idx].nid];
+  if (node->is_op && strcmp(node->func_name, "__nop") == 0 && node->num_inputs == 1) {
+    /* a reshape head: the real producer must write into the user's buffer */
+    eid = tvmrt_graph_eid(&ge->g, node->inputs[0].nid, node->inputs[0].index);
+  }
+  return tvmrt_ge_rebind(ge, eid, dst, 0);
+}
+
+static int f_run(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  if (nargs("run", n, 0, 0) != 0) return -1;
+  return tvmrt_ge_run(GE(self));
+}
+
+static int give_array(void* self, const DLTensor* t, TVMValue* ret, int* rc) {
+  tvmrt_ndarray* view = tvmrt_ndarray_view(t, &((tvmrt_module*)self)->hdr);
+  if (view == NULL) return -1;
+  ret->v_handle = &view->dl;
+  *rc = kTVMNDArrayHandle;
+  return 0;
+}
+
+static int copy_out(const DLTensor* from, TVMValue* args, int* codes, const char* fn) {
+  DLTensor* out = arg_tensor(args, codes, 1, fn);
+  char label[64];
+  if (out == NULL) return -1;
+  snprintf(label, sizeof(label), "%s: out", fn);
+  if (!same_layout(from, out)) return layout_error(label, from, out);
+  return tvmrt_copy_tensor(from, out);
+}
+
+static int f_get_output(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  graph_executor* ge = GE(self);
+  const DLTensor* t;
+  int idx;
+  if (nargs("get_output", n, 1, 2) != 0) return -1;
+  if ((idx = output_index(ge, args, codes, "get_output")) < 0) return -1;
+  t = &ge->entries[tvmrt_ge_output_eid(ge, (size_t)idx)];
+  return n == 2 ? copy_out(t, args, codes, "get_output") : give_array(self, t, ret, rc);
+}
+
+static int f_get_input(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  graph_executor* ge = GE(self);
+  const DLTensor* t;
+  int idx;
+  if (nargs("get_input", n, 1, 2) != 0) return -1;
+  idx = input_key(ge, args, codes, "get_input", 1);
+  if (idx == -2) return -1;
+  if (idx == -1) return 0; /* as TVM: an unknown name gives None */
+  t = &ge->entries[tvmrt_ge_input_eid(ge, (size_t)idx)];
+  return n == 2 ? copy_out(t, args, codes, "get_input") : give_array(self, t, ret, rc);
+}
+
+static int f_get_num_outputs(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
+                             int* rc) {
+  ret->v_int64 = (int64_t)GE(self)->g.num_heads;
+  *rc = kTVMArgInt;
+  return nargs("get_num_outputs", n, 0, 0);
+}
+
+static int f_get_num_inputs(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
+                            int* rc) {
+  ret->v_int64 = (int64_t)GE(self)->g.num_args;
+  *rc = kTVMArgInt;
+  return nargs("get_num_inputs", n, 0, 0);
+}
+
+static int f_get_input_index(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
+                             int* rc) {
+  if (nargs("get_input_index", n, 1, 1) != 0) return -1;
+  if (codes[0] != kTVMStr) {
+    return tvmrt_fail("ArgumentTypeError", "input key must be a str, got %s",
+                   codes[0] == kTVMArgInt ? "int" : codes[0] == kTVMArgFloat ? "float" : "object");
+  }
+  ret->v_int64 = tvmrt_ge_input_index(GE(self), args[0].v_str);
+  *rc = kTVMArgInt;
+  return 0;
+}
+
+static const TVMByteArray* arg_bytes(TVMValue* args, int* codes, int i, const char* fn) {
+  if (codes[i] != kTVMBytes || args[i].v_handle == NULL) {
+    tvmrt_fail("ArgumentTypeError", "%s: argument %d must be bytes (TVMByteArray), got type code %d",
+            fn, i, codes[i]);
+    return NULL;
+  }
+  return (const TVMByteArray*)args[i].v_handle;
+}
+
+int tvmrt_graph_set_params(tvmrt_module* executor, const tvmrt_params* params) {
+  graph_executor* ge = (graph_executor*)executor->impl;
+  size_t i;
+  for (i = 0; i < params->count; ++i) {
+    int idx = tvmrt_ge_input_index(ge, params->names[i]);
+    DLTensor* dst;
+    if (idx < 0) continue; /* unknown names are ignored, as TVM */
+    dst = &ge->entries[tvmrt_ge_input_eid(ge, (size_t)idx)];
+    if (tvmrt_copy_tensor(&params->arrays[i]->dl, dst) != 0) {
+      char msg[512];
+      snprintf(msg, sizeof(msg), "%s", tvmrt_peek_last_error());
+      return tvmrt_fail("ArrayError", "param '%.200s': %s", params->names[i], msg);
+    }
+  }
+  return 0;
+}
+
+static int f_load_params(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
+                         int* rc) {
+  const TVMByteArray* b;
+  tvmrt_params params;
+  int status;
+  if (nargs("load_params", n, 1, 1) != 0) return -1;
+  if ((b = arg_bytes(args, codes, 0, "load_params")) == NULL) return -1;
+  if (tvmrt_params_parse((const uint8_t*)b->data, b->size, 0, &params) != 0) return -1;
+  status = tvmrt_graph_set_params((tvmrt_module*)self, &params);
+  tvmrt_params_free(&params);
+  return status;
+}
+
+static int f_share_params(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
+                          int* rc) {
+  graph_executor* ge = GE(self);
+  tvmrt_module* other;
+  graph_executor* og;
+  const TVMByteArray* b;
+  tvmrt_params params;
+  size_t i;
+  tvmrt_object** grown;
+  if (nargs("share_params", n, 2, 2) != 0) return -1;
+  if (codes[0] != kTVMModuleHandle || (other = tvmrt_module_check(args[0].v_handle)) == NULL) {
+    return tvmrt_fail("ArgumentTypeError", "share_params: argument 0 must be a Module");
+  }
+  if (strcmp(other->type_key, "GraphExecutor") != 0) {
+    return tvmrt_fail("ArgumentTypeError", "share_params: expected a GraphExecutor module, got %s",
+                   other->type_key);
+  }
+  og = (graph_executor*)other->impl;
+  if ((b = arg_bytes(args, codes, 1, "share_params")) == NULL) return -1;
+  if (tvmrt_params_parse((const uint8_t*)b->data, b->size, 1, &params) != 0) return -1;
+  grown = (tvmrt_object**)realloc(ge->shared, (ge->num_shared + 1) * sizeof(tvmrt_object*));
+  if (grown == NULL) {
+    tvmrt_params_free(&params);
+    return tvmrt_fail("DeviceOutOfMemoryError", "share_params: out of memory");
+  }
+  ge->shared = grown;
+  for (i = 0; i < params.count; ++i) {
+    int idx = tvmrt_ge_input_index(ge, params.names[i]);
+    uint32_t eid, oeid;
+    if (idx < 0) continue;
+    if ((size_t)idx >= og->g.num_args) {
+      tvmrt_params_free(&params);
+      return tvmrt_fail("InvalidArgumentError", "share_params: the other graph has no input %d",
+                     idx);
+    }
+    eid = tvmrt_ge_input_eid(ge, (size_t)idx);
+    oeid = tvmrt_ge_input_eid(og, (size_t)idx);
+    if (!same_layout(&ge->entries[eid], &og->entries[oeid])) {
+      tvmrt_params_free(&params);
+      return layout_error("share_params: param", &ge->entries[eid], &og->entries[oeid]);
+    }
+    ge->entries[eid].data = og->entries[oeid].data;
+  }
+  tvmrt_params_free(&params);
+  tvmrt_retain(&other->hdr); /* the shared memory lives as long as this executor */
+  ge->shared[ge->num_shared++] = &other->hdr;
+  tvmrt_ge_refresh(ge);
+  return 0;
+}
+
+static const struct {
+  const char* name;
+  tvmrt_fn fn;
+} k_functions[] = {
+    {"set_input", f_set_input},
+    {"set_input_zero_copy", f_set_input_zero_copy},
+    {"set_output_zero_copy", f_set_output_zero_copy},
+    {"run", f_run},
+    {"get_output", f_get_output},
+    {"get_input", f_get_input},
+    {"get_num_outputs", f_get_num_outputs},
+    {"get_num_inputs", f_get_num_inputs},
+    {"get_input_index", f_get_input_index},
+    {"load_params", f_load_params},
+    {"share_params", f_share_params},
+};
+
+tvmrt_func* tvmrt_ge_lookup(tvmrt_module* mod, const char* name) {
+  size_t i;
+  for (i = 0; i < sizeof(k_functions) / sizeof(k_functions[0]); ++i) {
+    if (strcmp(k_functions[i].name, name) == 0) {
+      return tvmrt_func_new(k_functions[i].fn, mod, &mod->hdr);
+    }
+  }
+  return NULL;
+}
+
+static void tvmrt_ge_finalize(tvmrt_module* mod) { tvmrt_ge_destroy((graph_executor*)mod->impl); }
+
+tvmrt_module* tvmrt_graph_executor_create(const char* json, size_t len, tvmrt_module* lib,
+                                    DLDevice dev) {
+  graph_executor* ge = tvmrt_ge_create(json, len, lib, dev);
+  tvmrt_module* mod;
+  if (ge == NULL) return NULL;
+  mod = tvmrt_module_new("GraphExecutor", ge);
+  if (mod == NULL) {
+    tvmrt_ge_destroy(ge);
+    return NULL;
+  }
+  mod->lookup = tvmrt_ge_lookup;
+  mod->finalize = tvmrt_ge_finalize;
+  return mod;
+}

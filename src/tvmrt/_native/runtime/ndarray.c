@@ -1,0 +1,305 @@
+/*
+ * CPU arrays: TVMArrayAlloc/Free/CopyFromBytes/CopyToBytes/CopyFromTo, raw device memory,
+ * streams (none on the CPU), dtype strings and byte sizes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+static int check_cpu(int device_type, int device_id, const char* what) {
+  static const char* names[] = {NULL,     "cpu",   "cuda",   "cuda_host", "opencl", NULL,
+                                NULL,     "vulkan", "metal", "vpi",       "rocm",   "rocm_host",
+                                "ext_dev", "cuda_managed", "oneapi", "webgpu", "hexagon"};
+  const char* name = device_type >= 0 && device_type <= 16 ? names[device_type] : NULL;
+  (void)what;
+  if (device_type == kDLCPU) return 0;
+  if (name != NULL) {
+    return tvmrt_fail("DeviceUnavailableError",
+                   "no backend for device %s(%d): here tvmrt runs compiled kernels on cpu "
+                   "(the C runtime ships backends for cpu)", name,
+                   device_id);
+  }
+  return tvmrt_fail("DeviceUnavailableError",
+                 "no backend for device type %d (%s): here tvmrt runs compiled kernels on cpu "
+                 "(the C runtime ships backends for cpu)",
+                 device_type, what);
+}
+
+int tvmrt_dtype_bytes(DLDataType t, int64_t count, size_t* out) {
+  uint64_t per = ((uint64_t)t.bits * (uint64_t)(t.lanes ? t.lanes : 1) + 7) / 8;
+  if (count < 0 || (per != 0 && (uint64_t)count > SIZE_MAX / per)) return -1;
+  *out = (size_t)(per * (uint64_t)count);
+  return 0;
+}
+
+int tvmrt_tensor_nbytes(const DLTensor* t, size_t* out) {
+  int64_t count = 1;
+  int i;
+  if (t->ndim < 0 || t->ndim > RT_MAX_NDIM) return -1;
+  for (i = 0; i < t->ndim; ++i) {
+    int64_t d = t->shape[i];
+    if (d < 0 || (d != 0 && count > INT64_MAX / d)) return -1;
+    count *= d;
+  }
+  return tvmrt_dtype_bytes(t->dtype, count, out);
+}
+
+static void array_destroy(tvmrt_object* obj) {
+  tvmrt_ndarray* a = (tvmrt_ndarray*)((char*)obj - offsetof(tvmrt_ndarray, hdr));
+  free(a->alloc);
+  tvmrt_release(a->owner);
+  a->hdr.magic = 0;
+  free(a);
+}
+
+static tvmrt_ndarray* array_new(const int64_t* shape, int ndim, DLDataType dtype) {
+  tvmrt_ndarray* a;
+  if (ndim < 0 || ndim > RT_MAX_NDIM) {
+    tvmrt_fail("ArrayError", "ndim %d is out of range; expected 0 to %d", ndim, RT_MAX_NDIM);
+    return NULL;
+  }
+  a = (tvmrt_ndarray*)calloc(1, sizeof(tvmrt_ndarray));
+  if (a == NULL) {
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate an array header");
+    return NULL;
+  }
+  a->hdr.magic = RT_MAGIC_ARRAY;
+  a->hdr.refs = 1;
+  a->hdr.destroy = array_destroy;
+  if (ndim > 0) memcpy(a->shape, shape, (size_t)ndim * sizeof(int64_t));
+  a->dl.shape = a->shape;
+  a->dl.ndim = ndim;
+  a->dl.dtype = dtype;
+  a->dl.device.device_type = kDLCPU;
+  a->dl.device.device_id = 0;
+  return a;
+}
+
+tvmrt_ndarray* tvmrt_ndarray_empty(const int64_t* shape, int ndim, DLDataType dtype) {
+  tvmrt_ndarray* a = array_new(shape, ndim, dtype);
+  size_t nbytes;
+  if (a == NULL) return NULL;
+  if (tvmrt_tensor_nbytes(&a->dl, &nbytes) != 0) {
+    tvmrt_release(&a->hdr);
+    tvmrt_fail("ArrayError", "array shape has a negative or too large dimension");
+    return NULL;
+  }
+  a->alloc = aligned_alloc(RT_ALIGN, (nbytes + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN + RT_ALIGN);
+  if (a->alloc == NULL) {
+    tvmrt_release(&a->hdr);
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %zu bytes for an array", nbytes);
+    return NULL;
+  }
+  a->dl.data = a->alloc;
+  return a;
+}
+
+tvmrt_ndarray* tvmrt_ndarray_view(const DLTensor* dl, tvmrt_object* owner) {
+  tvmrt_ndarray* a = array_new(dl->shape, dl->ndim, dl->dtype);
+  if (a == NULL) return NULL;
+  a->dl.data = dl->data;
+  a->dl.byte_offset = dl->byte_offset;
+  a->dl.device = dl->device;
+  a->owner = owner;
+  tvmrt_retain(owner);
+  return a;
+}
+
+tvmrt_ndarray* tvmrt_ndarray_from_handle(void* handle) {
+  tvmrt_ndarray* a = (tvmrt_ndarray*)handle;
+  if (a == NULL || a->hdr.magic != RT_MAGIC_ARRAY) {
+    tvmrt_fail("ArgumentTypeError", "expected an array handle from TVMArrayAlloc, got %p", handle);
+    return NULL;
+  }
+  return a;
+}
+
+RT_API int TVMArrayAlloc(const tvm_index_t* shape, int ndim, int dtype_code, int dtype_bits,
+                         int dtype_lanes, int device_type, int device_id, TVMArrayHandle* out) {
+  DLDataType t;
+  tvmrt_ndarray* a;
+  tvmrt_init();
+  if (out == NULL || (ndim > 0 && shape == NULL)) {
+    return tvmrt_fail("InvalidArgumentError", "TVMArrayAlloc: shape and out are required");
+  }
+  if (check_cpu(device_type, device_id, "TVMArrayAlloc") != 0) return -1;
+  if (dtype_code < 0 || dtype_code > 255 || dtype_bits <= 0 || dtype_bits > 255 ||
+      dtype_lanes <= 0 || dtype_lanes > 65535) {
+    return tvmrt_fail("DataTypeError", "TVMArrayAlloc: invalid dtype (code %d, bits %d, lanes %d)",
+                   dtype_code, dtype_bits, dtype_lanes);
+  }
+  t.code = (uint8_t)dtype_code;
+  t.bits = (uint8_t)dtype_bits;
+  t.lanes = (uint16_t)dtype_lanes;
+  a = tvmrt_ndarray_empty(shape, ndim, t);
+  if (a == NULL) return -1;
+  a->dl.device.device_id = device_id;
+  *out = &a->dl;
+  return 0;
+}
+
+RT_API int TVMArrayFree(TVMArrayHandle handle) {
+  tvmrt_ndarray* a;
+  if (handle == NULL) return 0;
+  a = tvmrt_ndarray_from_handle(handle);
+  if (a == NULL) return -1;
+  tvmrt_release(&a->hdr);
+  return 0;
+}
+
+static int bytes_copy(TVMArrayHandle handle, void* data, size_t nbytes, int to_array) {
+  size_t have;
+  const char* what = to_array ? "TVMArrayCopyFromBytes" : "TVMArrayCopyToBytes";
+  if (handle == NULL || (data == NULL && nbytes != 0)) {
+    return tvmrt_fail("InvalidArgumentError", "%s: array and data are required", what);
+  }
+  if (check_cpu(handle->device.device_type, handle->device.device_id, what) != 0) return -1;
+  if (tvmrt_tensor_nbytes(handle, &have) != 0) return tvmrt_fail("ArrayError", "%s: bad shape", what);
+  if (have != nbytes) {
+    return tvmrt_fail("ArrayError", "%s: data size and array size mismatch (%zu vs %zu bytes)", what,
+                   nbytes, have);
+  }
+  if (nbytes == 0) return 0;
+  if (to_array) {
+    memcpy((char*)handle->data + handle->byte_offset, data, nbytes);
+  } else {
+    memcpy(data, (const char*)handle->data + handle->byte_offset, nbytes);
+  }
+  return 0;
+}
+
+RT_API int TVMArrayCopyFromBytes(TVMArrayHandle handle, void* data, size_t nbytes) {
+  return bytes_copy(handle, data, nbytes, 1);
+}
+
+RT_API int TVMArrayCopyToBytes(TVMArrayHandle handle, void* data, size_t nbytes) {
+  return bytes_copy(handle, data, nbytes, 0);
+}
+
+int tvmrt_copy_tensor(const DLTensor* from, DLTensor* to) {
+  size_t a, b;
+  if (from == NULL || to == NULL) {
+    return tvmrt_fail("InvalidArgumentError", "TVMArrayCopyFromTo: both arrays are required");
+  }
+  if (check_cpu(from->device.device_type, from->device.device_id, "TVMArrayCopyFromTo") != 0 ||
+      check_cpu(to->device.device_type, to->device.device_id, "TVMArrayCopyFromTo") != 0) {
+    return -1;
+  }
+  if (tvmrt_tensor_nbytes(from, &a) != 0 || tvmrt_tensor_nbytes(to, &b) != 0) {
+    return tvmrt_fail("ArrayError", "TVMArrayCopyFromTo: an array has a bad shape");
+  }
+  if (a != b) {
+    return tvmrt_fail("ArrayError",
+                   "TVMArrayCopyFromTo: The size in bytes must exactly match (%zu vs %zu)", a, b);
+  }
+  if (a != 0) {
+    memmove((char*)to->data + to->byte_offset, (const char*)from->data + from->byte_offset, a);
+  }
+  return 0;
+}
+
+RT_API int TVMArrayCopyFromTo(TVMArrayHandle from, TVMArrayHandle to, TVMStreamHandle stream) {
+  (void)stream;
+  return tvmrt_copy_tensor(from, to);
+}
+
+RT_API int TVMDeviceAllocDataSpace(DLDevice dev, size_t nbytes, size_t alignment,
+                                   DLDataType type_hint, void** out_data) {
+  (void)type_hint;
+  if (check_cpu(dev.device_type, dev.device_id, "TVMDeviceAllocDataSpace") != 0) return -1;
+  if (out_data == NULL) return tvmrt_fail("InvalidArgumentError", "out_data is required");
+  if (alignment < RT_ALIGN) alignment = RT_ALIGN;
+  if ((alignment & (alignment - 1)) != 0 || nbytes > SIZE_MAX - alignment) {
+    return tvmrt_fail("InvalidArgumentError", "TVMDeviceAllocDataSpace: bad size or alignment");
+  }
+  *out_data = aligned_alloc(alignment, (nbytes + alignment - 1) / alignment * alignment);
+  if (*out_data == NULL && nbytes != 0) {
+    return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %zu bytes", nbytes);
+  }
+  return 0;
+}
+
+RT_API int TVMDeviceFreeDataSpace(DLDevice dev, void* ptr) {
+  if (check_cpu(dev.device_type, dev.device_id, "TVMDeviceFreeDataSpace") != 0) return -1;
+  free(ptr);
+  return 0;
+}
+
+RT_API int TVMDeviceCopyDataFromTo(DLTensor* from, DLTensor* to, TVMStreamHandle stream) {
+  (void)stream;
+  return tvmrt_copy_tensor(from, to);
+}
+
+RT_API int TVMStreamCreate(int device_type, int device_id, TVMStreamHandle* out) {
+  (void)device_id;
+  if (check_cpu(device_type, device_id, "TVMStreamCreate") != 0) return -1;
+  if (out != NULL) *out = NULL;
+  return 0;
+}
+
+RT_API int TVMStreamFree(int device_type, int device_id, TVMStreamHandle stream) {
+  (void)device_id;
+  (void)stream;
+  return check_cpu(device_type, device_id, "TVMStreamFree");
+}
+
+RT_API int TVMSetStream(int device_type, int device_id, TVMStreamHandle handle) {
+  (void)device_id;
+  (void)handle;
+  return check_cpu(device_type, device_id, "TVMSetStream");
+}
+
+RT_API int TVMSynchronize(int device_type, int device_id, TVMStreamHandle stream) {
+  (void)device_id;
+  (void)stream;
+  return check_cpu(device_type, device_id, "TVMSynchronize");
+}
+
+RT_API int TVMStreamStreamSynchronize(int device_type, int device_id, TVMStreamHandle src,
+                                      TVMStreamHandle dst) {
+  (void)device_id;
+  (void)src;
+  (void)dst;
+  return check_cpu(device_type, device_id, "TVMStreamStreamSynchronize");
+}
+
+/* TVM's dtype strings: int8..64, uint, float16..64, bool, handle, bfloat16, <base><bits>x<n> */
+int tvmrt_parse_dtype(const char* s, DLDataType* out) {
+  static const struct {
+    const char* base;
+    uint8_t code;
+    int bits;
+  } bases[] = {{"int", kDLInt, 32},     {"uint", kDLUInt, 32},      {"float", kDLFloat, 32},
+               {"handle", 3, 64},       {"bfloat", kDLBfloat, 16}};
+  size_t i;
+  if (strcmp(s, "bool") == 0) {
+    out->code = kDLUInt;
+    out->bits = 1;
+    out->lanes = 1;
+    return 0;
+  }
+  for (i = sizeof(bases) / sizeof(bases[0]); i-- > 0;) {
+    size_t n = strlen(bases[i].base);
+    const char* p = s + n;
+    long bits = bases[i].bits, lanes = 1;
+    char* end;
+    if (strncmp(s, bases[i].base, n) != 0) continue;
+    if (*p >= '0' && *p <= '9') {
+      bits = strtol(p, &end, 10);
+      p = end;
+    }
+    if (*p == 'x') {
+      lanes = strtol(p + 1, &end, 10);
+      if (end == p + 1) break;
+      p = end;
+    }
+    if (*p != '\0' || bits <= 0 || bits > 255 || lanes <= 0 || lanes > 65535) break;
+    out->code = bases[i].code;
+    out->bits = (uint8_t)bits;
+    out->lanes = (uint16_t)lanes;
+    return 0;
+  }
+  return tvmrt_fail("DataTypeError", "unknown type %.64s", s);
+}

@@ -1,0 +1,190 @@
+/*
+ * Internal header of tvmrt's native C runtime (libtvmrt_runtime): the object layer
+ * (modules, packed functions, arrays), the bounded byte reader the parsers share, and the
+ * entry points the files offer each other. Public API: tvm/runtime/c_runtime_api.h.
+ *
+ * Objects are reference counted (atomics), freed when the count drops to zero:
+ *   tvmrt_module   a module: a type key, a lookup function, imports
+ *   tvmrt_func     a packed function: C code with a `self` it owns a reference to
+ *   tvmrt_ndarray  an array: its DLTensor comes first, so the handle is the DLTensor*
+ */
+#ifndef TVMRT_NATIVE_RUNTIME_RT_H_
+#define TVMRT_NATIVE_RUNTIME_RT_H_
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "glibc_floor.h"
+#include "tvm/runtime/c_backend_api.h"
+#include "tvm/runtime/c_runtime_api.h"
+
+#define RT_API __attribute__((visibility("default")))
+
+#define RT_MAX_NDIM 32
+#define RT_ALIGN 64 /* kAllocAlignment */
+
+/* Limits of the parsers (documented in docs/c_runtime.md). */
+#define RT_JSON_MAX_DEPTH 64
+#define RT_MAX_NODES (1 << 22)
+#define RT_MAX_NAME 4096
+
+/* ---------------------------------------------------------------------------------- */
+/* errors: "<Kind>: <message>" in the thread's slot (the Python runtime's class names)  */
+
+int tvmrt_fail(const char* kind, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void tvmrt_init(void);
+
+/* ---------------------------------------------------------------------------------- */
+/* objects                                                                             */
+
+enum { RT_MAGIC_MODULE = 0x4d4f4431, RT_MAGIC_FUNC = 0x46554e31, RT_MAGIC_ARRAY = 0x41525231 };
+
+typedef struct tvmrt_object {
+  uint32_t magic;
+  int32_t pad;
+  int64_t refs;
+  void (*destroy)(struct tvmrt_object* self);
+} tvmrt_object;
+
+void tvmrt_retain(tvmrt_object* obj);
+void tvmrt_release(tvmrt_object* obj);
+
+/* A packed function implemented inside the runtime: args are borrowed, an object handle
+   in *ret is a new reference for the caller; a string in *ret lives as long as `self`. */
+typedef int (*tvmrt_fn)(void* self, TVMValue* args, int* codes, int num_args, TVMValue* ret,
+                     int* ret_code);
+
+typedef struct tvmrt_func {
+  tvmrt_object hdr;
+  int kind; /* RT_FN_* */
+  tvmrt_fn fn;
+  TVMBackendPackedCFunc backend;
+  TVMPackedCFunc cfunc;
+  TVMPackedCFuncFinalizer fin;
+  void* self;        /* given to fn / backend resource / cfunc resource */
+  tvmrt_object* owner;  /* kept alive while the function lives (may be NULL) */
+} tvmrt_func;
+
+enum { RT_FN_INTERNAL = 1, RT_FN_BACKEND = 2, RT_FN_C = 3 };
+
+/* new functions (one reference each); `owner` is retained */
+tvmrt_func* tvmrt_func_new(tvmrt_fn fn, void* self, tvmrt_object* owner);
+tvmrt_func* tvmrt_func_backend(TVMBackendPackedCFunc f, tvmrt_object* owner);
+tvmrt_func* tvmrt_func_check(void* handle); /* NULL (error set) if not a function handle */
+
+/* ---------------------------------------------------------------------------------- */
+/* modules                                                                             */
+
+typedef struct tvmrt_env_entry {
+  char* name;
+  tvmrt_func* func;
+  struct tvmrt_env_entry* next;
+} tvmrt_env_entry;
+
+typedef struct tvmrt_module {
+  tvmrt_object hdr;
+  char type_key[48];
+  /* the module's own function `name` as a new reference, or NULL (no error set) */
+  tvmrt_func* (*lookup)(struct tvmrt_module* self, const char* name);
+  void (*finalize)(struct tvmrt_module* self);
+  void* impl;
+  struct tvmrt_module** imports;
+  size_t num_imports, cap_imports;
+  pthread_mutex_t env_mu;
+  tvmrt_env_entry* env; /* TVMBackendGetFuncFromEnv's answers, kept for the module's life */
+} tvmrt_module;
+
+tvmrt_module* tvmrt_module_new(const char* type_key, void* impl);
+tvmrt_module* tvmrt_module_check(void* handle); /* NULL (error set) if not a module handle */
+int tvmrt_module_import(tvmrt_module* mod, tvmrt_module* dep);
+/* the function `name` of mod (then of its imports if query_imports), a new reference or
+   NULL (no error set) */
+tvmrt_func* tvmrt_module_get(tvmrt_module* mod, const char* name, int query_imports);
+
+/* dso.c */
+tvmrt_module* tvmrt_load_dso(const char* path);
+tvmrt_module* tvmrt_system_lib(const char* prefix);
+/* blob.c: the module tree a `__tvm_dev_mblob` describes, with `lib` as its "_lib" */
+tvmrt_module* tvmrt_process_blob(const uint8_t* blob, size_t limit, tvmrt_module* lib);
+
+/* ---------------------------------------------------------------------------------- */
+/* arrays                                                                              */
+
+typedef struct tvmrt_ndarray {
+  DLTensor dl; /* first: the handle is &dl */
+  tvmrt_object hdr;
+  int64_t shape[RT_MAX_NDIM];
+  void* alloc;      /* owned memory, or NULL for a view */
+  tvmrt_object* owner; /* what keeps a view's memory alive */
+} tvmrt_ndarray;
+
+tvmrt_ndarray* tvmrt_ndarray_from_handle(void* handle);
+/* a new CPU array (uninitialised, 64-byte aligned); NULL with an error set */
+tvmrt_ndarray* tvmrt_ndarray_empty(const int64_t* shape, int ndim, DLDataType dtype);
+/* a view of `dl` (shape copied) whose memory `owner` keeps alive */
+tvmrt_ndarray* tvmrt_ndarray_view(const DLTensor* dl, tvmrt_object* owner);
+int tvmrt_dtype_bytes(DLDataType t, int64_t count, size_t* out); /* 0, or -1 on overflow */
+int tvmrt_tensor_nbytes(const DLTensor* t, size_t* out);
+/* copy with TVM's TVMArrayCopyFromTo checks (CPU, byte sizes equal) */
+int tvmrt_copy_tensor(const DLTensor* from, DLTensor* to);
+int tvmrt_parse_dtype(const char* s, DLDataType* out);
+
+/* ---------------------------------------------------------------------------------- */
+/* the bounded reader of dmlc streams (params, blobs)                                   */
+
+typedef struct {
+  const uint8_t* data;
+  size_t size, off;
+  const char* what; /* named in errors */
+} tvmrt_reader;
+
+int tvmrt_read_u64(tvmrt_reader* r, uint64_t* out, const char* field);
+int tvmrt_read_bytes(tvmrt_reader* r, void* out, size_t n, const char* field);
+/* a length-prefixed string, malloc'd and NUL-terminated */
+int tvmrt_read_str(tvmrt_reader* r, char** out, size_t* len, const char* field);
+/* one tensor record (SaveDLTensor) as a new array */
+int tvmrt_read_tensor(tvmrt_reader* r, tvmrt_ndarray** out);
+/* a count that cannot exceed what is left (each item >= min_item bytes) */
+int tvmrt_read_count(tvmrt_reader* r, uint64_t* out, size_t min_item, const char* field);
+
+/* a params blob: names and arrays (all owned by the caller: tvmrt_params_free) */
+typedef struct {
+  size_t count;
+  char** names;
+  tvmrt_ndarray** arrays; /* NULL when only the names were read */
+} tvmrt_params;
+
+int tvmrt_params_parse(const uint8_t* data, size_t size, int names_only, tvmrt_params* out);
+void tvmrt_params_free(tvmrt_params* p);
+
+/* ---------------------------------------------------------------------------------- */
+/* graph executor                                                                      */
+
+/* create an executor module from graph JSON text over `lib` on CPU device `dev` */
+tvmrt_module* tvmrt_graph_executor_create(const char* json, size_t json_len, tvmrt_module* lib,
+                                    DLDevice dev);
+/* the factory module a "GraphExecutorFactory" blob entry describes */
+tvmrt_module* tvmrt_graph_factory_load(tvmrt_reader* r);
+/* copy every named array into the executor's inputs of that name (unknown names skipped) */
+int tvmrt_graph_set_params(tvmrt_module* executor, const tvmrt_params* params);
+
+/* factory.c: the device of a packed call (DLDevice, or a (type, id) int pair) at `first` */
+int tvmrt_device_args(TVMValue* args, int* codes, int first, int n, DLDevice* out, const char* fn);
+
+/* registry.c: the built-in global functions and the C-implemented contrib functions */
+tvmrt_func* tvmrt_registry_get(const char* name); /* new reference or NULL (no error) */
+
+/* services.c (shared with the Python extension) */
+typedef int (*tvmrt_getfunc_cb)(void* mod_ctx, const char* name, void** out);
+typedef int (*tvmrt_funccall_cb)(void* handle, TVMValue* args, int* codes, int num_args,
+                              TVMValue* ret, int* ret_code);
+void tvmrt_set_env_callbacks(tvmrt_getfunc_cb getfunc, tvmrt_funccall_cb funccall);
+const char* tvmrt_peek_last_error(void);
+void tvmrt_clear_last_error(void);
+void* tvmrt_system_lib_lookup(const char* name);
+int64_t tvmrt_system_lib_generation(void);
+int tvmrt_set_num_threads(int n);
+const void* tvmrt_native_function(const char* name); /* sort.c */
+
+#endif /* TVMRT_NATIVE_RUNTIME_RT_H_ */

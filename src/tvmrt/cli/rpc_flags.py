@@ -1,0 +1,84 @@
+"""``--rpc HOST:PORT`` and ``--rpc-tracker HOST:PORT --rpc-key KEY`` for run/bench/profile.
+
+tvmc's flags: with them the artifact's library is uploaded to the RPC server (directly,
+or one the tracker hands out for the key), the server runs the model on its ``--device``,
+and the command prints what it prints for a local run. The session lasts as long as the
+command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+from typing import TYPE_CHECKING
+
+from tvmrt.error import UsageError
+
+if TYPE_CHECKING:
+    from tvmrt.artifact.files import ArtifactFiles
+    from tvmrt.artifact.model import LoadedModel
+    from tvmrt.runtime.device import Device
+
+__all__ = ["add_rpc_arguments", "remote_requested", "load_remote"]
+
+
+def add_rpc_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--rpc``, ``--rpc-tracker``, ``--rpc-key`` and ``--rpc-timeout``."""
+    group = parser.add_argument_group(
+        "remote run (TVM RPC)",
+        "run on an RPC server (`tvmrt rpc server` or TVM's `python -m tvm.exec.rpc_server`); "
+        "the library is uploaded and runs there",
+    )
+    group.add_argument("--rpc", metavar="HOST:PORT", help="the RPC server to run on")
+    group.add_argument(
+        "--rpc-tracker", metavar="HOST:PORT", help="an RPC tracker to request a server from"
+    )
+    group.add_argument("--rpc-key", metavar="KEY", help="the device key to request (tracker)")
+    group.add_argument(
+        "--rpc-timeout",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="ask the server to end the session after this long (0: no limit)",
+    )
+
+
+def remote_requested(args: argparse.Namespace) -> bool:
+    """Whether the command line asks for a remote run."""
+    return bool(getattr(args, "rpc", None) or getattr(args, "rpc_tracker", None))
+
+
+def _address(text: str, flag: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"{flag} must be HOST:PORT (e.g. 127.0.0.1:9090), got {text!r}")
+    return host, int(port)
+
+
+def load_remote(
+    args: argparse.Namespace, files: ArtifactFiles, device: Device, debug_root: str | None = None
+) -> LoadedModel:
+    """Open the session the flags name and load the artifact there on ``device``'s kind
+    (as the server's debug executor, dumping into ``debug_root``, for ``profile``)."""
+    from tvmrt import rpc
+    from tvmrt.rpc.remote_model import load_remote_artifact
+
+    if args.rpc and args.rpc_tracker:
+        raise UsageError("give --rpc or --rpc-tracker, not both")
+    if args.rpc_timeout < 0:
+        raise UsageError(f"--rpc-timeout must not be negative, got {args.rpc_timeout}")
+    if args.rpc:
+        if args.rpc_key:
+            raise UsageError("--rpc-key goes with --rpc-tracker (a server's key is its own)")
+        host, port = _address(args.rpc, "--rpc")
+        session = rpc.connect(host, port, session_timeout=args.rpc_timeout)
+    else:
+        if not args.rpc_key:
+            raise UsageError("--rpc-tracker needs --rpc-key KEY (the device key to request)")
+        host, port = _address(args.rpc_tracker, "--rpc-tracker")
+        tracker = rpc.connect_tracker(host, port)
+        session = tracker.request(args.rpc_key, session_timeout=args.rpc_timeout)
+        tracker.close()
+    atexit.register(session.close)
+    remote_dev = session.device(device.device_type, device.device_id)
+    return load_remote_artifact(session, files, remote_dev, debug_root)

@@ -1,0 +1,23 @@
+"""``python -m tvmrt.exec.rpc_server``: TVM's ``python -m tvm.exec.rpc_server``, no TVM.
+
+Same flags as ``tvmrt rpc server`` (TVM's names), so a board needs only ``pip install
+tvmrt``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from tvmrt.cli import main as cli_main
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the server with ``argv`` (default: the command line)."""
+    return cli_main(["rpc", "server", *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

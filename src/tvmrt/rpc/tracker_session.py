@@ -1,0 +1,110 @@
+"""TVM's ``TrackerSession``: a client's connection to an RPC tracker.
+
+The tracker protocol itself (frames, codes) is :mod:`tvmrt.rpc.tracker_client`; this is
+TVM's Python face over it: ``summary``, ``text_summary`` and ``request(key)``, which
+waits in the tracker's queue for a free server of that key and opens a session with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from tvmrt.error import RPCError
+from tvmrt.rpc.tracker_client import TrackerConnection
+
+__all__ = ["TrackerSession"]
+
+_S = TypeVar("_S")
+
+
+class TrackerSession(Generic[_S]):
+    """A connection to a tracker; made by :func:`tvmrt.rpc.connect_tracker`.
+
+    ``connect`` opens the session with the server the tracker names (``tvmrt.rpc.connect``).
+    """
+
+    def __init__(self, addr: tuple[str, int], connect: Callable[..., _S]) -> None:
+        self._addr = addr
+        self._connect_server = connect
+        self._conn: TrackerConnection | None = None
+        self._connect()
+
+    def __del__(self) -> None:
+        self.close()
+
+    def _connect(self) -> TrackerConnection:
+        try:
+            conn = TrackerConnection(self._addr)
+        except OSError as exc:
+            raise RPCError(f"cannot connect to the RPC tracker at {self._addr}: {exc}") from exc
+        conn.sock.settimeout(None)  # a request waits in the queue as long as it takes
+        self._conn = conn
+        return conn
+
+    def close(self) -> None:
+        """Close the tracker connection."""
+        conn, self._conn = getattr(self, "_conn", None), None
+        if conn is not None:
+            conn.close()
+
+    def summary(self) -> dict[str, Any]:
+        """The tracker's summary: ``{"queue_info": {...}, "server_info": [...]}``."""
+        return (self._conn or self._connect()).summary()
+
+    def text_summary(self) -> str:
+        """The summary as a table of servers and queues (TVM's ``text_summary``)."""
+        data = self.summary()
+        lines = ["Server List", "-" * 30, "server-address           key", "-" * 30]
+        totals: dict[str, int] = {}
+        for item in sorted(data.get("server_info", []), key=lambda x: str(x.get("key"))):
+            addr = ":".join(map(str, item.get("addr", [])))
+            lines.append(f"{addr:>21}    {item.get('key')}")
+            key = str(item.get("key", "")).split(":")[-1]
+            totals[key] = totals.get(key, 0) + 1
+        lines += ["-" * 30, "", "Queue Status"]
+        queue = data.get("queue_info", {})
+        width = max((len(k) for k in queue), default=0)
+        title = f"{'key':<{width}s}   total  free  pending"
+        lines += ["-" * (len(title) + 1), title, "-" * (len(title) + 1)]
+        for key in sorted(queue):
+            total, info = totals.get(key, 0), queue[key]
+            if total or info.get("pending"):
+                lines.append(
+                    f"{key:<{width}}   {total:<5d}  {info['free']:<4d}  {info['pending']:<7d}"
+                )
+        lines.append("-" * (len(title) + 1))
+        return "\n".join(lines) + "\n"
+
+    def request(
+        self,
+        key: str,
+        priority: int = 1,
+        session_timeout: float = 0,
+        max_retry: int = 5,
+        session_constructor_args: list[object] | None = None,
+    ) -> _S:
+        """A session with a free server of ``key``; waits until the tracker has one.
+
+        Raises
+        ------
+        RPCError
+            After ``max_retry`` failed attempts (the last error is named).
+        """
+        last: Exception | None = None
+        for _ in range(max(1, max_retry)):
+            try:
+                url, port, match_key = (self._conn or self._connect()).request(key, priority)
+                return self._connect_server(
+                    url,
+                    port,
+                    match_key,
+                    session_timeout,
+                    session_constructor_args=session_constructor_args,
+                )
+            except OSError as exc:
+                self.close()
+                last = exc
+            except RPCError as exc:
+                last = exc
+        raise RPCError(f"Cannot request {key} after {max_retry} retry, last_error:{last}")

@@ -1,0 +1,205 @@
+/*
+ * Runs one graph-executor artifact through libtvmrt_runtime's C API and writes each output's
+ * raw bytes, for tests/native/test_c_models.py to compare with the artifact's golden.npz.
+ *
+ *   run_model factory LIB                    INPUT_NAME INPUT.bin OUT_PREFIX
+ *   run_model syslib  LIB|-                  INPUT_NAME INPUT.bin OUT_PREFIX
+ *   run_model files   LIB GRAPH.json PARAMS  INPUT_NAME INPUT.bin OUT_PREFIX
+ *
+ * factory: lib["default"](cpu); syslib: runtime.SystemLib()["default"](cpu) after loading
+ * LIB (`-`: nothing to load, the system library is linked into this program); files: tvm.graph_runtime.create(json, lib, 1, 0) + load_params. Every output is
+ * read twice (get_output(i) and get_output(i, out)) and the two must agree.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tvm/runtime/c_runtime_api.h>
+
+#define CHECK(call)                                                              \
+  do {                                                                           \
+    if ((call) != 0) {                                                           \
+      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,       \
+              TVMGetLastError());                                                \
+      exit(1);                                                                   \
+    }                                                                            \
+  } while (0)
+
+static char* read_file(const char* path, size_t* size) {
+  FILE* f = fopen(path, "rb");
+  char* buf;
+  long n;
+  if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0) {
+    fprintf(stderr, "cannot read %s\n", path);
+    exit(1);
+  }
+  rewind(f);
+  buf = (char*)malloc((size_t)n + 1);
+  if (buf == NULL || fread(buf, 1, (size_t)n, f) != (size_t)n) exit(1);
+  buf[n] = '\0';
+  fclose(f);
+  *size = (size_t)n;
+  return buf;
+}
+
+static TVMFunctionHandle get(TVMModuleHandle mod, const char* name) {
+  TVMFunctionHandle f = NULL;
+  CHECK(TVMModGetFunction(mod, name, 0, &f));
+  if (f == NULL) {
+    fprintf(stderr, "module has no function %s\n", name);
+    exit(1);
+  }
+  return f;
+}
+
+static TVMModuleHandle call_for_module(TVMFunctionHandle f, TVMValue* args, int* codes, int n) {
+  TVMValue ret;
+  int code;
+  CHECK(TVMFuncCall(f, args, codes, n, &ret, &code));
+  if (code != kTVMModuleHandle) {
+    fprintf(stderr, "expected a module, got type code %d\n", code);
+    exit(1);
+  }
+  return ret.v_handle;
+}
+
+static size_t nbytes(const DLTensor* t) {
+  size_t n = (t->dtype.bits * t->dtype.lanes + 7) / 8;
+  int i;
+  for (i = 0; i < t->ndim; ++i) n *= (size_t)t->shape[i];
+  return n;
+}
+
+int main(int argc, char** argv) {
+  const char *mode, *input_name, *input_path, *prefix;
+  TVMModuleHandle lib, gmod;
+  TVMFunctionHandle f;
+  TVMValue args[4], ret;
+  int codes[4], code, i, num_outputs;
+  DLTensor *view, *x;
+  char* data;
+  size_t size;
+  if (argc < 6) {
+    fprintf(stderr, "usage: see the file comment\n");
+    return 2;
+  }
+  mode = argv[1];
+  lib = NULL;
+  if (strcmp(argv[2], "-") != 0) CHECK(TVMModLoadFromFile(argv[2], "", &lib));
+  if (strcmp(mode, "files") == 0) {
+    char *json, *params;
+    size_t json_size, params_size;
+    TVMByteArray bytes;
+    if (argc != 8) return 2;
+    json = read_file(argv[3], &json_size);
+    params = read_file(argv[4], &params_size);
+    CHECK(TVMFuncGetGlobal("tvm.graph_runtime.create", &f));
+    args[0].v_str = json;
+    codes[0] = kTVMStr;
+    args[1].v_handle = lib;
+    codes[1] = kTVMModuleHandle;
+    args[2].v_int64 = kDLCPU;
+    codes[2] = kTVMArgInt;
+    args[3].v_int64 = 0;
+    codes[3] = kTVMArgInt;
+    gmod = call_for_module(f, args, codes, 4);
+    CHECK(TVMFuncFree(f));
+    bytes.data = params;
+    bytes.size = params_size;
+    args[0].v_handle = &bytes;
+    codes[0] = kTVMBytes;
+    f = get(gmod, "load_params");
+    CHECK(TVMFuncCall(f, args, codes, 1, &ret, &code));
+    CHECK(TVMFuncFree(f));
+    free(json);
+    free(params);
+    argv += 2;
+  } else {
+    TVMModuleHandle root = lib;
+    if (argc != 6) return 2;
+    if (strcmp(mode, "syslib") == 0) {
+      CHECK(TVMFuncGetGlobal("runtime.SystemLib", &f));
+      root = call_for_module(f, args, codes, 0);
+      CHECK(TVMFuncFree(f));
+    }
+    f = get(root, "default");
+    args[0].v_device.device_type = kDLCPU;
+    args[0].v_device.device_id = 0;
+    codes[0] = kDLDevice;
+    gmod = call_for_module(f, args, codes, 1);
+    CHECK(TVMFuncFree(f));
+    if (root != lib) CHECK(TVMModFree(root));
+  }
+  input_name = argv[3];
+  input_path = argv[4];
+  prefix = argv[5];
+
+  /* an array of the input's shape and dtype, filled from the file, set as input */
+  f = get(gmod, "get_input");
+  args[0].v_str = input_name;
+  codes[0] = kTVMStr;
+  CHECK(TVMFuncCall(f, args, codes, 1, &ret, &code));
+  CHECK(TVMFuncFree(f));
+  if (code != kTVMNDArrayHandle) {
+    fprintf(stderr, "graph has no input %s\n", input_name);
+    return 1;
+  }
+  view = (DLTensor*)ret.v_handle;
+  CHECK(TVMArrayAlloc(view->shape, view->ndim, view->dtype.code, view->dtype.bits,
+                      view->dtype.lanes, kDLCPU, 0, &x));
+  CHECK(TVMArrayFree(view));
+  data = read_file(input_path, &size);
+  CHECK(TVMArrayCopyFromBytes(x, data, size));
+  free(data);
+  f = get(gmod, "set_input");
+  args[1].v_handle = x;
+  codes[1] = kTVMDLTensorHandle;
+  CHECK(TVMFuncCall(f, args, codes, 2, &ret, &code));
+  CHECK(TVMFuncFree(f));
+  CHECK(TVMArrayFree(x));
+
+  f = get(gmod, "run");
+  CHECK(TVMFuncCall(f, args, codes, 0, &ret, &code));
+  CHECK(TVMFuncFree(f));
+
+  f = get(gmod, "get_num_outputs");
+  CHECK(TVMFuncCall(f, args, codes, 0, &ret, &code));
+  CHECK(TVMFuncFree(f));
+  num_outputs = (int)ret.v_int64;
+  f = get(gmod, "get_output");
+  for (i = 0; i < num_outputs; ++i) {
+    char path[4096];
+    FILE* out;
+    DLTensor* copy;
+    size_t n;
+    char* bytes;
+    args[0].v_int64 = i;
+    codes[0] = kTVMArgInt;
+    CHECK(TVMFuncCall(f, args, codes, 1, &ret, &code));
+    view = (DLTensor*)ret.v_handle;
+    n = nbytes(view);
+    CHECK(TVMArrayAlloc(view->shape, view->ndim, view->dtype.code, view->dtype.bits,
+                        view->dtype.lanes, kDLCPU, 0, &copy));
+    args[1].v_handle = copy;
+    codes[1] = kTVMNDArrayHandle;
+    CHECK(TVMFuncCall(f, args, codes, 2, &ret, &code));
+    bytes = (char*)malloc(n ? n : 1);
+    CHECK(TVMArrayCopyToBytes(copy, bytes, n));
+    if (n != 0 && memcmp(bytes, view->data, n) != 0) {
+      fprintf(stderr, "get_output(%d) and get_output(%d, out) disagree\n", i, i);
+      return 1;
+    }
+    snprintf(path, sizeof(path), "%s%d.bin", prefix, i);
+    out = fopen(path, "wb");
+    if (out == NULL || fwrite(bytes, 1, n, out) != n) return 1;
+    fclose(out);
+    free(bytes);
+    CHECK(TVMArrayFree(copy));
+    CHECK(TVMArrayFree(view));
+  }
+  CHECK(TVMFuncFree(f));
+  printf("outputs: %d\n", num_outputs);
+  CHECK(TVMModFree(gmod));
+  if (lib != NULL) CHECK(TVMModFree(lib));
+  return 0;
+}

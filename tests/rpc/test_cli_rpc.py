@@ -1,0 +1,146 @@
+"""``tvmrt run/bench ARTIFACT --rpc HOST:PORT`` and ``--rpc-tracker HOST:PORT --rpc-key KEY``
+against TVM 0.16's own server and tracker: the same printout and outputs as a local run."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from support.cli import tvmrt
+from support.rpc_server import tvmrt_rpc
+from support.tvm016_rpc import HOST, tvm016_rpc_server, tvm016_rpc_tracker
+from tvmrt import rpc
+
+
+@pytest.fixture(scope="module", params=["tvm016", "tvmrt"])
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[int]:
+    """The port of TVM 0.16's own RPC server, or of ``tvmrt rpc server``."""
+    if request.param == "tvm016":
+        with tvm016_rpc_server(tmp_path_factory.mktemp("tvm016-cli")) as peer:
+            yield peer.port
+    else:
+        with tvmrt_rpc("server") as (_, port):
+            yield port
+
+
+def _summary(stdout: str) -> list[str]:
+    """The printout less its first line (the load time differs from run to run)."""
+    lines = stdout.splitlines()
+    assert lines[0].startswith("loaded ")
+    return lines[1:]
+
+
+@pytest.mark.parametrize("form", ["factory", "folder"])
+def test_run_prints_what_a_local_run_prints(
+    server: int, artifacts: Path, tmp_path: Path, form: str
+) -> None:
+    if form == "factory":
+        artifact = artifacts / "relay016" / "linkparams-so" / "deploy.so"
+        golden = np.load(artifact.parent / "golden.npz")
+    else:
+        artifact = artifacts / "mobilenet_v1"
+        golden = np.load(artifact / "golden.npz")
+    given = tmp_path / "in.npz"
+    np.savez(given, data=golden["data"])
+    local = tvmrt("run", artifact, "-i", given)
+    assert local.returncode == 0, local.stderr
+    out = tmp_path / "out.npz"
+    remote = tvmrt("run", artifact, "-i", given, "--rpc", f"{HOST}:{server}", "-o", out)
+    assert remote.returncode == 0, remote.stderr
+    assert _summary(remote.stdout)[:-1] == _summary(local.stdout)  # last: "saved ... to"
+    outputs = np.load(out)
+    (only,) = outputs.files
+    np.testing.assert_allclose(outputs[only], golden["output_0"], rtol=1e-6, atol=1e-7)
+
+
+def test_bench_over_rpc(server: int, artifacts: Path) -> None:
+    artifact = artifacts / "relay016" / "linkparams-so" / "deploy.so"
+    done = tvmrt("bench", artifact, "--rpc", f"{HOST}:{server}", "--warmup", "1", "--repeat", "3")
+    assert done.returncode == 0, done.stderr
+    assert "3 x 1 run(s)" in done.stdout
+    assert "median" in done.stdout
+
+
+@pytest.mark.parametrize("form", ["factory", "folder"])
+def test_profile_over_rpc(server: int, artifacts: Path, form: str) -> None:
+    if form == "factory":
+        artifact = artifacts / "relay016" / "linkparams-so" / "deploy.so"
+    else:
+        artifact = artifacts / "mobilenet_v1"
+    address = f"{HOST}:{server}"
+    table = tvmrt("profile", artifact, "--rpc", address, "--number", "1")
+    assert table.returncode == 0, table.stderr
+    assert "Summary by operator type" in table.stdout
+    assert "softmax" in table.stdout
+    report = tvmrt("profile", artifact, "--rpc", address, "--number", "1", "--json")
+    assert report.returncode == 0, report.stderr
+    calls = json.loads(report.stdout)["calls"]
+    assert any("softmax" in call["Name"]["string"] for call in calls)
+
+
+def test_tracker_flags(tmp_path: Path, artifacts: Path) -> None:
+    artifact = artifacts / "relay016" / "linkparams-so" / "deploy.so"
+    golden = np.load(artifact.parent / "golden.npz")
+    given = tmp_path / "in.npz"
+    np.savez(given, data=golden["data"])
+    with (
+        tvm016_rpc_tracker(tmp_path) as tracker,
+        tvm016_rpc_server(tmp_path, tracker=tracker.port, key="board"),
+    ):
+        client = rpc.connect_tracker(HOST, tracker.port)
+        deadline = time.monotonic() + 30
+        while "board" not in client.summary()["queue_info"]:
+            assert time.monotonic() < deadline, client.summary()
+            time.sleep(0.2)
+        client.close()
+        out = tmp_path / "out.npz"
+        done = tvmrt(
+            "run",
+            artifact,
+            "-i",
+            given,
+            "-o",
+            out,
+            "--rpc-tracker",
+            f"{HOST}:{tracker.port}",
+            "--rpc-key",
+            "board",
+        )
+        assert done.returncode == 0, done.stderr
+    np.testing.assert_allclose(
+        np.load(out)[np.load(out).files[0]], golden["output_0"], rtol=1e-6, atol=1e-7
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--rpc", "nohost"], "--rpc must be HOST:PORT"),
+        (["--rpc", "127.0.0.1:0"], "--rpc must be HOST:PORT"),
+        (["--rpc-tracker", "127.0.0.1:9190"], "needs --rpc-key"),
+        (["--rpc", "127.0.0.1:1", "--rpc-tracker", "127.0.0.1:2"], "not both"),
+        (["--rpc", "127.0.0.1:1", "--rpc-key", "k"], "goes with --rpc-tracker"),
+    ],
+)
+def test_flag_errors_are_usage_errors(artifacts: Path, flags: list[str], message: str) -> None:
+    done = tvmrt("run", artifacts / "relay016" / "linkparams-so" / "deploy.so", *flags)
+    assert done.returncode == 2
+    assert message in done.stderr
+
+
+def test_unreachable_server_is_a_clear_failure(artifacts: Path) -> None:
+    from tvmrt.serve.server import free_port
+
+    port = free_port(HOST)  # nothing listens there
+    done = tvmrt(
+        "run", artifacts / "relay016" / "linkparams-so" / "deploy.so", "--rpc", f"{HOST}:{port}"
+    )
+    assert done.returncode == 1
+    assert f"cannot connect to the RPC server at {HOST}:{port}" in done.stderr
