@@ -2,11 +2,15 @@
 
 1. A hand-made graph (a small MLP) over numpy kernels, with its weights saved and
    loaded in TVM's params format, checked against plain numpy.
-2. MobileNet v1 as TVM compiled it in 2019 (``deploy_lib.so`` + graph JSON + params from
-   ../shared/artifacts), checked against the outputs TVM v0.19 produced, timed, and
-   profiled node by node with the debug executor.
+2. MobileNet v1 as TVM compiled it in 2019, checked against the outputs TVM v0.19
+   produced, timed, and profiled node by node with the debug executor. That build is not
+   in this repository (17 MB): point ``TVMRT_ARTIFACTS``
+   at a folder holding ``mobilenet_v1/`` with TVM's ``deploy_lib.so``,
+   ``deploy_graph.json``, ``deploy_param.params`` and a ``golden.npz`` (``data``, the
+   input, and ``output_0``, TVM v0.19's output). Without it, part 2 says so and is skipped;
+   part 1 needs nothing but tvmrt and numpy.
 
-Run with ``.venv/bin/python examples/legacy_mobilenet.py``.
+Run with ``python examples/legacy_mobilenet.py`` (in the venv ``make demo`` creates).
 """
 
 from __future__ import annotations
@@ -67,7 +71,11 @@ def mobilenet_demo() -> None:
     folder = ARTIFACTS / "mobilenet_v1"
     print("\n== 2. MobileNet v1, compiled by TVM in 2019 ==")
     if not folder.is_dir():
-        print(f"skipped: {folder} not found (set TVMRT_ARTIFACTS)")
+        print(
+            f"skipped: no MobileNet v1 build at {folder}. Set TVMRT_ARTIFACTS to a folder "
+            "holding mobilenet_v1/ (deploy_lib.so, deploy_graph.json, deploy_param.params, "
+            "golden.npz) to run this part."
+        )
         return
     start = time.perf_counter()
     lib = runtime.load_module(folder / "deploy_lib.so")

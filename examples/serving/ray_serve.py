@@ -1,7 +1,7 @@
 """Serve an artifact on a Ray cluster with N replicas (Ray Serve), then query it.
 
     ray start --head --node-ip-address 127.0.0.1 --num-cpus 2 --include-dashboard false
-    PYTHONPATH=src python examples/serving/ray_serve.py ../shared/artifacts/mobilenet_v1
+    PYTHONPATH=src python examples/serving/ray_serve.py examples/digits/model
     ray stop
 
 Each replica is ``tvmrt.serve.ray.TvmrtDeployment``: the same model class and request

@@ -50,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tvmrt",
         description="Run TVM-compiled models (graph JSON + kernel library + params) without TVM.",
         epilog="run 'tvmrt VERB --help' for a verb's options and examples. exit status: "
-        "0 ok, 1 the model failed (or inspect found problems), 2 bad arguments or input files.",
+        "0 ok, 1 the model failed (or inspect found problems, or --compare a difference), 2 bad "
+        "arguments or input files.",
     )
     parser.add_argument("--verbose", action="store_true", help=_VERBOSE_HELP)
     parser.add_argument("--version", action="version", version=f"tvmrt {_version()}")

@@ -48,7 +48,10 @@ def add_artifact_arguments(parser: argparse.ArgumentParser) -> None:
         help="cpu (default) or opencl[:N]; tvmrt has no other device backends",
     )
     parser.add_argument(
-        "--threads", type=int, metavar="N", help="threads for parallel kernels (default: all cores)"
+        "--threads",
+        type=int,
+        metavar="N",
+        help="threads for parallel kernels (default: TVM_NUM_THREADS, else one per physical core)",
     )
 
 

@@ -29,8 +29,9 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--compare",
         metavar="REF.npz",
-        help="compare the outputs with a reference run's (members named as outputs, e.g. "
-        "output_0); exit 1 when one differs past --rtol/--atol",
+        help="compare the outputs with a reference run's (members named as run names the "
+        "outputs, e.g. softmax_0, or TVM's softmax:0, or output_0 by position); exit 1 when "
+        "one differs past --rtol/--atol",
     )
     parser.add_argument(
         "--rtol", type=float, default=RTOL, help=f"relative tolerance of --compare ({RTOL:g})"

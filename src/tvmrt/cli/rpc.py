@@ -24,6 +24,14 @@ EXAMPLES = """examples:
   tvmrt rpc server --port 9090 --timeout 600 --workdir /tmp/rpc
   (also: python -m tvmrt.exec.rpc_server --tracker HOST:9190 --key rasp4)
 """
+SERVER_EXAMPLES = """examples:
+  tvmrt rpc server --port 9090 --timeout 600 --workdir /tmp/rpc
+  tvmrt rpc server --host 0.0.0.0 --tracker 10.0.0.1:9190 --key rasp4
+"""
+TRACKER_EXAMPLES = """examples:
+  tvmrt rpc tracker --port 9190
+  tvmrt rpc tracker --host 0.0.0.0 --port 9190 --stop-key secret
+"""
 
 
 def register(subparsers: Any) -> None:
@@ -39,12 +47,23 @@ def register(subparsers: Any) -> None:
     )
     commands = parser.add_subparsers(dest="rpc_command", metavar="COMMAND", required=True)
     server = commands.add_parser(
-        "server", help="serve RPC sessions (python -m tvm.exec.rpc_server)"
+        "server",
+        help="serve RPC sessions (python -m tvm.exec.rpc_server)",
+        description="TVM's RPC server: clients upload libraries and run them on this "
+        "machine's cpu (and opencl, where pyopencl finds a device). It runs whatever code a "
+        "client uploads: it binds 127.0.0.1 unless --host says otherwise.",
+        epilog=SERVER_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_server_arguments(server)
     server.set_defaults(handler=run_server)
     tracker = commands.add_parser(
-        "tracker", help="run an RPC tracker (python -m tvm.exec.rpc_tracker)"
+        "tracker",
+        help="run an RPC tracker (python -m tvm.exec.rpc_tracker)",
+        description="TVM's RPC tracker: servers register under a key, clients request a "
+        "server by key. TVM's and tvmrt's servers and clients share it.",
+        epilog=TRACKER_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_tracker_arguments(tracker)
     tracker.set_defaults(handler=run_tracker)

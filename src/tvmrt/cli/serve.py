@@ -21,7 +21,8 @@ EXAMPLES = """examples:
   tvmrt serve mobilenet/ resnet.so --name mobilenet --name resnet --workers 2
   tvmrt serve --graph g.json --lib lib.so --params p.params --name m --host 0.0.0.0
 
-endpoints: GET /v2, /v2/health/{live,ready}, /v2/models/NAME[/ready|/stats], /metrics;
+endpoints: GET /v2, /v2/health/{live,ready}, /v2/models/NAME[/ready|/stats|/config],
+/metrics;
 POST /v2/models/NAME/infer (JSON tensors or the binary-tensor extension).
 """
 

@@ -45,7 +45,7 @@ def register_cli(subparsers: Any) -> None:
         "--target",
         default=None,
         help="CPU to compile for: 'host' (default: this machine's CPU by name), a portable "
-        f"level ({', '.join(PORTABLE_CPUS[1:4])}), a CPU name (znver3, skylake-avx512), "
+        f"level ({', '.join(PORTABLE_CPUS[:4])}), a CPU name (znver3, skylake-avx512), "
         "'llvm -mcpu=...' or a target JSON object",
     )
     parser.add_argument(
