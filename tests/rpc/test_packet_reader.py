@@ -66,6 +66,8 @@ def test_lying_length_and_truncation_are_refused() -> None:
         _feed([b"\x10\0\0"]).next()
     with pytest.raises(RPCError, match="middle of a packet"):
         _feed([wire.packet_bytes(3, b"\0" * 100)[:50]]).next()
+    with pytest.raises(RPCError, match="middle of a packet"):  # a large body cut short
+        _feed([wire.packet_bytes(3, b"\0" * (3 << 20))[: 2 << 20]]).next()
 
 
 @pytest.mark.parametrize("dialect", list(Dialect))

@@ -219,11 +219,16 @@ class PacketReader:
                 "(the packet limit)"
             )
         end = 8 + nbytes
-        if end - len(buf) > _CHUNK:  # a large body: chunked, bounded by what arrives
-            rest = recv_exact(self.sock, end - len(buf), "a packet")
-            body = bytes(buf[8:]) + rest
+        if end - len(buf) > _CHUNK:  # a large body: grown chunk by chunk as it arrives
+            body = buf[8:]
             buf.clear()
-            return _I32.unpack_from(body)[0], body[4:]
+            while len(body) < nbytes:
+                part = recv(min(_CHUNK, nbytes - len(body)))
+                if not part:
+                    raise RPCError("peer closed the connection in the middle of a packet")
+                body += part
+            with memoryview(body) as view:
+                return _I32.unpack_from(body)[0], bytes(view[4:])
         while len(buf) < end:
             part = recv(max(self.bufsize, end - len(buf)))
             if not part:
