@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from tvmrt.error import RPCError, RPCProtocolError
-from tvmrt.rpc import codec, session, wire
+from tvmrt.rpc import codec, replies, wire
 from tvmrt.rpc.codec import Dialect, Kind
 
 _OPEN: list[socket.socket] = []
@@ -74,8 +74,8 @@ def test_lying_length_and_truncation_are_refused() -> None:
 @pytest.mark.parametrize("value", [0, 1, -7, 2**40, 2**63 - 1, -(2**63)])
 def test_prepacked_int_return_equals_the_codec(dialect: Dialect, value: int) -> None:
     generic = codec.encode_args([codec.type_code(dialect, Kind.INT), value], dialect)
-    assert session._int_return(dialect, value) == wire.packet_bytes(wire.RPCCode.kReturn, generic)
+    assert replies.int_return(dialect, value) == wire.packet_bytes(wire.RPCCode.kReturn, generic)
     null = codec.encode_args([codec.type_code(dialect, Kind.NULL), None], dialect)
-    assert session._NONE_RETURN[dialect] == wire.packet_bytes(wire.RPCCode.kReturn, null)
+    assert replies.NONE_RETURN[dialect] == wire.packet_bytes(wire.RPCCode.kReturn, null)
     void = codec.encode_args([None], dialect)
-    assert session._VOID[dialect] == wire.packet_bytes(wire.RPCCode.kReturn, void)
+    assert replies.VOID[dialect] == wire.packet_bytes(wire.RPCCode.kReturn, void)

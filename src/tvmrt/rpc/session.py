@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from tvmrt.error import RPCProtocolError
-from tvmrt.rpc import codec, wire
+from tvmrt.rpc import codec, replies, wire
 from tvmrt.rpc.codec import Dialect, Handle, Kind, Reader, Value, WireDevice, WireDType, WireTensor
 from tvmrt.rpc.memory import RemoteMemory
 from tvmrt.rpc.server_env import ServerEnv
@@ -178,7 +178,7 @@ class ServerSession:
 
     def _void(self) -> bytes:
         assert self.dialect is not None
-        return _VOID[self.dialect]
+        return replies.VOID[self.dialect]
 
     def _exception(self, message: str) -> bytes:
         dialect = self.dialect or Dialect.LEGACY
@@ -193,9 +193,9 @@ class ServerSession:
             return codec.type_code(d, kind)
 
         if rv is None:
-            return _NONE_RETURN[d]
-        if type(rv) is int and _I64_MIN <= rv <= _I64_MAX:
-            return _int_return(d, rv)
+            return replies.NONE_RETURN[d]
+        if type(rv) is int and replies.I64_MIN <= rv <= replies.I64_MAX:
+            return replies.int_return(d, rv)
         if isinstance(rv, bool):
             if d is Dialect.LEGACY:  # TVM 0.16 has no bool type code
                 return self._seq([code(Kind.INT), int(rv)])
@@ -335,25 +335,6 @@ class ServerSession:
 
 _U64 = struct.Struct("<Q")
 _NO_ARGS = struct.pack("<i", 0)
-_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
-# the replies an empty call needs most, encoded once (kReturn: [type code, value])
-_VOID = {d: wire.packet_bytes(C.kReturn, codec.encode_args([None], d)) for d in Dialect}
-_NONE_RETURN = {
-    d: wire.packet_bytes(C.kReturn, codec.encode_args([codec.type_code(d, Kind.NULL), None], d))
-    for d in Dialect
-}
-# u64 nbytes, i32 kReturn, i32 n=2, then [i32 code INT, i32 code INT, i64, i64] (legacy)
-# or [i32 INT, i64, i32 INT, i64] (tvm-ffi): 32 bytes after the size either way
-_INT_LEGACY = struct.Struct("<Qiiiiqq")
-_INT_FFI = struct.Struct("<Qiiiqiq")
-
-
-def _int_return(dialect: Dialect, value: int) -> bytes:
-    """``kReturn [INT code, value]`` for a signed 64-bit ``value``, packed in one step."""
-    c = codec.type_code(dialect, Kind.INT)
-    if dialect is Dialect.LEGACY:
-        return _INT_LEGACY.pack(32, C.kReturn, 2, c, c, c, value)
-    return _INT_FFI.pack(32, C.kReturn, 2, c, c, c, value)
 
 
 def _expect(args: list[Value], what: str, *types: type) -> list[Any]:
