@@ -15,7 +15,10 @@ The figure of a round is the ratio tvmrt / TVM 0.16 (below 1.0: tvmrt is faster)
 median ratio over ``--rounds`` rounds is reported. TVM 0.16 is the hhb-tvm 3.2.3 wheel in
 the peer venv (``tests/support/peers.py``; ``--tvm016-python``).
 
-    python bench/rpc.py [--rounds 5] [--calls 200] [--mb 16] [--threads 1]
+    python bench/rpc.py [--rounds 5] [--calls 200] [--mb 16] [--threads 1] [--baseline-src DIR]
+
+``--baseline-src`` adds a third server, tvmrt's from another source tree (another
+checkout's ``src``), measured in the same rounds: a paired before/after of a change.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -48,10 +51,15 @@ HOST = "127.0.0.1"
 
 
 @contextmanager
-def server(command: list[str], threads: int, workdir: Path) -> Iterator[int]:
-    """Start ``command`` + ``--port P`` and yield P once a client can connect."""
+def server(
+    command: list[str], threads: int, workdir: Path, src: str | None = None
+) -> Iterator[int]:
+    """Start ``command`` + ``--port P`` (tvmrt from ``src`` if given) and yield P once a
+    client can connect."""
     port = free_port(HOST)
     env = dict(os.environ, TVM_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+    if src is not None:
+        env["PYTHONPATH"] = src
     log = open(workdir / f"server-{port}.log", "wb")  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
         [*command, "--host", HOST, "--port", str(port), "--port-end", str(port + 1)],
@@ -151,6 +159,12 @@ def main() -> None:
     parser.add_argument(
         "--tvm016-python", default=str(PEERS / "tvm016" / "bin" / "python"), metavar="PATH"
     )
+    parser.add_argument(
+        "--baseline-src",
+        metavar="DIR",
+        help="also run tvmrt's server from this source tree (e.g. another checkout's src) "
+        "in the same rounds: a paired before/after",
+    )
     args = parser.parse_args()
     if not Path(args.tvm016_python).exists():
         raise SystemExit(f"no TVM 0.16 peer at {args.tvm016_python} (see tests/support/peers.py)")
@@ -159,16 +173,19 @@ def main() -> None:
         "tvm016": [args.tvm016_python, "-m", "tvm.exec.rpc_server"],
     }
     workdir = Path(tempfile.mkdtemp(prefix="bench-rpc-"))
+    if args.baseline_src:
+        commands["baseline"] = commands["tvmrt"]
     results: dict[str, dict[str, list[float]]] = {k: {m[0]: [] for m in METRICS} for k in commands}
     try:
-        with (
-            server(commands["tvmrt"], args.threads, workdir) as port_rt,
-            server(commands["tvm016"], args.threads, workdir) as port_016,
-        ):
-            sessions = {"tvmrt": Session(port_rt, args.mb), "tvm016": Session(port_016, args.mb)}
+        with ExitStack() as stack:
+            sessions: dict[str, Session] = {}
+            for which, command in commands.items():
+                src = args.baseline_src if which == "baseline" else None
+                port = stack.enter_context(server(command, args.threads, workdir, src))
+                sessions[which] = Session(port, args.mb)
             for _ in range(args.rounds):
                 for name, _unit, measure, _higher in METRICS:
-                    for which in ("tvmrt", "tvm016"):
+                    for which in commands:
                         results[which][name].append(measure(sessions[which], args))
             for session in sessions.values():
                 session.remote.close()
@@ -187,6 +204,20 @@ def main() -> None:
             f"| {name:<30} | {statistics.median(ours):>10.2f} | "
             f"{statistics.median(theirs):>10.2f} | {unit:<4} | {statistics.median(ratios):>9.2f}x |"
         )
+    if "baseline" in results:
+        print(f"\nbaseline: tvmrt's server from {args.baseline_src}, same rounds")
+        head = f"| {'measure':<30} | {'baseline':>10} | unit |"
+        print(f"{head} baseline / TVM 0.16 | tvmrt / baseline |")
+        print(f"|{'-' * 32}|{'-' * 12}:|------|--------------------:|-----------------:|")
+        for name, unit, _measure, higher in METRICS:
+            base, ours = results["baseline"][name], results["tvmrt"][name]
+            theirs = results["tvm016"][name]
+            vs_016 = [(t / b) if higher else (b / t) for b, t in zip(base, theirs, strict=True)]
+            vs_base = [(b / o) if higher else (o / b) for o, b in zip(ours, base, strict=True)]
+            print(
+                f"| {name:<30} | {statistics.median(base):>10.2f} | {unit:<4} | "
+                f"{statistics.median(vs_016):>18.2f}x | {statistics.median(vs_base):>15.2f}x |"
+            )
 
 
 if __name__ == "__main__":

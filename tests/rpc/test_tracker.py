@@ -8,18 +8,14 @@ only if the server registered again after the first.
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from support.peers import tvm016_python
-from support.rpc_server import PEER_ENV, run_peer, tvmrt_rpc
+from support.rpc_server import run_peer, tvmrt_rpc
+from support.tvm016_rpc import tvm016_rpc_server, tvm016_rpc_tracker
 
 pytestmark = pytest.mark.slow
 
@@ -54,38 +50,6 @@ print(json.dumps({"outs": outs, "summary": tracker.summary()}))
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def _tvm016(module: str, *args: str) -> Iterator[int]:
-    """``python -m tvm.exec.MODULE`` of TVM 0.16 on a free port."""
-    port = _free_port()
-    proc = subprocess.Popen(
-        [
-            *(str(tvm016_python()), "-m", f"tvm.exec.{module}", "--host", "127.0.0.1"),
-            *("--port", str(port), "--port-end", str(port + 1), *args),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=PEER_ENV,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.2)
-        yield port
-    finally:
-        proc.terminate()
-        proc.wait(30)
-
-
 def _client(tracker_port: int, key: str, folder: Path, sessions: int = 2) -> dict[str, object]:
     done = run_peer(tvm016_python(), CLIENT, str(tracker_port), key, str(folder), str(sessions))
     assert done.returncode == 0, done.stderr[-3000:]
@@ -112,19 +76,19 @@ def test_tvmrt_tracker_and_server_serve_a_tvm016_client_twice(artifacts: Path) -
     assert summary["queue_info"]["board"]["pending"] == 0
 
 
-def test_tvm016_server_and_client_use_tvmrt_tracker(artifacts: Path) -> None:
+def test_tvm016_server_and_client_use_tvmrt_tracker(artifacts: Path, tmp_path: Path) -> None:
     folder = artifacts / "relay016" / "linkparams-so"
     with (
         tvmrt_rpc("tracker") as (_, tport),
-        _tvm016("rpc_server", "--tracker", f"127.0.0.1:{tport}", "--key", "tvm016"),
+        tvm016_rpc_server(tmp_path, tracker=tport, key="tvm016"),
     ):
         _client(tport, "tvm016", folder)
 
 
-def test_tvmrt_server_registers_with_tvm016_tracker(artifacts: Path) -> None:
+def test_tvmrt_server_registers_with_tvm016_tracker(artifacts: Path, tmp_path: Path) -> None:
     folder = artifacts / "relay016" / "linkparams-so"
     with (
-        _tvm016("rpc_tracker") as tport,
-        tvmrt_rpc("server", "--tracker", f"127.0.0.1:{tport}", "--key", "board"),
+        tvm016_rpc_tracker(tmp_path) as tracker,
+        tvmrt_rpc("server", "--tracker", f"127.0.0.1:{tracker.port}", "--key", "board"),
     ):
-        _client(tport, "board", folder)
+        _client(tracker.port, "board", folder)

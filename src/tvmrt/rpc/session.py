@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from tvmrt.error import RPCProtocolError
-from tvmrt.rpc import codec, wire
+from tvmrt.rpc import codec, replies, wire
 from tvmrt.rpc.codec import Dialect, Handle, Kind, Reader, Value, WireDevice, WireDType, WireTensor
 from tvmrt.rpc.memory import RemoteMemory
 from tvmrt.rpc.server_env import ServerEnv
@@ -100,11 +100,15 @@ class ServerSession:
             arr.copyfrom(flat.reshape(numpy_shape(arr.shape, arr.dtype)))
             return self._void()
         if code == C.kCallFunc:
-            r = Reader(payload, "kCallFunc")
-            handle = r.u64()
-            args = self._args(r.data[r.pos :])
-            func = self._object(Handle(Kind.FUNC, handle))
+            if payload[8:] == _NO_ARGS:  # the common call with no arguments: nothing to decode
+                func = self._object(Handle(Kind.FUNC, _U64.unpack_from(payload)[0]))
+                args: list[Value] = []
+            else:
+                r = Reader(payload, "kCallFunc")
+                func = self._object(Handle(Kind.FUNC, r.u64()))
+                args = self._args(r.data[r.pos :])
             if not callable(func):
+                handle = _U64.unpack_from(payload)[0]
                 raise RPCProtocolError(f"handle {handle:#x} is not a function")
             return self._return(func(*[self._local(a) for a in args]))
         handler = _SYSCALLS.get(code)
@@ -173,7 +177,8 @@ class ServerSession:
         return wire.packet_bytes(code, codec.encode_args(values, self.dialect))
 
     def _void(self) -> bytes:
-        return self._seq([None])
+        assert self.dialect is not None
+        return replies.VOID[self.dialect]
 
     def _exception(self, message: str) -> bytes:
         dialect = self.dialect or Dialect.LEGACY
@@ -188,7 +193,9 @@ class ServerSession:
             return codec.type_code(d, kind)
 
         if rv is None:
-            return self._seq([code(Kind.NULL), None])
+            return replies.NONE_RETURN[d]
+        if type(rv) is int and replies.I64_MIN <= rv <= replies.I64_MAX:
+            return replies.int_return(d, rv)
         if isinstance(rv, bool):
             if d is Dialect.LEGACY:  # TVM 0.16 has no bool type code
                 return self._seq([code(Kind.INT), int(rv)])
@@ -326,6 +333,10 @@ class ServerSession:
         return self._seq([Handle(Kind.OPAQUE, 0)])
 
 
+_U64 = struct.Struct("<Q")
+_NO_ARGS = struct.pack("<i", 0)
+
+
 def _expect(args: list[Value], what: str, *types: type) -> list[Any]:
     """``args`` if they are exactly of ``types`` (an int may stand for a handle)."""
     if len(args) != len(types):
@@ -374,10 +385,13 @@ def serve_connection(
         closes the connection; the server goes on).
     """
     session = ServerSession(workdir, limits)
+    with contextlib.suppress(OSError):  # not a TCP socket (a test's socketpair)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    packets = wire.PacketReader(sock, limits)
     reported = False
     while True:
         try:
-            packet = wire.recv_packet(sock, limits)
+            packet = packets.next()
         except RPCProtocolError as exc:  # the framing is lost: say why, then close
             with contextlib.suppress(OSError):
                 sock.sendall(session._exception(f"RPCError: {exc}"))

@@ -32,6 +32,7 @@ __all__ = [
     "recv_handshake",
     "handshake_bytes",
     "recv_packet",
+    "PacketReader",
     "packet_bytes",
 ]
 
@@ -42,6 +43,9 @@ TRACKER_MAGIC = 0x2F271
 PROTOCOL_VERSION = "0.8.0"
 
 _CHUNK = 1 << 20
+_HEAD = struct.Struct("<Qi")
+_U64 = struct.Struct("<Q")
+_I32 = struct.Struct("<i")
 
 
 class RPCCode(enum.IntEnum):
@@ -145,7 +149,7 @@ def recv_handshake(sock: socket.socket, limits: Limits = DEFAULT_LIMITS) -> tupl
 
 def packet_bytes(code: int, payload: bytes = b"") -> bytes:
     """One framed packet: ``u64 nbytes, i32 code, payload``."""
-    return struct.pack("<Qi", 4 + len(payload), code) + payload
+    return _HEAD.pack(4 + len(payload), code) + payload
 
 
 def recv_packet(sock: socket.socket, limits: Limits = DEFAULT_LIMITS) -> tuple[int, bytes] | None:
@@ -170,3 +174,67 @@ def recv_packet(sock: socket.socket, limits: Limits = DEFAULT_LIMITS) -> tuple[i
     body = recv_exact(sock, nbytes, "a packet")
     (code,) = struct.unpack_from("<i", body)
     return code, body[4:]
+
+
+class PacketReader:
+    """The packets of one connection, read through a buffer.
+
+    A small packet (a call, a reply) usually arrives whole in one ``recv``, where
+    :func:`recv_packet` needs one for the header and one for the body; a server reads
+    every packet of a session this way. A body over 1 MiB is read in chunks as
+    :func:`recv_exact` does, so a lying length still costs only what the peer sends.
+    """
+
+    def __init__(
+        self, sock: socket.socket, limits: Limits = DEFAULT_LIMITS, bufsize: int = 1 << 16
+    ) -> None:
+        self.sock = sock
+        self.limits = limits
+        self.bufsize = bufsize
+        self._buf = bytearray()
+
+    def next(self) -> tuple[int, bytes] | None:
+        """The next packet as ``(code, payload)``; ``None`` if the peer closed at a boundary.
+
+        Raises
+        ------
+        RPCProtocolError
+            If the announced size is below 4 or above ``limits.max_packet``.
+        RPCError
+            If the peer closes the connection inside a packet.
+        """
+        buf = self._buf
+        recv = self.sock.recv
+        while len(buf) < 8:
+            part = recv(self.bufsize)
+            if not part:
+                if buf:
+                    raise RPCError("peer closed the connection in the middle of a packet header")
+                return None
+            buf += part
+        (nbytes,) = _U64.unpack_from(buf)
+        if nbytes < 4 or nbytes > self.limits.max_packet:
+            raise RPCProtocolError(
+                f"packet of {nbytes} bytes: expected 4 to {self.limits.max_packet} "
+                "(the packet limit)"
+            )
+        end = 8 + nbytes
+        if end - len(buf) > _CHUNK:  # a large body: grown chunk by chunk as it arrives
+            body = buf[8:]
+            buf.clear()
+            while len(body) < nbytes:
+                part = recv(min(_CHUNK, nbytes - len(body)))
+                if not part:
+                    raise RPCError("peer closed the connection in the middle of a packet")
+                body += part
+            with memoryview(body) as view:
+                return _I32.unpack_from(body)[0], bytes(view[4:])
+        while len(buf) < end:
+            part = recv(max(self.bufsize, end - len(buf)))
+            if not part:
+                raise RPCError("peer closed the connection in the middle of a packet")
+            buf += part
+        code = _I32.unpack_from(buf, 8)[0]
+        payload = bytes(buf[12:end])
+        del buf[:end]
+        return code, payload
