@@ -12,13 +12,13 @@ import contextlib
 import io
 from collections.abc import Collection, Sequence
 
+from tvmrt.artifact.forwarding import ModuleForwarding
 from tvmrt.artifact.model import Executor, GraphTiming, TensorInfo
 from tvmrt.error import ModuleLoadError, UnsupportedError
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.executor import AotExecutor, AotExecutorFactory, AotModule
 from tvmrt.runtime.executor.profile import AotProfiler
 from tvmrt.runtime.module import Module
-from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.profiling import Report
 
 __all__ = ["AotExecutorAdapter", "AotProfilingAdapter", "create_aot_executor"]
@@ -40,7 +40,7 @@ def create_aot_executor(factory: Module, device: Device) -> AotExecutor:
     return executor
 
 
-class AotExecutorAdapter:
+class AotExecutorAdapter(ModuleForwarding):
     """An AOT build behind the :class:`~tvmrt.artifact.model.Executor` interface.
 
     Parameters
@@ -80,30 +80,6 @@ class AotExecutorAdapter:
     def output_labels(self) -> list[str]:
         """The metadata's output names, ``output_i`` where one is empty."""
         return [t.name or f"output_{i}" for i, t in enumerate(self._outputs)]
-
-    def set_input(self, key: int | str, value: object) -> None:
-        """As :meth:`AotModule.set_input`."""
-        self.module.set_input(key, value)
-
-    def get_input(self, key: int | str) -> NDArray:
-        """As :meth:`AotModule.get_input`."""
-        return self.module.get_input(key)
-
-    def get_input_index(self, name: str) -> int:
-        """As :meth:`AotModule.get_input_index` (an unknown name raises, as in TVM)."""
-        return self.module.get_input_index(name)
-
-    def get_num_inputs(self) -> int:
-        """As :meth:`AotModule.get_num_inputs`."""
-        return self.module.get_num_inputs()
-
-    def run(self) -> None:
-        """Call the model's entry function once."""
-        self.module.run()
-
-    def get_output(self, index: int) -> NDArray:
-        """As :meth:`AotModule.get_output`."""
-        return self.module.get_output(index)
 
     def weight_problems(self, given: Collection[str]) -> list[str]:
         """None: the weights are linked into the library or bound by its factory."""

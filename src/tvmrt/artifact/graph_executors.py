@@ -15,13 +15,13 @@ import contextlib
 import io
 from collections.abc import Callable, Collection, Sequence
 
+from tvmrt.artifact.forwarding import ModuleForwarding
 from tvmrt.artifact.model import Executor, GraphTiming, TensorInfo
 from tvmrt.contrib.debugger.debug_executor import GraphModuleDebug
 from tvmrt.contrib.graph_executor import GraphModule
 from tvmrt.error import UnsupportedError
 from tvmrt.runtime.graph_executor.executor import GraphExecutor
 from tvmrt.runtime.graph_executor.roles import classify_inputs, output_labels
-from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.profiling import Report
 
 __all__ = ["GraphExecutorAdapter", "GraphProfilingAdapter", "MakeReplica"]
@@ -30,7 +30,7 @@ __all__ = ["GraphExecutorAdapter", "GraphProfilingAdapter", "MakeReplica"]
 MakeReplica = Callable[[GraphModule], GraphModule]
 
 
-class GraphExecutorAdapter:
+class GraphExecutorAdapter(ModuleForwarding):
     """A tvmrt graph executor behind the :class:`~tvmrt.artifact.model.Executor` interface.
 
     Parameters
@@ -43,6 +43,8 @@ class GraphExecutorAdapter:
         Makes a new executor sharing the weights of the one given; None if it cannot be
         replicated.
     """
+
+    module: GraphModule
 
     def __init__(
         self,
@@ -82,30 +84,6 @@ class GraphExecutorAdapter:
     def output_labels(self) -> list[str]:
         """``node_i`` per output: TVM's key ``node:i`` with ``_`` (:mod:`..output_names`)."""
         return output_labels(self.graph_executor.graph)
-
-    def set_input(self, key: int | str, value: object) -> None:
-        """As :meth:`GraphModule.set_input` (a name the graph lacks is an error)."""
-        self.module.set_input(key, value)
-
-    def get_input(self, key: int | str) -> NDArray:
-        """As :meth:`GraphModule.get_input`."""
-        return self.module.get_input(key)
-
-    def get_input_index(self, name: str) -> int:
-        """As :meth:`GraphModule.get_input_index` (-1 if there is no such input)."""
-        return self.module.get_input_index(name)
-
-    def get_num_inputs(self) -> int:
-        """As :meth:`GraphModule.get_num_inputs` (params included)."""
-        return self.module.get_num_inputs()
-
-    def run(self) -> None:
-        """Run the graph once."""
-        self.module.run()
-
-    def get_output(self, index: int) -> NDArray:
-        """As :meth:`GraphModule.get_output`."""
-        return self.module.get_output(index)
 
     def weight_problems(self, given: Collection[str]) -> list[str]:
         """Weight inputs without a value, or params of another model (see ``classify_inputs``)."""

@@ -15,6 +15,7 @@ import io
 from collections.abc import Collection, Sequence
 
 from tvmrt.artifact.files import ArtifactFiles
+from tvmrt.artifact.forwarding import ModuleForwarding
 from tvmrt.artifact.inspection import inspect_artifact
 from tvmrt.artifact.model import Executor, GraphTiming, LoadedModel, TensorInfo
 from tvmrt.contrib.debugger.debug_executor import GraphModuleDebug
@@ -26,7 +27,6 @@ from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
 from tvmrt.runtime.graph_executor.roles import output_labels
 from tvmrt.runtime.graph_executor.storage import plan_storage
 from tvmrt.runtime.module import Module
-from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.profiling import Report
 
 __all__ = ["RemoteGraphExecutor", "RemoteGraphProfiler", "load_remote_artifact"]
@@ -35,7 +35,7 @@ __all__ = ["RemoteGraphExecutor", "RemoteGraphProfiler", "load_remote_artifact"]
 _FORMS = ("factory", "folder")
 
 
-class RemoteGraphExecutor:
+class RemoteGraphExecutor(ModuleForwarding):
     """A graph executor living on an RPC server, behind the ``Executor`` interface."""
 
     def __init__(
@@ -63,30 +63,6 @@ class RemoteGraphExecutor:
     def output_labels(self) -> list[str]:
         """``node_i`` per output, as for a local graph."""
         return list(self._labels)
-
-    def set_input(self, key: int | str, value: object) -> None:
-        """Copy ``value`` (host data or a remote array) into the remote input."""
-        self.module.set_input(key, value)
-
-    def get_input(self, key: int | str) -> NDArray:
-        """The remote input array."""
-        return self.module.get_input(key)
-
-    def get_input_index(self, name: str) -> int:
-        """Index of input ``name``, or -1."""
-        return self.module.get_input_index(name)
-
-    def get_num_inputs(self) -> int:
-        """Number of inputs, params included."""
-        return self.module.get_num_inputs()
-
-    def run(self) -> None:
-        """Run the graph once on the server."""
-        self.module.run()
-
-    def get_output(self, index: int) -> NDArray:
-        """Output ``index`` as a remote array (``.numpy()`` copies it here)."""
-        return self.module.get_output(index)
 
     def weight_problems(self, given: Collection[str]) -> list[str]:
         """Nothing to report: the static inspection already split weights from inputs."""
