@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from tvmrt.error import FunctionNotFoundError, InvalidArgumentError, ModuleLoadError
-from tvmrt.runtime.benchmark import TimingConfig, time_evaluate_config
+from tvmrt.runtime.benchmark import time_evaluate
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.module import Module, load_module
 from tvmrt.runtime.packed_func import PackedFunc
@@ -161,21 +161,22 @@ class ServerEnv:
             if found is None:
                 raise FunctionNotFoundError(f"Cannot find {name} in the module or its imports")
             func = found
-        timing = TimingConfig(
+        preproc: Callable[..., Any] | None = None
+        if f_preproc_name == "cache_flush_cpu_non_first_arg":
+            preproc = cache_flush_cpu_non_first_arg
+        elif f_preproc_name:
+            preproc = get_global_func(f_preproc_name)
+        evaluate = time_evaluate(
+            func,
+            Device(dev_type, dev_id),
             number,
             repeat,
             min_repeat_ms,
             limit_zero_time_iterations,
             cooldown_interval_ms,
             repeats_to_cooldown,
-        )
-        preproc: Callable[..., Any] | None = None
-        if f_preproc_name == "cache_flush_cpu_non_first_arg":
-            preproc = cache_flush_cpu_non_first_arg
-        elif f_preproc_name:
-            preproc = get_global_func(f_preproc_name)
-        evaluate = time_evaluate_config(
-            func, Device(dev_type, dev_id), timing, cache_flush_bytes, preproc
+            cache_flush_bytes,
+            preproc,
         )
 
         def timed(*args: Any) -> bytes:

@@ -23,7 +23,7 @@ from tvmrt.error import (
     ModuleLoadError,
     UnsupportedError,
 )
-from tvmrt.runtime.benchmark import BenchmarkResult, TimingConfig, time_evaluate_config
+from tvmrt.runtime.benchmark import BenchmarkResult, time_evaluate
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.registry import get_global_func
@@ -202,16 +202,19 @@ class Module:
         func = self.find_function(func_name, True)
         if func is None:
             raise FunctionNotFoundError(f"Cannot find {func_name} in the module or its imports")
-        timing = TimingConfig(
+        preproc = get_global_func(f_preproc) if f_preproc else None
+        return time_evaluate(
+            func,
+            dev,
             number,
             repeat,
             min_repeat_ms,
             limit_zero_time_iterations,
             cooldown_interval_ms,
             repeats_to_cooldown,
+            cache_flush_bytes,
+            preproc,
         )
-        preproc = get_global_func(f_preproc) if f_preproc else None
-        return time_evaluate_config(func, dev, timing, cache_flush_bytes, preproc)
 
     # -- saving and exporting (TVM's Module.save / export_library) ------------------------
     def save(self, file_name: str | os.PathLike[str], fmt: str = "") -> None:
