@@ -62,7 +62,7 @@ wheel-check: $(WHEEL_STAMP)
 
 # the tests marked `arm` on emulated aarch64 and armv7hf (needs root and ../shared; skips without it)
 test-arm: $(STAMP) $(WHEEL_STAMP)
-	PATH=$(abspath $(BIN)):$$PATH BUILD_PYTHON=$(BIN)/python scripts/test_arm.sh
+	PATH=$(abspath $(BIN)):$$PATH BUILD_PYTHON=$(abspath $(BIN))/python scripts/test_arm.sh
 
 # libtvmrt_runtime.{so,a}: the C runtime for C/C++ applications (C11; libc, libdl, libpthread,
 # libm only). NATIVE_DIR and NATIVE_FLAGS let the tests build sanitizer variants elsewhere.

@@ -13,6 +13,11 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
+# the host Python that builds fixtures; a relative path (make passes .venv/bin/python) is
+# made absolute here, before anything below changes folder
+build_python=${BUILD_PYTHON:-python3}
+case $build_python in /*) ;; */*) build_python=$PWD/$build_python ;; esac
+export BUILD_PYTHON=$build_python
 shared=${TVMRT_SHARED:-$repo/../shared}
 setup=$shared/tools/qemu_setup.sh
 if [ ! -f "$setup" ]; then
@@ -36,7 +41,7 @@ if [ ! -f "$stamp" ]; then
   done
   t "building fixtures with the TVM 0.16 peer"
   # tests/support/peers.py makes (or reuses, $TVMRT_PEERS_DIR) the hhb-tvm venv; it needs pytest
-  peer=$(cd "$repo/tests" && "${BUILD_PYTHON:-python3}" -c '
+  peer=$(cd "$repo/tests" && "$BUILD_PYTHON" -c '
 import sys
 from support.peers import tvm016_python
 try:
