@@ -11,18 +11,15 @@ blob), so the artifact form that created the executor passes that in.
 
 from __future__ import annotations
 
-import contextlib
-import io
 from collections.abc import Callable, Collection, Sequence
 
-from tvmrt.artifact.forwarding import ModuleForwarding
+from tvmrt.artifact.forwarding import DebugForwarding, ModuleForwarding
 from tvmrt.artifact.model import Executor, GraphTiming, TensorInfo
 from tvmrt.contrib.debugger.debug_executor import GraphModuleDebug
 from tvmrt.contrib.graph_executor import GraphModule
 from tvmrt.error import UnsupportedError
 from tvmrt.runtime.graph_executor.executor import GraphExecutor
 from tvmrt.runtime.graph_executor.roles import classify_inputs, output_labels
-from tvmrt.runtime.profiling import Report
 
 __all__ = ["GraphExecutorAdapter", "GraphProfilingAdapter", "MakeReplica"]
 
@@ -109,32 +106,12 @@ class GraphExecutorAdapter(ModuleForwarding):
         ]
 
 
-class GraphProfilingAdapter(GraphExecutorAdapter):
+class GraphProfilingAdapter(DebugForwarding, GraphExecutorAdapter):
     """The debug executor behind :class:`~tvmrt.artifact.model.ProfilingExecutor`."""
 
     def __init__(self, module: GraphModuleDebug, param_names: Collection[str]) -> None:
         super().__init__(module, param_names, None)
         self.debug_module = module
-
-    @property
-    def dump_path(self) -> str:
-        """The debug dump folder (``<dump_root>/_tvmdbg_device_CPU_0``)."""
-        return self.debug_module.dump_path
-
-    def run(self) -> None:
-        """Run the graph once, untimed (the debug executor's ``run`` times every node)."""
-        self.debug_module["run"]()
-
-    def run_timed(self, number: int, repeat: int) -> str:
-        """Time every node (``GraphModuleDebug.run``); returns the table it prints."""
-        table = io.StringIO()
-        with contextlib.redirect_stdout(table):
-            self.debug_module.run(number=number, repeat=repeat)
-        return table.getvalue().rstrip("\n")
-
-    def profile(self) -> Report:
-        """TVM's per-kernel ``Report`` (``GraphModuleDebug.profile``)."""
-        return self.debug_module.profile()
 
     def node_timing(self) -> GraphTiming:
         """The graph, its storage plan and the node times of the last :meth:`run_timed`."""

@@ -10,12 +10,10 @@ board's architecture works from any host.
 
 from __future__ import annotations
 
-import contextlib
-import io
 from collections.abc import Collection, Sequence
 
 from tvmrt.artifact.files import ArtifactFiles
-from tvmrt.artifact.forwarding import ModuleForwarding
+from tvmrt.artifact.forwarding import DebugForwarding, ModuleForwarding
 from tvmrt.artifact.inspection import inspect_artifact
 from tvmrt.artifact.model import Executor, GraphTiming, LoadedModel, TensorInfo
 from tvmrt.contrib.debugger.debug_executor import GraphModuleDebug
@@ -27,7 +25,6 @@ from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
 from tvmrt.runtime.graph_executor.roles import output_labels
 from tvmrt.runtime.graph_executor.storage import plan_storage
 from tvmrt.runtime.module import Module
-from tvmrt.runtime.profiling import Report
 
 __all__ = ["RemoteGraphExecutor", "RemoteGraphProfiler", "load_remote_artifact"]
 
@@ -73,7 +70,7 @@ class RemoteGraphExecutor(ModuleForwarding):
         raise UnsupportedError("a model on an RPC server cannot be replicated; open more sessions")
 
 
-class RemoteGraphProfiler(RemoteGraphExecutor):
+class RemoteGraphProfiler(DebugForwarding, RemoteGraphExecutor):
     """The server's debug executor behind ``ProfilingExecutor`` (``tvmrt profile --rpc``).
 
     Nodes are timed on the server (``run_individual``); the graph, its storage plan and
@@ -92,26 +89,6 @@ class RemoteGraphProfiler(RemoteGraphExecutor):
         self.debug_module = module
         self.graph = graph
         self.device_type = device_type  # on the server: the storage plan's fallback device
-
-    @property
-    def dump_path(self) -> str:
-        """The local debug dump folder (graph, trace, every node's output)."""
-        return self.debug_module.dump_path
-
-    def run(self) -> None:
-        """Run the graph once, untimed."""
-        self.debug_module["run"]()
-
-    def run_timed(self, number: int, repeat: int) -> str:
-        """Time every node on the server; returns the table TVM's debug executor prints."""
-        table = io.StringIO()
-        with contextlib.redirect_stdout(table):
-            self.debug_module.run(number=number, repeat=repeat)
-        return table.getvalue().rstrip("\n")
-
-    def profile(self) -> Report:
-        """TVM's per-kernel ``Report``, made on the server (``profile_rpc``)."""
-        return self.debug_module.profile()
 
     def node_timing(self) -> GraphTiming:
         """The graph, its storage plan and the node times of the last :meth:`run_timed`."""
