@@ -260,28 +260,23 @@ class VirtualMachine:
         **kwargs: object,
     ) -> BenchmarkResult:
         """Time ``func_name``: ``repeat`` measurements of ``number`` runs each."""
+        call_args: tuple[object, ...]
         if end_to_end:  # inputs copied in and outputs copied back to the CPU in every run
             if not args or kwargs:
                 raise ArgumentTypeError(
                     "benchmark(end_to_end=True) takes the inputs as positional arguments"
                 )
             inputs = [convert_input(a) for a in args]
-            evaluator = self.module.time_evaluator(
+            timed_name, call_args = (
                 "invoke_return_to_device",
-                device,
-                repeat=repeat,
-                number=number,
-                min_repeat_ms=0 if min_repeat_ms is None else min_repeat_ms,
-                limit_zero_time_iterations=limit_zero_time_iterations,
-                cooldown_interval_ms=cooldown_interval_ms,
-                repeats_to_cooldown=repeats_to_cooldown,
+                (func_name, cpu().device_type, 0, *inputs),
             )
-            timed: BenchmarkResult = evaluator(func_name, cpu().device_type, 0, *inputs)
-            return timed
-        if args or kwargs:
-            self.set_input(func_name, *args, **kwargs)
+        else:
+            if args or kwargs:
+                self.set_input(func_name, *args, **kwargs)
+            timed_name, call_args = "invoke", (func_name,)
         evaluator = self.module.time_evaluator(
-            "invoke",
+            timed_name,
             device,
             repeat=repeat,
             number=number,
@@ -290,5 +285,5 @@ class VirtualMachine:
             cooldown_interval_ms=cooldown_interval_ms,
             repeats_to_cooldown=repeats_to_cooldown,
         )
-        result: BenchmarkResult = evaluator(func_name)
+        result: BenchmarkResult = evaluator(*call_args)
         return result
