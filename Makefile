@@ -65,15 +65,15 @@ test-arm: $(STAMP) $(WHEEL_STAMP)
 	PATH=$(abspath $(BIN)):$$PATH BUILD_PYTHON=$(abspath $(BIN))/python scripts/test_arm.sh
 
 # libtvmrt_runtime.{so,a}: the C runtime for C/C++ applications (C11; libc, libdl, libpthread,
-# libm only). NATIVE_DIR and NATIVE_FLAGS let the tests build sanitizer variants elsewhere.
+# libm only). Its sources are the `runtime` lines of src/tvmrt/_native/sources.txt, the list
+# setup.py reads too. NATIVE_DIR and NATIVE_FLAGS let the tests build sanitizer variants elsewhere.
 CC ?= cc
 NATIVE_DIR   ?= build/native
 NATIVE_FLAGS ?= -O2
-NATIVE_SRC   := $(addprefix src/tvmrt/_native/,services.c workspace.c thread_pool.c \
-                func_env.c system_lib.c measure.c sort.c sort_args.c) \
-                $(wildcard src/tvmrt/_native/runtime/*.c)
+NATIVE_LIST  := src/tvmrt/_native/sources.txt
+NATIVE_SRC   := $(addprefix src/tvmrt/_native/,$(shell awk '$$1 ~ /[.]c$$/ { for (i = 2; i <= NF; i++) if ($$i == "runtime") print $$1 }' $(NATIVE_LIST)))
 NATIVE_HDR   := $(wildcard src/tvmrt/_native/*.h src/tvmrt/_native/runtime/*.h \
-                src/tvmrt/include/tvm/runtime/*.h)
+                src/tvmrt/include/*/*.h src/tvmrt/include/tvm/runtime/*.h) $(NATIVE_LIST)
 NATIVE_OBJ   := $(patsubst src/tvmrt/_native/%.c,$(NATIVE_DIR)/obj/%.o,$(NATIVE_SRC))
 NATIVE_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -Wall -Wextra \
                 -Wno-unused-parameter -Isrc/tvmrt/_native -Isrc/tvmrt/include $(NATIVE_FLAGS)

@@ -9,20 +9,7 @@
 
 #include <stdint.h>
 
-#include "glibc_floor.h"
 #include "native.h"
-
-typedef struct {
-  int32_t type_index;
-  uint32_t zero_padding;
-  int64_t v_int64;
-} TVMFFIAny;
-
-typedef int (*TVMFFISafeCallType)(void* self, const TVMFFIAny* args, int32_t num_args,
-                                  TVMFFIAny* result);
-
-/* services.c: forget this thread's error before a kernel call */
-void tvmrt_clear_last_error(void);
 
 /* ------------------------------------------------------------------------------------ */
 /* Python side: KernelCall, one prepared tvm-ffi kernel call                             */

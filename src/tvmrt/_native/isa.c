@@ -182,7 +182,7 @@ static size_t step(const uint8_t* p, size_t left, int64_t* counts, size_t at) {
  * EVEX-encoded (AVX-512), undecodable bytes, offset of the first EVEX instruction (-1: none).
  * Returns 0, or -1 if `counts` holds fewer than 5 entries.
  */
-EXPORT int tvmrt_x86_64_scan(const uint8_t* code, size_t size, int64_t* counts, int ncounts) {
+TVM_DLL int tvmrt_x86_64_scan(const uint8_t* code, size_t size, int64_t* counts, int ncounts) {
   size_t at = 0;
   int i;
   if (ncounts < C_COUNT) return -1;

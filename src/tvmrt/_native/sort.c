@@ -392,7 +392,7 @@ static const tvmrt_native_entry g_native[] = {
 
 /* The function handle of native function `name` (an entry's address), or NULL. The table
    is registered with backend.c first, so TVMFuncCall knows the handle. */
-EXPORT const void* tvmrt_native_function(const char* name) {
+TVM_DLL const void* tvmrt_native_function(const char* name) {
   int i;
   if (name == NULL || tvmrt_register_native_table(g_native, NATIVE_COUNT) != 0) return NULL;
   for (i = 0; i < NATIVE_COUNT; ++i)

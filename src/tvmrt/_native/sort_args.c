@@ -20,8 +20,7 @@ int tvmrt_sort_fail(const char* func, const char* fmt, ...) {
   va_start(ap, fmt);
   if (n > 0 && (size_t)n < sizeof(msg)) vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
   va_end(ap);
-  TVMAPISetLastError(msg);
-  return -1;
+  return tvmrt_fail("", "%s", msg);
 }
 
 const char* tvmrt_sort_dtype_name(DLDataType t, char* buf, size_t cap) {

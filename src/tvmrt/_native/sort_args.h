@@ -24,7 +24,7 @@
 
 enum { D_F16, D_F32, D_F64, D_I8, D_U8, D_I32, D_I64, D_BAD };
 
-/* report `func: message` in the caller's error slot; returns -1 */
+/* tvmrt_fail with the message `func: message`; returns -1 */
 int tvmrt_sort_fail(const char* func, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 const char* tvmrt_sort_dtype_name(DLDataType t, char* buf, size_t cap);
 int tvmrt_sort_dkind(DLDataType t);   /* D_* or D_BAD */

@@ -235,7 +235,6 @@ static tvmrt_module* build_system_lib(const char* prefix) {
 tvmrt_module* tvmrt_system_lib(const char* prefix) {
   tvmrt_module* m;
   int64_t gen;
-  tvmrt_init();
   if (prefix != NULL && *prefix != '\0') return build_system_lib(prefix);
   pthread_mutex_lock(&g_syslib_mu);
   gen = tvmrt_system_lib_generation();

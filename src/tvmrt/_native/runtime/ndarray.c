@@ -116,11 +116,10 @@ tvmrt_ndarray* tvmrt_ndarray_from_handle(void* handle) {
   return a;
 }
 
-RT_API int TVMArrayAlloc(const tvm_index_t* shape, int ndim, int dtype_code, int dtype_bits,
+TVM_DLL int TVMArrayAlloc(const tvm_index_t* shape, int ndim, int dtype_code, int dtype_bits,
                          int dtype_lanes, int device_type, int device_id, TVMArrayHandle* out) {
   DLDataType t;
   tvmrt_ndarray* a;
-  tvmrt_init();
   if (out == NULL || (ndim > 0 && shape == NULL)) {
     return tvmrt_fail("InvalidArgumentError", "TVMArrayAlloc: shape and out are required");
   }
@@ -140,7 +139,7 @@ RT_API int TVMArrayAlloc(const tvm_index_t* shape, int ndim, int dtype_code, int
   return 0;
 }
 
-RT_API int TVMArrayFree(TVMArrayHandle handle) {
+TVM_DLL int TVMArrayFree(TVMArrayHandle handle) {
   tvmrt_ndarray* a;
   if (handle == NULL) return 0;
   a = tvmrt_ndarray_from_handle(handle);
@@ -170,11 +169,11 @@ static int bytes_copy(TVMArrayHandle handle, void* data, size_t nbytes, int to_a
   return 0;
 }
 
-RT_API int TVMArrayCopyFromBytes(TVMArrayHandle handle, void* data, size_t nbytes) {
+TVM_DLL int TVMArrayCopyFromBytes(TVMArrayHandle handle, void* data, size_t nbytes) {
   return bytes_copy(handle, data, nbytes, 1);
 }
 
-RT_API int TVMArrayCopyToBytes(TVMArrayHandle handle, void* data, size_t nbytes) {
+TVM_DLL int TVMArrayCopyToBytes(TVMArrayHandle handle, void* data, size_t nbytes) {
   return bytes_copy(handle, data, nbytes, 0);
 }
 
@@ -200,12 +199,12 @@ int tvmrt_copy_tensor(const DLTensor* from, DLTensor* to) {
   return 0;
 }
 
-RT_API int TVMArrayCopyFromTo(TVMArrayHandle from, TVMArrayHandle to, TVMStreamHandle stream) {
+TVM_DLL int TVMArrayCopyFromTo(TVMArrayHandle from, TVMArrayHandle to, TVMStreamHandle stream) {
   (void)stream;
   return tvmrt_copy_tensor(from, to);
 }
 
-RT_API int TVMDeviceAllocDataSpace(DLDevice dev, size_t nbytes, size_t alignment,
+TVM_DLL int TVMDeviceAllocDataSpace(DLDevice dev, size_t nbytes, size_t alignment,
                                    DLDataType type_hint, void** out_data) {
   (void)type_hint;
   if (check_cpu(dev.device_type, dev.device_id, "TVMDeviceAllocDataSpace") != 0) return -1;
@@ -221,43 +220,43 @@ RT_API int TVMDeviceAllocDataSpace(DLDevice dev, size_t nbytes, size_t alignment
   return 0;
 }
 
-RT_API int TVMDeviceFreeDataSpace(DLDevice dev, void* ptr) {
+TVM_DLL int TVMDeviceFreeDataSpace(DLDevice dev, void* ptr) {
   if (check_cpu(dev.device_type, dev.device_id, "TVMDeviceFreeDataSpace") != 0) return -1;
   free(ptr);
   return 0;
 }
 
-RT_API int TVMDeviceCopyDataFromTo(DLTensor* from, DLTensor* to, TVMStreamHandle stream) {
+TVM_DLL int TVMDeviceCopyDataFromTo(DLTensor* from, DLTensor* to, TVMStreamHandle stream) {
   (void)stream;
   return tvmrt_copy_tensor(from, to);
 }
 
-RT_API int TVMStreamCreate(int device_type, int device_id, TVMStreamHandle* out) {
+TVM_DLL int TVMStreamCreate(int device_type, int device_id, TVMStreamHandle* out) {
   (void)device_id;
   if (check_cpu(device_type, device_id, "TVMStreamCreate") != 0) return -1;
   if (out != NULL) *out = NULL;
   return 0;
 }
 
-RT_API int TVMStreamFree(int device_type, int device_id, TVMStreamHandle stream) {
+TVM_DLL int TVMStreamFree(int device_type, int device_id, TVMStreamHandle stream) {
   (void)device_id;
   (void)stream;
   return check_cpu(device_type, device_id, "TVMStreamFree");
 }
 
-RT_API int TVMSetStream(int device_type, int device_id, TVMStreamHandle handle) {
+TVM_DLL int TVMSetStream(int device_type, int device_id, TVMStreamHandle handle) {
   (void)device_id;
   (void)handle;
   return check_cpu(device_type, device_id, "TVMSetStream");
 }
 
-RT_API int TVMSynchronize(int device_type, int device_id, TVMStreamHandle stream) {
+TVM_DLL int TVMSynchronize(int device_type, int device_id, TVMStreamHandle stream) {
   (void)device_id;
   (void)stream;
   return check_cpu(device_type, device_id, "TVMSynchronize");
 }
 
-RT_API int TVMStreamStreamSynchronize(int device_type, int device_id, TVMStreamHandle src,
+TVM_DLL int TVMStreamStreamSynchronize(int device_type, int device_id, TVMStreamHandle src,
                                       TVMStreamHandle dst) {
   (void)device_id;
   (void)src;

@@ -3,8 +3,8 @@
  * call (workspace, thread pool, function lookup, system-library registration), declared
  * as tvmrt's native backend implements them. Written for tvmrt from its ABI notes.
  */
-#ifndef TVMRT_TVM_RUNTIME_C_BACKEND_API_H_
-#define TVMRT_TVM_RUNTIME_C_BACKEND_API_H_
+#ifndef TVM_RUNTIME_C_BACKEND_API_H_
+#define TVM_RUNTIME_C_BACKEND_API_H_
 
 #include "tvm/runtime/c_runtime_api.h"
 
@@ -31,4 +31,4 @@ TVM_DLL int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv);
 #ifdef __cplusplus
 }  /* extern "C" */
 #endif
-#endif /* TVMRT_TVM_RUNTIME_C_BACKEND_API_H_ */
+#endif /* TVM_RUNTIME_C_BACKEND_API_H_ */

@@ -12,8 +12,8 @@
  * TVMFuncFree, TVMArrayFree, TVMObjectFree); arguments are borrowed for the call.
  * TVMGetLastError's text stays valid until the next failing call on the same thread.
  */
-#ifndef TVMRT_TVM_RUNTIME_C_RUNTIME_API_H_
-#define TVMRT_TVM_RUNTIME_C_RUNTIME_API_H_
+#ifndef TVM_RUNTIME_C_RUNTIME_API_H_
+#define TVM_RUNTIME_C_RUNTIME_API_H_
 
 #include <stddef.h>
 #include <stdint.h>
@@ -158,4 +158,4 @@ TVM_DLL int TVMDeviceCopyDataFromTo(DLTensor* from, DLTensor* to, TVMStreamHandl
 #ifdef __cplusplus
 }  /* extern "C" */
 #endif
-#endif /* TVMRT_TVM_RUNTIME_C_RUNTIME_API_H_ */
+#endif /* TVM_RUNTIME_C_RUNTIME_API_H_ */
