@@ -15,9 +15,14 @@ $(STAMP): $(BIN)/python pyproject.toml setup.py $(wildcard src/tvmrt/_native/*.c
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
+# every C/C++ file, checked against .clang-format (clang-format comes with the `test` extra)
+C_FILES := $(shell find src tests examples fuzz -type f \( -name '*.c' -o -name '*.h' \
+             -o -name '*.cc' \) | sort)
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench examples fuzz scripts
 	$(BIN)/ruff format --check src tests bench examples fuzz scripts
+	$(BIN)/clang-format --dry-run --Werror $(C_FILES)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

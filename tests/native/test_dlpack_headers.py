@@ -53,9 +53,9 @@ def test_compiles_with_tvm_ffi_dlpack(lang: str, ours_first: bool, tmp_path: Pat
     text = (OURS + theirs if ours_first else theirs + OURS) + BODY
     source = tmp_path / ("unit.c" if lang == "c" else "unit.cc")
     source.write_text(text, encoding="utf-8")
+    flags = [std, "-Wall", "-Wextra", "-Werror", f"-I{INCLUDE}"]
     result = subprocess.run(
-        [compiler, std, "-Wall", "-Wextra", "-Werror", f"-I{INCLUDE}"]
-        + ["-c", str(source), "-o", str(tmp_path / "unit.o")],
+        [compiler, *flags, "-c", str(source), "-o", str(tmp_path / "unit.o")],
         capture_output=True,
         text=True,
         check=False,

@@ -21,8 +21,7 @@
 /* Python `on_error` callable, which raises. The argument memory is owned by `keep`.       */
 
 typedef struct {
-  PyObject_HEAD
-  TVMFFISafeCallType func;
+  PyObject_HEAD TVMFFISafeCallType func;
   const TVMFFIAny* args;
   int32_t num_args;
   TVMFFIAny* result;
@@ -88,7 +87,10 @@ static PyType_Slot kernel_call_slots[] = {
 };
 
 static PyType_Spec kernel_call_spec = {
-    "tvmrt._native_backend.KernelCall", sizeof(KernelCall), 0, Py_TPFLAGS_DEFAULT,
+    "tvmrt._native_backend.KernelCall",
+    sizeof(KernelCall),
+    0,
+    Py_TPFLAGS_DEFAULT,
     kernel_call_slots,
 };
 
@@ -132,9 +134,15 @@ static PyMethodDef native_backend_methods[] = {
 };
 
 static struct PyModuleDef native_backend_module = {
-    PyModuleDef_HEAD_INIT, "_native_backend",
-    "tvmrt's native backend for compiled kernels (mostly used through ctypes).", -1,
-    native_backend_methods, NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "_native_backend",
+    "tvmrt's native backend for compiled kernels (mostly used through ctypes).",
+    -1,
+    native_backend_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__native_backend(void) {

@@ -71,7 +71,7 @@ static const tvmrt_native_entry* native_entry_of(const void* handle) {
 }
 
 TVM_DLL int TVMFuncCall(void* func, TVMValue* args, int* arg_type_codes, int num_args,
-                       TVMValue* ret_val, int* ret_type_code) {
+                        TVMValue* ret_val, int* ret_type_code) {
   const tvmrt_native_entry* native = native_entry_of(func);
   if (native != NULL) { /* a function tvmrt implements in C (sort.c): no Python */
     *ret_type_code = 4; /* kTVMNullptr: these return nothing */
@@ -109,14 +109,15 @@ TVM_DLL int tvmrt_ffi_get_func_from_env(void* mod_ctx, const char* func_name, vo
 }
 
 TVM_DLL int tvmrt_ffi_env_mod_lookup_from_imports(void* library_ctx, const char* func_name,
-                                                 void** out) {
+                                                  void** out) {
   if (out != NULL) *out = NULL;
   return ffi_lookup_unsupported("TVMFFIEnvModLookupFromImports", func_name);
 }
 
 TVM_DLL int tvmrt_ffi_function_call(void* func, void* args, int32_t num_args, void* result) {
-  tvmrt_fail("RuntimeError", "%s", "TVMFFIFunctionCall: tvmrt does not provide tvm-ffi functions to "
-                            "kernels");
+  tvmrt_fail("RuntimeError", "%s",
+             "TVMFFIFunctionCall: tvmrt does not provide tvm-ffi functions to "
+             "kernels");
   return -1;
 }
 

@@ -117,8 +117,8 @@ static size_t step(const uint8_t* p, size_t left, int64_t* counts, size_t at) {
     op = p[i];
     if (op == 0x66) opsize16 = 1;
     else if (op == 0x67) addr32 = 1;
-    else if (!(op == 0xF0 || op == 0xF2 || op == 0xF3 || op == 0x2E || op == 0x36 ||
-               op == 0x3E || op == 0x26 || op == 0x64 || op == 0x65))
+    else if (!(op == 0xF0 || op == 0xF2 || op == 0xF3 || op == 0x2E || op == 0x36 || op == 0x3E ||
+               op == 0x26 || op == 0x64 || op == 0x65))
       break;
     ++i;
   }

@@ -21,7 +21,7 @@ static uint64_t now_ns(void) {
  * times, without the interpreter in between. Returns the elapsed nanoseconds, or -1 if a
  * call failed (its error is set). Used to measure the cost of dispatching from Python. */
 TVM_DLL int64_t tvmrt_time_call_sequence(int count, void** funcs, void** args, void** codes,
-                                        int* num_args, int repeat) {
+                                         int* num_args, int repeat) {
   TVMValue ret;
   int ret_code, r, i;
   uint64_t start = now_ns();
@@ -29,8 +29,7 @@ TVM_DLL int64_t tvmrt_time_call_sequence(int count, void** funcs, void** args, v
     for (i = 0; i < count; ++i) {
       TVMBackendPackedCFunc f = (TVMBackendPackedCFunc)funcs[i];
       ret_code = 4;
-      if (f((TVMValue*)args[i], (int*)codes[i], num_args[i], &ret, &ret_code, NULL) != 0)
-        return -1;
+      if (f((TVMValue*)args[i], (int*)codes[i], num_args[i], &ret, &ret_code, NULL) != 0) return -1;
     }
   }
   return (int64_t)(now_ns() - start);
@@ -38,7 +37,7 @@ TVM_DLL int64_t tvmrt_time_call_sequence(int count, void** funcs, void** args, v
 
 /* Like tvmrt_time_call_sequence, for tvm-ffi kernels: f(NULL, args[i], num_args[i], &ret). */
 TVM_DLL int64_t tvmrt_time_ffi_call_sequence(int count, void** funcs, void** args, int* num_args,
-                                            int repeat) {
+                                             int repeat) {
   TVMFFIAny ret;
   int r, i;
   uint64_t start = now_ns();

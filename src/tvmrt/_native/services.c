@@ -49,9 +49,9 @@
 #include "services.h"
 
 pthread_mutex_t tvmrt_svc_threads_mu = PTHREAD_MUTEX_INITIALIZER;
-thread_state* tvmrt_svc_threads;       /* live thread states, for statistics */
-int64_t tvmrt_svc_retired[ST_COUNT];   /* counts of threads that have exited */
-static int64_t g_baseline[ST_COUNT];  /* event counts at the last reset */
+thread_state* tvmrt_svc_threads;     /* live thread states, for statistics */
+int64_t tvmrt_svc_retired[ST_COUNT]; /* counts of threads that have exited */
+static int64_t g_baseline[ST_COUNT]; /* event counts at the last reset */
 
 static pthread_key_t g_tls_key;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -72,7 +72,6 @@ void tvmrt_svc_ws_release_cache(thread_state* ts) {
   ts->cached_bytes = 0;
 }
 
-
 static void thread_state_destroy(void* p) {
   thread_state* ts = (thread_state*)p;
   int i;
@@ -89,7 +88,6 @@ static void thread_state_destroy(void* p) {
   free(ts);
   tvmrt_svc_tls_state = NULL;
 }
-
 
 static void global_init(void) { pthread_key_create(&g_tls_key, thread_state_destroy); }
 
@@ -144,7 +142,8 @@ static void slot_set(const char* kind, const char** parts, int32_t nparts) {
   int32_t i;
   if (ts == NULL) return;
   set_error_kind(ts, kind);
-  if (ts->err_kind[0] != '\0') plen = (size_t)snprintf(prefix, sizeof(prefix), "%s: ", ts->err_kind);
+  if (ts->err_kind[0] != '\0')
+    plen = (size_t)snprintf(prefix, sizeof(prefix), "%s: ", ts->err_kind);
   for (i = 0; i < nparts; ++i) total += parts[i] ? strlen(parts[i]) : 0;
   note[0] = '\0';
   keep = total;
@@ -202,7 +201,7 @@ TVM_DLL void tvmrt_clear_last_error(void) { tvmrt_svc_clear_error(); }
 
 /* Call a legacy packed function with an empty error slot (the per-call Python path). */
 TVM_DLL int tvmrt_call_packed(TVMBackendPackedCFunc f, TVMValue* args, int* codes, int num_args,
-                             TVMValue* ret_val, int* ret_code) {
+                              TVMValue* ret_val, int* ret_code) {
   tvmrt_svc_clear_error();
   return f(args, codes, num_args, ret_val, ret_code, NULL);
 }

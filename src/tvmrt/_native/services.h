@@ -42,8 +42,6 @@
 #define STORE_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #define FETCH_ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
 
-
-
 /* ------------------------------------------------------------------------------------ */
 /* Statistics: per-thread counters (no atomic read-modify-write on the hot path), summed  */
 /* over all threads when queried                                                          */
@@ -59,7 +57,6 @@ enum {
   ST_BARRIERS,
   ST_COUNT
 };
-
 
 /* ------------------------------------------------------------------------------------ */
 /* Per-thread state: error slot and workspace cache                                      */
@@ -86,15 +83,15 @@ typedef struct thread_state_s {
   int bins_cap;
   int last_bin;
   size_t cached_bytes;
-  int in_task; /* running a parallel task: nested launches run serially */
+  int in_task;             /* running a parallel task: nested launches run serially */
   int64_t stats[ST_COUNT]; /* written by the owning thread only */
   struct thread_state_s* prev;
   struct thread_state_s* next;
 } thread_state;
 
 /* Add v to the calling thread's counter i: a plain load and store (only the owner writes). */
-#define COUNT(ts, i, v)                                                                      \
-  __atomic_store_n(&(ts)->stats[i], __atomic_load_n(&(ts)->stats[i], __ATOMIC_RELAXED) + (v), \
+#define COUNT(ts, i, v)                                                                            \
+  __atomic_store_n(&(ts)->stats[i], __atomic_load_n(&(ts)->stats[i], __ATOMIC_RELAXED) + (v),      \
                    __ATOMIC_RELAXED)
 
 /* services.c */

@@ -41,10 +41,10 @@ typedef struct {
   pthread_mutex_t mu;
   pthread_cond_t work_cv;
   pthread_cond_t done_cv;
-  int num_threads;    /* configured size, including the launching thread; 0 = not decided */
-  int num_workers;    /* worker threads running */
+  int num_threads; /* configured size, including the launching thread; 0 = not decided */
+  int num_workers; /* worker threads running */
   pthread_t* threads;
-  int busy;           /* a launch owns the pool */
+  int busy; /* a launch owns the pool */
   int shutdown;
   uint64_t generation; /* bumped to publish a job */
   int sleepers;        /* workers blocked on work_cv */
@@ -393,7 +393,8 @@ TVM_DLL int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv) {
 TVM_DLL int tvmrt_set_num_threads(int n) {
   thread_state* ts = tvmrt_svc_state();
   if (ts != NULL && ts->in_task) {
-    tvmrt_fail("", "%s", "tvmrt_set_num_threads: cannot resize the pool from inside a parallel task");
+    tvmrt_fail("", "%s",
+               "tvmrt_set_num_threads: cannot resize the pool from inside a parallel task");
     return -1;
   }
   pool_ready();

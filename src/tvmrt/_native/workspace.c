@@ -60,7 +60,7 @@ static ws_bin* ws_find_bin(thread_state* ts, size_t size, int create) {
 }
 
 TVM_DLL void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes,
-                                      int dtype_code_hint, int dtype_bits_hint) {
+                                       int dtype_code_hint, int dtype_bits_hint) {
   thread_state* ts;
   ws_bin* bin;
   ws_header* h;
@@ -127,7 +127,8 @@ TVM_DLL int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) {
     return -1;
   }
   if (((uintptr_t)ptr & (WS_ALIGN - 1)) != 0) {
-    tvmrt_fail("", "%s", "TVMBackendFreeWorkspace: pointer was not returned by TVMBackendAllocWorkspace");
+    tvmrt_fail("", "%s",
+               "TVMBackendFreeWorkspace: pointer was not returned by TVMBackendAllocWorkspace");
     return -1;
   }
   h = (ws_header*)((char*)ptr - WS_HEADER);
@@ -136,7 +137,8 @@ TVM_DLL int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) {
     return -1;
   }
   if (h->magic != WS_MAGIC_USED) {
-    tvmrt_fail("", "%s", "TVMBackendFreeWorkspace: pointer was not returned by TVMBackendAllocWorkspace");
+    tvmrt_fail("", "%s",
+               "TVMBackendFreeWorkspace: pointer was not returned by TVMBackendAllocWorkspace");
     return -1;
   }
   if (ts == NULL) {
@@ -145,9 +147,7 @@ TVM_DLL int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) {
     return 0;
   }
   COUNT(ts, ST_WS_BYTES_IN_USE, -(int64_t)h->size);
-  bin = ts->cached_bytes + h->size <= g_cache_limit
-            ? ws_find_bin(ts, h->size, 1)
-            : NULL;
+  bin = ts->cached_bytes + h->size <= g_cache_limit ? ws_find_bin(ts, h->size, 1) : NULL;
   if (bin == NULL) {
     h->magic = 0;
     free(h);

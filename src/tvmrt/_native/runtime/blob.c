@@ -57,21 +57,24 @@ static int apply_tree(tvmrt_module** mods, uint64_t n, const uint64_t* row, uint
                       const uint64_t* child, uint64_t nchild) {
   uint64_t i, k;
   if (nrow != n + 1 || row[0] != 0 || row[n] != nchild) {
-    return tvmrt_fail("ModuleLoadError", "module blob: the import tree has %llu row pointers "
-                   "for %llu modules and %llu children", (unsigned long long)nrow,
-                   (unsigned long long)n, (unsigned long long)nchild);
+    return tvmrt_fail("ModuleLoadError",
+                      "module blob: the import tree has %llu row pointers "
+                      "for %llu modules and %llu children",
+                      (unsigned long long)nrow, (unsigned long long)n, (unsigned long long)nchild);
   }
   for (i = 0; i < n; ++i) { /* all of row_ptr first: then every row[i + 1] <= nchild */
     if (row[i] > row[i + 1]) {
-      return tvmrt_fail("ModuleLoadError", "module blob: the import tree's row_ptr decreases at "
-                     "%llu", (unsigned long long)i);
+      return tvmrt_fail("ModuleLoadError",
+                        "module blob: the import tree's row_ptr decreases at "
+                        "%llu",
+                        (unsigned long long)i);
     }
   }
   for (i = 0; i < n; ++i) {
     for (k = row[i]; k < row[i + 1]; ++k) {
       if (child[k] <= i || child[k] >= n) {
         return tvmrt_fail("ModuleLoadError", "module blob: module %llu imports module %llu",
-                       (unsigned long long)i, (unsigned long long)child[k]);
+                          (unsigned long long)i, (unsigned long long)child[k]);
       }
       if (tvmrt_module_import(mods[i], mods[child[k]]) != 0) return -1;
     }
@@ -93,7 +96,7 @@ tvmrt_module* tvmrt_process_blob(const uint8_t* blob, size_t limit, tvmrt_module
   if (tvmrt_read_u64(&r, &nbytes, "blob size") != 0) return NULL;
   if (nbytes > limit - 8) {
     tvmrt_fail("ModuleLoadError", "module blob claims %llu bytes, its symbol holds %zu",
-            (unsigned long long)nbytes, limit - 8);
+               (unsigned long long)nbytes, limit - 8);
     return NULL;
   }
   r.data = blob + 8;
@@ -102,7 +105,7 @@ tvmrt_module* tvmrt_process_blob(const uint8_t* blob, size_t limit, tvmrt_module
   if (tvmrt_read_count(&r, &n, 8, "number of blob entries") != 0) return NULL;
   if (n > MAX_BLOB_MODULES) {
     tvmrt_fail("ModuleLoadError", "module blob has %llu entries (at most %d)",
-            (unsigned long long)n, MAX_BLOB_MODULES);
+               (unsigned long long)n, MAX_BLOB_MODULES);
     return NULL;
   }
   mods = (tvmrt_module**)calloc((size_t)n + 1, sizeof(tvmrt_module*));
@@ -137,7 +140,7 @@ tvmrt_module* tvmrt_process_blob(const uint8_t* blob, size_t limit, tvmrt_module
   }
   if (r.off != r.size) {
     tvmrt_fail("ModuleLoadError", "module blob: %zu bytes are left over after the last module",
-            r.size - r.off);
+               r.size - r.off);
     goto done;
   }
   if (has_tree) {

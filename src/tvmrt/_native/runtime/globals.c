@@ -18,23 +18,28 @@
 /* ---------------------------------------------------------------------------------- */
 /* the runtime's own global functions                                                  */
 
-static int f_graph_create(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
-                          int* rc) {
+static int f_graph_create(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
   tvmrt_module *lib, *exec;
   DLDevice dev;
   int first = 2;
   (void)self;
   if (n < 3) {
-    return tvmrt_fail("InvalidArgumentError", "The expected number of arguments for "
-                   "graph_executor.create is at least 4, but it has %d", n);
+    return tvmrt_fail("InvalidArgumentError",
+                      "The expected number of arguments for "
+                      "graph_executor.create is at least 4, but it has %d",
+                      n);
   }
   if (codes[0] != kTVMStr) {
-    return tvmrt_fail("ArgumentTypeError", "tvm.graph_executor.create: graph_json must be a "
-                   "string, got type code %d", codes[0]);
+    return tvmrt_fail("ArgumentTypeError",
+                      "tvm.graph_executor.create: graph_json must be a "
+                      "string, got type code %d",
+                      codes[0]);
   }
   if (codes[1] != kTVMModuleHandle || (lib = tvmrt_module_check(args[1].v_handle)) == NULL) {
-    return tvmrt_fail("ArgumentTypeError", "tvm.graph_executor.create: lib must be a Module, got "
-                   "type code %d", codes[1]);
+    return tvmrt_fail("ArgumentTypeError",
+                      "tvm.graph_executor.create: lib must be a Module, got "
+                      "type code %d",
+                      codes[1]);
   }
   if (codes[2] == kTVMPackedFuncHandle || codes[2] == kTVMNullptr) first = 3; /* linked params */
   if (tvmrt_device_args(args, codes, first, n, &dev, "tvm.graph_executor.create") != 0) return -1;
@@ -58,8 +63,7 @@ static int f_system_lib(void* self, TVMValue* args, int* codes, int n, TVMValue*
   return 0;
 }
 
-static int f_load_from_file(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
-                            int* rc) {
+static int f_load_from_file(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
   (void)self;
   if (n < 1 || n > 2 || codes[0] != kTVMStr || (n == 2 && codes[1] != kTVMStr)) {
     return tvmrt_fail("ArgumentTypeError", "runtime.ModuleLoadFromFile takes (path[, format])");
@@ -155,9 +159,9 @@ TVM_DLL int TVMModLoadFromFile(const char* file_name, const char* format, TVMMod
   fmt = (format != NULL && *format != '\0') ? format : file_format(file_name);
   if (strcmp(fmt, "so") != 0 && strcmp(fmt, "dylib") != 0 && strcmp(fmt, "dso") != 0) {
     return tvmrt_fail("ModuleLoadError",
-                   "Cannot load %s: format '%s' is not supported by libtvmrt_runtime; it "
-                   "loads shared libraries (so); link .o/.tar exports into one first",
-                   file_name, fmt);
+                      "Cannot load %s: format '%s' is not supported by libtvmrt_runtime; it "
+                      "loads shared libraries (so); link .o/.tar exports into one first",
+                      file_name, fmt);
   }
   m = tvmrt_load_dso(file_name);
   if (m == NULL) return -1;
@@ -185,7 +189,7 @@ static int env_lookup(void* mod_ctx, const char* name, void** out) {
   }
   if (mod == NULL || mod->hdr.magic != RT_MAGIC_MODULE) {
     return tvmrt_fail("FunctionNotFoundError",
-                   "Cannot find %s: the kernel library's module context is not set", name);
+                      "Cannot find %s: the kernel library's module context is not set", name);
   }
   pthread_mutex_lock(&mod->env_mu);
   for (e = mod->env; e != NULL; e = e->next) {
@@ -219,7 +223,6 @@ static int env_lookup(void* mod_ctx, const char* name, void** out) {
   pthread_mutex_unlock(&mod->env_mu);
   return 0;
 }
-
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 

@@ -71,7 +71,7 @@ int tvmrt_module_import(tvmrt_module* mod, tvmrt_module* dep) {
 }
 
 static tvmrt_func* module_get_depth(tvmrt_module* mod, const char* name, int query_imports,
-                                 int depth) {
+                                    int depth) {
   tvmrt_func* f = mod->lookup != NULL ? mod->lookup(mod, name) : NULL;
   size_t i;
   if (f != NULL || !query_imports || depth > 64) return f;
@@ -86,7 +86,7 @@ tvmrt_func* tvmrt_module_get(tvmrt_module* mod, const char* name, int query_impo
 }
 
 TVM_DLL int TVMModGetFunction(TVMModuleHandle mod, const char* func_name, int query_imports,
-                             TVMFunctionHandle* out) {
+                              TVMFunctionHandle* out) {
   tvmrt_module* m = tvmrt_module_check(mod);
   if (m == NULL) return -1;
   if (func_name == NULL || out == NULL) {

@@ -29,12 +29,9 @@ static tvmrt_object* object_of(void* handle, int code) {
   switch (code) {
     case kTVMModuleHandle:
     case kTVMPackedFuncHandle:
-    case kTVMObjectHandle:
-      return (tvmrt_object*)handle;
-    case kTVMNDArrayHandle:
-      return &((tvmrt_ndarray*)handle)->hdr;
-    default:
-      return NULL;
+    case kTVMObjectHandle: return (tvmrt_object*)handle;
+    case kTVMNDArrayHandle: return &((tvmrt_ndarray*)handle)->hdr;
+    default: return NULL;
   }
 }
 
@@ -95,20 +92,18 @@ typedef struct {
 } ret_slot;
 
 int tvmrt_func_call(void* handle, TVMValue* args, int* codes, int num_args, TVMValue* ret,
-                     int* ret_code) {
+                    int* ret_code) {
   tvmrt_func* f = tvmrt_func_check(handle);
   if (f == NULL) return -1;
   if (num_args < 0 || (num_args > 0 && (args == NULL || codes == NULL))) {
     return tvmrt_fail("InvalidArgumentError", "TVMFuncCall: %d arguments without their arrays",
-                   num_args);
+                      num_args);
   }
   *ret_code = kTVMNullptr;
   ret->v_handle = NULL;
   switch (f->kind) {
-    case RT_FN_INTERNAL:
-      return f->fn(f->self, args, codes, num_args, ret, ret_code);
-    case RT_FN_BACKEND:
-      return f->backend(args, codes, num_args, ret, ret_code, NULL);
+    case RT_FN_INTERNAL: return f->fn(f->self, args, codes, num_args, ret, ret_code);
+    case RT_FN_BACKEND: return f->backend(args, codes, num_args, ret, ret_code, NULL);
     default: {
       ret_slot slot = {ret, ret_code};
       return f->cfunc(args, codes, num_args, &slot, f->self);
@@ -116,8 +111,7 @@ int tvmrt_func_call(void* handle, TVMValue* args, int* codes, int num_args, TVMV
   }
 }
 
-TVM_DLL int TVMCFuncSetReturn(TVMRetValueHandle ret, TVMValue* value, int* type_code,
-                             int num_ret) {
+TVM_DLL int TVMCFuncSetReturn(TVMRetValueHandle ret, TVMValue* value, int* type_code, int num_ret) {
   ret_slot* slot = (ret_slot*)ret;
   if (slot == NULL || value == NULL || type_code == NULL || num_ret != 1) {
     return tvmrt_fail("InvalidArgumentError", "TVMCFuncSetReturn: expected one return value");

@@ -24,23 +24,26 @@ int tvmrt_read_tensor(tvmrt_reader* r, tvmrt_ndarray** out) {
   size_t expect;
   tvmrt_ndarray* a;
   *out = NULL;
-  if (tvmrt_read_u64(r, &magic, "tensor magic") != 0 || tvmrt_read_u64(r, &reserved, "reserved") != 0) {
+  if (tvmrt_read_u64(r, &magic, "tensor magic") != 0 ||
+      tvmrt_read_u64(r, &reserved, "reserved") != 0) {
     return -1;
   }
   if (magic != NDARRAY_MAGIC) {
-    return tvmrt_fail("ParamsFormatError", "%s: Invalid DLTensor file format: magic is %#llx, "
-                   "expected %#llx", r->what, (unsigned long long)magic, NDARRAY_MAGIC);
+    return tvmrt_fail("ParamsFormatError",
+                      "%s: Invalid DLTensor file format: magic is %#llx, "
+                      "expected %#llx",
+                      r->what, (unsigned long long)magic, NDARRAY_MAGIC);
   }
   if (tvmrt_read_bytes(r, head, 16, "tensor header") != 0) return -1;
   if (le32(head) != kDLCPU) {
     return tvmrt_fail("ParamsFormatError",
-                   "%s: Invalid DLTensor device: can only save as CPU tensor (device type %d)",
-                   r->what, le32(head));
+                      "%s: Invalid DLTensor device: can only save as CPU tensor (device type %d)",
+                      r->what, le32(head));
   }
   ndim = le32(head + 8);
   if (ndim < 0 || ndim > RT_MAX_NDIM) {
     return tvmrt_fail("ParamsFormatError", "%s: tensor has ndim %d, expected 0 to %d", r->what,
-                   ndim, RT_MAX_NDIM);
+                      ndim, RT_MAX_NDIM);
   }
   t.code = head[12];
   t.bits = head[13];
@@ -50,7 +53,7 @@ int tvmrt_read_tensor(tvmrt_reader* r, tvmrt_ndarray** out) {
     if (tvmrt_read_u64(r, &d, "tensor shape") != 0) return -1;
     if ((int64_t)d < 0) {
       return tvmrt_fail("ParamsFormatError", "%s: tensor has shape[%d] = %lld, expected >= 0",
-                     r->what, i, (long long)d);
+                        r->what, i, (long long)d);
     }
     shape[i] = (int64_t)d;
   }
@@ -64,8 +67,9 @@ int tvmrt_read_tensor(tvmrt_reader* r, tvmrt_ndarray** out) {
     probe.dtype.lanes = 1; /* TVM's data_byte_size ignores lanes */
     if (t.bits == 0 || tvmrt_tensor_nbytes(&probe, &expect) != 0 || expect != nbytes) {
       return tvmrt_fail("ParamsFormatError",
-                     "%s: Invalid DLTensor file format: data size %llu does not match the "
-                     "shape and dtype (%d bits)", r->what, (unsigned long long)nbytes, t.bits);
+                        "%s: Invalid DLTensor file format: data size %llu does not match the "
+                        "shape and dtype (%d bits)",
+                        r->what, (unsigned long long)nbytes, t.bits);
     }
   }
   if (nbytes > r->size - r->off) return tvmrt_read_short(r, "tensor data", (size_t)nbytes);
@@ -93,13 +97,15 @@ int tvmrt_params_parse(const uint8_t* data, size_t size, int names_only, tvmrt_p
   uint64_t magic, reserved, n, count;
   size_t i;
   memset(out, 0, sizeof(*out));
-  if (tvmrt_read_u64(&r, &magic, "list magic") != 0 || tvmrt_read_u64(&r, &reserved, "reserved") != 0) {
+  if (tvmrt_read_u64(&r, &magic, "list magic") != 0 ||
+      tvmrt_read_u64(&r, &reserved, "reserved") != 0) {
     return -1;
   }
   if (magic != NDARRAY_LIST_MAGIC) {
     return tvmrt_fail("ParamsFormatError",
-                   "params blob: list magic is 0x%016llx, expected 0x%016llx (not a TVM params "
-                   "blob) at byte offset 0", (unsigned long long)magic, NDARRAY_LIST_MAGIC);
+                      "params blob: list magic is 0x%016llx, expected 0x%016llx (not a TVM params "
+                      "blob) at byte offset 0",
+                      (unsigned long long)magic, NDARRAY_LIST_MAGIC);
   }
   if (tvmrt_read_count(&r, &n, 8, "number of names") != 0) return -1;
   out->names = (char**)calloc(n ? (size_t)n : 1, sizeof(char*));
@@ -111,8 +117,9 @@ int tvmrt_params_parse(const uint8_t* data, size_t size, int names_only, tvmrt_p
   if (tvmrt_read_u64(&r, &count, "number of tensors") != 0) goto fail;
   if (count != n) {
     tvmrt_fail("ParamsFormatError",
-            "params blob: number of tensors is %llu, expected %llu (one per name) at byte "
-            "offset %zu", (unsigned long long)count, (unsigned long long)n, r.off - 8);
+               "params blob: number of tensors is %llu, expected %llu (one per name) at byte "
+               "offset %zu",
+               (unsigned long long)count, (unsigned long long)n, r.off - 8);
     goto fail;
   }
   if (names_only) return 0;

@@ -10,8 +10,8 @@
 
 int tvmrt_read_short(tvmrt_reader* r, const char* field, size_t need) {
   return tvmrt_fail("ParamsFormatError",
-                 "%s: truncated: %s needs %zu bytes but only %zu remain at byte offset %zu",
-                 r->what, field, need, r->size - r->off, r->off);
+                    "%s: truncated: %s needs %zu bytes but only %zu remain at byte offset %zu",
+                    r->what, field, need, r->size - r->off, r->off);
 }
 
 int tvmrt_read_bytes(tvmrt_reader* r, void* out, size_t n, const char* field) {
@@ -34,8 +34,8 @@ int tvmrt_read_count(tvmrt_reader* r, uint64_t* out, size_t min_item, const char
   if (tvmrt_read_u64(r, out, field) != 0) return -1;
   if (min_item > 0 && *out > (r->size - r->off) / min_item) {
     return tvmrt_fail("ParamsFormatError",
-                   "%s: %s is %llu, more than the %zu bytes left can hold at byte offset %zu",
-                   r->what, field, (unsigned long long)*out, r->size - r->off, r->off - 8);
+                      "%s: %s is %llu, more than the %zu bytes left can hold at byte offset %zu",
+                      r->what, field, (unsigned long long)*out, r->size - r->off, r->off - 8);
   }
   return 0;
 }
@@ -45,7 +45,8 @@ int tvmrt_read_str(tvmrt_reader* r, char** out, size_t* len, const char* field) 
   char* s;
   *out = NULL;
   if (tvmrt_read_u64(r, &n, field) != 0) return -1;
-  if (n > r->size - r->off) return tvmrt_read_short(r, field, (size_t)(n > SIZE_MAX ? SIZE_MAX : n));
+  if (n > r->size - r->off)
+    return tvmrt_read_short(r, field, (size_t)(n > SIZE_MAX ? SIZE_MAX : n));
   s = (char*)malloc((size_t)n + 1);
   if (s == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %s", field);
   memcpy(s, r->data + r->off, (size_t)n);

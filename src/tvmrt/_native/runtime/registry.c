@@ -15,8 +15,8 @@ typedef struct entry {
 } entry;
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static entry* g_user;         /* TVMFuncRegisterGlobal'd functions (they win) */
-static const char** g_names;  /* TVMFuncListGlobalNames' answer */
+static entry* g_user;        /* TVMFuncRegisterGlobal'd functions (they win) */
+static const char** g_names; /* TVMFuncListGlobalNames' answer */
 
 static entry* find_user(const char* name) {
   entry* e;
@@ -48,8 +48,10 @@ TVM_DLL int TVMFuncRegisterGlobal(const char* name, TVMFunctionHandle f, int ove
   e = find_user(name);
   if (e != NULL && !override) {
     pthread_mutex_unlock(&g_mu);
-    return tvmrt_fail("FunctionAlreadyRegisteredError", "Global PackedFunc %.200s is already "
-                   "registered", name);
+    return tvmrt_fail("FunctionAlreadyRegisteredError",
+                      "Global PackedFunc %.200s is already "
+                      "registered",
+                      name);
   }
   if (e == NULL) {
     e = (entry*)calloc(1, sizeof(entry));

@@ -1,7 +1,13 @@
 /*
  * Internal header of tvmrt's native C runtime (libtvmrt_runtime): the object layer
- * (modules, packed functions, arrays), the bounded byte reader the parsers share, and the
- * entry points the files offer each other. Public API: tvm/runtime/c_runtime_api.h.
+ * (modules, packed functions, arrays), and the entry points the files offer each other.
+ * Public API: tvm/runtime/c_runtime_api.h; the ABI types, errors and services: native.h; the
+ * bounded byte reader the parsers share: reader.h.
+ *
+ * The files call down only (tests/native/test_c_layers.py fails on a cycle), bottom up:
+ *   object (functions, errors' text) -> ndarray, module, registry, reader, json
+ *   -> params, graph -> graph_executor -> graph_funcs -> factory -> blob -> dso
+ *   -> globals (global functions, the kernels' function environment, tvmrt_init)
  *
  * Objects are reference counted (atomics), freed when the count drops to zero:
  *   tvmrt_module   a module: a type key, a lookup function, imports
@@ -50,7 +56,7 @@ void tvmrt_release(tvmrt_object* obj);
 /* A packed function implemented inside the runtime: args are borrowed, an object handle
    in *ret is a new reference for the caller; a string in *ret lives as long as `self`. */
 typedef int (*tvmrt_fn)(void* self, TVMValue* args, int* codes, int num_args, TVMValue* ret,
-                     int* ret_code);
+                        int* ret_code);
 
 typedef struct tvmrt_func {
   tvmrt_object hdr;
@@ -59,8 +65,8 @@ typedef struct tvmrt_func {
   TVMBackendPackedCFunc backend;
   TVMPackedCFunc cfunc;
   TVMPackedCFuncFinalizer fin;
-  void* self;        /* given to fn / backend resource / cfunc resource */
-  tvmrt_object* owner;  /* kept alive while the function lives (may be NULL) */
+  void* self;          /* given to fn / backend resource / cfunc resource */
+  tvmrt_object* owner; /* kept alive while the function lives (may be NULL) */
 } tvmrt_func;
 
 enum { RT_FN_INTERNAL = 1, RT_FN_BACKEND = 2, RT_FN_C = 3 };
@@ -117,7 +123,7 @@ typedef struct tvmrt_ndarray {
   DLTensor dl; /* first: the handle is &dl */
   tvmrt_object hdr;
   int64_t shape[RT_MAX_NDIM];
-  void* alloc;      /* owned memory, or NULL for a view */
+  void* alloc;         /* owned memory, or NULL for a view */
   tvmrt_object* owner; /* what keeps a view's memory alive */
 } tvmrt_ndarray;
 
@@ -153,7 +159,7 @@ void tvmrt_params_free(tvmrt_params* p);
 
 /* create an executor module from graph JSON text over `lib` on CPU device `dev` */
 tvmrt_module* tvmrt_graph_executor_create(const char* json, size_t json_len, tvmrt_module* lib,
-                                    DLDevice dev);
+                                          DLDevice dev);
 /* the factory module a "GraphExecutorFactory" blob entry describes */
 tvmrt_module* tvmrt_graph_factory_load(tvmrt_reader* r);
 /* copy every named array into the executor's inputs of that name (unknown names skipped) */

@@ -116,6 +116,6 @@ typedef struct DLManagedTensorVersioned {
 } DLManagedTensorVersioned;
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 #endif /* DLPACK_DLPACK_H_ */
