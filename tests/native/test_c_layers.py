@@ -10,6 +10,7 @@ tested, on top of the files below it only.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sysconfig
 from pathlib import Path
@@ -135,3 +136,29 @@ def test_the_check_sees_a_cycle(tmp_path: Path) -> None:
     assert find_cycle(graph) == ["a.c", "b.c", "c.c", "a.c"]
     del graph["c.c"]
     assert find_cycle(graph) is None
+
+
+def _typedef_names(text: str) -> set[str]:
+    """Names a C text declares: typedefs (structs, unions, enums, function pointers) and the
+    k-constants of TVM and DLPack (enumerators or macros)."""
+    names = set(re.findall(r"}\s*(\w+)\s*;", text))
+    names |= set(re.findall(r"typedef[^;{]*\(\s*\*\s*(\w+)\s*\)", text))
+    names |= set(re.findall(r"typedef\s+[\w\s\*]+?\b(\w+)\s*;", text))
+    names |= set(re.findall(r"#define\s+(k[A-Z]\w+)\b", text))
+    names |= set(re.findall(r"^\s*(k[A-Z]\w+)\s*[=,\n]", text, re.MULTILINE))
+    return names
+
+
+def test_the_abi_types_are_declared_once() -> None:
+    """Every C file takes TVM's and DLPack's types from the public headers (include/), none
+    keeps a private copy."""
+    public: set[str] = set()
+    for header in INCLUDE.rglob("*.h"):
+        public |= _typedef_names(header.read_text(encoding="utf-8"))
+    assert {"TVMValue", "TVMParallelGroupEnv", "DLTensor", "TVMBackendPackedCFunc"} <= public
+    copies = {
+        f"{path.relative_to(NATIVE_SRC)}: {name}"
+        for path in sorted(NATIVE_SRC.rglob("*.[ch]"))
+        for name in _typedef_names(path.read_text(encoding="utf-8")) & public
+    }
+    assert not copies

@@ -243,15 +243,6 @@ static void pool_init_sync(void) {
   pthread_cond_init(&g_pool.done_cv, NULL);
 }
 
-static void pool_init(void) {
-  const char* spin = getenv("TVM_THREAD_POOL_SPIN_COUNT");
-  pool_init_sync();
-  if (spin != NULL && *spin != '\0') {
-    long v = strtol(spin, NULL, 10);
-    if (v >= 0 && v <= 100000000L) g_spin_count = (int)v;
-  }
-}
-
 static void pool_atfork_child(void) {
   /* The child has only the forking thread: forget the workers (they do not exist). */
   pool_init_sync();
@@ -269,11 +260,16 @@ static void pool_atfork_child(void) {
 static pthread_once_t g_pool_once = PTHREAD_ONCE_INIT;
 
 static void pool_setup(void) {
-  pool_init();
+  const char* spin = getenv("TVM_THREAD_POOL_SPIN_COUNT");
+  pool_init_sync();
   pthread_atfork(NULL, NULL, pool_atfork_child);
+  if (spin != NULL && *spin != '\0') {
+    long v = strtol(spin, NULL, 10);
+    if (v >= 0 && v <= 100000000L) g_spin_count = (int)v;
+  }
 }
 
-/* Set the pool up once, on its first use (every entry point below calls this first). */
+/* Set the pool up once, on its first use (the entry points below call this first). */
 static void pool_ready(void) { pthread_once(&g_pool_once, pool_setup); }
 
 static int try_acquire_pool(void) {
