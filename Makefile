@@ -11,7 +11,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(STAMP): $(BIN)/python pyproject.toml setup.py $(wildcard src/tvmrt/_native/*.c)
+$(STAMP): $(BIN)/python pyproject.toml setup.py $(wildcard src/tvmrt/_native/*.c src/tvmrt/_native/sources.txt)
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
@@ -34,7 +34,7 @@ test: lint typecheck pytest
 
 # make demo needs tvmrt and numpy only: it inspects, runs, benchmarks and profiles the
 # compiled digits model the repository carries (examples/digits/model)
-$(DEMO_STAMP): $(BIN)/python pyproject.toml setup.py $(wildcard src/tvmrt/_native/*.c)
+$(DEMO_STAMP): $(BIN)/python pyproject.toml setup.py $(wildcard src/tvmrt/_native/*.c src/tvmrt/_native/sources.txt)
 	$(BIN)/python -m pip install -q -e .
 	touch $(DEMO_STAMP)
 
@@ -44,7 +44,7 @@ demo: $(DEMO_STAMP)
 # make demo-compile adds today's TVM, onnx and scikit-learn (the `demo` extra, several hundred
 # MB), trains and compiles the digits model from ONNX into build/digits/model, then demos it
 COMPILE_STAMP := $(VENV)/.installed-compile
-$(COMPILE_STAMP): $(BIN)/python pyproject.toml setup.py $(wildcard src/tvmrt/_native/*.c)
+$(COMPILE_STAMP): $(BIN)/python pyproject.toml setup.py $(wildcard src/tvmrt/_native/*.c src/tvmrt/_native/sources.txt)
 	$(BIN)/python -m pip install -q -e '.[demo]'
 	touch $(COMPILE_STAMP)
 
