@@ -11,13 +11,18 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(STAMP): $(BIN)/python pyproject.toml setup.py $(wildcard src/tvmrt/_native/*.c)
+$(STAMP): $(BIN)/python pyproject.toml setup.py $(wildcard src/tvmrt/_native/*.c src/tvmrt/_native/sources.txt)
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
+
+# every C/C++ file, checked against .clang-format (clang-format comes with the `test` extra)
+C_FILES := $(shell find src tests examples fuzz -type f \( -name '*.c' -o -name '*.h' \
+             -o -name '*.cc' \) | sort)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench examples fuzz scripts
 	$(BIN)/ruff format --check src tests bench examples fuzz scripts
+	$(BIN)/clang-format --dry-run --Werror $(C_FILES)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -29,7 +34,7 @@ test: lint typecheck pytest
 
 # make demo needs tvmrt and numpy only: it inspects, runs, benchmarks and profiles the
 # compiled digits model the repository carries (examples/digits/model)
-$(DEMO_STAMP): $(BIN)/python pyproject.toml setup.py $(wildcard src/tvmrt/_native/*.c)
+$(DEMO_STAMP): $(BIN)/python pyproject.toml setup.py $(wildcard src/tvmrt/_native/*.c src/tvmrt/_native/sources.txt)
 	$(BIN)/python -m pip install -q -e .
 	touch $(DEMO_STAMP)
 
@@ -39,7 +44,7 @@ demo: $(DEMO_STAMP)
 # make demo-compile adds today's TVM, onnx and scikit-learn (the `demo` extra, several hundred
 # MB), trains and compiles the digits model from ONNX into build/digits/model, then demos it
 COMPILE_STAMP := $(VENV)/.installed-compile
-$(COMPILE_STAMP): $(BIN)/python pyproject.toml setup.py $(wildcard src/tvmrt/_native/*.c)
+$(COMPILE_STAMP): $(BIN)/python pyproject.toml setup.py $(wildcard src/tvmrt/_native/*.c src/tvmrt/_native/sources.txt)
 	$(BIN)/python -m pip install -q -e '.[demo]'
 	touch $(COMPILE_STAMP)
 
@@ -65,15 +70,15 @@ test-arm: $(STAMP) $(WHEEL_STAMP)
 	PATH=$(abspath $(BIN)):$$PATH BUILD_PYTHON=$(abspath $(BIN))/python scripts/test_arm.sh
 
 # libtvmrt_runtime.{so,a}: the C runtime for C/C++ applications (C11; libc, libdl, libpthread,
-# libm only). NATIVE_DIR and NATIVE_FLAGS let the tests build sanitizer variants elsewhere.
+# libm only). Its sources are the `runtime` lines of src/tvmrt/_native/sources.txt, the list
+# setup.py reads too. NATIVE_DIR and NATIVE_FLAGS let the tests build sanitizer variants elsewhere.
 CC ?= cc
 NATIVE_DIR   ?= build/native
 NATIVE_FLAGS ?= -O2
-NATIVE_SRC   := $(addprefix src/tvmrt/_native/,services.c workspace.c thread_pool.c \
-                func_env.c system_lib.c measure.c sort.c sort_args.c) \
-                $(wildcard src/tvmrt/_native/runtime/*.c)
+NATIVE_LIST  := src/tvmrt/_native/sources.txt
+NATIVE_SRC   := $(addprefix src/tvmrt/_native/,$(shell awk '$$1 ~ /[.]c$$/ { for (i = 2; i <= NF; i++) if ($$i == "runtime") print $$1 }' $(NATIVE_LIST)))
 NATIVE_HDR   := $(wildcard src/tvmrt/_native/*.h src/tvmrt/_native/runtime/*.h \
-                src/tvmrt/include/tvm/runtime/*.h)
+                src/tvmrt/include/*/*.h src/tvmrt/include/tvm/runtime/*.h) $(NATIVE_LIST)
 NATIVE_OBJ   := $(patsubst src/tvmrt/_native/%.c,$(NATIVE_DIR)/obj/%.o,$(NATIVE_SRC))
 NATIVE_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -Wall -Wextra \
                 -Wno-unused-parameter -Isrc/tvmrt/_native -Isrc/tvmrt/include $(NATIVE_FLAGS)

@@ -9,10 +9,11 @@ code for the instruction sets it uses (before a library is loaded). It uses Pyth
 API, so one build serves every CPython version.
 
 The same build also makes ``libtvmrt_runtime.so`` and ``libtvmrt_runtime.a`` (the C runtime
-for C and C++ applications: ``services.c`` shared with the extension, ``sort.c``, and
-``_native/runtime/*.c``; no Python inside) and ships them as package data in ``tvmrt/lib/``,
-beside the headers in ``tvmrt/include/``. ``make native`` builds the same two files into
-``build/native/`` from a checkout.
+for C and C++ applications: ``services.c`` and its neighbours shared with the extension,
+``sort.c``, and ``_native/runtime/*.c``; no Python inside) and ships them as package data in
+``tvmrt/lib/``, beside the headers in ``tvmrt/include/``. ``make native`` builds the same two
+files into ``build/native/`` from a checkout. Which file goes into which library is written
+once, in ``src/tvmrt/_native/sources.txt``; both builds compile C11.
 """
 
 from __future__ import annotations
@@ -24,32 +25,27 @@ from glob import glob
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-# The source is C99 + pthreads; no -std flag, so newer Python headers get the compiler's default.
-_CFLAGS = ["-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+NATIVE = "src/tvmrt/_native"
+# one language level for every C file of both libraries: C11 (pthreads, GNU extensions)
+_CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra"]
+_CFLAGS += ["-Wno-unused-parameter"]
 _LIBS = ["pthread"] if sys.platform.startswith("linux") else []
+_INCLUDE = [NATIVE, "src/tvmrt/include"]
 
-# the backend services kernels call: compiled into the extension and into libtvmrt_runtime
-SERVICES = [
-    f"src/tvmrt/_native/{name}.c"
-    for name in ("services", "workspace", "thread_pool", "func_env", "system_lib", "measure")
-]
+
+def native_sources(library: str) -> list[str]:
+    """The sources of `library` ("extension" or "runtime") in _native/sources.txt, the list
+    the Makefile reads too."""
+    with open(os.path.join(NATIVE, "sources.txt"), encoding="utf-8") as f:
+        rows = [line.split() for line in f if line.strip() and not line.startswith("#")]
+    return [f"{NATIVE}/{row[0]}" for row in rows if library in row[1:]]
+
 
 native_backend = Extension(
     "tvmrt._native_backend",
-    sources=[
-        "src/tvmrt/_native/backend.c",
-        *SERVICES,
-        "src/tvmrt/_native/sort.c",
-        "src/tvmrt/_native/sort_args.c",
-        "src/tvmrt/_native/isa.c",
-    ],
-    include_dirs=["src/tvmrt/_native", "src/tvmrt/include"],
-    depends=[
-        "src/tvmrt/_native/native.h",
-        "src/tvmrt/_native/services.h",
-        "src/tvmrt/_native/sort_args.h",
-        "src/tvmrt/_native/glibc_floor.h",
-    ],
+    sources=native_sources("extension"),
+    include_dirs=_INCLUDE,
+    depends=[f"{NATIVE}/sources.txt", *sorted(glob(f"{NATIVE}/*.h"))],
     extra_compile_args=_CFLAGS,
     libraries=_LIBS,
     define_macros=[("Py_LIMITED_API", "0x030A0000")],
@@ -57,14 +53,8 @@ native_backend = Extension(
     optional=sys.platform == "win32",  # no pthreads there: install without kernel support
 )
 
-RUNTIME_SOURCES = [
-    *SERVICES,
-    "src/tvmrt/_native/sort.c",
-    "src/tvmrt/_native/sort_args.c",
-    *sorted(glob("src/tvmrt/_native/runtime/*.c")),
-]
-RUNTIME_CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-fPIC", "-fvisibility=hidden", "-Wall"]
-RUNTIME_CFLAGS += ["-Wextra", "-Wno-unused-parameter"]
+RUNTIME_SOURCES = native_sources("runtime")
+RUNTIME_CFLAGS = [*_CFLAGS, "-fPIC"]
 
 
 class BuildWithRuntime(build_ext):
@@ -81,7 +71,7 @@ class BuildWithRuntime(build_ext):
         objects = self.compiler.compile(
             RUNTIME_SOURCES,
             output_dir=os.path.join(self.build_temp, "tvmrt_runtime"),
-            include_dirs=["src/tvmrt/_native", "src/tvmrt/include"],
+            include_dirs=_INCLUDE,
             extra_postargs=RUNTIME_CFLAGS,
         )
         self.compiler.link_shared_object(

@@ -14,9 +14,11 @@
 int main() {
   tvm::runtime::Module mod_syslib = tvm::runtime::Module::LoadFromFile("deploy_lib.so");
   std::ifstream json_in("deploy_graph.json", std::ios::in);
-  std::string json_data((std::istreambuf_iterator<char>(json_in)), std::istreambuf_iterator<char>());
+  std::string json_data((std::istreambuf_iterator<char>(json_in)),
+                        std::istreambuf_iterator<char>());
   std::ifstream params_in("deploy_param.params", std::ios::binary);
-  std::string params_data((std::istreambuf_iterator<char>(params_in)), std::istreambuf_iterator<char>());
+  std::string params_data((std::istreambuf_iterator<char>(params_in)),
+                          std::istreambuf_iterator<char>());
   TVMByteArray params_arr;
   params_arr.data = params_data.c_str();
   params_arr.size = params_data.length();
@@ -41,7 +43,8 @@ int main() {
   get_output(0, y);
   auto y_iter = static_cast<float*>(y->data);
   auto max_iter = std::max_element(y_iter, y_iter + 1000);
-  std::cout << "The maximum position in output vector is: " << std::distance(y_iter, max_iter) << std::endl;
+  std::cout << "The maximum position in output vector is: " << std::distance(y_iter, max_iter)
+            << std::endl;
   TVMArrayFree(x);
   TVMArrayFree(y);
   return 0;

@@ -51,8 +51,8 @@ int main(int argc, char** argv) {
     std::ifstream in(argv[2], std::ios::binary);
     std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (data.size() != NumBytes(input)) {
-      std::cerr << argv[2] << " has " << data.size() << " bytes, input " << argv[1]
-                << " needs " << NumBytes(input) << "\n";
+      std::cerr << argv[2] << " has " << data.size() << " bytes, input " << argv[1] << " needs "
+                << NumBytes(input) << "\n";
       return 1;
     }
     input.CopyFromBytes(data.data(), data.size());

@@ -9,20 +9,7 @@
 
 #include <stdint.h>
 
-#include "glibc_floor.h"
 #include "native.h"
-
-typedef struct {
-  int32_t type_index;
-  uint32_t zero_padding;
-  int64_t v_int64;
-} TVMFFIAny;
-
-typedef int (*TVMFFISafeCallType)(void* self, const TVMFFIAny* args, int32_t num_args,
-                                  TVMFFIAny* result);
-
-/* services.c: forget this thread's error before a kernel call */
-void tvmrt_clear_last_error(void);
 
 /* ------------------------------------------------------------------------------------ */
 /* Python side: KernelCall, one prepared tvm-ffi kernel call                             */
@@ -34,8 +21,7 @@ void tvmrt_clear_last_error(void);
 /* Python `on_error` callable, which raises. The argument memory is owned by `keep`.       */
 
 typedef struct {
-  PyObject_HEAD
-  TVMFFISafeCallType func;
+  PyObject_HEAD TVMFFISafeCallType func;
   const TVMFFIAny* args;
   int32_t num_args;
   TVMFFIAny* result;
@@ -101,7 +87,10 @@ static PyType_Slot kernel_call_slots[] = {
 };
 
 static PyType_Spec kernel_call_spec = {
-    "tvmrt._native_backend.KernelCall", sizeof(KernelCall), 0, Py_TPFLAGS_DEFAULT,
+    "tvmrt._native_backend.KernelCall",
+    sizeof(KernelCall),
+    0,
+    Py_TPFLAGS_DEFAULT,
     kernel_call_slots,
 };
 
@@ -145,9 +134,15 @@ static PyMethodDef native_backend_methods[] = {
 };
 
 static struct PyModuleDef native_backend_module = {
-    PyModuleDef_HEAD_INIT, "_native_backend",
-    "tvmrt's native backend for compiled kernels (mostly used through ctypes).", -1,
-    native_backend_methods, NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT,
+    "_native_backend",
+    "tvmrt's native backend for compiled kernels (mostly used through ctypes).",
+    -1,
+    native_backend_methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__native_backend(void) {

@@ -18,14 +18,14 @@
 static tvmrt_getfunc_cb g_getfunc;
 static tvmrt_funccall_cb g_funccall;
 
-EXPORT void tvmrt_set_env_callbacks(tvmrt_getfunc_cb getfunc, tvmrt_funccall_cb funccall) {
+TVM_DLL void tvmrt_set_env_callbacks(tvmrt_getfunc_cb getfunc, tvmrt_funccall_cb funccall) {
   g_getfunc = getfunc;
   g_funccall = funccall;
 }
 
-EXPORT int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name, void** out) {
+TVM_DLL int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name, void** out) {
   if (g_getfunc == NULL) {
-    tvmrt_svc_set_error("", "TVMBackendGetFuncFromEnv: the tvmrt function environment is not set up");
+    tvmrt_fail("", "%s", "TVMBackendGetFuncFromEnv: the tvmrt function environment is not set up");
     return -1;
   }
   return g_getfunc(mod_node, func_name, out);
@@ -70,15 +70,15 @@ static const tvmrt_native_entry* native_entry_of(const void* handle) {
   return NULL;
 }
 
-EXPORT int TVMFuncCall(void* func, TVMValue* args, int* arg_type_codes, int num_args,
-                       TVMValue* ret_val, int* ret_type_code) {
+TVM_DLL int TVMFuncCall(void* func, TVMValue* args, int* arg_type_codes, int num_args,
+                        TVMValue* ret_val, int* ret_type_code) {
   const tvmrt_native_entry* native = native_entry_of(func);
   if (native != NULL) { /* a function tvmrt implements in C (sort.c): no Python */
     *ret_type_code = 4; /* kTVMNullptr: these return nothing */
     return native->fn(args, arg_type_codes, num_args, ret_val, ret_type_code);
   }
   if (g_funccall == NULL) {
-    tvmrt_svc_set_error("", "TVMFuncCall: the tvmrt function environment is not set up");
+    tvmrt_fail("", "%s", "TVMFuncCall: the tvmrt function environment is not set up");
     return -1;
   }
   return g_funccall(func, args, arg_type_codes, num_args, ret_val, ret_type_code);
@@ -99,35 +99,36 @@ static int ffi_lookup_unsupported(const char* service, const char* func_name) {
            "%s: the kernel looks up function '%s' (a call_packed extern or device kernel); "
            "tvmrt does not provide tvm-ffi functions to kernels",
            service, func_name != NULL ? func_name : "");
-  tvmrt_svc_set_error("RuntimeError", buf);
+  tvmrt_fail("RuntimeError", "%s", buf);
   return -1;
 }
 
-EXPORT int tvmrt_ffi_get_func_from_env(void* mod_ctx, const char* func_name, void** out) {
+TVM_DLL int tvmrt_ffi_get_func_from_env(void* mod_ctx, const char* func_name, void** out) {
   if (out != NULL) *out = NULL;
   return ffi_lookup_unsupported("TVMBackendGetFuncFromEnv", func_name);
 }
 
-EXPORT int tvmrt_ffi_env_mod_lookup_from_imports(void* library_ctx, const char* func_name,
-                                                 void** out) {
+TVM_DLL int tvmrt_ffi_env_mod_lookup_from_imports(void* library_ctx, const char* func_name,
+                                                  void** out) {
   if (out != NULL) *out = NULL;
   return ffi_lookup_unsupported("TVMFFIEnvModLookupFromImports", func_name);
 }
 
-EXPORT int tvmrt_ffi_function_call(void* func, void* args, int32_t num_args, void* result) {
-  tvmrt_svc_set_error("RuntimeError", "TVMFFIFunctionCall: tvmrt does not provide tvm-ffi functions to "
-                            "kernels");
+TVM_DLL int tvmrt_ffi_function_call(void* func, void* args, int32_t num_args, void* result) {
+  tvmrt_fail("RuntimeError", "%s",
+             "TVMFFIFunctionCall: tvmrt does not provide tvm-ffi functions to "
+             "kernels");
   return -1;
 }
 
 /* TVMFFIHandleInitOnce: run init_func once per handle (thread-safe). */
 static pthread_mutex_t g_init_once_mu = PTHREAD_MUTEX_INITIALIZER;
 
-EXPORT int tvmrt_ffi_handle_init_once(void** handle_addr, int (*init_func)(void** result)) {
+TVM_DLL int tvmrt_ffi_handle_init_once(void** handle_addr, int (*init_func)(void** result)) {
   void* value;
   int rc = 0;
   if (handle_addr == NULL || init_func == NULL) {
-    tvmrt_svc_set_error("RuntimeError", "TVMFFIHandleInitOnce: NULL handle address or init function");
+    tvmrt_fail("RuntimeError", "%s", "TVMFFIHandleInitOnce: NULL handle address or init function");
     return -1;
   }
   if (__atomic_load_n(handle_addr, __ATOMIC_ACQUIRE) != NULL) return 0;

@@ -1,10 +1,10 @@
 /* Keep the wheel's glibc floor at each architecture's manylinux2014 baseline (2.17).
  *
  * glibc 2.34 moved the pthread functions into libc.so.6 and gave them new symbol versions
- * (GLIBC_2.34, as did libdl's dlopen family; pthread_sigmask GLIBC_2.32), so a build on a current distribution requires
- * glibc >= 2.34 although these functions exist, unchanged, under their original versions in
- * every glibc since the architecture's first. Binding the references to those original
- * versions (which glibc >= 2.34 keeps as compatibility symbols) lets the same binary load
+ * (GLIBC_2.34, as did libdl's dlopen family; pthread_sigmask GLIBC_2.32), so a build on a current
+ * distribution requires glibc >= 2.34 although these functions exist, unchanged, under their
+ * original versions in every glibc since the architecture's first. Binding the references to those
+ * original versions (which glibc >= 2.34 keeps as compatibility symbols) lets the same binary load
  * on glibc 2.17 .. today. Python links libpthread on the old systems, so the names resolve
  * there. Include before any call; other C libraries (musl) and architectures: no effect.
  */

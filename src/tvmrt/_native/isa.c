@@ -117,8 +117,8 @@ static size_t step(const uint8_t* p, size_t left, int64_t* counts, size_t at) {
     op = p[i];
     if (op == 0x66) opsize16 = 1;
     else if (op == 0x67) addr32 = 1;
-    else if (!(op == 0xF0 || op == 0xF2 || op == 0xF3 || op == 0x2E || op == 0x36 ||
-               op == 0x3E || op == 0x26 || op == 0x64 || op == 0x65))
+    else if (!(op == 0xF0 || op == 0xF2 || op == 0xF3 || op == 0x2E || op == 0x36 || op == 0x3E ||
+               op == 0x26 || op == 0x64 || op == 0x65))
       break;
     ++i;
   }
@@ -182,7 +182,7 @@ static size_t step(const uint8_t* p, size_t left, int64_t* counts, size_t at) {
  * EVEX-encoded (AVX-512), undecodable bytes, offset of the first EVEX instruction (-1: none).
  * Returns 0, or -1 if `counts` holds fewer than 5 entries.
  */
-EXPORT int tvmrt_x86_64_scan(const uint8_t* code, size_t size, int64_t* counts, int ncounts) {
+TVM_DLL int tvmrt_x86_64_scan(const uint8_t* code, size_t size, int64_t* counts, int ncounts) {
   size_t at = 0;
   int i;
   if (ncounts < C_COUNT) return -1;

@@ -20,8 +20,8 @@ static uint64_t now_ns(void) {
 /* Call `count` legacy packed functions back to back with prebuilt arguments, `repeat`
  * times, without the interpreter in between. Returns the elapsed nanoseconds, or -1 if a
  * call failed (its error is set). Used to measure the cost of dispatching from Python. */
-EXPORT int64_t tvmrt_time_call_sequence(int count, void** funcs, void** args, void** codes,
-                                        int* num_args, int repeat) {
+TVM_DLL int64_t tvmrt_time_call_sequence(int count, void** funcs, void** args, void** codes,
+                                         int* num_args, int repeat) {
   TVMValue ret;
   int ret_code, r, i;
   uint64_t start = now_ns();
@@ -29,25 +29,15 @@ EXPORT int64_t tvmrt_time_call_sequence(int count, void** funcs, void** args, vo
     for (i = 0; i < count; ++i) {
       TVMBackendPackedCFunc f = (TVMBackendPackedCFunc)funcs[i];
       ret_code = 4;
-      if (f((TVMValue*)args[i], (int*)codes[i], num_args[i], &ret, &ret_code, NULL) != 0)
-        return -1;
+      if (f((TVMValue*)args[i], (int*)codes[i], num_args[i], &ret, &ret_code, NULL) != 0) return -1;
     }
   }
   return (int64_t)(now_ns() - start);
 }
 
-typedef struct {
-  int32_t type_index;
-  uint32_t zero_padding;
-  int64_t v_int64;
-} TVMFFIAny;
-
-typedef int (*TVMFFISafeCallType)(void* self, const TVMFFIAny* args, int32_t num_args,
-                                  TVMFFIAny* result);
-
 /* Like tvmrt_time_call_sequence, for tvm-ffi kernels: f(NULL, args[i], num_args[i], &ret). */
-EXPORT int64_t tvmrt_time_ffi_call_sequence(int count, void** funcs, void** args, int* num_args,
-                                            int repeat) {
+TVM_DLL int64_t tvmrt_time_ffi_call_sequence(int count, void** funcs, void** args, int* num_args,
+                                             int repeat) {
   TVMFFIAny ret;
   int r, i;
   uint64_t start = now_ns();
@@ -71,7 +61,7 @@ static int empty_task(int task_id, TVMParallelGroupEnv* penv, void* cdata) {
 }
 
 /* Nanoseconds per empty parallel launch (the pool's own overhead), over `repeat` launches. */
-EXPORT double tvmrt_time_empty_launch(int repeat) {
+TVM_DLL double tvmrt_time_empty_launch(int repeat) {
   int r;
   uint64_t start;
   if (repeat <= 0) return 0.0;
@@ -81,7 +71,7 @@ EXPORT double tvmrt_time_empty_launch(int repeat) {
 }
 
 /* Nanoseconds per workspace alloc+free pair of `nbytes`, over `repeat` pairs. */
-EXPORT double tvmrt_time_workspace(uint64_t nbytes, int repeat) {
+TVM_DLL double tvmrt_time_workspace(uint64_t nbytes, int repeat) {
   int r;
   uint64_t start;
   if (repeat <= 0) return 0.0;

@@ -36,10 +36,11 @@
  * writes their addresses into the `__TVMFFIErrorSetRaisedFromCStr` slot and patches the
  * GOT entry of an undefined `TVMFFIErrorSetRaisedFromCStrParts`.
  *
- * Portable C99 plus pthreads and the GCC/Clang __atomic and __thread builtins; Linux
+ * C11 plus pthreads and the GCC/Clang __atomic and __thread builtins; Linux
  * and macOS.
  */
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,13 +49,28 @@
 #include "services.h"
 
 pthread_mutex_t tvmrt_svc_threads_mu = PTHREAD_MUTEX_INITIALIZER;
-thread_state* tvmrt_svc_threads;       /* live thread states, for statistics */
-int64_t tvmrt_svc_retired[ST_COUNT];   /* counts of threads that have exited */
-static int64_t g_baseline[ST_COUNT];  /* event counts at the last reset */
+thread_state* tvmrt_svc_threads;     /* live thread states, for statistics */
+int64_t tvmrt_svc_retired[ST_COUNT]; /* counts of threads that have exited */
+static int64_t g_baseline[ST_COUNT]; /* event counts at the last reset */
 
 static pthread_key_t g_tls_key;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 __thread thread_state* tvmrt_svc_tls_state;
+
+void tvmrt_svc_ws_release_cache(thread_state* ts) {
+  int i;
+  for (i = 0; i < ts->nbins; ++i) {
+    ws_header* h = ts->bins[i].head;
+    while (h != NULL) {
+      ws_header* next = h->next;
+      COUNT(ts, ST_WS_BYTES_CACHED, -(int64_t)h->size);
+      free(h);
+      h = next;
+    }
+    ts->bins[i].head = NULL;
+  }
+  ts->cached_bytes = 0;
+}
 
 static void thread_state_destroy(void* p) {
   thread_state* ts = (thread_state*)p;
@@ -73,12 +89,7 @@ static void thread_state_destroy(void* p) {
   tvmrt_svc_tls_state = NULL;
 }
 
-
-static void global_init(void) {
-  pthread_key_create(&g_tls_key, thread_state_destroy);
-  tvmrt_svc_pool_init();
-  pthread_atfork(NULL, NULL, tvmrt_svc_pool_atfork_child);
-}
+static void global_init(void) { pthread_key_create(&g_tls_key, thread_state_destroy); }
 
 thread_state* tvmrt_svc_state(void) {
   thread_state* ts = tvmrt_svc_tls_state;
@@ -123,12 +134,16 @@ static int error_reserve(thread_state* ts, size_t n) {
   return 0;
 }
 
-void tvmrt_svc_set_error_parts(const char* kind, const char** parts, int32_t nparts) {
+/* The one writer of the slot: "<kind>: " (nothing for kind "") then the parts. */
+static void slot_set(const char* kind, const char** parts, int32_t nparts) {
   thread_state* ts = tvmrt_svc_state();
-  size_t total = 0, keep, off = 0;
-  char note[96];
+  size_t total = 0, keep, off, plen = 0;
+  char prefix[ERROR_KIND_MAX + 2], note[96];
   int32_t i;
   if (ts == NULL) return;
+  set_error_kind(ts, kind);
+  if (ts->err_kind[0] != '\0')
+    plen = (size_t)snprintf(prefix, sizeof(prefix), "%s: ", ts->err_kind);
   for (i = 0; i < nparts; ++i) total += parts[i] ? strlen(parts[i]) : 0;
   note[0] = '\0';
   keep = total;
@@ -137,53 +152,81 @@ void tvmrt_svc_set_error_parts(const char* kind, const char** parts, int32_t npa
     snprintf(note, sizeof(note), "... [cut by tvmrt: the message has %llu bytes]",
              (unsigned long long)total);
   }
-  if (error_reserve(ts, keep + strlen(note)) != 0) {
+  if (error_reserve(ts, plen + keep + strlen(note)) != 0) {
     /* keep the start of the message at least */
-    keep = ts->err_cap ? ts->err_cap - 1 : 0;
+    if (ts->err_cap <= plen + 1) return;
+    keep = ts->err_cap - 1 - plen;
     note[0] = '\0';
-    if (keep == 0) return;
   }
-  for (i = 0; i < nparts && off < keep; ++i) {
+  memcpy(ts->err, prefix, plen);
+  off = plen;
+  for (i = 0; i < nparts && off < plen + keep; ++i) {
     size_t n;
     if (parts[i] == NULL) continue;
     n = strlen(parts[i]);
-    if (n > keep - off) n = keep - off;
+    if (n > plen + keep - off) n = plen + keep - off;
     memcpy(ts->err + off, parts[i], n);
     off += n;
   }
   memcpy(ts->err + off, note, strlen(note) + 1);
+  ts->err_msg_off = plen;
   ts->err_set = 1;
-  set_error_kind(ts, kind);
 }
 
-EXPORT void tvmrt_clear_last_error(void) { tvmrt_svc_clear_error(); }
+int tvmrt_fail(const char* kind, const char* fmt, ...) {
+  char buf[2048];
+  char* msg = buf;
+  va_list ap;
+  int n;
+  va_start(ap, fmt);
+  n = vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  if (n < 0) {
+    buf[0] = '\0';
+  } else if ((size_t)n >= sizeof(buf)) { /* a long message: format it again, whole */
+    char* big = (char*)malloc((size_t)n + 1);
+    if (big != NULL) {
+      va_start(ap, fmt);
+      vsnprintf(big, (size_t)n + 1, fmt, ap);
+      va_end(ap);
+      msg = big;
+    }
+  }
+  slot_set(kind, (const char**)&msg, 1);
+  if (msg != buf) free(msg);
+  return -1;
+}
+
+TVM_DLL void tvmrt_clear_last_error(void) { tvmrt_svc_clear_error(); }
 
 /* Call a legacy packed function with an empty error slot (the per-call Python path). */
-EXPORT int tvmrt_call_packed(TVMBackendPackedCFunc f, TVMValue* args, int* codes, int num_args,
-                             TVMValue* ret_val, int* ret_code) {
+TVM_DLL int tvmrt_call_packed(TVMBackendPackedCFunc f, TVMValue* args, int* codes, int num_args,
+                              TVMValue* ret_val, int* ret_code) {
   tvmrt_svc_clear_error();
   return f(args, codes, num_args, ret_val, ret_code, NULL);
 }
 
-void tvmrt_svc_set_error(const char* kind, const char* msg) { tvmrt_svc_set_error_parts(kind, &msg, 1); }
-
 /* TVM's legacy error setter (a kernel calls it, then returns -1). */
-EXPORT void TVMAPISetLastError(const char* msg) { tvmrt_svc_set_error("", msg ? msg : ""); }
+TVM_DLL void TVMAPISetLastError(const char* msg) {
+  const char* text = msg ? msg : "";
+  slot_set("", &text, 1);
+}
 
 /* tvm-ffi's TVMFFIErrorSetRaisedFromCStr, under a private name (see the file comment). */
-EXPORT void tvmrt_ffi_error_set_raised_from_cstr(const char* kind, const char* msg) {
-  tvmrt_svc_set_error(kind, msg ? msg : "");
+TVM_DLL void tvmrt_ffi_error_set_raised_from_cstr(const char* kind, const char* msg) {
+  const char* text = msg ? msg : "";
+  slot_set(kind, &text, 1);
 }
 
 /* tvm-ffi's TVMFFIErrorSetRaisedFromCStrParts, under a private name. */
-EXPORT void tvmrt_ffi_error_set_raised_from_cstr_parts(const char* kind, const char** parts,
+TVM_DLL void tvmrt_ffi_error_set_raised_from_cstr_parts(const char* kind, const char** parts,
                                                         int32_t num_parts) {
-  tvmrt_svc_set_error_parts(kind, parts, num_parts < 0 ? 0 : num_parts);
+  slot_set(kind, parts, num_parts < 0 ? 0 : num_parts);
 }
 
 /* The message of this thread's last error (NULL if none) and its kind ("" for legacy);
  * clears the slot. The text stays valid until the next error on this thread. */
-EXPORT const char* tvmrt_take_last_error(const char** kind) {
+TVM_DLL const char* tvmrt_take_last_error(const char** kind) {
   thread_state* ts = tvmrt_svc_state();
   if (ts == NULL || !ts->err_set) {
     if (kind != NULL) *kind = "";
@@ -191,12 +234,12 @@ EXPORT const char* tvmrt_take_last_error(const char** kind) {
   }
   ts->err_set = 0;
   if (kind != NULL) *kind = ts->err_kind;
-  return ts->err;
+  return ts->err + ts->err_msg_off;
 }
 
 /* This thread's last error message, or "" if none was ever set; the slot is left as it
  * is (TVMGetLastError of the C runtime). Valid until the next error on this thread. */
-EXPORT const char* tvmrt_peek_last_error(void) {
+TVM_DLL const char* tvmrt_peek_last_error(void) {
   thread_state* ts = tvmrt_svc_state();
   if (ts == NULL || ts->err == NULL) return "";
   return ts->err;
@@ -217,7 +260,7 @@ static void sum_stats(int64_t* total) {
 }
 
 /* Copy up to n counters into out; returns the number of counters. */
-EXPORT int tvmrt_get_stats(int64_t* out, int n) {
+TVM_DLL int tvmrt_get_stats(int64_t* out, int n) {
   int64_t total[ST_COUNT];
   int i;
   pthread_mutex_lock(&tvmrt_svc_threads_mu);
@@ -231,7 +274,7 @@ EXPORT int tvmrt_get_stats(int64_t* out, int n) {
 }
 
 /* Zero the event counters (not the byte gauges). */
-EXPORT void tvmrt_reset_stats(void) {
+TVM_DLL void tvmrt_reset_stats(void) {
   pthread_mutex_lock(&tvmrt_svc_threads_mu);
   sum_stats(g_baseline);
   pthread_mutex_unlock(&tvmrt_svc_threads_mu);

@@ -22,11 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "glibc_floor.h"
-
 #include "native.h"
 
-#define kDLCPU 1
 #define WS_ALIGN 64
 #define WS_HEADER 64
 #define WS_MAGIC_USED 0x7476726d55534544ULL /* "tvrmUSED" */
@@ -37,22 +34,6 @@
 #define ERROR_MESSAGE_MAX (64 * 1024)
 
 /* ------------------------------------------------------------------------------------ */
-/* Types of the C ABI                                                                    */
-
-typedef struct {
-  void* sync_handle;
-  int32_t num_task;
-} TVMParallelGroupEnv;
-
-typedef int (*FTVMParallelLambda)(int task_id, TVMParallelGroupEnv* penv, void* cdata);
-
-typedef int (*tvmrt_getfunc_cb)(void* mod_ctx, const char* name, void** out);
-typedef int (*tvmrt_funccall_cb)(void* handle, TVMValue* args, int* codes, int num_args,
-                                 TVMValue* ret_val, int* ret_code);
-typedef int (*TVMBackendPackedCFunc)(TVMValue* args, int* codes, int num_args,
-                                     TVMValue* ret_val, int* ret_code, void* resource);
-
-/* ------------------------------------------------------------------------------------ */
 /* Atomics                                                                               */
 
 #define LOAD(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
@@ -60,8 +41,6 @@ typedef int (*TVMBackendPackedCFunc)(TVMValue* args, int* codes, int num_args,
 #define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
 #define STORE_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #define FETCH_ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
-
-
 
 /* ------------------------------------------------------------------------------------ */
 /* Statistics: per-thread counters (no atomic read-modify-write on the hot path), summed  */
@@ -78,7 +57,6 @@ enum {
   ST_BARRIERS,
   ST_COUNT
 };
-
 
 /* ------------------------------------------------------------------------------------ */
 /* Per-thread state: error slot and workspace cache                                      */
@@ -99,20 +77,21 @@ typedef struct thread_state_s {
   size_t err_cap;
   int err_set;
   char err_kind[ERROR_KIND_MAX];
+  size_t err_msg_off; /* err is "<kind>: <message>": where the message starts */
   ws_bin* bins;
   int nbins;
   int bins_cap;
   int last_bin;
   size_t cached_bytes;
-  int in_task; /* running a parallel task: nested launches run serially */
+  int in_task;             /* running a parallel task: nested launches run serially */
   int64_t stats[ST_COUNT]; /* written by the owning thread only */
   struct thread_state_s* prev;
   struct thread_state_s* next;
 } thread_state;
 
 /* Add v to the calling thread's counter i: a plain load and store (only the owner writes). */
-#define COUNT(ts, i, v)                                                                      \
-  __atomic_store_n(&(ts)->stats[i], __atomic_load_n(&(ts)->stats[i], __ATOMIC_RELAXED) + (v), \
+#define COUNT(ts, i, v)                                                                            \
+  __atomic_store_n(&(ts)->stats[i], __atomic_load_n(&(ts)->stats[i], __ATOMIC_RELAXED) + (v),      \
                    __ATOMIC_RELAXED)
 
 /* services.c */
@@ -121,24 +100,13 @@ extern struct thread_state_s* tvmrt_svc_threads;
 extern int64_t tvmrt_svc_retired[ST_COUNT];
 extern __thread struct thread_state_s* tvmrt_svc_tls_state;
 thread_state* tvmrt_svc_state(void); /* the calling thread's state (NULL if out of memory) */
-void tvmrt_svc_set_error(const char* kind, const char* msg);
-void tvmrt_svc_set_error_parts(const char* kind, const char** parts, int32_t nparts);
+/* Free the thread's cached workspace blocks (workspace.c's free lists). */
+void tvmrt_svc_ws_release_cache(thread_state* ts);
 /* Forget this thread's error: every kernel call starts with an empty slot, so that a
  * message an earlier (successful) call left is never reported for a later one. */
 static inline void tvmrt_svc_clear_error(void) {
   thread_state* ts = tvmrt_svc_tls_state;
   if (ts != NULL) ts->err_set = 0;
 }
-
-/* workspace.c */
-void tvmrt_svc_ws_release_cache(thread_state* ts);
-void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes,
-                               int dtype_code_hint, int dtype_bits_hint);
-int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr);
-
-/* thread_pool.c */
-void tvmrt_svc_pool_init(void);       /* once, from the first thread state */
-void tvmrt_svc_pool_atfork_child(void);
-int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task);
 
 #endif /* TVMRT_NATIVE_SERVICES_H_ */

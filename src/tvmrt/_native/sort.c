@@ -14,7 +14,7 @@
  *
  * Kernels reach these functions without Python: TVMBackendGetFuncFromEnv hands out the
  * address of an entry of g_native (below) as the function handle, and TVMFuncCall
- * (backend.c) calls entries of the tables registered with it directly.
+ * (func_env.c) calls entries of the tables registered with it directly.
  */
 #include <math.h>
 #include <stdint.h>
@@ -48,14 +48,14 @@ static double half_to_double(uint16_t h) {
 static void gather(const char* data, int kind, int64_t base, int64_t step, int64_t n, pair_t* p) {
   int64_t k;
   switch (kind) {
-#define GATHER(KIND, T, FIELD, CONV)                        \
-  case KIND: {                                              \
-    const T* src = (const T*)data + base;                   \
-    for (k = 0; k < n; ++k) {                               \
-      p[k].key.FIELD = CONV(src[k * step]);                 \
-      p[k].idx = k;                                         \
-    }                                                       \
-    break;                                                  \
+#define GATHER(KIND, T, FIELD, CONV)                                                               \
+  case KIND: {                                                                                     \
+    const T* src = (const T*)data + base;                                                          \
+    for (k = 0; k < n; ++k) {                                                                      \
+      p[k].key.FIELD = CONV(src[k * step]);                                                        \
+      p[k].idx = k;                                                                                \
+    }                                                                                              \
+    break;                                                                                         \
   }
 #define SAME(x) (x)
     GATHER(D_F16, uint16_t, f, half_to_double)
@@ -75,44 +75,44 @@ static void gather(const char* data, int kind, int64_t base, int64_t step, int64
 /* Stable merge sort of pairs (insertion-sorted runs, then bottom-up merges)           */
 
 #define RUN 16
-#define DEFINE_SORT(NAME, BEFORE)                                                          \
-  static void NAME(pair_t* a, pair_t* tmp, int64_t n) {                                    \
-    int64_t lo, width, i, j, k;                                                            \
-    for (lo = 0; lo < n; lo += RUN) {                                                      \
-      int64_t hi = lo + RUN < n ? lo + RUN : n;                                            \
-      for (i = lo + 1; i < hi; ++i) {                                                      \
-        pair_t x = a[i];                                                                   \
-        for (j = i; j > lo && BEFORE(x, a[j - 1]); --j) a[j] = a[j - 1];                   \
-        a[j] = x;                                                                          \
-      }                                                                                    \
-    }                                                                                      \
-    for (width = RUN; width < n; width *= 2) {                                             \
-      pair_t* src = a;                                                                     \
-      for (lo = 0; lo < n; lo += 2 * width) {                                              \
-        int64_t mid = lo + width < n ? lo + width : n;                                     \
-        int64_t hi = lo + 2 * width < n ? lo + 2 * width : n;                              \
-        i = lo, j = mid, k = lo;                                                           \
-        if (mid >= hi || !BEFORE(src[mid], src[mid - 1])) {                                \
-          memcpy(tmp + lo, src + lo, (size_t)(hi - lo) * sizeof(pair_t));                 \
-          continue;                                                                        \
-        }                                                                                  \
-        while (i < mid && j < hi) tmp[k++] = BEFORE(src[j], src[i]) ? src[j++] : src[i++]; \
-        while (i < mid) tmp[k++] = src[i++];                                               \
-        while (j < hi) tmp[k++] = src[j++];                                                \
-      }                                                                                    \
-      memcpy(a, tmp, (size_t)n * sizeof(pair_t));                                          \
-    }                                                                                      \
-  }                                                                                        \
-  /* the first k of the stable order, for small k: a sorted candidate list */              \
-  static int64_t NAME##_select(const pair_t* a, int64_t n, int64_t k, pair_t* best) {      \
-    int64_t m = 0, i, j;                                                                   \
-    for (i = 0; i < n; ++i) {                                                              \
-      if (m == k && !BEFORE(a[i], best[m - 1])) continue;                                  \
-      j = m < k ? m++ : m - 1;                                                             \
-      for (; j > 0 && BEFORE(a[i], best[j - 1]); --j) best[j] = best[j - 1];               \
-      best[j] = a[i];                                                                      \
-    }                                                                                      \
-    return m;                                                                              \
+#define DEFINE_SORT(NAME, BEFORE)                                                                  \
+  static void NAME(pair_t* a, pair_t* tmp, int64_t n) {                                            \
+    int64_t lo, width, i, j, k;                                                                    \
+    for (lo = 0; lo < n; lo += RUN) {                                                              \
+      int64_t hi = lo + RUN < n ? lo + RUN : n;                                                    \
+      for (i = lo + 1; i < hi; ++i) {                                                              \
+        pair_t x = a[i];                                                                           \
+        for (j = i; j > lo && BEFORE(x, a[j - 1]); --j) a[j] = a[j - 1];                           \
+        a[j] = x;                                                                                  \
+      }                                                                                            \
+    }                                                                                              \
+    for (width = RUN; width < n; width *= 2) {                                                     \
+      pair_t* src = a;                                                                             \
+      for (lo = 0; lo < n; lo += 2 * width) {                                                      \
+        int64_t mid = lo + width < n ? lo + width : n;                                             \
+        int64_t hi = lo + 2 * width < n ? lo + 2 * width : n;                                      \
+        i = lo, j = mid, k = lo;                                                                   \
+        if (mid >= hi || !BEFORE(src[mid], src[mid - 1])) {                                        \
+          memcpy(tmp + lo, src + lo, (size_t)(hi - lo) * sizeof(pair_t));                          \
+          continue;                                                                                \
+        }                                                                                          \
+        while (i < mid && j < hi) tmp[k++] = BEFORE(src[j], src[i]) ? src[j++] : src[i++];         \
+        while (i < mid) tmp[k++] = src[i++];                                                       \
+        while (j < hi) tmp[k++] = src[j++];                                                        \
+      }                                                                                            \
+      memcpy(a, tmp, (size_t)n * sizeof(pair_t));                                                  \
+    }                                                                                              \
+  }                                                                                                \
+  /* the first k of the stable order, for small k: a sorted candidate list */                      \
+  static int64_t NAME##_select(const pair_t* a, int64_t n, int64_t k, pair_t* best) {              \
+    int64_t m = 0, i, j;                                                                           \
+    for (i = 0; i < n; ++i) {                                                                      \
+      if (m == k && !BEFORE(a[i], best[m - 1])) continue;                                          \
+      j = m < k ? m++ : m - 1;                                                                     \
+      for (; j > 0 && BEFORE(a[i], best[j - 1]); --j) best[j] = best[j - 1];                       \
+      best[j] = a[i];                                                                              \
+    }                                                                                              \
+    return m;                                                                                      \
   }
 
 #define F_ASC(x, y) ((x).key.f < (y).key.f)
@@ -161,7 +161,8 @@ static int alloc_pairs(const char* func, int64_t n, pair_t** a, pair_t** b) {
   if (*a == NULL || *b == NULL) {
     free(*a);
     free(*b);
-    return tvmrt_sort_fail(func, "cannot allocate %lld bytes of sort buffers", (long long)(2 * n * 16));
+    return tvmrt_sort_fail(func, "cannot allocate %lld bytes of sort buffers",
+                           (long long)(2 * n * 16));
   }
   return 0;
 }
@@ -182,23 +183,30 @@ static int sort_common(const char* func, int mode, TVMValue* args, int* codes, i
   char b1[32], b2[32];
   pair_t *p, *tmp;
   if (nargs != 4)
-    return tvmrt_sort_fail(func, "expected 4 arguments (data, output, axis, is_ascend), got %d", nargs);
-  if (tvmrt_sort_get_tensor(func, args, codes, 0, "data", &in) || tvmrt_sort_get_tensor(func, args, codes, 1, "output", &out) ||
-      tvmrt_sort_get_int(func, args, codes, 2, "axis", &axis64) || tvmrt_sort_get_int(func, args, codes, 3, "is_ascend", &asc))
+    return tvmrt_sort_fail(func, "expected 4 arguments (data, output, axis, is_ascend), got %d",
+                           nargs);
+  if (tvmrt_sort_get_tensor(func, args, codes, 0, "data", &in) ||
+      tvmrt_sort_get_tensor(func, args, codes, 1, "output", &out) ||
+      tvmrt_sort_get_int(func, args, codes, 2, "axis", &axis64) ||
+      tvmrt_sort_get_int(func, args, codes, 3, "is_ascend", &asc))
     return -1;
   if (in->ndim == 0) return tvmrt_sort_fail(func, "the input has no dimensions to sort along");
   if (tvmrt_sort_norm_axis(func, axis64, in->ndim, &axis)) return -1;
   kin = tvmrt_sort_dkind(in->dtype);
   kout = tvmrt_sort_dkind(out->dtype);
   if (!sort_kind_ok(kin))
-    return tvmrt_sort_fail(func, "unsupported input dtype %s; expected float32, float64, int32, int64 or "
-                "float16", tvmrt_sort_dtype_name(in->dtype, b1, sizeof b1));
+    return tvmrt_sort_fail(func,
+                           "unsupported input dtype %s; expected float32, float64, int32, int64 or "
+                           "float16",
+                           tvmrt_sort_dtype_name(in->dtype, b1, sizeof b1));
   if (mode == 0 && !index_kind_ok(kout))
-    return tvmrt_sort_fail(func, "unsupported output dtype %s; expected int32, int64, float32 or float64",
-                tvmrt_sort_dtype_name(out->dtype, b2, sizeof b2));
+    return tvmrt_sort_fail(func,
+                           "unsupported output dtype %s; expected int32, int64, float32 or float64",
+                           tvmrt_sort_dtype_name(out->dtype, b2, sizeof b2));
   if (mode == 1 && kout != kin)
     return tvmrt_sort_fail(func, "output dtype %s differs from the input's %s",
-                tvmrt_sort_dtype_name(out->dtype, b2, sizeof b2), tvmrt_sort_dtype_name(in->dtype, b1, sizeof b1));
+                           tvmrt_sort_dtype_name(out->dtype, b2, sizeof b2),
+                           tvmrt_sort_dtype_name(in->dtype, b1, sizeof b1));
   if (tvmrt_sort_check_shape(func, in, out, axis, -1, "the output")) return -1;
   if (tvmrt_sort_numel(in) == 0) return 0;
   tvmrt_sort_split_axis(in, axis, &before, &after);
@@ -211,8 +219,9 @@ static int sort_common(const char* func, int mode, TVMValue* args, int* codes, i
       stable_sort(p, tmp, n, tvmrt_sort_is_float_kind(kin), asc != 0);
       for (k = 0; k < n; ++k) {
         if (mode == 0) put_index(tvmrt_sort_data_of(out), kout, base + k * after, p[k].idx);
-        else put_value(tvmrt_sort_data_of(out), tvmrt_sort_data_of(in), tvmrt_sort_dsize(kin), base + k * after,
-                       base + p[k].idx * after);
+        else
+          put_value(tvmrt_sort_data_of(out), tvmrt_sort_data_of(in), tvmrt_sort_dsize(kin),
+                    base + k * after, base + p[k].idx * after);
       }
     }
   }
@@ -240,8 +249,8 @@ static int argsort_nms_fn(TVMValue* args, int* codes, int nargs, TVMValue* ret, 
   char b1[32];
   pair_t *p, *tmp;
   if (nargs != 5)
-    return tvmrt_sort_fail(func, "expected 5 arguments (data, valid_count, output, axis, is_ascend), got %d",
-                nargs);
+    return tvmrt_sort_fail(
+        func, "expected 5 arguments (data, valid_count, output, axis, is_ascend), got %d", nargs);
   if (tvmrt_sort_get_tensor(func, args, codes, 0, "data", &in) ||
       tvmrt_sort_get_tensor(func, args, codes, 1, "valid_count", &cnt) ||
       tvmrt_sort_get_tensor(func, args, codes, 2, "output", &out) ||
@@ -252,29 +261,31 @@ static int argsort_nms_fn(TVMValue* args, int* codes, int nargs, TVMValue* ret, 
   if (tvmrt_sort_norm_axis(func, axis64, in->ndim, &axis)) return -1;
   if (tvmrt_sort_dkind(in->dtype) != D_F32)
     return tvmrt_sort_fail(func, "unsupported input dtype %s; expected float32 (as TVM on x86)",
-                tvmrt_sort_dtype_name(in->dtype, b1, sizeof b1));
+                           tvmrt_sort_dtype_name(in->dtype, b1, sizeof b1));
   if (tvmrt_sort_dkind(cnt->dtype) != D_I32)
     return tvmrt_sort_fail(func, "valid_count has dtype %s; expected int32",
-                tvmrt_sort_dtype_name(cnt->dtype, b1, sizeof b1));
+                           tvmrt_sort_dtype_name(cnt->dtype, b1, sizeof b1));
   if (tvmrt_sort_dkind(out->dtype) != D_I32)
     return tvmrt_sort_fail(func, "the output has dtype %s; expected int32",
-                tvmrt_sort_dtype_name(out->dtype, b1, sizeof b1));
+                           tvmrt_sort_dtype_name(out->dtype, b1, sizeof b1));
   if (tvmrt_sort_check_shape(func, in, out, axis, -1, "the output")) return -1;
   tvmrt_sort_split_axis(in, axis, &before, &after);
   if (tvmrt_sort_numel(cnt) < before * after)
-    return tvmrt_sort_fail(func, "valid_count has %lld elements; expected %lld (one per sorted row)",
-                (long long)tvmrt_sort_numel(cnt), (long long)(before * after));
+    return tvmrt_sort_fail(func,
+                           "valid_count has %lld elements; expected %lld (one per sorted row)",
+                           (long long)tvmrt_sort_numel(cnt), (long long)(before * after));
   if (tvmrt_sort_numel(in) == 0) return 0;
   n = in->shape[axis];
   if (alloc_pairs(func, n, &p, &tmp)) return -1;
   for (i = 0; i < before; ++i) {
     for (j = 0; j < after; ++j) {
-      int64_t base = i * n * after + j, m = ((const int32_t*)tvmrt_sort_data_of(cnt))[i * after + j];
+      int64_t base = i * n * after + j,
+              m = ((const int32_t*)tvmrt_sort_data_of(cnt))[i * after + j];
       if (m > n) {
         free(p);
         free(tmp);
         return tvmrt_sort_fail(func, "valid_count %lld of row %lld exceeds the axis length %lld",
-                    (long long)m, (long long)(i * after + j), (long long)n);
+                               (long long)m, (long long)(i * after + j), (long long)n);
       }
       if (m < 0) m = 0;
       gather(tvmrt_sort_data_of(in), D_F32, base, after, m, p);
@@ -305,18 +316,22 @@ static int topk_fn(TVMValue* args, int* codes, int nargs, TVMValue* ret, int* rc
   char b1[32], b2[32];
   pair_t *p, *tmp;
   if (nargs < 6 || nargs > 7)
-    return tvmrt_sort_fail(func, "expected 6 or 7 arguments (data, outputs..., k, axis, ret_type, "
-                "is_ascend), got %d", nargs);
+    return tvmrt_sort_fail(func,
+                           "expected 6 or 7 arguments (data, outputs..., k, axis, ret_type, "
+                           "is_ascend), got %d",
+                           nargs);
   if (codes[nargs - 2] != CODE_STR || args[nargs - 2].v_str == NULL)
-    return tvmrt_sort_fail(func, "argument %d (ret_type) must be a string, got type code %d", nargs - 2,
-                codes[nargs - 2]);
+    return tvmrt_sort_fail(func, "argument %d (ret_type) must be a string, got type code %d",
+                           nargs - 2, codes[nargs - 2]);
   ret_type = args[nargs - 2].v_str;
   if (strcmp(ret_type, "both") == 0) nout = 2;
   else if (strcmp(ret_type, "values") == 0 || strcmp(ret_type, "indices") == 0) nout = 1;
-  else return tvmrt_sort_fail(func, "unsupported ret_type '%.40s'; expected both, values or indices", ret_type);
+  else
+    return tvmrt_sort_fail(func, "unsupported ret_type '%.40s'; expected both, values or indices",
+                           ret_type);
   if (nargs != 5 + nout)
-    return tvmrt_sort_fail(func, "ret_type '%s' takes %d output tensors; the call has %d", ret_type, nout,
-                nargs - 5);
+    return tvmrt_sort_fail(func, "ret_type '%s' takes %d output tensors; the call has %d", ret_type,
+                           nout, nargs - 5);
   if (tvmrt_sort_get_tensor(func, args, codes, 0, "data", &in) ||
       tvmrt_sort_get_int(func, args, codes, nargs - 4, "k", &k) ||
       tvmrt_sort_get_int(func, args, codes, nargs - 3, "axis", &axis64) ||
@@ -335,18 +350,23 @@ static int topk_fn(TVMValue* args, int* codes, int nargs, TVMValue* ret, int* rc
   if (tvmrt_sort_norm_axis(func, axis64, in->ndim, &axis)) return -1;
   kin = tvmrt_sort_dkind(in->dtype);
   if (!(sort_kind_ok(kin) || kin == D_U8 || kin == D_I8))
-    return tvmrt_sort_fail(func, "unsupported input dtype %s; expected float32, float64, uint8, int8, "
-                "int32, int64 or float16", tvmrt_sort_dtype_name(in->dtype, b1, sizeof b1));
+    return tvmrt_sort_fail(func,
+                           "unsupported input dtype %s; expected float32, float64, uint8, int8, "
+                           "int32, int64 or float16",
+                           tvmrt_sort_dtype_name(in->dtype, b1, sizeof b1));
   if (indices != NULL) {
     kidx = tvmrt_sort_dkind(indices->dtype);
     if (!topk_index_ok(kin, kidx))
-      return tvmrt_sort_fail(func, "unsupported indices dtype %s for %s input; expected int32, int64, "
-                  "float32 or float64", tvmrt_sort_dtype_name(indices->dtype, b2, sizeof b2),
-                  tvmrt_sort_dtype_name(in->dtype, b1, sizeof b1));
+      return tvmrt_sort_fail(func,
+                             "unsupported indices dtype %s for %s input; expected int32, int64, "
+                             "float32 or float64",
+                             tvmrt_sort_dtype_name(indices->dtype, b2, sizeof b2),
+                             tvmrt_sort_dtype_name(in->dtype, b1, sizeof b1));
   }
   if (values != NULL && tvmrt_sort_dkind(values->dtype) != kin)
     return tvmrt_sort_fail(func, "values dtype %s differs from the input's %s",
-                tvmrt_sort_dtype_name(values->dtype, b2, sizeof b2), tvmrt_sort_dtype_name(in->dtype, b1, sizeof b1));
+                           tvmrt_sort_dtype_name(values->dtype, b2, sizeof b2),
+                           tvmrt_sort_dtype_name(in->dtype, b1, sizeof b1));
   n = in->shape[axis];
   kk = k < 1 ? n : k;
   if ((values && tvmrt_sort_check_shape(func, in, values, axis, kk, "the values output")) ||
@@ -369,8 +389,9 @@ static int topk_fn(TVMValue* args, int* codes, int nargs, TVMValue* ret, int* rc
       }
       for (q = 0; q < m; ++q) {
         if (indices) put_index(tvmrt_sort_data_of(indices), kidx, dst + q * after, best[q].idx);
-        if (values) put_value(tvmrt_sort_data_of(values), tvmrt_sort_data_of(in), tvmrt_sort_dsize(kin), dst + q * after,
-                              src + best[q].idx * after);
+        if (values)
+          put_value(tvmrt_sort_data_of(values), tvmrt_sort_data_of(in), tvmrt_sort_dsize(kin),
+                    dst + q * after, src + best[q].idx * after);
       }
     }
   }
@@ -391,8 +412,8 @@ static const tvmrt_native_entry g_native[] = {
 #define NATIVE_COUNT ((int)(sizeof(g_native) / sizeof(g_native[0])))
 
 /* The function handle of native function `name` (an entry's address), or NULL. The table
-   is registered with backend.c first, so TVMFuncCall knows the handle. */
-EXPORT const void* tvmrt_native_function(const char* name) {
+   is registered with func_env.c first, so TVMFuncCall knows the handle. */
+TVM_DLL const void* tvmrt_native_function(const char* name) {
   int i;
   if (name == NULL || tvmrt_register_native_table(g_native, NATIVE_COUNT) != 0) return NULL;
   for (i = 0; i < NATIVE_COUNT; ++i)

@@ -20,13 +20,15 @@ int tvmrt_sort_fail(const char* func, const char* fmt, ...) {
   va_start(ap, fmt);
   if (n > 0 && (size_t)n < sizeof(msg)) vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
   va_end(ap);
-  TVMAPISetLastError(msg);
-  return -1;
+  return tvmrt_fail("", "%s", msg);
 }
 
 const char* tvmrt_sort_dtype_name(DLDataType t, char* buf, size_t cap) {
-  const char* base = t.code == TYPE_INT ? "int" : t.code == TYPE_UINT ? "uint"
-                   : t.code == TYPE_FLOAT ? "float" : t.code == 4 ? "bfloat" : "type";
+  const char* base = t.code == TYPE_INT     ? "int"
+                     : t.code == TYPE_UINT  ? "uint"
+                     : t.code == TYPE_FLOAT ? "float"
+                     : t.code == 4          ? "bfloat"
+                                            : "type";
   if (t.lanes == 1) snprintf(buf, cap, "%s%u", base, (unsigned)t.bits);
   else snprintf(buf, cap, "%s%ux%u", base, (unsigned)t.bits, (unsigned)t.lanes);
   return buf;
@@ -47,8 +49,10 @@ int tvmrt_sort_dkind(DLDataType t) {
 size_t tvmrt_sort_dsize(int k) {
   switch (k) {
     case D_F16: return 2;
-    case D_F32: case D_I32: return 4;
-    case D_F64: case D_I64: return 8;
+    case D_F32:
+    case D_I32: return 4;
+    case D_F64:
+    case D_I64: return 8;
     default: return 1;
   }
 }
@@ -59,27 +63,33 @@ int tvmrt_sort_is_float_kind(int k) { return k == D_F16 || k == D_F32 || k == D_
 /* Arguments                                                                          */
 
 int tvmrt_sort_get_tensor(const char* func, TVMValue* args, int* codes, int i, const char* what,
-                      DLTensor** out) {
+                          DLTensor** out) {
   DLTensor* t;
   int d;
   int64_t expect = 1;
   if (codes[i] != CODE_DLTENSOR && codes[i] != CODE_NDARRAY)
-    return tvmrt_sort_fail(func, "argument %d (%s) must be a tensor, got type code %d", i, what, codes[i]);
+    return tvmrt_sort_fail(func, "argument %d (%s) must be a tensor, got type code %d", i, what,
+                           codes[i]);
   t = (DLTensor*)args[i].v_handle;
   if (t == NULL) return tvmrt_sort_fail(func, "argument %d (%s) is a NULL tensor", i, what);
   if (t->device.device_type != 1)
-    return tvmrt_sort_fail(func, "argument %d (%s) is on device type %d; these functions run on the CPU "
-                "(device type 1)", i, what, (int)t->device.device_type);
+    return tvmrt_sort_fail(func,
+                           "argument %d (%s) is on device type %d; these functions run on the CPU "
+                           "(device type 1)",
+                           i, what, (int)t->device.device_type);
   if (t->ndim < 0 || t->ndim > MAX_NDIM)
-    return tvmrt_sort_fail(func, "argument %d (%s) has %d dimensions (at most %d)", i, what, t->ndim,
-                MAX_NDIM);
+    return tvmrt_sort_fail(func, "argument %d (%s) has %d dimensions (at most %d)", i, what,
+                           t->ndim, MAX_NDIM);
   for (d = 0; d < t->ndim; ++d)
-    if (t->shape[d] < 0) return tvmrt_sort_fail(func, "argument %d (%s) has a negative dimension", i, what);
+    if (t->shape[d] < 0)
+      return tvmrt_sort_fail(func, "argument %d (%s) has a negative dimension", i, what);
   if (t->strides != NULL) {
     for (d = t->ndim - 1; d >= 0; --d) {
       if (t->shape[d] != 1 && t->strides[d] != expect)
-        return tvmrt_sort_fail(func, "argument %d (%s) is not compact row-major (strides given); pass a "
-                    "contiguous tensor", i, what);
+        return tvmrt_sort_fail(func,
+                               "argument %d (%s) is not compact row-major (strides given); pass a "
+                               "contiguous tensor",
+                               i, what);
       expect *= t->shape[d];
     }
   }
@@ -88,9 +98,10 @@ int tvmrt_sort_get_tensor(const char* func, TVMValue* args, int* codes, int i, c
 }
 
 int tvmrt_sort_get_int(const char* func, TVMValue* args, int* codes, int i, const char* what,
-                   int64_t* out) {
+                       int64_t* out) {
   if (codes[i] != CODE_INT && codes[i] != CODE_UINT)
-    return tvmrt_sort_fail(func, "argument %d (%s) must be an integer, got type code %d", i, what, codes[i]);
+    return tvmrt_sort_fail(func, "argument %d (%s) must be an integer, got type code %d", i, what,
+                           codes[i]);
   *out = args[i].v_int64;
   return 0;
 }
@@ -108,8 +119,8 @@ int64_t tvmrt_sort_numel(const DLTensor* t) {
 int tvmrt_sort_norm_axis(const char* func, int64_t axis, int ndim, int* out) {
   if (axis < 0) axis += ndim;
   if (axis < 0 || axis >= ndim)
-    return tvmrt_sort_fail(func, "axis %lld is out of range for a %d-dimensional input", (long long)axis,
-                ndim);
+    return tvmrt_sort_fail(func, "axis %lld is out of range for a %d-dimensional input",
+                           (long long)axis, ndim);
   *out = (int)axis;
   return 0;
 }
@@ -126,16 +137,16 @@ void tvmrt_sort_split_axis(const DLTensor* t, int axis, int64_t* before, int64_t
 
 /* out must have in's shape, except `axis_len` along `axis` (if axis_len >= 0) */
 int tvmrt_sort_check_shape(const char* func, const DLTensor* in, const DLTensor* out, int axis,
-                       int64_t axis_len, const char* what) {
+                           int64_t axis_len, const char* what) {
   int d;
   if (out->ndim != in->ndim)
-    return tvmrt_sort_fail(func, "%s has %d dimensions; expected %d like the input", what, out->ndim,
-                in->ndim);
+    return tvmrt_sort_fail(func, "%s has %d dimensions; expected %d like the input", what,
+                           out->ndim, in->ndim);
   for (d = 0; d < in->ndim; ++d) {
     int64_t want = (d == axis && axis_len >= 0) ? axis_len : in->shape[d];
     if (out->shape[d] != want)
       return tvmrt_sort_fail(func, "%s has %lld along dimension %d; expected %lld", what,
-                  (long long)out->shape[d], d, (long long)want);
+                             (long long)out->shape[d], d, (long long)want);
   }
   return 0;
 }

@@ -31,7 +31,7 @@ static size_t g_syslib_count = 0;
 static size_t g_syslib_cap = 0;
 static int64_t g_syslib_generation = 0;
 
-EXPORT int TVMBackendRegisterSystemLibSymbol(const char* name, void* ptr) {
+TVM_DLL int TVMBackendRegisterSystemLibSymbol(const char* name, void* ptr) {
   size_t i;
   if (name == NULL) return -1;
   pthread_mutex_lock(&g_syslib_mu);
@@ -66,7 +66,7 @@ EXPORT int TVMBackendRegisterSystemLibSymbol(const char* name, void* ptr) {
 }
 
 /* The address registered under `name`, or NULL. */
-EXPORT void* tvmrt_system_lib_lookup(const char* name) {
+TVM_DLL void* tvmrt_system_lib_lookup(const char* name) {
   size_t i;
   void* found = NULL;
   if (name == NULL) return NULL;
@@ -81,7 +81,7 @@ EXPORT void* tvmrt_system_lib_lookup(const char* name) {
   return found;
 }
 
-EXPORT int64_t tvmrt_system_lib_generation(void) {
+TVM_DLL int64_t tvmrt_system_lib_generation(void) {
   int64_t g;
   pthread_mutex_lock(&g_syslib_mu);
   g = g_syslib_generation;
@@ -90,7 +90,7 @@ EXPORT int64_t tvmrt_system_lib_generation(void) {
 }
 
 /* The name of entry `index` (names are never freed), or NULL past the end. */
-EXPORT const char* tvmrt_system_lib_name(int64_t index) {
+TVM_DLL const char* tvmrt_system_lib_name(int64_t index) {
   const char* name = NULL;
   pthread_mutex_lock(&g_syslib_mu);
   if (index >= 0 && (size_t)index < g_syslib_count) name = g_syslib[index].name;

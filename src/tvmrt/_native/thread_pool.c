@@ -41,10 +41,10 @@ typedef struct {
   pthread_mutex_t mu;
   pthread_cond_t work_cv;
   pthread_cond_t done_cv;
-  int num_threads;    /* configured size, including the launching thread; 0 = not decided */
-  int num_workers;    /* worker threads running */
+  int num_threads; /* configured size, including the launching thread; 0 = not decided */
+  int num_workers; /* worker threads running */
   pthread_t* threads;
-  int busy;           /* a launch owns the pool */
+  int busy; /* a launch owns the pool */
   int shutdown;
   uint64_t generation; /* bumped to publish a job */
   int sleepers;        /* workers blocked on work_cv */
@@ -60,8 +60,9 @@ typedef struct {
   char first_error_kind[ERROR_KIND_MAX];
 } pool_t;
 
-static pool_t g_pool; /* mutex and condition variables are set up by global_init() */
+static pool_t g_pool; /* mutex and condition variables are set up by pool_ready() */
 static pthread_mutex_t g_config_mu = PTHREAD_MUTEX_INITIALIZER;
+static void pool_ready(void);
 
 /* The CPUs this process may run on. TVM_NUM_THREADS / OMP_NUM_THREADS are parsed in one
  * place, the Python side (tvmrt.runtime.threads), which sets the pool size when it loads
@@ -84,8 +85,10 @@ static int default_num_threads(void) {
   return cpus > MAX_THREADS ? MAX_THREADS : (int)cpus;
 }
 
-EXPORT int tvmrt_get_num_threads(void) {
-  int n = LOAD(&g_pool.num_threads);
+TVM_DLL int tvmrt_get_num_threads(void) {
+  int n;
+  pool_ready();
+  n = LOAD(&g_pool.num_threads);
   if (n > 0) return n;
   pthread_mutex_lock(&g_config_mu);
   if (g_pool.num_threads <= 0) STORE(&g_pool.num_threads, default_num_threads());
@@ -111,7 +114,7 @@ static void wait_change_u64(uint64_t* p, uint64_t old, int* waiters, pthread_con
 
 static void record_task_error(const char* fallback) {
   thread_state* ts = tvmrt_svc_state();
-  const char* msg = (ts != NULL && ts->err_set) ? ts->err : fallback;
+  const char* msg = (ts != NULL && ts->err_set) ? ts->err + ts->err_msg_off : fallback;
   const char* kind = (ts != NULL && ts->err_set) ? ts->err_kind : "";
   pthread_mutex_lock(&g_pool.mu);
   if (g_pool.first_error == NULL) {
@@ -229,7 +232,7 @@ static int pool_resize(int total) {
              "the thread pool could start only %d of %d worker threads (%s); parallel "
              "kernels run on %d threads",
              started, total - 1, strerror(g_start_error), started + 1);
-    tvmrt_svc_set_error("", buf);
+    tvmrt_fail("", "%s", buf);
   }
   return started + 1;
 }
@@ -240,16 +243,7 @@ static void pool_init_sync(void) {
   pthread_cond_init(&g_pool.done_cv, NULL);
 }
 
-void tvmrt_svc_pool_init(void) {
-  const char* spin = getenv("TVM_THREAD_POOL_SPIN_COUNT");
-  pool_init_sync();
-  if (spin != NULL && *spin != '\0') {
-    long v = strtol(spin, NULL, 10);
-    if (v >= 0 && v <= 100000000L) g_spin_count = (int)v;
-  }
-}
-
-void tvmrt_svc_pool_atfork_child(void) {
+static void pool_atfork_child(void) {
   /* The child has only the forking thread: forget the workers (they do not exist). */
   pool_init_sync();
   pthread_mutex_init(&g_config_mu, NULL);
@@ -262,6 +256,21 @@ void tvmrt_svc_pool_atfork_child(void) {
   g_pool.launcher_waiting = 0;
   g_pool.pending = 0;
 }
+
+static pthread_once_t g_pool_once = PTHREAD_ONCE_INIT;
+
+static void pool_setup(void) {
+  const char* spin = getenv("TVM_THREAD_POOL_SPIN_COUNT");
+  pool_init_sync();
+  pthread_atfork(NULL, NULL, pool_atfork_child);
+  if (spin != NULL && *spin != '\0') {
+    long v = strtol(spin, NULL, 10);
+    if (v >= 0 && v <= 100000000L) g_spin_count = (int)v;
+  }
+}
+
+/* Set the pool up once, on its first use (the entry points below call this first). */
+static void pool_ready(void) { pthread_once(&g_pool_once, pool_setup); }
 
 static int try_acquire_pool(void) {
   int expected = 0;
@@ -283,13 +292,13 @@ static int run_serial(FTVMParallelLambda flambda, void* cdata, thread_state* ts)
   return rc;
 }
 
-EXPORT int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task) {
+TVM_DLL int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int num_task) {
   thread_state* ts = tvmrt_svc_state();
   int total = tvmrt_get_num_threads();
   int n, rc, i;
   if (ts != NULL) COUNT(ts, ST_LAUNCHES, 1);
   if (flambda == NULL) {
-    tvmrt_svc_set_error("", "TVMBackendParallelLaunch: the task function is NULL");
+    tvmrt_fail("", "%s", "TVMBackendParallelLaunch: the task function is NULL");
     return -1;
   }
   /* One thread, a nested launch, or the pool busy with another thread's launch: run here. */
@@ -339,8 +348,8 @@ EXPORT int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int
     pthread_mutex_unlock(&g_pool.mu);
   }
   if (rc == 0 && LOAD(&g_pool.failed)) {
-    if (g_pool.first_error != NULL) tvmrt_svc_set_error(g_pool.first_error_kind, g_pool.first_error);
-    else tvmrt_svc_set_error("", "a parallel task failed");
+    if (g_pool.first_error != NULL) tvmrt_fail(g_pool.first_error_kind, "%s", g_pool.first_error);
+    else tvmrt_fail("", "%s", "a parallel task failed");
     rc = -1;
   }
   free(g_pool.first_error);
@@ -349,7 +358,7 @@ EXPORT int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, int
   return rc;
 }
 
-EXPORT int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv) {
+TVM_DLL int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv) {
   barrier_t* b;
   int gen, i;
   thread_state* ts = tvmrt_svc_state();
@@ -358,7 +367,7 @@ EXPORT int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv) {
   if (penv == NULL || penv->num_task <= 1) return 0;
   b = (barrier_t*)penv->sync_handle;
   if (b == NULL) {
-    tvmrt_svc_set_error("", "TVMBackendParallelBarrier: the group has no barrier");
+    tvmrt_fail("", "%s", "TVMBackendParallelBarrier: the group has no barrier");
     return -1;
   }
   gen = LOAD_ACQ(&b->generation);
@@ -377,12 +386,14 @@ EXPORT int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv) {
 /* Set the pool size (n <= 0: the CPUs) and start its workers now. Waits for a running
  * launch to finish. Returns the size reached (smaller than asked when the system refuses
  * threads: the error slot says why), or -1 when called from a parallel task. */
-EXPORT int tvmrt_set_num_threads(int n) {
+TVM_DLL int tvmrt_set_num_threads(int n) {
   thread_state* ts = tvmrt_svc_state();
   if (ts != NULL && ts->in_task) {
-    tvmrt_svc_set_error("", "tvmrt_set_num_threads: cannot resize the pool from inside a parallel task");
+    tvmrt_fail("", "%s",
+               "tvmrt_set_num_threads: cannot resize the pool from inside a parallel task");
     return -1;
   }
+  pool_ready();
   pthread_mutex_lock(&g_config_mu);
   while (!try_acquire_pool()) sched_yield();
   if (n <= 0) n = default_num_threads();
@@ -394,6 +405,12 @@ EXPORT int tvmrt_set_num_threads(int n) {
   return n;
 }
 
-EXPORT void tvmrt_set_spin_count(int n) { g_spin_count = n < 0 ? 0 : n; }
+TVM_DLL void tvmrt_set_spin_count(int n) {
+  pool_ready();
+  g_spin_count = n < 0 ? 0 : n;
+}
 
-EXPORT int tvmrt_get_spin_count(void) { return g_spin_count; }
+TVM_DLL int tvmrt_get_spin_count(void) {
+  pool_ready();
+  return g_spin_count;
+}

@@ -13,28 +13,13 @@
 /* A thread caches at most this many bytes of freed workspace; beyond, frees go to the OS. */
 static size_t g_cache_limit = (size_t)1 << 30;
 
-void tvmrt_svc_ws_release_cache(thread_state* ts) {
-  int i;
-  for (i = 0; i < ts->nbins; ++i) {
-    ws_header* h = ts->bins[i].head;
-    while (h != NULL) {
-      ws_header* next = h->next;
-      COUNT(ts, ST_WS_BYTES_CACHED, -(int64_t)h->size);
-      free(h);
-      h = next;
-    }
-    ts->bins[i].head = NULL;
-  }
-  ts->cached_bytes = 0;
-}
-
 /* Workspace on other devices (OpenCL, ...) is allocated by the Python device layer. */
 typedef void* (*tvmrt_dev_alloc_cb)(int device_type, int device_id, uint64_t nbytes);
 typedef int (*tvmrt_dev_free_cb)(int device_type, int device_id, void* ptr);
 static tvmrt_dev_alloc_cb g_dev_alloc;
 static tvmrt_dev_free_cb g_dev_free;
 
-EXPORT void tvmrt_set_device_workspace_callbacks(tvmrt_dev_alloc_cb alloc, tvmrt_dev_free_cb fr) {
+TVM_DLL void tvmrt_set_device_workspace_callbacks(tvmrt_dev_alloc_cb alloc, tvmrt_dev_free_cb fr) {
   g_dev_alloc = alloc;
   g_dev_free = fr;
 }
@@ -45,7 +30,7 @@ static void set_device_error(const char* func, int device_type) {
            "%s: device type %d is not supported; tvmrt allocates workspace on the CPU "
            "(device type 1) only",
            func, device_type);
-  tvmrt_svc_set_error("", buf);
+  tvmrt_fail("", "%s", buf);
 }
 
 /* ------------------------------------------------------------------------------------ */
@@ -74,8 +59,8 @@ static ws_bin* ws_find_bin(thread_state* ts, size_t size, int create) {
   return &ts->bins[ts->nbins++];
 }
 
-EXPORT void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes,
-                                      int dtype_code_hint, int dtype_bits_hint) {
+TVM_DLL void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes,
+                                       int dtype_code_hint, int dtype_bits_hint) {
   thread_state* ts;
   ws_bin* bin;
   ws_header* h;
@@ -86,7 +71,7 @@ EXPORT void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t n
   (void)dtype_bits_hint;
   ts = tvmrt_svc_state();
   if (ts == NULL) {
-    tvmrt_svc_set_error("", "TVMBackendAllocWorkspace: out of memory for the thread state");
+    tvmrt_fail("", "%s", "TVMBackendAllocWorkspace: out of memory for the thread state");
     return NULL;
   }
   COUNT(ts, ST_WS_ALLOCS, 1);
@@ -99,7 +84,7 @@ EXPORT void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t n
     char buf[128];
     snprintf(buf, sizeof(buf), "TVMBackendAllocWorkspace: cannot allocate %llu bytes",
              (unsigned long long)nbytes);
-    tvmrt_svc_set_error("", buf);
+    tvmrt_fail("", "%s", buf);
     return NULL;
   }
   size = ((size_t)nbytes + WS_ALIGN - 1) & ~(size_t)(WS_ALIGN - 1);
@@ -115,7 +100,7 @@ EXPORT void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t n
       char buf[160];
       snprintf(buf, sizeof(buf), "TVMBackendAllocWorkspace: out of memory allocating %llu bytes",
                (unsigned long long)nbytes);
-      tvmrt_svc_set_error("", buf);
+      tvmrt_fail("", "%s", buf);
       return NULL;
     }
     h = (ws_header*)raw;
@@ -128,7 +113,7 @@ EXPORT void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t n
   return (char*)h + WS_HEADER;
 }
 
-EXPORT int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) {
+TVM_DLL int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) {
   thread_state* ts;
   ws_header* h;
   ws_bin* bin;
@@ -142,16 +127,18 @@ EXPORT int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) {
     return -1;
   }
   if (((uintptr_t)ptr & (WS_ALIGN - 1)) != 0) {
-    tvmrt_svc_set_error("", "TVMBackendFreeWorkspace: pointer was not returned by TVMBackendAllocWorkspace");
+    tvmrt_fail("", "%s",
+               "TVMBackendFreeWorkspace: pointer was not returned by TVMBackendAllocWorkspace");
     return -1;
   }
   h = (ws_header*)((char*)ptr - WS_HEADER);
   if (h->magic == WS_MAGIC_FREE) {
-    tvmrt_svc_set_error("", "TVMBackendFreeWorkspace: workspace freed twice");
+    tvmrt_fail("", "%s", "TVMBackendFreeWorkspace: workspace freed twice");
     return -1;
   }
   if (h->magic != WS_MAGIC_USED) {
-    tvmrt_svc_set_error("", "TVMBackendFreeWorkspace: pointer was not returned by TVMBackendAllocWorkspace");
+    tvmrt_fail("", "%s",
+               "TVMBackendFreeWorkspace: pointer was not returned by TVMBackendAllocWorkspace");
     return -1;
   }
   if (ts == NULL) {
@@ -160,9 +147,7 @@ EXPORT int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) {
     return 0;
   }
   COUNT(ts, ST_WS_BYTES_IN_USE, -(int64_t)h->size);
-  bin = ts->cached_bytes + h->size <= g_cache_limit
-            ? ws_find_bin(ts, h->size, 1)
-            : NULL;
+  bin = ts->cached_bytes + h->size <= g_cache_limit ? ws_find_bin(ts, h->size, 1) : NULL;
   if (bin == NULL) {
     h->magic = 0;
     free(h);
@@ -177,7 +162,7 @@ EXPORT int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) {
 }
 
 /* Free the calling thread's cached workspace blocks. */
-EXPORT void tvmrt_release_workspace_cache(void) {
+TVM_DLL void tvmrt_release_workspace_cache(void) {
   thread_state* ts = tvmrt_svc_state();
   if (ts != NULL) tvmrt_svc_ws_release_cache(ts);
 }

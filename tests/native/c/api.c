@@ -21,20 +21,19 @@
 
 static int g_failed;
 
-#define CHECK(call)                                                                    \
-  do {                                                                                 \
-    if ((call) != 0) {                                                                 \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,             \
-              TVMGetLastError());                                                      \
-      exit(1);                                                                         \
-    }                                                                                  \
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    if ((call) != 0) {                                                                             \
+      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, TVMGetLastError());     \
+      exit(1);                                                                                     \
+    }                                                                                              \
   } while (0)
-#define EXPECT(cond)                                                                   \
-  do {                                                                                 \
-    if (!(cond)) {                                                                     \
-      fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);              \
-      g_failed = 1;                                                                    \
-    }                                                                                  \
+#define EXPECT(cond)                                                                               \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);                          \
+      g_failed = 1;                                                                                \
+    }                                                                                              \
   } while (0)
 
 static int add_one(TVMValue* args, int* codes, int n, TVMRetValueHandle ret, void* res) {
@@ -105,8 +104,9 @@ static void registry(void) {
   CHECK(TVMFuncCreateFromCFunc(add_one, &resource, finalize, &f));
   CHECK(TVMFuncRegisterGlobal("test.add_one", f, 0));
   EXPECT(TVMFuncRegisterGlobal("test.add_one", f, 0) != 0);
-  EXPECT(strcmp(TVMGetLastError(), "FunctionAlreadyRegisteredError: Global PackedFunc "
-                                   "test.add_one is already registered") == 0);
+  EXPECT(strcmp(TVMGetLastError(),
+                "FunctionAlreadyRegisteredError: Global PackedFunc "
+                "test.add_one is already registered") == 0);
   CHECK(TVMFuncRegisterGlobal("test.add_one", f, 1));
   CHECK(TVMFuncFree(f)); /* the registry keeps its own reference */
   CHECK(TVMFuncGetGlobal("test.add_one", &g));

@@ -42,20 +42,17 @@ static tvmrt_func* noop_lookup(tvmrt_module* mod, const char* name) {
 
 /* Apply 1..8 random edits to buf (capacity cap), returning the new size. */
 static size_t mutate(uint8_t* buf, size_t size, size_t cap) {
-  static const uint64_t wide[] = {0, 1, 0x7fffffffULL, 0x80000000ULL, 0xffffffffULL,
-                                  1ULL << 40, 0x7fffffffffffffffULL, ~0ULL};
-  static const char* tokens[] = {"-1", "99999999999", "[", "]", "{", "}", "\"", ",",
-                                 "1e300", "null", "[[", "0", "\"list_int\"", "4294967296"};
+  static const uint64_t wide[] = {
+      0, 1, 0x7fffffffULL, 0x80000000ULL, 0xffffffffULL, 1ULL << 40, 0x7fffffffffffffffULL, ~0ULL};
+  static const char* tokens[] = {"-1",           "99999999999", "[",     "]",    "{",  "}",
+                                 "\"",           ",",           "1e300", "null", "[[", "0",
+                                 "\"list_int\"", "4294967296"};
   int edits = 1 + (int)below(3), k;
   for (k = 0; k < edits && size > 0; ++k) {
     size_t at = below(size);
     switch (below(7)) {
-      case 0:
-        buf[at] ^= (uint8_t)(1u << below(8));
-        break;
-      case 1:
-        buf[at] = (uint8_t)(below(2) ? 0xff : below(256));
-        break;
+      case 0: buf[at] ^= (uint8_t)(1u << below(8)); break;
+      case 1: buf[at] = (uint8_t)(below(2) ? 0xff : below(256)); break;
       case 2:
         if (size >= 8) {
           uint64_t v = wide[below(sizeof(wide) / sizeof(wide[0]))];
@@ -63,9 +60,7 @@ static size_t mutate(uint8_t* buf, size_t size, size_t cap) {
           memcpy(buf + at, &v, 8);
         }
         break;
-      case 3:
-        size = below(size + 1);
-        break;
+      case 3: size = below(size + 1); break;
       case 4: { /* duplicate a chunk */
         uint8_t chunk[64];
         size_t len = below(64) + 1, to = below(size);

@@ -7,8 +7,9 @@
  *   run_model files   LIB GRAPH.json PARAMS  INPUT_NAME INPUT.bin OUT_PREFIX
  *
  * factory: lib["default"](cpu); syslib: runtime.SystemLib()["default"](cpu) after loading
- * LIB (`-`: nothing to load, the system library is linked into this program); files: tvm.graph_runtime.create(json, lib, 1, 0) + load_params. Every output is
- * read twice (get_output(i) and get_output(i, out)) and the two must agree.
+ * LIB (`-`: nothing to load, the system library is linked into this program); files:
+ * tvm.graph_runtime.create(json, lib, 1, 0) + load_params. Every output is read twice
+ * (get_output(i) and get_output(i, out)) and the two must agree.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,13 +17,12 @@
 
 #include <tvm/runtime/c_runtime_api.h>
 
-#define CHECK(call)                                                              \
-  do {                                                                           \
-    if ((call) != 0) {                                                           \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,       \
-              TVMGetLastError());                                                \
-      exit(1);                                                                   \
-    }                                                                            \
+#define CHECK(call)                                                                                \
+  do {                                                                                             \
+    if ((call) != 0) {                                                                             \
+      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, TVMGetLastError());     \
+      exit(1);                                                                                     \
+    }                                                                                              \
   } while (0)
 
 static char* read_file(const char* path, size_t* size) {

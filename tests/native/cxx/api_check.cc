@@ -20,12 +20,12 @@ using tvm::runtime::Registry;
 using tvm::runtime::TVMArgs;
 using tvm::runtime::TVMRetValue;
 
-#define CHECK_TRUE(cond)                                               \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
-      std::fprintf(stderr, "%s:%d: failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::exit(1);                                                    \
-    }                                                                  \
+#define CHECK_TRUE(cond)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      std::fprintf(stderr, "%s:%d: failed: %s\n", __FILE__, __LINE__, #cond);                      \
+      std::exit(1);                                                                                \
+    }                                                                                              \
   } while (0)
 
 TVM_REGISTER_GLOBAL("test.add_scaled").set_body([](TVMArgs args, TVMRetValue* rv) {

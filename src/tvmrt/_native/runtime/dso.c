@@ -23,8 +23,8 @@
 typedef void* (*symbol_fn)(void* ctx, const char* name);
 
 typedef struct {
-  void* handle;   /* dlopen handle, or NULL for the system library */
-  char* prefix;   /* system library: the symbol prefix */
+  void* handle; /* dlopen handle, or NULL for the system library */
+  char* prefix; /* system library: the symbol prefix */
 } dso_impl;
 
 static void* dso_symbol(void* ctx, const char* name) { return dlsym(ctx, name); }
@@ -82,8 +82,9 @@ static tvmrt_func* dso_lookup(tvmrt_module* mod, const char* name) {
 
 static void dso_finalize(tvmrt_module* mod) {
   dso_impl* impl = (dso_impl*)mod->impl;
-  void** ctx_slot = (void**)(impl->handle != NULL ? dso_symbol(impl->handle, "__tvm_module_ctx")
-                                                  : syslib_symbol(impl->prefix, "__tvm_module_ctx"));
+  void** ctx_slot =
+      (void**)(impl->handle != NULL ? dso_symbol(impl->handle, "__tvm_module_ctx")
+                                    : syslib_symbol(impl->prefix, "__tvm_module_ctx"));
   /* the library outlives this module: its kernels must not look functions up through a
      freed module (a NULL context is an error, see TVMBackendGetFuncFromEnv) */
   if (ctx_slot != NULL && *ctx_slot == mod) *ctx_slot = NULL;
@@ -126,10 +127,14 @@ static int check_header(const char* path) {
   static const struct {
     int machine;
     const char* text;
-  } machines[] = {{3, "x86 (32-bit)"},        {40, "arm (ARM 32-bit)"},
-                  {62, "x86-64"},             {183, "aarch64 (ARM 64-bit)"},
-                  {243, "riscv (RISC-V)"},    {8, "mips (MIPS)"},
-                  {21, "ppc64 (PowerPC 64-bit)"}, {22, "s390 (IBM Z)"}};
+  } machines[] = {{3, "x86 (32-bit)"},
+                  {40, "arm (ARM 32-bit)"},
+                  {62, "x86-64"},
+                  {183, "aarch64 (ARM 64-bit)"},
+                  {243, "riscv (RISC-V)"},
+                  {8, "mips (MIPS)"},
+                  {21, "ppc64 (PowerPC 64-bit)"},
+                  {22, "s390 (IBM Z)"}};
 #if defined(__x86_64__)
   const int host = 62;
 #elif defined(__aarch64__)
@@ -146,17 +151,23 @@ static int check_header(const char* path) {
   n = fread(h, 1, sizeof(h), f);
   fclose(f);
   if (n >= 2 && h[0] == 'M' && h[1] == 'Z') {
-    return tvmrt_fail("ModuleLoadError", "cannot load '%s': it is a Windows DLL, this machine runs "
-                   "Linux; export the model for Linux", path);
+    return tvmrt_fail("ModuleLoadError",
+                      "cannot load '%s': it is a Windows DLL, this machine runs "
+                      "Linux; export the model for Linux",
+                      path);
   }
   if (n >= 4 && ((h[0] == 0xcf && h[1] == 0xfa && h[2] == 0xed && h[3] == 0xfe) ||
                  (h[0] == 0xca && h[1] == 0xfe && h[2] == 0xba && h[3] == 0xbe))) {
-    return tvmrt_fail("ModuleLoadError", "cannot load '%s': it is a macOS Mach-O library, this "
-                   "machine runs Linux; export the model for Linux", path);
+    return tvmrt_fail("ModuleLoadError",
+                      "cannot load '%s': it is a macOS Mach-O library, this "
+                      "machine runs Linux; export the model for Linux",
+                      path);
   }
   if (n < sizeof(h) || memcmp(h, "\177ELF", 4) != 0) {
-    return tvmrt_fail("ModuleLoadError", "cannot load '%s': not a shared library (it is not an "
-                   "ELF file)", path);
+    return tvmrt_fail("ModuleLoadError",
+                      "cannot load '%s': not a shared library (it is not an "
+                      "ELF file)",
+                      path);
   }
   machine = h[18] | h[19] << 8;
   if (host < 0 || machine == host) return 0;
@@ -165,11 +176,13 @@ static int check_header(const char* path) {
     if (machines[i].machine == host) here = machines[i].text;
   }
   if (built == NULL) {
-    return tvmrt_fail("ModuleLoadError", "cannot load '%s': built for ELF machine %d, this machine "
-                   "is %s", path, machine, here);
+    return tvmrt_fail("ModuleLoadError",
+                      "cannot load '%s': built for ELF machine %d, this machine "
+                      "is %s",
+                      path, machine, here);
   }
   return tvmrt_fail("ModuleLoadError", "cannot load '%s': built for %s, this machine is %s", path,
-                 built, here);
+                    built, here);
 }
 
 tvmrt_module* tvmrt_load_dso(const char* path) {
@@ -198,7 +211,7 @@ tvmrt_module* tvmrt_load_dso(const char* path) {
   if (handle == NULL) {
     const char* why = dlerror();
     tvmrt_fail("ModuleLoadError", "Failed to load dynamic shared library %s %s", path,
-            why != NULL ? why : "");
+               why != NULL ? why : "");
     return NULL;
   }
   lib = new_library(handle, NULL);
@@ -220,7 +233,7 @@ tvmrt_module* tvmrt_load_dso(const char* path) {
 /* the system library                                                                  */
 
 static pthread_mutex_t g_syslib_mu = PTHREAD_MUTEX_INITIALIZER;
-static tvmrt_module* g_syslib;       /* the root for prefix "", rebuilt after registrations */
+static tvmrt_module* g_syslib; /* the root for prefix "", rebuilt after registrations */
 static int64_t g_syslib_gen = -1;
 
 static tvmrt_module* build_system_lib(const char* prefix) {
@@ -235,7 +248,6 @@ static tvmrt_module* build_system_lib(const char* prefix) {
 tvmrt_module* tvmrt_system_lib(const char* prefix) {
   tvmrt_module* m;
   int64_t gen;
-  tvmrt_init();
   if (prefix != NULL && *prefix != '\0') return build_system_lib(prefix);
   pthread_mutex_lock(&g_syslib_mu);
   gen = tvmrt_system_lib_generation();

@@ -18,8 +18,7 @@ typedef struct {
 
 /* The devices of a packed call from argument `first`: DLDevice values or (type, id) int
    pairs; the first one is the executor's device. */
-int tvmrt_device_args(TVMValue* args, int* codes, int first, int n, DLDevice* out,
-                   const char* fn) {
+int tvmrt_device_args(TVMValue* args, int* codes, int first, int n, DLDevice* out, const char* fn) {
   if (first >= n) return tvmrt_fail("InvalidArgumentError", "%s: expected a device", fn);
   if (codes[first] == kDLDevice) {
     *out = args[first].v_device;
@@ -27,8 +26,10 @@ int tvmrt_device_args(TVMValue* args, int* codes, int first, int n, DLDevice* ou
     out->device_type = (DLDeviceType)args[first].v_int64;
     out->device_id = (int32_t)args[first + 1].v_int64;
   } else {
-    return tvmrt_fail("ArgumentTypeError", "%s: devices must be DLDevice values or (device_type, "
-                   "device_id) int pairs", fn);
+    return tvmrt_fail("ArgumentTypeError",
+                      "%s: devices must be DLDevice values or (device_type, "
+                      "device_id) int pairs",
+                      fn);
   }
   return 0;
 }
@@ -40,8 +41,9 @@ static int f_default(void* self, TVMValue* args, int* codes, int n, TVMValue* re
   DLDevice dev;
   if (tvmrt_device_args(args, codes, 0, n, &dev, impl->name) != 0) return -1;
   if (mod->num_imports == 0) {
-    return tvmrt_fail("ModuleLoadError", "GraphExecutorFactory: the factory imports no kernel "
-                   "library");
+    return tvmrt_fail("ModuleLoadError",
+                      "GraphExecutorFactory: the factory imports no kernel "
+                      "library");
   }
   exec = tvmrt_graph_executor_create(impl->json, impl->json_len, mod->imports[0], dev);
   if (exec == NULL) return -1;
@@ -54,8 +56,7 @@ static int f_default(void* self, TVMValue* args, int* codes, int n, TVMValue* re
   return 0;
 }
 
-static int f_get_graph_json(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
-                            int* rc) {
+static int f_get_graph_json(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
   if (n != 0) return tvmrt_fail("InvalidArgumentError", "get_graph_json takes no arguments");
   ret->v_str = ((factory_impl*)((tvmrt_module*)self)->impl)->json;
   *rc = kTVMStr;
@@ -93,11 +94,12 @@ tvmrt_module* tvmrt_graph_factory_load(tvmrt_reader* r) {
   }
   if (count != nnames) {
     tvmrt_fail("ModuleLoadError", "GraphExecutorFactory: %llu params but %llu names",
-            (unsigned long long)count, (unsigned long long)nnames);
+               (unsigned long long)count, (unsigned long long)nnames);
     goto fail;
   }
   impl->params.names = (char**)calloc(nnames ? (size_t)nnames : 1, sizeof(char*));
-  impl->params.arrays = (tvmrt_ndarray**)calloc(nnames ? (size_t)nnames : 1, sizeof(tvmrt_ndarray*));
+  impl->params.arrays =
+      (tvmrt_ndarray**)calloc(nnames ? (size_t)nnames : 1, sizeof(tvmrt_ndarray*));
   if (impl->params.names == NULL || impl->params.arrays == NULL) {
     tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate the factory's params");
     goto fail;

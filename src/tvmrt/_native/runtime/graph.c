@@ -38,8 +38,9 @@ static int read_u32_list(const tvmrt_json* v, const char* where, uint32_t** out,
 static int read_ref(const tvmrt_json* v, tvmrt_entry_ref* out, const char* where) {
   if (v == NULL || v->type != RT_JSON_ARRAY || v->count < 2 || v->count > 3 ||
       as_u32(&v->items[0], &out->nid) != 0 || as_u32(&v->items[1], &out->index) != 0) {
-    return bad(where, "invalid json format: expected [node_id, index] or [node_id, index, "
-                      "version]");
+    return bad(where,
+               "invalid json format: expected [node_id, index] or [node_id, index, "
+               "version]");
   }
   return 0;
 }
@@ -61,7 +62,7 @@ static int read_node(const tvmrt_json* v, tvmrt_node* node, size_t nid) {
     }
     if (k == sizeof(known) / sizeof(known[0])) {
       return tvmrt_fail("GraphFormatError", "graph JSON, node %zu: do not support key %.100s", nid,
-                     v->keys[i]);
+                        v->keys[i]);
     }
   }
   op = tvmrt_json_get(v, "op");
@@ -72,14 +73,17 @@ static int read_node(const tvmrt_json* v, tvmrt_node* node, size_t nid) {
   if (op == NULL || name == NULL || inputs == NULL || op->type != RT_JSON_STRING ||
       name->type != RT_JSON_STRING || inputs->type != RT_JSON_ARRAY) {
     return tvmrt_fail("GraphFormatError",
-                   "graph JSON, node %zu: invalid format: needs string 'op', string 'name' "
-                   "and array 'inputs'", nid);
+                      "graph JSON, node %zu: invalid format: needs string 'op', string 'name' "
+                      "and array 'inputs'",
+                      nid);
   }
   if (strcmp(op->str, "tvm_op") == 0) {
     node->is_op = 1;
   } else if (strcmp(op->str, "null") != 0) {
-    return tvmrt_fail("GraphFormatError", "graph JSON, node %zu: Can only take tvm_op as op, got "
-                   "%.100s", nid, op->str);
+    return tvmrt_fail("GraphFormatError",
+                      "graph JSON, node %zu: Can only take tvm_op as op, got "
+                      "%.100s",
+                      nid, op->str);
   }
   if ((node->name = strdup(name->str)) == NULL) return bad("nodes", "out of memory");
   if (attrs != NULL) {
@@ -88,21 +92,26 @@ static int read_node(const tvmrt_json* v, tvmrt_node* node, size_t nid) {
     char* end;
     unsigned long outputs;
     if (attrs->type != RT_JSON_OBJECT || fn == NULL || no == NULL || fl == NULL || ni == NULL) {
-      return tvmrt_fail("GraphFormatError", "graph JSON, node %zu (%.100s): invalid format: attrs "
-                     "need string func_name, num_inputs, num_outputs and flatten_data", nid,
-                     node->name);
+      return tvmrt_fail("GraphFormatError",
+                        "graph JSON, node %zu (%.100s): invalid format: attrs "
+                        "need string func_name, num_inputs, num_outputs and flatten_data",
+                        nid, node->name);
     }
     outputs = strtoul(no, &end, 10);
     if (*fn == '\0' || *end != '\0' || outputs < 1 || outputs > 65536) {
-      return tvmrt_fail("GraphFormatError", "graph JSON, node %zu (%.100s): bad func_name or "
-                     "num_outputs", nid, node->name);
+      return tvmrt_fail("GraphFormatError",
+                        "graph JSON, node %zu (%.100s): bad func_name or "
+                        "num_outputs",
+                        nid, node->name);
     }
     node->num_outputs = (uint32_t)outputs;
     node->flatten_data = strtoul(fl, NULL, 10) != 0;
     if ((node->func_name = strdup(fn)) == NULL) return bad("nodes", "out of memory");
   } else if (node->is_op) {
-    return tvmrt_fail("GraphFormatError", "graph JSON, node %zu (%.100s): a tvm_op node needs "
-                   "attrs", nid, node->name);
+    return tvmrt_fail("GraphFormatError",
+                      "graph JSON, node %zu (%.100s): a tvm_op node needs "
+                      "attrs",
+                      nid, node->name);
   } else {
     node->num_outputs = 1;
   }
@@ -110,7 +119,8 @@ static int read_node(const tvmrt_json* v, tvmrt_node* node, size_t nid) {
     return tvmrt_fail("GraphFormatError", "graph JSON, node %zu: a null node takes no inputs", nid);
   }
   node->num_inputs = inputs->count;
-  node->inputs = (tvmrt_entry_ref*)calloc(inputs->count ? inputs->count : 1, sizeof(tvmrt_entry_ref));
+  node->inputs =
+      (tvmrt_entry_ref*)calloc(inputs->count ? inputs->count : 1, sizeof(tvmrt_entry_ref));
   if (node->inputs == NULL) return bad("nodes", "out of memory");
   for (i = 0; i < inputs->count; ++i) {
     if (read_ref(&inputs->items[i], &node->inputs[i], "node inputs") != 0) return -1;
@@ -120,17 +130,18 @@ static int read_node(const tvmrt_json* v, tvmrt_node* node, size_t nid) {
 
 /* attrs[key] = [tag, data] with the expected tag and one item per entry */
 static const tvmrt_json* entry_attr(const tvmrt_json* attrs, const char* key, const char* tag,
-                                 size_t n, int required) {
+                                    size_t n, int required) {
   const tvmrt_json* v = tvmrt_json_get(attrs, key);
   if (v == NULL) {
-    if (required) tvmrt_fail("GraphFormatError", "graph JSON, attrs: invalid format: missing %s", key);
+    if (required)
+      tvmrt_fail("GraphFormatError", "graph JSON, attrs: invalid format: missing %s", key);
     return NULL;
   }
   if (v->type != RT_JSON_ARRAY || v->count != 2 || v->items[0].type != RT_JSON_STRING ||
       strcmp(v->items[0].str, tag) != 0 || v->items[1].type != RT_JSON_ARRAY ||
       v->items[1].count != n) {
     tvmrt_fail("GraphFormatError", "graph JSON, attrs: %s must be [\"%s\", [...]] with %zu items",
-            key, tag, n);
+               key, tag, n);
     return NULL;
   }
   return &v->items[1];
@@ -163,7 +174,8 @@ static int read_attrs(const tvmrt_json* attrs, tvmrt_graph* g) {
   g->ndims = (int32_t*)calloc(n ? n : 1, sizeof(int32_t));
   g->shapes = (int64_t*)calloc((n ? n : 1) * RT_MAX_NDIM, sizeof(int64_t));
   g->storage_ids = (int64_t*)calloc(n ? n : 1, sizeof(int64_t));
-  if (!g->dtypes || !g->ndims || !g->shapes || !g->storage_ids) return bad("attrs", "out of memory");
+  if (!g->dtypes || !g->ndims || !g->shapes || !g->storage_ids)
+    return bad("attrs", "out of memory");
   for (i = 0; i < n; ++i) {
     const tvmrt_json* s = &sh->items[i];
     const tvmrt_json* id = &sid->items[i];
@@ -172,8 +184,10 @@ static int read_attrs(const tvmrt_json* attrs, tvmrt_graph* g) {
       return tvmrt_fail("GraphFormatError", "graph JSON, attrs: dltype[%zu] is not a dtype", i);
     }
     if (s->type != RT_JSON_ARRAY || s->count > RT_MAX_NDIM) {
-      return tvmrt_fail("GraphFormatError", "graph JSON, attrs: shape[%zu] must be a list of at "
-                     "most %d dims", i, RT_MAX_NDIM);
+      return tvmrt_fail("GraphFormatError",
+                        "graph JSON, attrs: shape[%zu] must be a list of at "
+                        "most %d dims",
+                        i, RT_MAX_NDIM);
     }
     g->ndims[i] = (int32_t)s->count;
     for (k = 0; k < s->count; ++k) {
@@ -185,20 +199,23 @@ static int read_attrs(const tvmrt_json* attrs, tvmrt_graph* g) {
     }
     if (id->type != RT_JSON_NUMBER || !id->is_int || id->i < 0 || id->i >= MAX_STORAGE_ID) {
       return tvmrt_fail("GraphFormatError", "graph JSON, attrs: storage_id[%zu] must be 0 to %d", i,
-                     MAX_STORAGE_ID - 1);
+                        MAX_STORAGE_ID - 1);
     }
     g->storage_ids[i] = id->i;
     if ((size_t)id->i + 1 > g->num_storage) g->num_storage = (size_t)id->i + 1;
     if (dev != NULL && (dev->items[i].type != RT_JSON_NUMBER || dev->items[i].i != kDLCPU)) {
-      return tvmrt_fail("UnsupportedError", "graph JSON: entry %zu is placed on device type %lld; "
-                     "libtvmrt_runtime runs graphs on the CPU (device type 1) only", i,
-                     (long long)dev->items[i].i);
+      return tvmrt_fail("UnsupportedError",
+                        "graph JSON: entry %zu is placed on device type %lld; "
+                        "libtvmrt_runtime runs graphs on the CPU (device type 1) only",
+                        i, (long long)dev->items[i].i);
     }
-    if (scope != NULL && (scope->items[i].type != RT_JSON_STRING ||
-                          (scope->items[i].str[0] != '\0' &&
-                           strcmp(scope->items[i].str, "global") != 0))) {
-      return tvmrt_fail("UnsupportedError", "graph JSON: entry %zu has a storage scope other than "
-                     "global; libtvmrt_runtime supports plain CPU memory only", i);
+    if (scope != NULL &&
+        (scope->items[i].type != RT_JSON_STRING ||
+         (scope->items[i].str[0] != '\0' && strcmp(scope->items[i].str, "global") != 0))) {
+      return tvmrt_fail("UnsupportedError",
+                        "graph JSON: entry %zu has a storage scope other than "
+                        "global; libtvmrt_runtime supports plain CPU memory only",
+                        i);
     }
   }
   return 0;
@@ -210,30 +227,36 @@ static int check_graph(tvmrt_graph* g) {
   for (nid = 0; nid < g->num_nodes; ++nid) {
     if (g->row_ptr[nid + 1] < g->row_ptr[nid] ||
         g->row_ptr[nid + 1] - g->row_ptr[nid] != g->nodes[nid].num_outputs) {
-      return tvmrt_fail("GraphFormatError", "graph JSON, node_row_ptr: node %zu has %u outputs "
-                     "but node_row_ptr gives it %lld", nid, g->nodes[nid].num_outputs,
-                     (long long)g->row_ptr[nid + 1] - (long long)g->row_ptr[nid]);
+      return tvmrt_fail("GraphFormatError",
+                        "graph JSON, node_row_ptr: node %zu has %u outputs "
+                        "but node_row_ptr gives it %lld",
+                        nid, g->nodes[nid].num_outputs,
+                        (long long)g->row_ptr[nid + 1] - (long long)g->row_ptr[nid]);
     }
     for (i = 0; i < g->nodes[nid].num_inputs; ++i) {
       tvmrt_entry_ref r = g->nodes[nid].inputs[i];
       if (r.nid >= nid || r.index >= g->nodes[r.nid].num_outputs) {
-        return tvmrt_fail("GraphFormatError", "graph JSON, node %zu: input %zu refers to [%u, %u], "
-                       "not an output of an earlier node", nid, i, r.nid, r.index);
+        return tvmrt_fail("GraphFormatError",
+                          "graph JSON, node %zu: input %zu refers to [%u, %u], "
+                          "not an output of an earlier node",
+                          nid, i, r.nid, r.index);
       }
     }
   }
   g->num_entries = g->row_ptr[g->num_nodes];
   for (i = 0; i < g->num_args; ++i) {
     if (g->arg_nodes[i] >= g->num_nodes || g->nodes[g->arg_nodes[i]].is_op) {
-      return tvmrt_fail("GraphFormatError", "graph JSON, arg_nodes[%zu]: node %u is not a null "
-                     "node", i, g->arg_nodes[i]);
+      return tvmrt_fail("GraphFormatError",
+                        "graph JSON, arg_nodes[%zu]: node %u is not a null "
+                        "node",
+                        i, g->arg_nodes[i]);
     }
   }
   for (i = 0; i < g->num_heads; ++i) {
     tvmrt_entry_ref r = g->heads[i];
     if (r.nid >= g->num_nodes || r.index >= g->nodes[r.nid].num_outputs) {
       return tvmrt_fail("GraphFormatError", "graph JSON, heads[%zu]: [%u, %u] is not an entry", i,
-                     r.nid, r.index);
+                        r.nid, r.index);
     }
   }
   return 0;
@@ -243,8 +266,7 @@ int tvmrt_graph_parse(const char* json, size_t len, tvmrt_graph* g) {
   tvmrt_json* doc = NULL;
   const tvmrt_json *nodes, *heads, *metadata;
   size_t i, nrow = 0;
-  static const char* keys[] = {"nodes", "arg_nodes", "node_row_ptr", "heads", "attrs",
-                               "metadata"};
+  static const char* keys[] = {"nodes", "arg_nodes", "node_row_ptr", "heads", "attrs", "metadata"};
   memset(g, 0, sizeof(*g));
   if (tvmrt_json_parse(json, len, &doc) != 0) return -1;
   if (doc->type != RT_JSON_OBJECT) {
@@ -259,7 +281,7 @@ int tvmrt_graph_parse(const char* json, size_t len, tvmrt_graph* g) {
     }
     if (k == sizeof(keys) / sizeof(keys[0])) {
       tvmrt_fail("GraphFormatError", "graph JSON, top level: key %.100s is not supported",
-              doc->keys[i]);
+                 doc->keys[i]);
       goto fail;
     }
   }

@@ -15,9 +15,9 @@ typedef struct {
 } tvmrt_entry_ref;
 
 typedef struct {
-  int is_op;           /* "tvm_op" (1) or "null" (0) */
+  int is_op; /* "tvm_op" (1) or "null" (0) */
   char* name;
-  char* func_name;     /* tvm_op only */
+  char* func_name; /* tvm_op only */
   uint32_t num_outputs;
   int flatten_data;
   tvmrt_entry_ref* inputs;
@@ -29,15 +29,15 @@ typedef struct {
   size_t num_nodes;
   uint32_t* arg_nodes;
   size_t num_args;
-  uint32_t* row_ptr;   /* num_nodes + 1 */
+  uint32_t* row_ptr; /* num_nodes + 1 */
   tvmrt_entry_ref* heads;
   size_t num_heads;
   size_t num_entries;
-  DLDataType* dtypes;  /* per entry */
+  DLDataType* dtypes; /* per entry */
   int32_t* ndims;
-  int64_t* shapes;     /* per entry: RT_MAX_NDIM slots */
+  int64_t* shapes; /* per entry: RT_MAX_NDIM slots */
   int64_t* storage_ids;
-  size_t num_storage;  /* max storage id + 1 */
+  size_t num_storage; /* max storage id + 1 */
 } tvmrt_graph;
 
 int tvmrt_graph_parse(const char* json, size_t len, tvmrt_graph* out);

@@ -15,7 +15,7 @@ static int entry_nbytes(const tvmrt_graph* g, size_t eid, size_t* out) {
   unsigned bits = (unsigned)dt.bits * dt.lanes;
   if (bits % 8 != 0 && bits != 1 && bits != 4) {
     return tvmrt_fail("DataTypeError", "graph entry %zu: %u-bit elements are not supported", eid,
-                   bits);
+                      bits);
   }
   memset(&t, 0, sizeof(t));
   t.ndim = g->ndims[eid];
@@ -54,8 +54,8 @@ static int setup_storage(graph_executor* ge) {
     if (ge->pool[sid] == NULL) {
       size_t want = sizes[sid];
       free(sizes);
-      return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %zu bytes for storage %zu",
-                     want, sid);
+      return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %zu bytes for storage %zu", want,
+                        sid);
     }
   }
   free(sizes);
@@ -86,7 +86,7 @@ static int setup_op(graph_executor* ge, uint32_t nid, tvmrt_ge_op* op) {
     op->func = tvmrt_module_get(ge->lib, node->func_name, 1);
     if (op->func == NULL) {
       return tvmrt_fail("FunctionNotFoundError", "no such function in module: %.200s",
-                     node->func_name);
+                        node->func_name);
     }
   }
   op->num_args = (int)n;
@@ -122,8 +122,10 @@ graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib,
   graph_executor* ge;
   size_t nid;
   if (dev.device_type != kDLCPU) {
-    tvmrt_fail("DeviceUnavailableError", "graph executor: device type %d is not supported; "
-            "libtvmrt_runtime runs graphs on the CPU (device type 1) only", dev.device_type);
+    tvmrt_fail("DeviceUnavailableError",
+               "graph executor: device type %d is not supported; "
+               "libtvmrt_runtime runs graphs on the CPU (device type 1) only",
+               dev.device_type);
     return NULL;
   }
   ge = (graph_executor*)calloc(1, sizeof(graph_executor));
@@ -208,7 +210,7 @@ int tvmrt_ge_run(graph_executor* ge) {
       char msg[1024];
       snprintf(msg, sizeof(msg), "%s", tvmrt_peek_last_error());
       return tvmrt_fail("KernelError", "node %u (%.200s) failed: %s", op->nid,
-                     ge->g.nodes[op->nid].name, msg);
+                        ge->g.nodes[op->nid].name, msg);
     }
   }
   return 0;
@@ -240,19 +242,20 @@ int tvmrt_ge_rebind(graph_executor* ge, uint32_t eid, const DLTensor* ext, int s
   data = (char*)ext->data + ext->byte_offset;
   if ((uintptr_t)data % RT_ALIGN != 0) {
     return tvmrt_fail("ArrayError", "zero copy: the array's data is not aligned to %d bytes",
-                   RT_ALIGN);
+                      RT_ALIGN);
   }
   if (ext->ndim != own->ndim || ext->device.device_type != own->device.device_type ||
       ext->device.device_id != own->device.device_id) {
-    return tvmrt_fail("ArrayError", "zero copy: the array has ndim %d on device (%d, %d); "
-                   "expected ndim %d on device (%d, %d)", ext->ndim, ext->device.device_type,
-                   ext->device.device_id, own->ndim, own->device.device_type,
-                   own->device.device_id);
+    return tvmrt_fail("ArrayError",
+                      "zero copy: the array has ndim %d on device (%d, %d); "
+                      "expected ndim %d on device (%d, %d)",
+                      ext->ndim, ext->device.device_type, ext->device.device_id, own->ndim,
+                      own->device.device_type, own->device.device_id);
   }
   for (d = 0; d < own->ndim; ++d) {
     if (ext->shape[d] != own->shape[d]) {
       return tvmrt_fail("ArrayError", "zero copy: dim %d is %lld, expected %lld", d,
-                     (long long)ext->shape[d], (long long)own->shape[d]);
+                        (long long)ext->shape[d], (long long)own->shape[d]);
     }
   }
   if (!share_storage) {

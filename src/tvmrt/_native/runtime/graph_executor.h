@@ -13,24 +13,24 @@ enum { OP_KERNEL, OP_NOP, OP_COPY };
 typedef struct {
   int kind;
   uint32_t nid;
-  tvmrt_func* func;          /* OP_KERNEL */
+  tvmrt_func* func; /* OP_KERNEL */
   TVMValue* args;
   int* codes;
   int num_args;
-  DLTensor* tensors;      /* one per argument (flattened copies when flatten_data) */
-  int64_t* flat_shapes;   /* one dim per argument when flatten_data */
-  uint32_t* eids;         /* the entry each argument views */
+  DLTensor* tensors;    /* one per argument (flattened copies when flatten_data) */
+  int64_t* flat_shapes; /* one dim per argument when flatten_data */
+  uint32_t* eids;       /* the entry each argument views */
 } tvmrt_ge_op;
 
 typedef struct {
   tvmrt_graph g;
   tvmrt_module* lib;
   DLDevice dev;
-  void** pool;            /* per storage id: 64-byte aligned memory */
-  DLTensor* entries;      /* per entry: a view of its storage (data may be rebound) */
+  void** pool;       /* per storage id: 64-byte aligned memory */
+  DLTensor* entries; /* per entry: a view of its storage (data may be rebound) */
   tvmrt_ge_op* ops;
   size_t num_ops;
-  tvmrt_object** shared;     /* executors whose parameters this one shares */
+  tvmrt_object** shared; /* executors whose parameters this one shares */
   size_t num_shared;
 } graph_executor;
 
@@ -38,7 +38,8 @@ typedef struct {
 graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib, DLDevice dev);
 void tvmrt_ge_destroy(graph_executor* ge);
 int tvmrt_ge_run(graph_executor* ge);
-void tvmrt_ge_refresh(graph_executor* ge); /* after rebinding entries: point the kernel args at them */
+void tvmrt_ge_refresh(
+    graph_executor* ge); /* after rebinding entries: point the kernel args at them */
 int tvmrt_ge_input_index(const graph_executor* ge, const char* name); /* -1 if none (last wins) */
 uint32_t tvmrt_ge_input_eid(const graph_executor* ge, size_t index);
 uint32_t tvmrt_ge_output_eid(const graph_executor* ge, size_t index);

@@ -52,15 +52,17 @@ static void input_names(const graph_executor* ge, char* buf, size_t n) {
 static int nargs(const char* fn, int num_args, int lo, int hi) {
   if (num_args < lo || num_args > hi) {
     return tvmrt_fail("InvalidArgumentError", "%s takes %d to %d arguments, got %d", fn, lo, hi,
-                   num_args);
+                      num_args);
   }
   return 0;
 }
 
 static DLTensor* arg_tensor(TVMValue* args, int* codes, int i, const char* fn) {
   if (codes[i] != kTVMDLTensorHandle && codes[i] != kTVMNDArrayHandle) {
-    tvmrt_fail("ArgumentTypeError", "%s: argument %d must be an array (DLTensor or NDArray), got "
-            "type code %d", fn, i, codes[i]);
+    tvmrt_fail("ArgumentTypeError",
+               "%s: argument %d must be an array (DLTensor or NDArray), got "
+               "type code %d",
+               fn, i, codes[i]);
     return NULL;
   }
   if (args[i].v_handle == NULL) tvmrt_fail("ArgumentTypeError", "%s: argument %d is null", fn, i);
@@ -77,7 +79,7 @@ static int input_key(graph_executor* ge, TVMValue* args, int* codes, const char*
       char names[800];
       input_names(ge, names, sizeof(names));
       tvmrt_fail("InputNotFoundError", "graph has no input '%.200s'; inputs are %s", args[0].v_str,
-              names);
+                 names);
       return -2;
     }
     return idx;
@@ -86,13 +88,13 @@ static int input_key(graph_executor* ge, TVMValue* args, int* codes, const char*
     if (args[0].v_int64 < 0 && unknown_ok) return -1;
     if (args[0].v_int64 < 0 || (uint64_t)args[0].v_int64 >= ge->g.num_args) {
       tvmrt_fail("InputIndexError", "input index %lld is out of range: the graph has %zu input%s",
-              (long long)args[0].v_int64, ge->g.num_args, ge->g.num_args == 1 ? "" : "s");
+                 (long long)args[0].v_int64, ge->g.num_args, ge->g.num_args == 1 ? "" : "s");
       return -2;
     }
     return (int)args[0].v_int64;
   }
   tvmrt_fail("ArgumentTypeError", "%s: input key must be a name or an index, got type code %d", fn,
-          codes[0]);
+             codes[0]);
   return -2;
 }
 
@@ -108,12 +110,12 @@ static int output_index(graph_executor* ge, TVMValue* args, int* codes, const ch
   }
   if (codes[0] != kTVMArgInt) {
     tvmrt_fail("ArgumentTypeError", "%s: output key must be a name or an index, got type code %d",
-            fn, codes[0]);
+               fn, codes[0]);
     return -2;
   }
   if (args[0].v_int64 < 0 || (uint64_t)args[0].v_int64 >= ge->g.num_heads) {
     tvmrt_fail("InputIndexError", "output index %lld is out of range: the graph has %zu output%s",
-            (long long)args[0].v_int64, ge->g.num_heads, ge->g.num_heads == 1 ? "" : "s");
+               (long long)args[0].v_int64, ge->g.num_heads, ge->g.num_heads == 1 ? "" : "s");
     return -2;
   }
   return (int)args[0].v_int64;
@@ -138,7 +140,7 @@ static int layout_error(const char* label, const DLTensor* want, const DLTensor*
   dtype_text(want->dtype, wd, sizeof(wd));
   dtype_text(got->dtype, gd, sizeof(gd));
   return tvmrt_fail("ArrayError", "%s expects shape %s and dtype %s, got shape %s and dtype %s",
-                 label, ws, wd, gs, gd);
+                    label, ws, wd, gs, gd);
 }
 
 static int f_set_input(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
@@ -236,8 +238,7 @@ static int f_get_num_outputs(void* self, TVMValue* args, int* codes, int n, TVMV
   return nargs("get_num_outputs", n, 0, 0);
 }
 
-static int f_get_num_inputs(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
-                            int* rc) {
+static int f_get_num_inputs(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
   ret->v_int64 = (int64_t)GE(self)->g.num_args;
   *rc = kTVMArgInt;
   return nargs("get_num_inputs", n, 0, 0);
@@ -248,7 +249,9 @@ static int f_get_input_index(void* self, TVMValue* args, int* codes, int n, TVMV
   if (nargs("get_input_index", n, 1, 1) != 0) return -1;
   if (codes[0] != kTVMStr) {
     return tvmrt_fail("ArgumentTypeError", "input key must be a str, got %s",
-                   codes[0] == kTVMArgInt ? "int" : codes[0] == kTVMArgFloat ? "float" : "object");
+                      codes[0] == kTVMArgInt     ? "int"
+                      : codes[0] == kTVMArgFloat ? "float"
+                                                 : "object");
   }
   ret->v_int64 = tvmrt_ge_input_index(GE(self), args[0].v_str);
   *rc = kTVMArgInt;
@@ -257,8 +260,8 @@ static int f_get_input_index(void* self, TVMValue* args, int* codes, int n, TVMV
 
 static const TVMByteArray* arg_bytes(TVMValue* args, int* codes, int i, const char* fn) {
   if (codes[i] != kTVMBytes || args[i].v_handle == NULL) {
-    tvmrt_fail("ArgumentTypeError", "%s: argument %d must be bytes (TVMByteArray), got type code %d",
-            fn, i, codes[i]);
+    tvmrt_fail("ArgumentTypeError",
+               "%s: argument %d must be bytes (TVMByteArray), got type code %d", fn, i, codes[i]);
     return NULL;
   }
   return (const TVMByteArray*)args[i].v_handle;
@@ -281,8 +284,7 @@ int tvmrt_graph_set_params(tvmrt_module* executor, const tvmrt_params* params) {
   return 0;
 }
 
-static int f_load_params(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
-                         int* rc) {
+static int f_load_params(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
   const TVMByteArray* b;
   tvmrt_params params;
   int status;
@@ -294,8 +296,7 @@ static int f_load_params(void* self, TVMValue* args, int* codes, int n, TVMValue
   return status;
 }
 
-static int f_share_params(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
-                          int* rc) {
+static int f_share_params(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
   graph_executor* ge = GE(self);
   tvmrt_module* other;
   graph_executor* og;
@@ -309,7 +310,7 @@ static int f_share_params(void* self, TVMValue* args, int* codes, int n, TVMValu
   }
   if (strcmp(other->type_key, "GraphExecutor") != 0) {
     return tvmrt_fail("ArgumentTypeError", "share_params: expected a GraphExecutor module, got %s",
-                   other->type_key);
+                      other->type_key);
   }
   og = (graph_executor*)other->impl;
   if ((b = arg_bytes(args, codes, 1, "share_params")) == NULL) return -1;
@@ -327,7 +328,7 @@ static int f_share_params(void* self, TVMValue* args, int* codes, int n, TVMValu
     if ((size_t)idx >= og->g.num_args) {
       tvmrt_params_free(&params);
       return tvmrt_fail("InvalidArgumentError", "share_params: the other graph has no input %d",
-                     idx);
+                        idx);
     }
     eid = tvmrt_ge_input_eid(ge, (size_t)idx);
     oeid = tvmrt_ge_input_eid(og, (size_t)idx);
@@ -374,7 +375,7 @@ tvmrt_func* tvmrt_ge_lookup(tvmrt_module* mod, const char* name) {
 static void tvmrt_ge_finalize(tvmrt_module* mod) { tvmrt_ge_destroy((graph_executor*)mod->impl); }
 
 tvmrt_module* tvmrt_graph_executor_create(const char* json, size_t len, tvmrt_module* lib,
-                                    DLDevice dev) {
+                                          DLDevice dev) {
   graph_executor* ge = tvmrt_ge_create(json, len, lib, dev);
   tvmrt_module* mod;
   if (ge == NULL) return NULL;

@@ -13,7 +13,8 @@ typedef struct {
 } parser;
 
 static int fail_at(parser* p, const char* what) {
-  return tvmrt_fail("GraphFormatError", "graph JSON is not valid JSON: %s at byte %zu", what, p->pos);
+  return tvmrt_fail("GraphFormatError", "graph JSON is not valid JSON: %s at byte %zu", what,
+                    p->pos);
 }
 
 static void skip_ws(parser* p) {
@@ -75,7 +76,9 @@ static int parse_string(parser* p, char** out) {
       int e = peek(p);
       p->pos++;
       switch (e) {
-        case '"': case '\\': case '/': enc[k++] = (char)e; break;
+        case '"':
+        case '\\':
+        case '/': enc[k++] = (char)e; break;
         case 'b': enc[k++] = '\b'; break;
         case 'f': enc[k++] = '\f'; break;
         case 'n': enc[k++] = '\n'; break;
@@ -98,9 +101,7 @@ static int parse_string(parser* p, char** out) {
             enc[k++] = (char)(0x80 | (cp & 0x3F));
           }
           break;
-        default:
-          free(buf);
-          return fail_at(p, "bad escape");
+        default: free(buf); return fail_at(p, "bad escape");
       }
     }
     if (len + k + 1 > cap) {
@@ -221,19 +222,13 @@ static int parse_value(parser* p, tvmrt_json* v, int depth) {
   switch (c) {
     case '{': return parse_container(p, v, depth, 1);
     case '[': return parse_container(p, v, depth, 0);
-    case '"':
-      v->type = RT_JSON_STRING;
-      return parse_string(p, &v->str);
+    case '"': v->type = RT_JSON_STRING; return parse_string(p, &v->str);
     case 't':
       v->type = RT_JSON_BOOL;
       v->i = 1;
       return literal(p, "true");
-    case 'f':
-      v->type = RT_JSON_BOOL;
-      return literal(p, "false");
-    case 'n':
-      v->type = RT_JSON_NULL;
-      return literal(p, "null");
+    case 'f': v->type = RT_JSON_BOOL; return literal(p, "false");
+    case 'n': v->type = RT_JSON_NULL; return literal(p, "null");
     default:
       if (c == '-' || (c >= '0' && c <= '9')) return parse_number(p, v);
       return fail_at(p, c < 0 ? "unexpected end" : "unexpected character");

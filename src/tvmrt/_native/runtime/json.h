@@ -13,13 +13,13 @@ enum { RT_JSON_NULL, RT_JSON_BOOL, RT_JSON_NUMBER, RT_JSON_STRING, RT_JSON_ARRAY
 
 typedef struct tvmrt_json {
   int type;
-  int is_int;        /* a number written without fraction or exponent that fits int64 */
-  int64_t i;         /* numbers (integral part), booleans */
-  double d;          /* numbers */
-  char* str;         /* strings (NUL-terminated, UTF-8) */
-  size_t count;      /* arrays and objects */
+  int is_int;   /* a number written without fraction or exponent that fits int64 */
+  int64_t i;    /* numbers (integral part), booleans */
+  double d;     /* numbers */
+  char* str;    /* strings (NUL-terminated, UTF-8) */
+  size_t count; /* arrays and objects */
   struct tvmrt_json* items;
-  char** keys;       /* objects */
+  char** keys; /* objects */
 } tvmrt_json;
 
 /* 0 and *out (free with tvmrt_json_free), or -1 with an error set ("GraphFormatError") */

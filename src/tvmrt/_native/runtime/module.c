@@ -1,6 +1,6 @@
 /*
  * Modules: the object, its imports, function lookup, and the module part of TVM's C API
- * (TVMModLoadFromFile, TVMModGetFunction, TVMModImport, TVMModFree).
+ * (TVMModGetFunction, TVMModImport, TVMModFree; TVMModLoadFromFile is in globals.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +71,7 @@ int tvmrt_module_import(tvmrt_module* mod, tvmrt_module* dep) {
 }
 
 static tvmrt_func* module_get_depth(tvmrt_module* mod, const char* name, int query_imports,
-                                 int depth) {
+                                    int depth) {
   tvmrt_func* f = mod->lookup != NULL ? mod->lookup(mod, name) : NULL;
   size_t i;
   if (f != NULL || !query_imports || depth > 64) return f;
@@ -85,37 +85,8 @@ tvmrt_func* tvmrt_module_get(tvmrt_module* mod, const char* name, int query_impo
   return module_get_depth(mod, name, query_imports, 0);
 }
 
-/* "so" for "a/b/deploy_lib.so", "" without an extension */
-static const char* file_format(const char* path) {
-  const char* slash = strrchr(path, '/');
-  const char* dot = strrchr(path, '.');
-  if (dot == NULL || (slash != NULL && dot < slash)) return "";
-  return dot + 1;
-}
-
-RT_API int TVMModLoadFromFile(const char* file_name, const char* format, TVMModuleHandle* out) {
-  const char* fmt;
-  tvmrt_module* m;
-  tvmrt_init();
-  if (file_name == NULL || out == NULL) {
-    return tvmrt_fail("InvalidArgumentError", "TVMModLoadFromFile: file_name and out are required");
-  }
-  *out = NULL;
-  fmt = (format != NULL && *format != '\0') ? format : file_format(file_name);
-  if (strcmp(fmt, "so") != 0 && strcmp(fmt, "dylib") != 0 && strcmp(fmt, "dso") != 0) {
-    return tvmrt_fail("ModuleLoadError",
-                   "Cannot load %s: format '%s' is not supported by libtvmrt_runtime; it "
-                   "loads shared libraries (so); link .o/.tar exports into one first",
-                   file_name, fmt);
-  }
-  m = tvmrt_load_dso(file_name);
-  if (m == NULL) return -1;
-  *out = m;
-  return 0;
-}
-
-RT_API int TVMModGetFunction(TVMModuleHandle mod, const char* func_name, int query_imports,
-                             TVMFunctionHandle* out) {
+TVM_DLL int TVMModGetFunction(TVMModuleHandle mod, const char* func_name, int query_imports,
+                              TVMFunctionHandle* out) {
   tvmrt_module* m = tvmrt_module_check(mod);
   if (m == NULL) return -1;
   if (func_name == NULL || out == NULL) {
@@ -125,14 +96,14 @@ RT_API int TVMModGetFunction(TVMModuleHandle mod, const char* func_name, int que
   return 0; /* TVM: a missing function is a NULL handle, not an error */
 }
 
-RT_API int TVMModImport(TVMModuleHandle mod, TVMModuleHandle dep) {
+TVM_DLL int TVMModImport(TVMModuleHandle mod, TVMModuleHandle dep) {
   tvmrt_module* m = tvmrt_module_check(mod);
   tvmrt_module* d = m != NULL ? tvmrt_module_check(dep) : NULL;
   if (d == NULL) return -1;
   return tvmrt_module_import(m, d);
 }
 
-RT_API int TVMModFree(TVMModuleHandle mod) {
+TVM_DLL int TVMModFree(TVMModuleHandle mod) {
   tvmrt_module* m;
   if (mod == NULL) return 0;
   m = tvmrt_module_check(mod);

@@ -9,22 +9,23 @@
 #include "rt.h"
 
 static int check_cpu(int device_type, int device_id, const char* what) {
-  static const char* names[] = {NULL,     "cpu",   "cuda",   "cuda_host", "opencl", NULL,
-                                NULL,     "vulkan", "metal", "vpi",       "rocm",   "rocm_host",
-                                "ext_dev", "cuda_managed", "oneapi", "webgpu", "hexagon"};
+  static const char* names[] = {NULL,     "cpu",       "cuda",    "cuda_host",    "opencl",
+                                NULL,     NULL,        "vulkan",  "metal",        "vpi",
+                                "rocm",   "rocm_host", "ext_dev", "cuda_managed", "oneapi",
+                                "webgpu", "hexagon"};
   const char* name = device_type >= 0 && device_type <= 16 ? names[device_type] : NULL;
   (void)what;
   if (device_type == kDLCPU) return 0;
   if (name != NULL) {
     return tvmrt_fail("DeviceUnavailableError",
-                   "no backend for device %s(%d): here tvmrt runs compiled kernels on cpu "
-                   "(the C runtime ships backends for cpu)", name,
-                   device_id);
+                      "no backend for device %s(%d): here tvmrt runs compiled kernels on cpu "
+                      "(the C runtime ships backends for cpu)",
+                      name, device_id);
   }
   return tvmrt_fail("DeviceUnavailableError",
-                 "no backend for device type %d (%s): here tvmrt runs compiled kernels on cpu "
-                 "(the C runtime ships backends for cpu)",
-                 device_type, what);
+                    "no backend for device type %d (%s): here tvmrt runs compiled kernels on cpu "
+                    "(the C runtime ships backends for cpu)",
+                    device_type, what);
 }
 
 int tvmrt_dtype_bytes(DLDataType t, int64_t count, size_t* out) {
@@ -116,11 +117,10 @@ tvmrt_ndarray* tvmrt_ndarray_from_handle(void* handle) {
   return a;
 }
 
-RT_API int TVMArrayAlloc(const tvm_index_t* shape, int ndim, int dtype_code, int dtype_bits,
-                         int dtype_lanes, int device_type, int device_id, TVMArrayHandle* out) {
+TVM_DLL int TVMArrayAlloc(const tvm_index_t* shape, int ndim, int dtype_code, int dtype_bits,
+                          int dtype_lanes, int device_type, int device_id, TVMArrayHandle* out) {
   DLDataType t;
   tvmrt_ndarray* a;
-  tvmrt_init();
   if (out == NULL || (ndim > 0 && shape == NULL)) {
     return tvmrt_fail("InvalidArgumentError", "TVMArrayAlloc: shape and out are required");
   }
@@ -128,7 +128,7 @@ RT_API int TVMArrayAlloc(const tvm_index_t* shape, int ndim, int dtype_code, int
   if (dtype_code < 0 || dtype_code > 255 || dtype_bits <= 0 || dtype_bits > 255 ||
       dtype_lanes <= 0 || dtype_lanes > 65535) {
     return tvmrt_fail("DataTypeError", "TVMArrayAlloc: invalid dtype (code %d, bits %d, lanes %d)",
-                   dtype_code, dtype_bits, dtype_lanes);
+                      dtype_code, dtype_bits, dtype_lanes);
   }
   t.code = (uint8_t)dtype_code;
   t.bits = (uint8_t)dtype_bits;
@@ -140,7 +140,7 @@ RT_API int TVMArrayAlloc(const tvm_index_t* shape, int ndim, int dtype_code, int
   return 0;
 }
 
-RT_API int TVMArrayFree(TVMArrayHandle handle) {
+TVM_DLL int TVMArrayFree(TVMArrayHandle handle) {
   tvmrt_ndarray* a;
   if (handle == NULL) return 0;
   a = tvmrt_ndarray_from_handle(handle);
@@ -156,10 +156,11 @@ static int bytes_copy(TVMArrayHandle handle, void* data, size_t nbytes, int to_a
     return tvmrt_fail("InvalidArgumentError", "%s: array and data are required", what);
   }
   if (check_cpu(handle->device.device_type, handle->device.device_id, what) != 0) return -1;
-  if (tvmrt_tensor_nbytes(handle, &have) != 0) return tvmrt_fail("ArrayError", "%s: bad shape", what);
+  if (tvmrt_tensor_nbytes(handle, &have) != 0)
+    return tvmrt_fail("ArrayError", "%s: bad shape", what);
   if (have != nbytes) {
-    return tvmrt_fail("ArrayError", "%s: data size and array size mismatch (%zu vs %zu bytes)", what,
-                   nbytes, have);
+    return tvmrt_fail("ArrayError", "%s: data size and array size mismatch (%zu vs %zu bytes)",
+                      what, nbytes, have);
   }
   if (nbytes == 0) return 0;
   if (to_array) {
@@ -170,11 +171,11 @@ static int bytes_copy(TVMArrayHandle handle, void* data, size_t nbytes, int to_a
   return 0;
 }
 
-RT_API int TVMArrayCopyFromBytes(TVMArrayHandle handle, void* data, size_t nbytes) {
+TVM_DLL int TVMArrayCopyFromBytes(TVMArrayHandle handle, void* data, size_t nbytes) {
   return bytes_copy(handle, data, nbytes, 1);
 }
 
-RT_API int TVMArrayCopyToBytes(TVMArrayHandle handle, void* data, size_t nbytes) {
+TVM_DLL int TVMArrayCopyToBytes(TVMArrayHandle handle, void* data, size_t nbytes) {
   return bytes_copy(handle, data, nbytes, 0);
 }
 
@@ -192,7 +193,8 @@ int tvmrt_copy_tensor(const DLTensor* from, DLTensor* to) {
   }
   if (a != b) {
     return tvmrt_fail("ArrayError",
-                   "TVMArrayCopyFromTo: The size in bytes must exactly match (%zu vs %zu)", a, b);
+                      "TVMArrayCopyFromTo: The size in bytes must exactly match (%zu vs %zu)", a,
+                      b);
   }
   if (a != 0) {
     memmove((char*)to->data + to->byte_offset, (const char*)from->data + from->byte_offset, a);
@@ -200,13 +202,13 @@ int tvmrt_copy_tensor(const DLTensor* from, DLTensor* to) {
   return 0;
 }
 
-RT_API int TVMArrayCopyFromTo(TVMArrayHandle from, TVMArrayHandle to, TVMStreamHandle stream) {
+TVM_DLL int TVMArrayCopyFromTo(TVMArrayHandle from, TVMArrayHandle to, TVMStreamHandle stream) {
   (void)stream;
   return tvmrt_copy_tensor(from, to);
 }
 
-RT_API int TVMDeviceAllocDataSpace(DLDevice dev, size_t nbytes, size_t alignment,
-                                   DLDataType type_hint, void** out_data) {
+TVM_DLL int TVMDeviceAllocDataSpace(DLDevice dev, size_t nbytes, size_t alignment,
+                                    DLDataType type_hint, void** out_data) {
   (void)type_hint;
   if (check_cpu(dev.device_type, dev.device_id, "TVMDeviceAllocDataSpace") != 0) return -1;
   if (out_data == NULL) return tvmrt_fail("InvalidArgumentError", "out_data is required");
@@ -221,44 +223,44 @@ RT_API int TVMDeviceAllocDataSpace(DLDevice dev, size_t nbytes, size_t alignment
   return 0;
 }
 
-RT_API int TVMDeviceFreeDataSpace(DLDevice dev, void* ptr) {
+TVM_DLL int TVMDeviceFreeDataSpace(DLDevice dev, void* ptr) {
   if (check_cpu(dev.device_type, dev.device_id, "TVMDeviceFreeDataSpace") != 0) return -1;
   free(ptr);
   return 0;
 }
 
-RT_API int TVMDeviceCopyDataFromTo(DLTensor* from, DLTensor* to, TVMStreamHandle stream) {
+TVM_DLL int TVMDeviceCopyDataFromTo(DLTensor* from, DLTensor* to, TVMStreamHandle stream) {
   (void)stream;
   return tvmrt_copy_tensor(from, to);
 }
 
-RT_API int TVMStreamCreate(int device_type, int device_id, TVMStreamHandle* out) {
+TVM_DLL int TVMStreamCreate(int device_type, int device_id, TVMStreamHandle* out) {
   (void)device_id;
   if (check_cpu(device_type, device_id, "TVMStreamCreate") != 0) return -1;
   if (out != NULL) *out = NULL;
   return 0;
 }
 
-RT_API int TVMStreamFree(int device_type, int device_id, TVMStreamHandle stream) {
+TVM_DLL int TVMStreamFree(int device_type, int device_id, TVMStreamHandle stream) {
   (void)device_id;
   (void)stream;
   return check_cpu(device_type, device_id, "TVMStreamFree");
 }
 
-RT_API int TVMSetStream(int device_type, int device_id, TVMStreamHandle handle) {
+TVM_DLL int TVMSetStream(int device_type, int device_id, TVMStreamHandle handle) {
   (void)device_id;
   (void)handle;
   return check_cpu(device_type, device_id, "TVMSetStream");
 }
 
-RT_API int TVMSynchronize(int device_type, int device_id, TVMStreamHandle stream) {
+TVM_DLL int TVMSynchronize(int device_type, int device_id, TVMStreamHandle stream) {
   (void)device_id;
   (void)stream;
   return check_cpu(device_type, device_id, "TVMSynchronize");
 }
 
-RT_API int TVMStreamStreamSynchronize(int device_type, int device_id, TVMStreamHandle src,
-                                      TVMStreamHandle dst) {
+TVM_DLL int TVMStreamStreamSynchronize(int device_type, int device_id, TVMStreamHandle src,
+                                       TVMStreamHandle dst) {
   (void)device_id;
   (void)src;
   (void)dst;
@@ -271,8 +273,11 @@ int tvmrt_parse_dtype(const char* s, DLDataType* out) {
     const char* base;
     uint8_t code;
     int bits;
-  } bases[] = {{"int", kDLInt, 32},     {"uint", kDLUInt, 32},      {"float", kDLFloat, 32},
-               {"handle", 3, 64},       {"bfloat", kDLBfloat, 16}};
+  } bases[] = {{"int", kDLInt, 32},
+               {"uint", kDLUInt, 32},
+               {"float", kDLFloat, 32},
+               {"handle", 3, 64},
+               {"bfloat", kDLBfloat, 16}};
   size_t i;
   if (strcmp(s, "bool") == 0) {
     out->code = kDLUInt;

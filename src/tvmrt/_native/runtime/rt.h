@@ -1,7 +1,13 @@
 /*
  * Internal header of tvmrt's native C runtime (libtvmrt_runtime): the object layer
- * (modules, packed functions, arrays), the bounded byte reader the parsers share, and the
- * entry points the files offer each other. Public API: tvm/runtime/c_runtime_api.h.
+ * (modules, packed functions, arrays), and the entry points the files offer each other.
+ * Public API: tvm/runtime/c_runtime_api.h; the ABI types, errors and services: native.h; the
+ * bounded byte reader the parsers share: reader.h.
+ *
+ * The files call down only (tests/native/test_c_layers.py fails on a cycle), bottom up:
+ *   object (functions, errors' text) -> ndarray, module, registry, reader, json
+ *   -> params, graph -> graph_executor -> graph_funcs -> factory -> blob -> dso
+ *   -> globals (global functions, the kernels' function environment, tvmrt_init)
  *
  * Objects are reference counted (atomics), freed when the count drops to zero:
  *   tvmrt_module   a module: a type key, a lookup function, imports
@@ -15,11 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "glibc_floor.h"
-#include "tvm/runtime/c_backend_api.h"
-#include "tvm/runtime/c_runtime_api.h"
-
-#define RT_API __attribute__((visibility("default")))
+#include "native.h"
+#include "reader.h"
 
 #define RT_MAX_NDIM 32
 #define RT_ALIGN 64 /* kAllocAlignment */
@@ -29,10 +32,10 @@
 #define RT_MAX_NODES (1 << 22)
 #define RT_MAX_NAME 4096
 
-/* ---------------------------------------------------------------------------------- */
-/* errors: "<Kind>: <message>" in the thread's slot (the Python runtime's class names)  */
+/* Errors: tvmrt_fail (native.h), with the Python runtime's class names as kinds. */
 
-int tvmrt_fail(const char* kind, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+/* globals.c: the one-time set-up (the function environment kernels see, TVM_NUM_THREADS);
+   every public entry point that hands out a module or function calls it first */
 void tvmrt_init(void);
 
 /* ---------------------------------------------------------------------------------- */
@@ -53,7 +56,7 @@ void tvmrt_release(tvmrt_object* obj);
 /* A packed function implemented inside the runtime: args are borrowed, an object handle
    in *ret is a new reference for the caller; a string in *ret lives as long as `self`. */
 typedef int (*tvmrt_fn)(void* self, TVMValue* args, int* codes, int num_args, TVMValue* ret,
-                     int* ret_code);
+                        int* ret_code);
 
 typedef struct tvmrt_func {
   tvmrt_object hdr;
@@ -62,8 +65,8 @@ typedef struct tvmrt_func {
   TVMBackendPackedCFunc backend;
   TVMPackedCFunc cfunc;
   TVMPackedCFuncFinalizer fin;
-  void* self;        /* given to fn / backend resource / cfunc resource */
-  tvmrt_object* owner;  /* kept alive while the function lives (may be NULL) */
+  void* self;          /* given to fn / backend resource / cfunc resource */
+  tvmrt_object* owner; /* kept alive while the function lives (may be NULL) */
 } tvmrt_func;
 
 enum { RT_FN_INTERNAL = 1, RT_FN_BACKEND = 2, RT_FN_C = 3 };
@@ -72,6 +75,11 @@ enum { RT_FN_INTERNAL = 1, RT_FN_BACKEND = 2, RT_FN_C = 3 };
 tvmrt_func* tvmrt_func_new(tvmrt_fn fn, void* self, tvmrt_object* owner);
 tvmrt_func* tvmrt_func_backend(TVMBackendPackedCFunc f, tvmrt_object* owner);
 tvmrt_func* tvmrt_func_check(void* handle); /* NULL (error set) if not a function handle */
+/* a function written in C against TVM's API (TVMFuncCreateFromCFunc) */
+tvmrt_func* tvmrt_func_c(TVMPackedCFunc fn, TVMPackedCFuncFinalizer fin, void* resource);
+/* call a function handle: what TVMFuncCall does with the runtime's handles */
+int tvmrt_func_call(void* handle, TVMValue* args, int* codes, int num_args, TVMValue* ret,
+                    int* ret_code);
 
 /* ---------------------------------------------------------------------------------- */
 /* modules                                                                             */
@@ -115,7 +123,7 @@ typedef struct tvmrt_ndarray {
   DLTensor dl; /* first: the handle is &dl */
   tvmrt_object hdr;
   int64_t shape[RT_MAX_NDIM];
-  void* alloc;      /* owned memory, or NULL for a view */
+  void* alloc;         /* owned memory, or NULL for a view */
   tvmrt_object* owner; /* what keeps a view's memory alive */
 } tvmrt_ndarray;
 
@@ -131,22 +139,10 @@ int tvmrt_copy_tensor(const DLTensor* from, DLTensor* to);
 int tvmrt_parse_dtype(const char* s, DLDataType* out);
 
 /* ---------------------------------------------------------------------------------- */
-/* the bounded reader of dmlc streams (params, blobs)                                   */
+/* params.c: tensor records and params blobs, read with the bounded reader (reader.h)   */
 
-typedef struct {
-  const uint8_t* data;
-  size_t size, off;
-  const char* what; /* named in errors */
-} tvmrt_reader;
-
-int tvmrt_read_u64(tvmrt_reader* r, uint64_t* out, const char* field);
-int tvmrt_read_bytes(tvmrt_reader* r, void* out, size_t n, const char* field);
-/* a length-prefixed string, malloc'd and NUL-terminated */
-int tvmrt_read_str(tvmrt_reader* r, char** out, size_t* len, const char* field);
 /* one tensor record (SaveDLTensor) as a new array */
 int tvmrt_read_tensor(tvmrt_reader* r, tvmrt_ndarray** out);
-/* a count that cannot exceed what is left (each item >= min_item bytes) */
-int tvmrt_read_count(tvmrt_reader* r, uint64_t* out, size_t min_item, const char* field);
 
 /* a params blob: names and arrays (all owned by the caller: tvmrt_params_free) */
 typedef struct {
@@ -163,7 +159,7 @@ void tvmrt_params_free(tvmrt_params* p);
 
 /* create an executor module from graph JSON text over `lib` on CPU device `dev` */
 tvmrt_module* tvmrt_graph_executor_create(const char* json, size_t json_len, tvmrt_module* lib,
-                                    DLDevice dev);
+                                          DLDevice dev);
 /* the factory module a "GraphExecutorFactory" blob entry describes */
 tvmrt_module* tvmrt_graph_factory_load(tvmrt_reader* r);
 /* copy every named array into the executor's inputs of that name (unknown names skipped) */
@@ -172,19 +168,13 @@ int tvmrt_graph_set_params(tvmrt_module* executor, const tvmrt_params* params);
 /* factory.c: the device of a packed call (DLDevice, or a (type, id) int pair) at `first` */
 int tvmrt_device_args(TVMValue* args, int* codes, int first, int n, DLDevice* out, const char* fn);
 
-/* registry.c: the built-in global functions and the C-implemented contrib functions */
-tvmrt_func* tvmrt_registry_get(const char* name); /* new reference or NULL (no error) */
+/* registry.c: the functions applications register as globals */
+tvmrt_func* tvmrt_registry_find(const char* name); /* new reference or NULL (no error) */
+/* every registered name, then the `num_more` names of `more` (TVMFuncListGlobalNames) */
+int tvmrt_registry_names(const char* const* more, size_t num_more, int* out_size,
+                         const char*** out_array);
 
-/* services.c (shared with the Python extension) */
-typedef int (*tvmrt_getfunc_cb)(void* mod_ctx, const char* name, void** out);
-typedef int (*tvmrt_funccall_cb)(void* handle, TVMValue* args, int* codes, int num_args,
-                              TVMValue* ret, int* ret_code);
-void tvmrt_set_env_callbacks(tvmrt_getfunc_cb getfunc, tvmrt_funccall_cb funccall);
-const char* tvmrt_peek_last_error(void);
-void tvmrt_clear_last_error(void);
-void* tvmrt_system_lib_lookup(const char* name);
-int64_t tvmrt_system_lib_generation(void);
-int tvmrt_set_num_threads(int n);
-const void* tvmrt_native_function(const char* name); /* sort.c */
+/* globals.c: any global function (registered, built-in, C-implemented contrib) */
+tvmrt_func* tvmrt_registry_get(const char* name); /* new reference or NULL (no error) */
 
 #endif /* TVMRT_NATIVE_RUNTIME_RT_H_ */

@@ -3,8 +3,8 @@
  * call (workspace, thread pool, function lookup, system-library registration), declared
  * as tvmrt's native backend implements them. Written for tvmrt from its ABI notes.
  */
-#ifndef TVMRT_TVM_RUNTIME_C_BACKEND_API_H_
-#define TVMRT_TVM_RUNTIME_C_BACKEND_API_H_
+#ifndef TVM_RUNTIME_C_BACKEND_API_H_
+#define TVM_RUNTIME_C_BACKEND_API_H_
 
 #include "tvm/runtime/c_runtime_api.h"
 
@@ -19,8 +19,7 @@ typedef struct {
 
 typedef int (*FTVMParallelLambda)(int task_id, TVMParallelGroupEnv* penv, void* cdata);
 
-TVM_DLL int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name,
-                                     TVMFunctionHandle* out);
+TVM_DLL int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name, TVMFunctionHandle* out);
 TVM_DLL int TVMBackendRegisterSystemLibSymbol(const char* name, void* ptr);
 TVM_DLL void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t nbytes,
                                        int dtype_code_hint, int dtype_bits_hint);
@@ -29,6 +28,6 @@ TVM_DLL int TVMBackendParallelLaunch(FTVMParallelLambda flambda, void* cdata, in
 TVM_DLL int TVMBackendParallelBarrier(int task_id, TVMParallelGroupEnv* penv);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
-#endif /* TVMRT_TVM_RUNTIME_C_BACKEND_API_H_ */
+#endif /* TVM_RUNTIME_C_BACKEND_API_H_ */

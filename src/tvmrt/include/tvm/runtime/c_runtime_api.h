@@ -12,8 +12,8 @@
  * TVMFuncFree, TVMArrayFree, TVMObjectFree); arguments are borrowed for the call.
  * TVMGetLastError's text stays valid until the next failing call on the same thread.
  */
-#ifndef TVMRT_TVM_RUNTIME_C_RUNTIME_API_H_
-#define TVMRT_TVM_RUNTIME_C_RUNTIME_API_H_
+#ifndef TVM_RUNTIME_C_RUNTIME_API_H_
+#define TVM_RUNTIME_C_RUNTIME_API_H_
 
 #include <stddef.h>
 #include <stdint.h>
@@ -56,12 +56,7 @@ typedef enum {
 typedef int64_t tvm_index_t;
 
 /* TVM's own device types beyond DLPack's (TVM >= 0.13 numbering). */
-typedef enum {
-  kDLAOCL = 32,
-  kDLSDAccel,
-  kOpenGL,
-  kDLMicroDev
-} TVMDeviceExtType;
+typedef enum { kDLAOCL = 32, kDLSDAccel, kOpenGL, kDLMicroDev } TVMDeviceExtType;
 
 /* argument type codes 16..20 were NNVM's; extension codes start at 16 */
 #define kTVMExtBegin 16
@@ -99,8 +94,8 @@ typedef int (*TVMBackendPackedCFunc)(TVMValue* args, int* type_codes, int num_ar
 
 /* A packed function written in C (TVMFuncCreateFromCFunc); set the result with
    TVMCFuncSetReturn, return 0, or call TVMAPISetLastError and return -1. */
-typedef int (*TVMPackedCFunc)(TVMValue* args, int* type_codes, int num_args,
-                              TVMRetValueHandle ret, void* resource_handle);
+typedef int (*TVMPackedCFunc)(TVMValue* args, int* type_codes, int num_args, TVMRetValueHandle ret,
+                              void* resource_handle);
 typedef void (*TVMPackedCFuncFinalizer)(void* resource_handle);
 
 /* -- errors -- */
@@ -116,10 +111,9 @@ TVM_DLL int TVMModFree(TVMModuleHandle mod);
 
 /* -- packed functions and the global registry -- */
 TVM_DLL int TVMFuncFree(TVMFunctionHandle func);
-TVM_DLL int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes,
-                        int num_args, TVMValue* ret_val, int* ret_type_code);
-TVM_DLL int TVMCFuncSetReturn(TVMRetValueHandle ret, TVMValue* value, int* type_code,
-                              int num_ret);
+TVM_DLL int TVMFuncCall(TVMFunctionHandle func, TVMValue* arg_values, int* type_codes, int num_args,
+                        TVMValue* ret_val, int* ret_type_code);
+TVM_DLL int TVMCFuncSetReturn(TVMRetValueHandle ret, TVMValue* value, int* type_code, int num_ret);
 TVM_DLL int TVMCbArgToReturn(TVMValue* value, int* code);
 TVM_DLL int TVMFuncCreateFromCFunc(TVMPackedCFunc func, void* resource_handle,
                                    TVMPackedCFuncFinalizer fin, TVMFunctionHandle* out);
@@ -156,6 +150,6 @@ TVM_DLL int TVMDeviceFreeDataSpace(DLDevice dev, void* ptr);
 TVM_DLL int TVMDeviceCopyDataFromTo(DLTensor* from, DLTensor* to, TVMStreamHandle stream);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
-#endif /* TVMRT_TVM_RUNTIME_C_RUNTIME_API_H_ */
+#endif /* TVM_RUNTIME_C_RUNTIME_API_H_ */

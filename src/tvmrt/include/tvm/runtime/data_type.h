@@ -77,20 +77,13 @@ class DataType {
 /*! \brief The name of a type code, as TVM's DLDataTypeCode2Str. */
 inline const char* DLDataTypeCode2Str(int code) {
   switch (code) {
-    case kDLInt:
-      return "int";
-    case kDLUInt:
-      return "uint";
-    case kDLFloat:
-      return "float";
-    case kTVMOpaqueHandle:
-      return "handle";
-    case kDLBfloat:
-      return "bfloat";
-    case DataType::kE4M3Float:
-      return "e4m3_float";
-    case DataType::kE5M2Float:
-      return "e5m2_float";
+    case kDLInt: return "int";
+    case kDLUInt: return "uint";
+    case kDLFloat: return "float";
+    case kTVMOpaqueHandle: return "handle";
+    case kDLBfloat: return "bfloat";
+    case DataType::kE4M3Float: return "e4m3_float";
+    case DataType::kE5M2Float: return "e5m2_float";
     default:
       throw std::invalid_argument("unknown DLDataType code " + std::to_string(code) +
                                   " (expected 0 int, 1 uint, 2 float, 3 handle, 4 bfloat, "

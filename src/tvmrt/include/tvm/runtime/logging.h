@@ -25,7 +25,8 @@ namespace detail {
 /*! \brief Throw the runtime's last error as an Error. */
 [[noreturn]] inline void ThrowLastError() {
   const char* msg = TVMGetLastError();
-  throw Error(msg != nullptr && msg[0] != '\0' ? msg : "tvmrt: a C API call failed with no message");
+  throw Error(msg != nullptr && msg[0] != '\0' ? msg
+                                               : "tvmrt: a C API call failed with no message");
 }
 
 /*! \brief Check a C API return code: 0 is success, anything else throws. */

@@ -68,8 +68,7 @@ class NDArray {
   static NDArray Empty(ShapeTuple shape, DLDataType dtype, Device dev) {
     TVMArrayHandle out = nullptr;
     detail::CheckCall(TVMArrayAlloc(shape.data(), static_cast<int>(shape.size()), dtype.code,
-                                    dtype.bits, dtype.lanes, dev.device_type, dev.device_id,
-                                    &out));
+                                    dtype.bits, dtype.lanes, dev.device_type, dev.device_id, &out));
     return NDArray(out, true);
   }
 

@@ -53,36 +53,21 @@ using ModHolder = OwnedHandle<FreeMod>;
 
 inline const char* TypeCodeName(int code) {
   switch (code) {
-    case kTVMArgInt:
-      return "int";
-    case kTVMArgFloat:
-      return "float";
-    case kTVMOpaqueHandle:
-      return "handle";
-    case kTVMNullptr:
-      return "nullptr";
-    case kTVMDataType:
-      return "DataType";
-    case kDLDevice:
-      return "Device";
-    case kTVMDLTensorHandle:
-      return "DLTensor*";
-    case kTVMObjectHandle:
-      return "Object";
-    case kTVMModuleHandle:
-      return "Module";
-    case kTVMPackedFuncHandle:
-      return "PackedFunc";
-    case kTVMStr:
-      return "str";
-    case kTVMBytes:
-      return "bytes";
-    case kTVMNDArrayHandle:
-      return "NDArray";
-    case kTVMArgBool:
-      return "bool";
-    default:
-      return "unknown";
+    case kTVMArgInt: return "int";
+    case kTVMArgFloat: return "float";
+    case kTVMOpaqueHandle: return "handle";
+    case kTVMNullptr: return "nullptr";
+    case kTVMDataType: return "DataType";
+    case kDLDevice: return "Device";
+    case kTVMDLTensorHandle: return "DLTensor*";
+    case kTVMObjectHandle: return "Object";
+    case kTVMModuleHandle: return "Module";
+    case kTVMPackedFuncHandle: return "PackedFunc";
+    case kTVMStr: return "str";
+    case kTVMBytes: return "bytes";
+    case kTVMNDArrayHandle: return "NDArray";
+    case kTVMArgBool: return "bool";
+    default: return "unknown";
   }
 }
 
@@ -98,9 +83,8 @@ class PackedFunc {
   PackedFunc() = default;
   PackedFunc(std::nullptr_t) {}  // NOLINT(runtime/explicit)
   /*! \brief A PackedFunc whose body is body(TVMArgs args, TVMRetValue* rv). */
-  template <typename TCallable,
-            typename = std::enable_if_t<
-                std::is_invocable_r_v<void, TCallable, class TVMArgs, TVMRetValue*>>>
+  template <typename TCallable, typename = std::enable_if_t<std::is_invocable_r_v<
+                                    void, TCallable, class TVMArgs, TVMRetValue*>>>
   explicit PackedFunc(TCallable body);
 
   template <typename... Args>
@@ -119,7 +103,8 @@ class PackedFunc {
   friend class Module;
   friend class Registry;
   PackedFunc(TVMFunctionHandle handle, bool owned)
-      : holder_(handle == nullptr ? nullptr : std::make_shared<detail::FuncHolder>(handle, owned)) {}
+      : holder_(handle == nullptr ? nullptr : std::make_shared<detail::FuncHolder>(handle, owned)) {
+  }
   std::shared_ptr<detail::FuncHolder> holder_;
 };
 
@@ -379,25 +364,16 @@ class TVMRetValue {
     Reset(type_code);
     value_ = value;
     switch (type_code) {
-      case kTVMStr:
-        str_ = value.v_str != nullptr ? value.v_str : "";
-        break;
+      case kTVMStr: str_ = value.v_str != nullptr ? value.v_str : ""; break;
       case kTVMBytes: {
         const auto* arr = static_cast<const TVMByteArray*>(value.v_handle);
         str_.assign(arr->data, arr->size);
         break;
       }
-      case kTVMModuleHandle:
-        mod_ = Module(value.v_handle, true);
-        break;
-      case kTVMPackedFuncHandle:
-        func_ = PackedFunc(value.v_handle, true);
-        break;
-      case kTVMNDArrayHandle:
-        nd_ = NDArray(static_cast<DLTensor*>(value.v_handle), true);
-        break;
-      default:
-        break;
+      case kTVMModuleHandle: mod_ = Module(value.v_handle, true); break;
+      case kTVMPackedFuncHandle: func_ = PackedFunc(value.v_handle, true); break;
+      case kTVMNDArrayHandle: nd_ = NDArray(static_cast<DLTensor*>(value.v_handle), true); break;
+      default: break;
     }
   }
   /*! \brief This value as a C (value, type code) pair, valid while this TVMRetValue lives. */
@@ -405,20 +381,11 @@ class TVMRetValue {
     *type_code = type_code_;
     *value = value_;
     switch (type_code_) {
-      case kTVMStr:
-        value->v_str = str_.c_str();
-        break;
-      case kTVMModuleHandle:
-        value->v_handle = mod_.handle();
-        break;
-      case kTVMPackedFuncHandle:
-        value->v_handle = func_.handle();
-        break;
-      case kTVMNDArrayHandle:
-        value->v_handle = nd_.get_tensor();
-        break;
-      default:
-        break;
+      case kTVMStr: value->v_str = str_.c_str(); break;
+      case kTVMModuleHandle: value->v_handle = mod_.handle(); break;
+      case kTVMPackedFuncHandle: value->v_handle = func_.handle(); break;
+      case kTVMNDArrayHandle: value->v_handle = nd_.get_tensor(); break;
+      default: break;
     }
   }
 

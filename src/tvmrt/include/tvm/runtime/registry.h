@@ -90,8 +90,8 @@ class Registry {
 #define TVM_STR_CONCAT_(a, b) a##b
 #define TVM_STR_CONCAT(a, b) TVM_STR_CONCAT_(a, b)
 /*! \brief TVM_REGISTER_GLOBAL("name").set_body(...): register a global at start-up. */
-#define TVM_REGISTER_GLOBAL(OpName)                                                  \
-  static ::tvm::runtime::Registry& TVM_STR_CONCAT(__mk_TVM, __COUNTER__) [[maybe_unused]] = \
+#define TVM_REGISTER_GLOBAL(OpName)                                                                \
+  static ::tvm::runtime::Registry& TVM_STR_CONCAT(__mk_TVM, __COUNTER__) [[maybe_unused]] =        \
       ::tvm::runtime::Registry::Register(OpName)
 
 #endif  // TVMRT_TVM_RUNTIME_REGISTRY_H_

@@ -1,0 +1,240 @@
+/*
+ * The top of the C runtime: the runtime's own global functions, one table (k_builtins)
+ * read on lookup (nothing registers itself), the lookup of every global function
+ * (registered ones first: registry.c; then k_builtins; then the C-implemented contrib
+ * functions of sort.c), the function environment kernels see, and the entry points that set
+ * the runtime up before they hand out a module or function (tvmrt_init).
+ *
+ *   tvm.graph_executor.create / tvm.graph_runtime.create   (graph_json, lib, devices...)
+ *   runtime.SystemLib / module._GetSystemLib               ([prefix])
+ *   runtime.ModuleLoadFromFile                             (path[, format])
+ *   tvm.contrib.sort.* and the other C-implemented contrib functions (sort.c)
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+/* ---------------------------------------------------------------------------------- */
+/* the runtime's own global functions                                                  */
+
+static int f_graph_create(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  tvmrt_module *lib, *exec;
+  DLDevice dev;
+  int first = 2;
+  (void)self;
+  if (n < 3) {
+    return tvmrt_fail("InvalidArgumentError",
+                      "The expected number of arguments for "
+                      "graph_executor.create is at least 4, but it has %d",
+                      n);
+  }
+  if (codes[0] != kTVMStr) {
+    return tvmrt_fail("ArgumentTypeError",
+                      "tvm.graph_executor.create: graph_json must be a "
+                      "string, got type code %d",
+                      codes[0]);
+  }
+  if (codes[1] != kTVMModuleHandle || (lib = tvmrt_module_check(args[1].v_handle)) == NULL) {
+    return tvmrt_fail("ArgumentTypeError",
+                      "tvm.graph_executor.create: lib must be a Module, got "
+                      "type code %d",
+                      codes[1]);
+  }
+  if (codes[2] == kTVMPackedFuncHandle || codes[2] == kTVMNullptr) first = 3; /* linked params */
+  if (tvmrt_device_args(args, codes, first, n, &dev, "tvm.graph_executor.create") != 0) return -1;
+  exec = tvmrt_graph_executor_create(args[0].v_str, strlen(args[0].v_str), lib, dev);
+  if (exec == NULL) return -1;
+  ret->v_handle = exec;
+  *rc = kTVMModuleHandle;
+  return 0;
+}
+
+static int f_system_lib(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  tvmrt_module* m;
+  (void)self;
+  if (n > 1 || (n == 1 && codes[0] != kTVMStr)) {
+    return tvmrt_fail("ArgumentTypeError", "runtime.SystemLib takes an optional symbol prefix");
+  }
+  m = tvmrt_system_lib(n == 1 ? args[0].v_str : "");
+  if (m == NULL) return -1;
+  ret->v_handle = m;
+  *rc = kTVMModuleHandle;
+  return 0;
+}
+
+static int f_load_from_file(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  (void)self;
+  if (n < 1 || n > 2 || codes[0] != kTVMStr || (n == 2 && codes[1] != kTVMStr)) {
+    return tvmrt_fail("ArgumentTypeError", "runtime.ModuleLoadFromFile takes (path[, format])");
+  }
+  if (TVMModLoadFromFile(args[0].v_str, n == 2 ? args[1].v_str : "", &ret->v_handle) != 0) {
+    return -1;
+  }
+  *rc = kTVMModuleHandle;
+  return 0;
+}
+
+/* a C-implemented contrib function (sort.c) behind a registry handle */
+static int f_native(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  return TVMFuncCall(self, args, codes, n, ret, rc);
+}
+
+static const struct {
+  const char* name;
+  tvmrt_fn fn;
+} k_builtins[] = {
+    {"tvm.graph_executor.create", f_graph_create},
+    {"tvm.graph_runtime.create", f_graph_create},
+    {"runtime.SystemLib", f_system_lib},
+    {"module._GetSystemLib", f_system_lib},
+    {"runtime.ModuleLoadFromFile", f_load_from_file},
+};
+#define NUM_BUILTINS (sizeof(k_builtins) / sizeof(k_builtins[0]))
+
+tvmrt_func* tvmrt_registry_get(const char* name) {
+  tvmrt_func* f = tvmrt_registry_find(name);
+  size_t i;
+  const void* native;
+  if (f != NULL) return f;
+  for (i = 0; i < NUM_BUILTINS; ++i) {
+    if (strcmp(k_builtins[i].name, name) == 0) return tvmrt_func_new(k_builtins[i].fn, NULL, NULL);
+  }
+  native = tvmrt_native_function(name);
+  if (native != NULL) return tvmrt_func_new(f_native, (void*)native, NULL);
+  return NULL;
+}
+
+TVM_DLL int TVMFuncGetGlobal(const char* name, TVMFunctionHandle* out) {
+  tvmrt_init();
+  if (name == NULL || out == NULL) {
+    return tvmrt_fail("InvalidArgumentError", "TVMFuncGetGlobal: name and out are required");
+  }
+  *out = tvmrt_registry_get(name); /* NULL when absent, as TVM */
+  return 0;
+}
+
+TVM_DLL int TVMFuncListGlobalNames(int* out_size, const char*** out_array) {
+  const char* builtin_names[NUM_BUILTINS];
+  size_t i;
+  if (out_size == NULL || out_array == NULL) {
+    return tvmrt_fail("InvalidArgumentError", "TVMFuncListGlobalNames: outputs are required");
+  }
+  for (i = 0; i < NUM_BUILTINS; ++i) builtin_names[i] = k_builtins[i].name;
+  return tvmrt_registry_names(builtin_names, NUM_BUILTINS, out_size, out_array);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* entry points that hand out modules and functions                                    */
+
+TVM_DLL int TVMFuncCreateFromCFunc(TVMPackedCFunc func, void* resource_handle,
+                                   TVMPackedCFuncFinalizer fin, TVMFunctionHandle* out) {
+  tvmrt_func* f;
+  tvmrt_init();
+  if (func == NULL || out == NULL) {
+    return tvmrt_fail("InvalidArgumentError", "TVMFuncCreateFromCFunc: func and out are required");
+  }
+  f = tvmrt_func_c(func, fin, resource_handle);
+  if (f == NULL) return -1;
+  *out = f;
+  return 0;
+}
+
+/* "so" for "a/b/deploy_lib.so", "" without an extension */
+static const char* file_format(const char* path) {
+  const char* slash = strrchr(path, '/');
+  const char* dot = strrchr(path, '.');
+  if (dot == NULL || (slash != NULL && dot < slash)) return "";
+  return dot + 1;
+}
+
+TVM_DLL int TVMModLoadFromFile(const char* file_name, const char* format, TVMModuleHandle* out) {
+  const char* fmt;
+  tvmrt_module* m;
+  tvmrt_init();
+  if (file_name == NULL || out == NULL) {
+    return tvmrt_fail("InvalidArgumentError", "TVMModLoadFromFile: file_name and out are required");
+  }
+  *out = NULL;
+  fmt = (format != NULL && *format != '\0') ? format : file_format(file_name);
+  if (strcmp(fmt, "so") != 0 && strcmp(fmt, "dylib") != 0 && strcmp(fmt, "dso") != 0) {
+    return tvmrt_fail("ModuleLoadError",
+                      "Cannot load %s: format '%s' is not supported by libtvmrt_runtime; it "
+                      "loads shared libraries (so); link .o/.tar exports into one first",
+                      file_name, fmt);
+  }
+  m = tvmrt_load_dso(file_name);
+  if (m == NULL) return -1;
+  *out = m;
+  return 0;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* the function environment kernels see, and the one-time set-up                      */
+
+/* TVMBackendGetFuncFromEnv: the module, its imports, then the global functions */
+
+static int env_lookup(void* mod_ctx, const char* name, void** out) {
+  tvmrt_module* mod = (tvmrt_module*)mod_ctx;
+  tvmrt_env_entry* e;
+  tvmrt_func* f;
+  const void* native;
+  if (out == NULL || name == NULL) {
+    return tvmrt_fail("InvalidArgumentError", "TVMBackendGetFuncFromEnv: name and out required");
+  }
+  native = tvmrt_native_function(name); /* C-implemented contrib functions: no wrapper */
+  if (native != NULL) {
+    *out = (void*)native;
+    return 0;
+  }
+  if (mod == NULL || mod->hdr.magic != RT_MAGIC_MODULE) {
+    return tvmrt_fail("FunctionNotFoundError",
+                      "Cannot find %s: the kernel library's module context is not set", name);
+  }
+  pthread_mutex_lock(&mod->env_mu);
+  for (e = mod->env; e != NULL; e = e->next) {
+    if (strcmp(e->name, name) == 0) {
+      *out = e->func;
+      pthread_mutex_unlock(&mod->env_mu);
+      return 0;
+    }
+  }
+  f = tvmrt_module_get(mod, name, 1);
+  if (f != NULL && f->owner == &mod->hdr) { /* no cycle: the cache lives in mod */
+    f->owner = NULL;
+    tvmrt_release(&mod->hdr);
+  }
+  if (f == NULL) f = tvmrt_registry_get(name);
+  if (f == NULL) {
+    pthread_mutex_unlock(&mod->env_mu);
+    return tvmrt_fail("FunctionNotFoundError", "Cannot find %s in the module or its imports", name);
+  }
+  e = (tvmrt_env_entry*)calloc(1, sizeof(tvmrt_env_entry));
+  if (e == NULL || (e->name = strdup(name)) == NULL) {
+    free(e);
+    tvmrt_release(&f->hdr);
+    pthread_mutex_unlock(&mod->env_mu);
+    return tvmrt_fail("DeviceOutOfMemoryError", "cannot cache function %s", name);
+  }
+  e->func = f;
+  e->next = mod->env;
+  mod->env = e;
+  *out = f;
+  pthread_mutex_unlock(&mod->env_mu);
+  return 0;
+}
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void init_once(void) {
+  const char* env = getenv("TVM_NUM_THREADS");
+  if (env == NULL || *env == '\0') env = getenv("OMP_NUM_THREADS");
+  tvmrt_set_env_callbacks(env_lookup, tvmrt_func_call);
+  if (env != NULL && *env != '\0') {
+    char* end = NULL;
+    long n = strtol(env, &end, 10);
+    if (end != env && *end == '\0' && n > 0 && n <= 1024) tvmrt_set_num_threads((int)n);
+  }
+}
+
+void tvmrt_init(void) { pthread_once(&g_once, init_once); }

@@ -1,0 +1,29 @@
+/*
+ * The bounded reader of dmlc streams (params blobs, tensor records, module blobs; reader.c):
+ * every read is checked against the bytes left, and errors (tvmrt_fail, kind
+ * ParamsFormatError) name the stream, the field and the byte offset.
+ */
+#ifndef TVMRT_NATIVE_RUNTIME_READER_H_
+#define TVMRT_NATIVE_RUNTIME_READER_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "native.h"
+
+typedef struct {
+  const uint8_t* data;
+  size_t size, off;
+  const char* what; /* named in errors */
+} tvmrt_reader;
+
+int tvmrt_read_u64(tvmrt_reader* r, uint64_t* out, const char* field);
+int tvmrt_read_bytes(tvmrt_reader* r, void* out, size_t n, const char* field);
+/* a length-prefixed string, malloc'd and NUL-terminated */
+int tvmrt_read_str(tvmrt_reader* r, char** out, size_t* len, const char* field);
+/* a count that cannot exceed what is left (each item >= min_item bytes) */
+int tvmrt_read_count(tvmrt_reader* r, uint64_t* out, size_t min_item, const char* field);
+/* report that `field` needs `need` bytes where fewer are left; returns -1 */
+int tvmrt_read_short(tvmrt_reader* r, const char* field, size_t need);
+
+#endif /* TVMRT_NATIVE_RUNTIME_READER_H_ */
