@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from tvmrt import runtime
+from tvmrt.binfmt.stream import ByteReader
 from tvmrt.contrib import graph_executor
 from tvmrt.error import FunctionNotFoundError, ParamsFormatError, TVMError
-from tvmrt.runtime._stream import ByteReader
 from tvmrt.runtime.graph_executor.factory import load_factory_binary, save_factory_binary
 from tvmrt.testing import GraphBuilder, numpy_op_library
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tvmrt.binfmt.stream import ByteReader, ByteWriter
 from tvmrt.error import ArgumentTypeError, FunctionNotFoundError, ModuleLoadError, TVMError
-from tvmrt.runtime._stream import ByteReader, ByteWriter
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.graph_executor.executor import GraphExecutor
 from tvmrt.runtime.graph_executor.graph import parse_graph

@@ -22,6 +22,8 @@ import ctypes
 from collections.abc import Sequence
 from typing import Any
 
+from tvmrt.binfmt.abi import LibraryFacts, TvmSymbols
+from tvmrt.binfmt.binary import ElfFile, ElfSymbol
 from tvmrt.error import ArgumentTypeError, KernelError, ModuleLoadError
 from tvmrt.runtime import kernel_callbacks, kernel_services, packed_values
 from tvmrt.runtime._ctypes_api import TVM_DLTENSOR_HANDLE, TVMValue
@@ -35,8 +37,6 @@ from tvmrt.runtime.loaders._dso import (
     unload_now,
     unload_with,
 )
-from tvmrt.runtime.loaders.abi import LibraryFacts, TvmSymbols
-from tvmrt.runtime.loaders.binary import ElfFile, ElfSymbol
 from tvmrt.runtime.loaders.blob import ParsedBlob, assemble_modules, parse_module_blob
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray

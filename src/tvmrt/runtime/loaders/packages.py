@@ -25,8 +25,9 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from tvmrt.binfmt import archive
 from tvmrt.error import ModuleLoadError, TVMError
-from tvmrt.runtime.loaders import archive, cache, link
+from tvmrt.runtime.loaders import cache, link
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.params import load_param_dict
 
