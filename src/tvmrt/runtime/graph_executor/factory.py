@@ -43,7 +43,8 @@ class GraphExecutorFactory(Module):
     -----
     The kernel library is the factory's first import (``lib``, or the ``_lib`` entry of the
     module blob it was loaded from). Weights a TVM 0.7/0.8 ``link-params`` library holds in
-    its code (:mod:`.linked`) join ``params`` then, under the names not given explicitly.
+    its code (:mod:`tvmrt.runtime.graph_executor.linked`) join ``params`` then, under the
+    names not given explicitly.
 
     Executors created by one factory use the factory's param arrays without copying
     them (as :meth:`GraphModule.share_params` does), so weights are held once however
@@ -121,10 +122,9 @@ class GraphExecutorFactory(Module):
         return executor
 
     def remove_params(self) -> GraphExecutorFactory:
-        """The same factory without params (ship the weights separately); weights linked
-        into the library stay there, and its executors read them from it."""
+        """The same factory without params (ship the weights separately)."""
         removed = GraphExecutorFactory(self.graph_json, {}, self.module_name, self.lib)
-        removed.params.clear()
+        removed.params.clear()  # link-params weights too: its executors read them from lib
         return removed
 
     def _cuda_graph_create(self, *devices: Device) -> Module:
