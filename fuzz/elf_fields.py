@@ -5,7 +5,7 @@ symbols of a library, and for each field a few values (zero, bit flips, boundary
 large values). Each mutated file is loaded and its graph run in a forked child against
 ``golden.npz``; the outcome is one of
 
-- ``refused``: a tvmrt error (the checks in ``src/tvmrt/runtime/loaders/elf_load.py``);
+- ``refused``: a tvmrt error (the checks in ``src/tvmrt/binfmt/elf_load.py``);
 - ``correct``: it loaded and answered as the golden output says;
 - ``wrong``: it loaded and answered otherwise;
 - ``death``: the child died (a signal, or ``ld.so``'s exit 127 on an assertion);
@@ -57,7 +57,7 @@ class Field:
 
 def fields(data: bytes) -> list[Field]:
     """Every program-header field, dynamic entry, dynamic relocation and dynamic symbol field."""
-    from tvmrt.runtime.loaders.binary import ElfFile
+    from tvmrt.binfmt.binary import ElfFile
 
     elf = ElfFile(data, "fuzz")
     is64 = elf.info.bits == 64

@@ -13,10 +13,10 @@ import tempfile
 from collections.abc import Callable
 from typing import IO
 
+from tvmrt.binfmt import abi, binary
+from tvmrt.binfmt.stream import ByteReader
 from tvmrt.error import TVMError
-from tvmrt.runtime._stream import ByteReader
 from tvmrt.runtime.graph_executor import parse_graph
-from tvmrt.runtime.loaders import abi, binary
 from tvmrt.runtime.loaders.blob import parse_module_blob
 from tvmrt.runtime.params import load_param_dict
 

@@ -56,7 +56,7 @@ def seeds(target: str) -> list[bytes]:
 def _iris_blob() -> bytes:
     import tarfile
 
-    from tvmrt.runtime.loaders import binary
+    from tvmrt.binfmt import binary
 
     path = ARTIFACTS / "iris-factory" / "deploy_lib.tar"
     if not path.exists():

@@ -22,11 +22,11 @@ import pytest
 
 import tvmrt.runtime as rt
 from tvmrt import error as rt_error
+from tvmrt.binfmt import binary
+from tvmrt.binfmt.stream import ByteReader
 from tvmrt.contrib import graph_executor
 from tvmrt.error import ModuleLoadError
 from tvmrt.runtime import kernel_services
-from tvmrt.runtime._stream import ByteReader
-from tvmrt.runtime.loaders import binary
 from tvmrt.runtime.params import read_ndarray
 
 MODELS = ["mobilenet_v1", "mobilenet_v2"]

@@ -23,12 +23,13 @@ import pytest
 from support.paths import ARTIFACTS
 from tvmrt import runtime
 from tvmrt.artifact import find_artifact, load_artifact
+from tvmrt.binfmt import abi, binary
 from tvmrt.contrib import graph_executor
 from tvmrt.error import FunctionNotFoundError, KernelError, ModuleLoadError
 from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory, save_factory_binary
 from tvmrt.runtime.graph_executor.graph import parse_graph
 from tvmrt.runtime.graph_executor.linked import linked_params
-from tvmrt.runtime.loaders import abi, binary, dispatch, link
+from tvmrt.runtime.loaders import dispatch, link
 
 pytestmark = pytest.mark.skipif(
     link.find_compiler() is None or link.find_cxx_compiler() is None, reason="no C compiler"

@@ -35,12 +35,12 @@ ort = pytest.importorskip("onnxruntime")
 import onnx  # noqa: E402
 
 import tvmrt  # noqa: E402
+from tvmrt.binfmt.stream import ByteReader  # noqa: E402
 from tvmrt.compiler import frontend  # noqa: E402
 from tvmrt.compiler import testing as models  # noqa: E402
 from tvmrt.contrib import graph_executor  # noqa: E402
 from tvmrt.error import CompileError, ModuleLoadError  # noqa: E402
 from tvmrt.runtime import cpu, load_module  # noqa: E402
-from tvmrt.runtime._stream import ByteReader  # noqa: E402
 from tvmrt.runtime.graph_executor.factory import load_factory_binary  # noqa: E402
 from tvmrt.runtime.params import load_param_dict, save_param_dict  # noqa: E402
 
@@ -274,7 +274,7 @@ def test_params_are_tvm_format_and_match_the_graph(built: dict[str, Any]) -> Non
 
 def _library_bin(path: str) -> bytes:
     """``__tvm_ffi__library_bin`` of ``path``, read with tvmrt's ELF reader."""
-    from tvmrt.runtime.loaders.binary import ElfFile
+    from tvmrt.binfmt.binary import ElfFile
 
     elf = ElfFile(Path(path).read_bytes(), path)
     (sym,) = [s for s in elf.symbols(dynamic=True) if s.name == "__tvm_ffi__library_bin"]

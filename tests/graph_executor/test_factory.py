@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from tvmrt import runtime
+from tvmrt.binfmt.stream import ByteReader
 from tvmrt.contrib import graph_executor
 from tvmrt.error import FunctionNotFoundError, ParamsFormatError, TVMError
-from tvmrt.runtime._stream import ByteReader
 from tvmrt.runtime.graph_executor.factory import load_factory_binary, save_factory_binary
 from tvmrt.testing import GraphBuilder, numpy_op_library
 
@@ -104,3 +104,18 @@ def test_debug_create_checks_module_name_and_cuda_graph_is_absent():
         lib["cuda_graph_create"](CPU)
     with pytest.raises(AttributeError):
         lib["nope"]
+
+
+def test_tvm_graph_executor_factory_create_takes_name_array_pairs():
+    """TVM's ``tvm.graph_executor_factory.create(graph_json, lib, name, n0, a0, ...)``."""
+    made = mlp_factory()
+    create = runtime.get_global_func("tvm.graph_executor_factory.create")
+    pairs = [item for pair in made.params.items() for item in pair]
+    factory = create(made.graph_json, made.lib, "default", *pairs)
+    assert factory.type_key == "GraphExecutorFactory"
+    assert factory.imported_modules == [made.lib]
+    assert factory["get_graph_params"]().keys() == made.params.keys()
+    with pytest.raises(TVMError, match=r"name, array pairs \(got 1 values\)"):
+        create(made.graph_json, made.lib, "default", "p0")
+    with pytest.raises(TVMError, match=r"a name \(str\) and an NDArray, got str and int"):
+        create(made.graph_json, made.lib, "default", "p0", 3)

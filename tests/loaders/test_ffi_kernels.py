@@ -21,12 +21,13 @@ import pytest
 
 import tvmrt
 import tvmrt.runtime as rt
+from tvmrt.binfmt import abi, binary
+from tvmrt.binfmt.stream import ByteWriter
 from tvmrt.contrib import graph_executor
 from tvmrt.error import KernelError, ModuleLoadError
 from tvmrt.runtime import kernel_services
 from tvmrt.runtime import ndarray as nd
-from tvmrt.runtime._stream import ByteWriter
-from tvmrt.runtime.loaders import FFILibraryModule, abi, binary, link
+from tvmrt.runtime.loaders import FFILibraryModule, link
 from tvmrt.testing import GraphBuilder
 
 BUILD_SCRIPT = r"""

@@ -8,8 +8,8 @@ import pytest
 
 from support.paths import ARTIFACTS
 from tvmrt import runtime
+from tvmrt.binfmt.stream import ByteReader, ByteWriter
 from tvmrt.error import KernelError, ModuleLoadError
-from tvmrt.runtime._stream import ByteReader, ByteWriter
 from tvmrt.runtime.launch import FunctionInfo, LaunchConfig, read_function_table
 from tvmrt.runtime.loaders.opencl import OpenCLModule, load_opencl_binary
 from tvmrt.runtime.registry import get_global_func

@@ -3,6 +3,11 @@
 The import graph is read from the source (every ``import`` statement, including those
 inside functions and under ``TYPE_CHECKING``), not from what happens to be imported at
 run time, so an import hidden in a function cannot close a circle unseen.
+
+Inside ``tvmrt.runtime`` the same holds between floors (``RUNTIME_FLOORS``): core types
+and devices -> arrays -> modules and the registry -> the kernel host -> loaders -> engines
+-> TVM's Python faces. An import under ``if TYPE_CHECKING:`` (a type-only import) may point
+sideways inside one layer or floor, closing a circle no running code closes, but never up.
 """
 
 from __future__ import annotations
@@ -21,25 +26,28 @@ from tvmrt.runtime.device import _lazy as DEVICE_BACKENDS
 SRC = Path(tvmrt.__file__).parent
 
 # Each top-level part of tvmrt and the parts it may import (besides itself), bottom up:
-# error -> runtime -> TVM's Python faces (contrib) -> artifact (files -> model) -> apps
-# (compiler, serve, cli). tvmrt._version, the version string, is below everything.
+# error -> binfmt (the binary-format toolkit) -> runtime -> TVM's Python faces (contrib) ->
+# artifact (files -> model) -> apps (compiler, serve, cli). tvmrt._version, the version
+# string, is below everything.
 BOTTOM = "tvmrt._version"
+_RUNTIME = {"tvmrt.error", "tvmrt.binfmt", "tvmrt.runtime"}
 LAYERS: dict[str, set[str]] = {
     BOTTOM: set(),
     "tvmrt.error": set(),
-    "tvmrt.runtime": {"tvmrt.error"},
+    # files read and written byte by byte (ELF, archives, dmlc streams): nothing is run
+    "tvmrt.binfmt": {"tvmrt.error"},
+    "tvmrt.runtime": {"tvmrt.error", "tvmrt.binfmt"},
     # flags and folders for C/C++ programs using libtvmrt_runtime (`tvmrt config`)
     "tvmrt.config": {"tvmrt.error"},
-    "tvmrt.contrib": {"tvmrt.error", "tvmrt.runtime"},
-    "tvmrt.testing": {"tvmrt.error", "tvmrt.runtime", "tvmrt.contrib"},
-    "tvmrt.artifact": {"tvmrt.error", "tvmrt.runtime", "tvmrt.contrib"},
-    "tvmrt.compiler": {"tvmrt.error", "tvmrt.runtime", "tvmrt.contrib", "tvmrt.artifact"},
-    "tvmrt.serve": {"tvmrt.error", "tvmrt.runtime", "tvmrt.contrib", "tvmrt.artifact"},
+    "tvmrt.contrib": _RUNTIME,
+    "tvmrt.testing": {*_RUNTIME, "tvmrt.contrib"},
+    "tvmrt.artifact": {*_RUNTIME, "tvmrt.contrib"},
+    "tvmrt.compiler": {*_RUNTIME, "tvmrt.contrib", "tvmrt.artifact"},
+    "tvmrt.serve": {*_RUNTIME, "tvmrt.contrib", "tvmrt.artifact"},
     # TVM's RPC server and tracker: at the serve level (it loads artifacts for remote clients)
-    "tvmrt.rpc": {"tvmrt.error", "tvmrt.runtime", "tvmrt.contrib", "tvmrt.artifact"},
+    "tvmrt.rpc": {*_RUNTIME, "tvmrt.contrib", "tvmrt.artifact"},
     "tvmrt.cli": {
-        "tvmrt.error",
-        "tvmrt.runtime",
+        *_RUNTIME,
         "tvmrt.contrib",
         "tvmrt.artifact",
         "tvmrt.serve",
@@ -51,17 +59,86 @@ LAYERS: dict[str, set[str]] = {
     "tvmrt.exec": {"tvmrt.cli"},
     # the package root and ``python -m tvmrt`` re-export what TVM's ``import tvm`` gives
     # TVM <= 0.6's ``tvm.module`` and the params helpers of ``tvm.relay``, faces of the runtime
-    "tvmrt.module": {"tvmrt.error", "tvmrt.runtime"},
-    "tvmrt.relay": {"tvmrt.error", "tvmrt.runtime"},
+    "tvmrt.module": _RUNTIME,
+    "tvmrt.relay": _RUNTIME,
     "tvmrt": {
-        "tvmrt.error",
-        "tvmrt.runtime",
+        *_RUNTIME,
         "tvmrt.contrib",
         "tvmrt.compiler",
         "tvmrt.module",
         "tvmrt.relay",
     },
     "tvmrt.__main__": {"tvmrt.cli"},
+}
+
+
+# runtime's floors, bottom up: a runtime module imports modules of its own floor and below.
+FLOORS = ("core", "arrays", "modules", "kernel host", "loaders", "engines", "faces")
+# Each runtime module's floor: a name is one module (a package's name is its __init__);
+# "package.*" is every module inside that package not named on its own.
+RUNTIME_FLOORS: dict[str, str] = {
+    # core types and devices: the C API's structs, dtypes, the device table and its backends,
+    # timing and profiling reports
+    "tvmrt.runtime._ctypes_api": "core",
+    "tvmrt.runtime._deprecate": "core",
+    "tvmrt.runtime._dlpack": "core",
+    "tvmrt.runtime.dtype": "core",
+    "tvmrt.runtime.device_type": "core",
+    "tvmrt.runtime.device": "core",
+    "tvmrt.runtime.device_api": "core",
+    "tvmrt.runtime.backends": "core",
+    "tvmrt.runtime.backends.*": "core",
+    "tvmrt.runtime.benchmark": "core",
+    "tvmrt.runtime.profiling": "core",
+    "tvmrt.runtime.profiling.*": "core",
+    # arrays: NDArray, its memory and DLPack, tensor records and params files
+    "tvmrt.runtime.ndarray": "arrays",
+    "tvmrt.runtime.array_memory": "arrays",
+    "tvmrt.runtime._transfer": "arrays",
+    "tvmrt.runtime.dlpack_export": "arrays",
+    "tvmrt.runtime.dlpack_import": "arrays",
+    "tvmrt.runtime.tensor_record": "arrays",
+    "tvmrt.runtime.params": "arrays",
+    # modules and the registry: packed functions, objects, Module, the global functions and
+    # their lazy table
+    "tvmrt.runtime.packed_func": "modules",
+    "tvmrt.runtime.packed_values": "modules",
+    "tvmrt.runtime.object": "modules",
+    "tvmrt.runtime.object_path": "modules",
+    "tvmrt.runtime.container": "modules",
+    "tvmrt.runtime.registry": "modules",
+    "tvmrt.runtime.builtins": "modules",
+    "tvmrt.runtime.module": "modules",
+    "tvmrt.runtime.static_library": "modules",
+    # the kernel host: what compiled kernels call back into (backend services, callbacks,
+    # threads, device launches, the runtime functions they look up by name)
+    "tvmrt.runtime.threads": "kernel host",
+    "tvmrt.runtime.kernel_callbacks": "kernel host",
+    "tvmrt.runtime.kernel_services": "kernel host",
+    "tvmrt.runtime.launch": "kernel host",
+    "tvmrt.runtime.contrib": "kernel host",
+    "tvmrt.runtime.contrib.*": "kernel host",
+    # loaders: files -> modules (one leaf per form of library)
+    "tvmrt.runtime.loaders": "loaders",
+    "tvmrt.runtime.loaders.*": "loaders",
+    # engines: the graph executor and its factory, the AOT executor, the Relay VM;
+    # export_library writes a factory and its kernels back out, so it sits on their floor
+    "tvmrt.runtime.graph_executor": "engines",
+    "tvmrt.runtime.graph_executor.*": "engines",
+    "tvmrt.runtime.executor._aot": "engines",
+    "tvmrt.runtime.vm.*": "engines",
+    "tvmrt.runtime.export": "engines",
+    "tvmrt.runtime.pack_imports": "engines",
+    # TVM's Python faces inside the runtime: tvm.runtime, tvm.nd, tvm.runtime.vm,
+    # tvm.runtime.executor, tvm.runtime.profiler_vm
+    "tvmrt.runtime": "faces",
+    "tvmrt.runtime.compat": "faces",
+    "tvmrt.runtime.nd": "faces",
+    "tvmrt.runtime.vm": "faces",
+    "tvmrt.runtime.vm.api": "faces",
+    "tvmrt.runtime.executor": "faces",
+    "tvmrt.runtime.executor.*": "faces",
+    "tvmrt.runtime.profiler_vm": "faces",
 }
 
 
@@ -72,13 +149,27 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def imports_of(path: Path) -> Iterator[str]:
-    """Every tvmrt module ``path`` imports, at any depth of the file."""
-    name = module_name(path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports_in(tree: ast.AST, package: str) -> Iterator[tuple[str, bool]]:
+    """``(module, type_only)`` for every import in ``tree``, at any depth; ``type_only`` when
+    it sits under ``if TYPE_CHECKING:`` (not in its ``else``). Relative imports are resolved
+    against ``package``."""
+    type_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and _is_type_checking(node)
+        for statement in node.body
+        for inner in ast.walk(statement)
+    }
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
+            yield from ((alias.name, id(node) in type_only) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
@@ -90,15 +181,46 @@ def imports_of(path: Path) -> Iterator[str]:
                 # __init__ runs first, as for any submodule: that is not an edge of its own);
                 # ``from module import name`` imports the module
                 is_module = (folder / alias.name).is_dir() or (folder / f"{alias.name}.py").exists()
-                yield f"{base}.{alias.name}" if is_module else base
+                yield (f"{base}.{alias.name}" if is_module else base), id(node) in type_only
 
 
-def import_graph() -> dict[str, set[str]]:
-    graph: dict[str, set[str]] = {}
+def imports_of(path: Path) -> Iterator[tuple[str, bool]]:
+    """Every module ``path`` imports, at any depth of the file, and whether type-only."""
+    name = module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    yield from imports_in(ast.parse(path.read_text(), str(path)), package)
+
+
+def import_edges() -> dict[str, dict[str, bool]]:
+    """Module -> {tvmrt module it imports: whether every import of it is type-only}."""
+    edges: dict[str, dict[str, bool]] = {}
     for path in sorted(SRC.rglob("*.py")):
-        targets = {t for t in imports_of(path) if t == "tvmrt" or t.startswith("tvmrt.")}
-        graph[module_name(path)] = targets - {module_name(path)}
-    return graph
+        source = module_name(path)
+        mine = edges.setdefault(source, {})
+        for target, type_only in imports_of(path):
+            if target != source and (target == "tvmrt" or target.startswith("tvmrt.")):
+                mine[target] = mine.get(target, True) and type_only
+    return edges
+
+
+def import_graph(type_only: bool = True) -> dict[str, set[str]]:
+    """Module -> the tvmrt modules it imports (without the type-only ones if not ``type_only``)."""
+    return {
+        source: {t for t, only in targets.items() if type_only or not only}
+        for source, targets in import_edges().items()
+    }
+
+
+def floor_of(module: str) -> str:
+    """The floor of a runtime module in ``RUNTIME_FLOORS`` (KeyError if it has none)."""
+    if module in RUNTIME_FLOORS:
+        return RUNTIME_FLOORS[module]
+    package = module.rpartition(".")[0]
+    while package:
+        if f"{package}.*" in RUNTIME_FLOORS:
+            return RUNTIME_FLOORS[f"{package}.*"]
+        package = package.rpartition(".")[0]
+    raise KeyError(f"{module} has no floor in RUNTIME_FLOORS")
 
 
 def layer_of(module: str) -> str:
@@ -174,12 +296,75 @@ def test_the_runtime_imports_nothing_above_it() -> None:
     assert found == []
 
 
+def test_the_binary_toolkit_imports_only_error() -> None:
+    graph = import_graph()
+    found = sorted(
+        f"{source} imports {target}"
+        for source, targets in graph.items()
+        if source.startswith("tvmrt.binfmt")
+        for target in targets
+        if not target.startswith(("tvmrt.binfmt", "tvmrt.error"))
+    )
+    assert found == []
+    assert any(name.startswith("tvmrt.binfmt.") for name in graph)
+
+
+def test_every_runtime_module_has_a_floor() -> None:
+    modules = [m for m in import_graph() if m == "tvmrt.runtime" or m.startswith("tvmrt.runtime.")]
+    missing = []
+    for module in modules:
+        try:
+            floor_of(module)
+        except KeyError:
+            missing.append(module)
+    assert missing == []
+    assert set(RUNTIME_FLOORS.values()) <= set(FLOORS)
+    # every line of the table names something that exists
+    stale = [
+        key
+        for key in RUNTIME_FLOORS
+        if not any(m == key or (key.endswith(".*") and m.startswith(key[:-1])) for m in modules)
+    ]
+    assert stale == []
+
+
+def upward_floor_edges(graph: dict[str, set[str]]) -> list[str]:
+    """``"a (floor) imports b (higher floor)"`` for each runtime import that climbs."""
+    return sorted(
+        f"{source} ({floor_of(source)}) imports {target} ({floor_of(target)})"
+        for source, targets in graph.items()
+        if source == "tvmrt.runtime" or source.startswith("tvmrt.runtime.")
+        for target in targets
+        if target == "tvmrt.runtime" or target.startswith("tvmrt.runtime.")
+        if FLOORS.index(floor_of(target)) > FLOORS.index(floor_of(source))
+    )
+
+
+def test_runtime_floors_point_down() -> None:
+    # type-only imports included: they may point sideways, never up
+    assert upward_floor_edges(import_graph()) == []
+
+
+def test_no_cycle_between_runtime_floors() -> None:
+    floors: dict[str, set[str]] = {}
+    for source, targets in import_graph().items():
+        if source == "tvmrt.runtime" or source.startswith("tvmrt.runtime."):
+            floors.setdefault(floor_of(source), set()).update(
+                floor_of(t)
+                for t in targets
+                if (t == "tvmrt.runtime" or t.startswith("tvmrt.runtime."))
+                and floor_of(t) != floor_of(source)
+            )
+    assert cycles(floors) == []
+
+
 def test_no_module_cycle() -> None:
-    assert cycles(import_graph()) == []
+    # a type-only import may close a circle inside one layer or floor (nothing runs it)
+    assert cycles(import_graph(type_only=False)) == []
 
 
 def test_no_package_cycle() -> None:
-    graph = import_graph()
+    graph = import_graph(type_only=False)
     packages: dict[str, set[str]] = {}
     for source, targets in graph.items():
         mine = package_of(source, graph)
@@ -198,6 +383,34 @@ def test_the_checker_sees_function_level_imports(tmp_path: Path) -> None:
     found = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
     assert found == ["tvmrt.contrib"]
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_checker_tells_type_only_imports_apart() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "import typing\n"
+        "from tvmrt.runtime import device\n"
+        "if TYPE_CHECKING:\n"
+        "    from tvmrt.runtime.device_api import DeviceAPI\n"
+        "else:\n"
+        "    import tvmrt.runtime.ndarray\n"
+        "if typing.TYPE_CHECKING:\n"
+        "    import tvmrt.runtime.loaders\n"
+        "def f():\n"
+        "    from tvmrt.runtime.module import Module\n"
+    )
+    found = dict(imports_in(ast.parse(source), "tvmrt.runtime"))
+    assert {name for name, only in found.items() if only} == {
+        "tvmrt.runtime.device_api",
+        "tvmrt.runtime.loaders",
+    }
+    assert not found["tvmrt.runtime.device"]
+    assert not found["tvmrt.runtime.ndarray"]
+    assert not found["tvmrt.runtime.module"]
+    # a type-only import that climbs a floor is still refused
+    assert upward_floor_edges({"tvmrt.runtime.device": {"tvmrt.runtime.loaders.dispatch"}}) == [
+        "tvmrt.runtime.device (core) imports tvmrt.runtime.loaders.dispatch (loaders)"
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(BUILTIN_FUNCTIONS))

@@ -23,7 +23,7 @@ LAZY_MODULES = (
     "tvmrt.runtime.graph_executor.debug",
     "tvmrt.runtime.loaders",
     "tvmrt.runtime.loaders.dispatch",
-    "tvmrt.runtime.loaders.archive",
+    "tvmrt.binfmt.archive",
     "tvmrt.runtime.loaders.link",
     "tvmrt.runtime.loaders.packages",
     "tvmrt.runtime.loaders.opencl",

@@ -87,8 +87,8 @@ def test_heterogeneous_cpu_opencl_graph() -> None:
 
 def test_program_binary_format(tmp_path: Path) -> None:
     """A module saved as a device binary (TVM's xclbin/aocx formats) loads with the binary."""
+    from tvmrt.binfmt.stream import ByteReader, ByteWriter
     from tvmrt.error import ModuleLoadError
-    from tvmrt.runtime._stream import ByteReader, ByteWriter
     from tvmrt.runtime.loaders.opencl import load_opencl_binary
 
     api = get_device_api(runtime.opencl(0))
@@ -216,8 +216,8 @@ def test_zero_copy_device_input() -> None:
 
 
 def _one_kernel_module(source: str, name: str = "k") -> object:
+    from tvmrt.binfmt.stream import ByteReader, ByteWriter
     from tvmrt.error import ModuleLoadError
-    from tvmrt.runtime._stream import ByteReader, ByteWriter
     from tvmrt.runtime.loaders.opencl import load_opencl_binary
 
     w = ByteWriter()

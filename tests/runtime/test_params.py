@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tvmrt.binfmt.stream import ByteReader, ByteWriter
 from tvmrt.error import DataTypeError, ParamsFormatError
 from tvmrt.runtime import get_global_func
-from tvmrt.runtime._stream import ByteReader, ByteWriter
 from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.ndarray import NDArray, array, empty
 from tvmrt.runtime.params import (

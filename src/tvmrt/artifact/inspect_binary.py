@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from tvmrt.artifact.devices import DEVICE_MODULE_KINDS
+from tvmrt.binfmt import abi, binary, elf_checks
 from tvmrt.error import ModuleLoadError, TVMError
 from tvmrt.runtime.graph_executor import GraphExecutorFactory
-from tvmrt.runtime.loaders import abi, binary, elf_checks, needs
+from tvmrt.runtime.loaders import needs
 from tvmrt.runtime.loaders.dispatch import Sniffed
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
@@ -59,7 +60,7 @@ class Found:
 
 def describe_library(path: Path, sniffed: Sniffed | None, problems: list[str]) -> Found:
     """The form, kind and machine of a library file as the loader's dispatcher sniffed it."""
-    from tvmrt.runtime.loaders import binary
+    from tvmrt.binfmt import binary
 
     if sniffed is None:
         info = binary.identify(path)
@@ -172,7 +173,8 @@ def inspect_code(
     members: list[tuple[str, bytes]], shown: str, found: Found, problems: list[str]
 ) -> None:
     """Objects (any machine: their symbols are read anyway) and C sources of an archive."""
-    from tvmrt.runtime.loaders import binary, link
+    from tvmrt.binfmt import binary
+    from tvmrt.runtime.loaders import link
 
     machines = set()
     sources = []

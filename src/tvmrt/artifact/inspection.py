@@ -33,7 +33,7 @@ def inspect_artifact(files: ArtifactFiles) -> dict[str, Any]:
     (count, bytes), and ``problems``: everything that would stop it from running here
     (``runnable`` is true only when there is none).
     """
-    from tvmrt.runtime.loaders import binary
+    from tvmrt.binfmt import binary
 
     problems: list[str] = []
     report: dict[str, Any] = {"files": {k: str(v) for k, v in vars(files).items() if v}}

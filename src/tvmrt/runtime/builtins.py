@@ -54,6 +54,7 @@ BUILTIN_FUNCTIONS: dict[str, str] = {
     "runtime.ModuleExportLibrary": "tvmrt.runtime.export:export_module",  # tvmrt's own name
     # executors
     "tvm.graph_executor.create": "tvmrt.runtime.graph_executor.packed:create_executor",
+    "tvm.graph_executor_factory.create": "tvmrt.runtime.graph_executor.factory:create_factory",
     # TVM <= 0.7's name of the same constructor (the deployment guide's ``fcreate``)
     "tvm.graph_runtime.create": "tvmrt.runtime.graph_executor.packed:create_executor",
     "tvm.graph_executor_debug.create": "tvmrt.runtime.graph_executor.debug:create_debug_executor",

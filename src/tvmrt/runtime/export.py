@@ -29,9 +29,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tvmrt.binfmt.archive import read_members
+from tvmrt.binfmt.binary import ElfFile
 from tvmrt.error import InvalidArgumentError, ModuleLoadError, UnsupportedError
-from tvmrt.runtime.loaders.archive import read_members
-from tvmrt.runtime.loaders.binary import ElfFile
 from tvmrt.runtime.loaders.link import find_compiler, is_source
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.pack_imports import BLOB_SYMBOL, module_blob, pack_imports_to_c

@@ -20,8 +20,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from tvmrt.binfmt.stream import ByteReader
 from tvmrt.error import KernelError, ModuleLoadError
-from tvmrt.runtime._stream import ByteReader
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.device_api import Storage, get_device_api
 from tvmrt.runtime.dtype import DataType

@@ -10,8 +10,8 @@ constructor function when compiled as C, so ``gcc`` accepts the file too.
 
 from __future__ import annotations
 
+from tvmrt.binfmt.stream import ByteWriter
 from tvmrt.error import UnsupportedError
-from tvmrt.runtime._stream import ByteWriter
 from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory, save_factory_binary
 from tvmrt.runtime.module import Module
 

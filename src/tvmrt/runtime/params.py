@@ -7,7 +7,7 @@ helpers this module re-exports). Everything is little-endian. :func:`save_param_
 writes exactly the bytes TVM v0.19 writes for the same dict.
 
 The blob helpers (:func:`read_named_ndarrays`, :func:`read_param_dict`,
-:func:`write_param_dict`) work on a :class:`~tvmrt.runtime._stream.ByteReader` /
+:func:`write_param_dict`) work on a :class:`~tvmrt.binfmt.stream.ByteReader` /
 ``ByteWriter`` so other parsers (the module blob, the executor factory) can embed the
 same records.
 
@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from tvmrt.binfmt.stream import ByteReader, ByteWriter
 from tvmrt.error import ArgumentTypeError, ParamsFormatError
-from tvmrt.runtime._stream import ByteReader, ByteWriter
 from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.tensor_record import (

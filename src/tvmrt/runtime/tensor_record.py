@@ -17,9 +17,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from tvmrt.binfmt.stream import ByteReader, ByteWriter
 from tvmrt.error import ArgumentTypeError, DataTypeError
 from tvmrt.runtime._dlpack import FROM_DL_CODE, UNSUPPORTED_DL_CODES, dlpack_dtype
-from tvmrt.runtime._stream import ByteReader, ByteWriter
 from tvmrt.runtime.device import DLDeviceType, cpu
 from tvmrt.runtime.dtype import DataType, DataTypeCode
 from tvmrt.runtime.ndarray import NDArray, empty

@@ -18,9 +18,10 @@ import numpy as np
 import pytest
 
 from tvmrt import runtime
+from tvmrt.binfmt import binary
 from tvmrt.cli import main as cli_main
 from tvmrt.error import ModuleLoadError
-from tvmrt.runtime.loaders import binary, isa, link, needs
+from tvmrt.runtime.loaders import isa, link, needs
 from tvmrt.runtime.registry import register_func, remove_global_func
 from tvmrt.testing.graphs import add_one
 from tvmrt.testing.kernels_c import KERNEL_PRELUDE as PRELUDE

@@ -32,7 +32,7 @@ def _inspect(
     files: ArtifactFiles, sniffed: Sniffed | None, found: Found, problems: list[str]
 ) -> None:
     path = files.lib
-    from tvmrt.runtime.loaders import binary
+    from tvmrt.binfmt import binary
 
     members = archive_members(path, problems)
     if members is None:

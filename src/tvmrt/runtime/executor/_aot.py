@@ -15,8 +15,8 @@ import ctypes
 from collections.abc import Callable
 from typing import Any
 
+from tvmrt.binfmt.stream import ByteReader
 from tvmrt.error import InputNotFoundError, InternalError, ModuleLoadError
-from tvmrt.runtime._stream import ByteReader
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.module import Module

@@ -10,18 +10,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tvmrt.binfmt.stream import ByteReader, ByteWriter
 from tvmrt.error import ArgumentTypeError, FunctionNotFoundError, ModuleLoadError, TVMError
-from tvmrt.runtime._stream import ByteReader, ByteWriter
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.graph_executor.executor import GraphExecutor
 from tvmrt.runtime.graph_executor.graph import parse_graph
+from tvmrt.runtime.graph_executor.linked import linked_params
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.registry import get_global_func
 from tvmrt.runtime.tensor_record import read_ndarray, write_ndarray
 
-__all__ = ["GraphExecutorFactory", "load_factory_binary", "save_factory_binary"]
+__all__ = ["GraphExecutorFactory", "create_factory", "load_factory_binary", "save_factory_binary"]
 
 
 class GraphExecutorFactory(Module):
@@ -40,6 +41,11 @@ class GraphExecutorFactory(Module):
 
     Notes
     -----
+    The kernel library is the factory's first import (``lib``, or the ``_lib`` entry of the
+    module blob it was loaded from). Weights a TVM 0.7/0.8 ``link-params`` library holds in
+    its code (:mod:`tvmrt.runtime.graph_executor.linked`) join ``params`` then, under the
+    names not given explicitly.
+
     Executors created by one factory use the factory's param arrays without copying
     them (as :meth:`GraphModule.share_params` does), so weights are held once however
     many executors are created. A param changed with ``set_input`` on one executor is
@@ -64,6 +70,14 @@ class GraphExecutorFactory(Module):
     @property
     def type_key(self) -> str:
         return "GraphExecutorFactory"
+
+    def import_module(self, module: Module) -> None:
+        """Add ``module`` to the imports; the first is the kernel library."""
+        first = not self._imports
+        super().import_module(module)
+        if first:  # TVM 0.7/0.8 link-params: weights in the code are params too
+            for name, value in linked_params(module, self._graph).items():
+                self.params.setdefault(name, value)
 
     @property
     def lib(self) -> Module:
@@ -109,13 +123,39 @@ class GraphExecutorFactory(Module):
 
     def remove_params(self) -> GraphExecutorFactory:
         """The same factory without params (ship the weights separately)."""
-        return GraphExecutorFactory(self.graph_json, {}, self.module_name, self.lib)
+        removed = GraphExecutorFactory(self.graph_json, {}, self.module_name, self.lib)
+        removed.params.clear()  # link-params weights too: its executors read them from lib
+        return removed
 
     def _cuda_graph_create(self, *devices: Device) -> Module:
         raise FunctionNotFoundError(
             "Cannot find function tvm.graph_executor_cuda_graph.create in registry: "
             "tvmrt has no CUDA graph executor"
         )
+
+
+def create_factory(
+    graph_json: str, lib: Module, module_name: str, *params: Any
+) -> GraphExecutorFactory:
+    """TVM's ``tvm.graph_executor_factory.create``: a factory over ``lib``.
+
+    ``params`` are ``name0, array0, name1, array1, ...``, as TVM's
+    ``GraphExecutorFactoryModule`` passes them.
+    """
+    if len(params) % 2:
+        raise ArgumentTypeError(
+            "tvm.graph_executor_factory.create: params come as name, array pairs "
+            f"(got {len(params)} values)"
+        )
+    named: dict[str, NDArray] = {}
+    for name, value in zip(params[0::2], params[1::2], strict=True):
+        if not isinstance(name, str) or not isinstance(value, NDArray):
+            raise ArgumentTypeError(
+                "tvm.graph_executor_factory.create: a param is a name (str) and an NDArray, "
+                f"got {type(name).__name__} and {type(value).__name__}"
+            )
+        named[name] = value
+    return GraphExecutorFactory(graph_json, named, module_name, lib)
 
 
 def load_factory_binary(reader: ByteReader) -> GraphExecutorFactory:

@@ -9,21 +9,19 @@
   :mod:`.packages` (Model Library Format, tvmc); :mod:`.link` is the link/compile step
   for objects, archives and C sources; :mod:`.systemlib` is ``system_lib()``;
   :mod:`.opencl` holds OpenCL device code.
-* shared pieces: :mod:`.binary` (ELF/PE/Mach-O reading), :mod:`.abi` (what the symbols
-  mean for TVM), :mod:`.archive` (reading export archives within bounds), :mod:`.blob`
-  (the module blob), :mod:`._dso` (what every ``dlopen``-ed library shares); packed-call
-  values are :mod:`tvmrt.runtime.packed_values`.
+* shared pieces: :mod:`.blob` (the module blob), :mod:`._dso` (what every ``dlopen``-ed
+  library shares); packed-call values are :mod:`tvmrt.runtime.packed_values`. Reading the
+  files themselves (ELF/PE/Mach-O, what the symbols mean for TVM, export archives within
+  bounds) is :mod:`tvmrt.binfmt`, beneath the runtime.
 """
 
 from __future__ import annotations
 
-from tvmrt.runtime.loaders import abi, binary, blob, dispatch, ffi, library, link, packages
+from tvmrt.runtime.loaders import blob, dispatch, ffi, library, link, packages
 from tvmrt.runtime.loaders.ffi import FFIKernelFunc, FFILibraryModule
 from tvmrt.runtime.loaders.library import LegacyPackedFunc, LibraryModule
 
 __all__ = [
-    "abi",
-    "binary",
     "blob",
     "dispatch",
     "ffi",

@@ -15,9 +15,9 @@ import os
 import weakref
 from pathlib import Path
 
+from tvmrt.binfmt.binary import ElfFile, ElfSymbol
+from tvmrt.binfmt.elf_checks import check_loadable
 from tvmrt.error import ArrayError, ModuleLoadError
-from tvmrt.runtime.loaders.binary import ElfFile, ElfSymbol
-from tvmrt.runtime.loaders.elf_checks import check_loadable
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.packed_func import PackedFunc
@@ -141,7 +141,7 @@ def dlopen_checked(path: str, elf: ElfFile | None, shown: str) -> ctypes.CDLL:
     the file itself is loaded.
 
     First the program headers, dynamic section and the tables it points to are checked
-    (:func:`tvmrt.runtime.loaders.elf_checks.check_loadable`): the loader trusts them, and a
+    (:func:`tvmrt.binfmt.elf_checks.check_loadable`): the loader trusts them, and a
     damaged one kills the process inside ``dlopen`` or maps other bytes than were checked.
     """
     data = elf.data if elf is not None else None

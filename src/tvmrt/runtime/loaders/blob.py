@@ -20,8 +20,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
+from tvmrt.binfmt.stream import ByteReader
 from tvmrt.error import ModuleLoadError, TVMError
-from tvmrt.runtime._stream import ByteReader
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.registry import get_global_func
 

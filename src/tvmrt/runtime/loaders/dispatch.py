@@ -34,10 +34,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tvmrt.binfmt import archive
+from tvmrt.binfmt.abi import LibraryFacts, read_library
+from tvmrt.binfmt.binary import BinaryInfo, check_host_compatible, identify
 from tvmrt.error import ModuleFileNotFoundError, ModuleLoadError
-from tvmrt.runtime.loaders import archive, ffi, library, link, needs, packages
-from tvmrt.runtime.loaders.abi import LibraryFacts, read_library
-from tvmrt.runtime.loaders.binary import BinaryInfo, check_host_compatible, identify
+from tvmrt.runtime.loaders import ffi, library, link, needs, packages
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.registry import get_global_func, list_global_func_names

@@ -5,7 +5,7 @@ Since TVM 0.21 compiled kernels use tvm-ffi's calling convention (``TVMFFISafeCa
 as ``__tvm_ffi_<name>`` (TVM >= 0.22) or under the plain name (0.21). tvmrt runs them on
 its own, without ``apache-tvm-ffi``, over the same native backend as legacy kernels:
 
-1. the symbols say which ABI (:func:`~tvmrt.runtime.loaders.abi.scan_tvm_symbols`); a
+1. the symbols say which ABI (:func:`~tvmrt.binfmt.abi.scan_tvm_symbols`); a
    library that needs a context symbol or runtime function tvmrt does not know was built
    for a tvm-ffi version tvmrt does not support, and is refused;
 2. ``__tvm_ffi__library_bin`` (>= 0.22 layout) or ``__tvm_ffi_library_bin`` (0.21, legacy
@@ -39,6 +39,8 @@ import ctypes
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tvmrt.binfmt.abi import FFI_PREFIX, LibraryFacts, TvmSymbols
+from tvmrt.binfmt.binary import ElfFile, ElfSymbol
 from tvmrt.error import FunctionNotFoundError, ModuleLoadError
 from tvmrt.runtime import kernel_callbacks, kernel_services
 from tvmrt.runtime.loaders._dso import (
@@ -48,8 +50,6 @@ from tvmrt.runtime.loaders._dso import (
     unload_now,
     unload_with,
 )
-from tvmrt.runtime.loaders.abi import FFI_PREFIX, LibraryFacts, TvmSymbols
-from tvmrt.runtime.loaders.binary import ElfFile, ElfSymbol
 from tvmrt.runtime.loaders.blob import ParsedBlob, assemble_modules, parse_module_blob
 from tvmrt.runtime.loaders.ffi_call import FFIKernelFunc, kernel_call_parts
 from tvmrt.runtime.loaders.got import apply_patches, plan_patches
@@ -270,7 +270,7 @@ def parse_library_bin(data: bytes, what: str) -> LibraryBin:
     every payload is length-prefixed, so modules tvmrt cannot load are skipped. Loading a
     module here only parses its bytes: nothing from the library executes.
     """
-    from tvmrt.runtime._stream import ByteReader
+    from tvmrt.binfmt.stream import ByteReader
     from tvmrt.runtime.registry import get_global_func
 
     outer = ByteReader(data, what, ModuleLoadError)

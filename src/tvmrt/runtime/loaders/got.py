@@ -12,10 +12,10 @@ from __future__ import annotations
 import ctypes
 import os
 
+from tvmrt.binfmt.abi import TvmSymbols
+from tvmrt.binfmt.binary import ElfFile, ElfSymbol
 from tvmrt.error import ModuleLoadError
 from tvmrt.runtime import kernel_services
-from tvmrt.runtime.loaders.abi import TvmSymbols
-from tvmrt.runtime.loaders.binary import ElfFile, ElfSymbol
 
 __all__ = ["plan_patches", "apply_patches"]
 

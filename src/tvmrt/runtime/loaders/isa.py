@@ -24,9 +24,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from tvmrt.binfmt.binary import ElfFile
+from tvmrt.binfmt.headers import host_machine
 from tvmrt.runtime import kernel_services
-from tvmrt.runtime.loaders.binary import ElfFile
-from tvmrt.runtime.loaders.headers import host_machine
 
 __all__ = ["CodeFeatures", "code_features", "host_features", "missing_features", "mcpu_hint"]
 

@@ -22,6 +22,8 @@ import ctypes
 from collections.abc import Sequence
 from typing import Any
 
+from tvmrt.binfmt.abi import LibraryFacts, TvmSymbols
+from tvmrt.binfmt.binary import ElfFile, ElfSymbol
 from tvmrt.error import ArgumentTypeError, KernelError, ModuleLoadError
 from tvmrt.runtime import kernel_callbacks, kernel_services, packed_values
 from tvmrt.runtime._ctypes_api import TVM_DLTENSOR_HANDLE, TVMValue
@@ -35,8 +37,6 @@ from tvmrt.runtime.loaders._dso import (
     unload_now,
     unload_with,
 )
-from tvmrt.runtime.loaders.abi import LibraryFacts, TvmSymbols
-from tvmrt.runtime.loaders.binary import ElfFile, ElfSymbol
 from tvmrt.runtime.loaders.blob import ParsedBlob, assemble_modules, parse_module_blob
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
@@ -280,15 +280,8 @@ def load_shared_library(facts: LibraryFacts) -> Module:
     root = assemble_modules(parsed, module) if parsed is not None else module
     if elf is not None:  # every function a kernel looks up by name exists (loaders/needs.py)
         needs.check_functions(module, elf, shown)
-    if symbols is not None and symbols.linked_params:  # TVM 0.7/0.8: weights in the code
-        graph_json = getattr(root, "graph_json", None)
-        params = getattr(root, "params", None)
-        if isinstance(graph_json, str) and isinstance(params, dict):
-            from tvmrt.runtime.graph_executor.graph import parse_graph
-            from tvmrt.runtime.graph_executor.linked import linked_params
-
-            for name, value in linked_params(module, parse_graph(graph_json)).items():
-                params.setdefault(name, value)
+    # TVM 0.7/0.8 link-params weights: the blob's factory reads them when the library
+    # becomes its import (graph_executor/factory.py, over graph_executor/linked.py)
     return root
 
 

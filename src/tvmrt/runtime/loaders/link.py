@@ -15,8 +15,9 @@ atomic rename, so concurrent processes are safe and a second load links nothing.
 entry's name also carries the sha256 of its own bytes, checked on every use: a truncated
 or altered entry is deleted and rebuilt. A failed write leaves no temporary file.
 
-Archive members are read into memory with size limits (:mod:`.archive`) and written under
-generated names: paths in the archive are never used, and links or devices are refused.
+Archive members are read into memory with size limits (:mod:`tvmrt.binfmt.archive`) and
+written under generated names: paths in the archive are never used, and links or devices
+are refused.
 """
 
 from __future__ import annotations
@@ -30,14 +31,14 @@ import subprocess
 import tempfile
 from pathlib import Path, PurePosixPath
 
-from tvmrt.error import ModuleLoadError
-from tvmrt.runtime.loaders.archive import MAX_MEMBERS, member_names, read_members
-from tvmrt.runtime.loaders.binary import (
+from tvmrt.binfmt.archive import MAX_MEMBERS, member_names, read_members
+from tvmrt.binfmt.binary import (
     BinaryInfo,
     check_host_compatible,
     identify_bytes,
     with_article,
 )
+from tvmrt.error import ModuleLoadError
 from tvmrt.runtime.loaders.cache import (
     cache_dir,
     find_entry,

@@ -25,10 +25,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tvmrt.binfmt.binary import ElfFile
 from tvmrt.error import ModuleLoadError
 from tvmrt.runtime.contrib.catalog import unsupported_reason
 from tvmrt.runtime.loaders import isa
-from tvmrt.runtime.loaders.binary import ElfFile
 from tvmrt.runtime.module import Module
 
 __all__ = ["lookup_names", "check_cpu", "check_functions", "describe"]

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from tvmrt.binfmt.stream import ByteReader
 from tvmrt.error import DeviceUnavailableError, KernelError, ModuleLoadError
-from tvmrt.runtime._stream import ByteReader
 from tvmrt.runtime.device import Device, opencl
 from tvmrt.runtime.device_api import get_device_api
 from tvmrt.runtime.launch import (

@@ -25,10 +25,12 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from tvmrt.binfmt import archive
 from tvmrt.error import ModuleLoadError, TVMError
-from tvmrt.runtime.loaders import archive, cache, link
+from tvmrt.runtime.loaders import cache, link
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.params import load_param_dict
+from tvmrt.runtime.registry import get_global_func
 
 __all__ = ["load_mlf", "load_tvmc", "mlf_summary"]
 
@@ -68,8 +70,6 @@ def _from_cache(error: ModuleLoadError, entry: Path) -> ModuleLoadError:
 def _factory(
     graph_json: str, params_blob: bytes | None, name: str, lib: Module, shown: str
 ) -> Module:
-    from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory
-
     params = {}
     if params_blob is not None:
         try:
@@ -78,8 +78,13 @@ def _factory(
             raise ModuleLoadError(
                 f"cannot load {shown!r}: its params are unreadable: {exc}"
             ) from exc
-    kernels = lib.lib if isinstance(lib, GraphExecutorFactory) else lib
-    return GraphExecutorFactory(graph_json, params, name, kernels)
+    # a library whose blob already holds a factory: its kernel library is the first import
+    kernels = lib.imported_modules[0] if lib.type_key == "GraphExecutorFactory" else lib
+    create = get_global_func("tvm.graph_executor_factory.create")  # the engines' constructor
+    pairs = [item for pair in params.items() for item in pair]
+    factory = create(graph_json, kernels, name, *pairs)
+    assert isinstance(factory, Module)
+    return factory
 
 
 # -- tvmc ----------------------------------------------------------------------------------

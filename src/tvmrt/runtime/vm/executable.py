@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tvmrt.binfmt.stream import ByteReader
 from tvmrt.error import (
     ArgumentTypeError,
     InputNotFoundError,
@@ -20,7 +21,6 @@ from tvmrt.error import (
     ModuleLoadError,
     ParamsFormatError,
 )
-from tvmrt.runtime._stream import ByteReader
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, array
 from tvmrt.runtime.packed_func import PackedFunc

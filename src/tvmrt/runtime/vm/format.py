@@ -14,8 +14,8 @@ import re
 import struct
 from dataclasses import dataclass, field
 
+from tvmrt.binfmt.stream import ByteReader, ByteWriter
 from tvmrt.error import ModuleLoadError
-from tvmrt.runtime._stream import ByteReader, ByteWriter
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.tensor_record import read_ndarray, write_ndarray
 from tvmrt.runtime.vm.opcodes import NUM_OPCODES, OPCODE_NAMES, expected_fields, instruction_hash

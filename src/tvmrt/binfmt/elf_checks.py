@@ -8,9 +8,9 @@ maps.
 
 from __future__ import annotations
 
-from tvmrt.runtime.loaders import elf_dynamic, elf_tables
-from tvmrt.runtime.loaders.binary import ElfFile
-from tvmrt.runtime.loaders.elf_load import LoadImage, check_segments
+from tvmrt.binfmt import elf_dynamic, elf_tables
+from tvmrt.binfmt.binary import ElfFile
+from tvmrt.binfmt.elf_load import LoadImage, check_segments
 
 __all__ = ["check_loadable"]
 

@@ -17,11 +17,11 @@ Part of :mod:`.elf_load`. Two kinds of check:
 
 from __future__ import annotations
 
-from tvmrt.runtime.loaders import elf_dynamic as dt
-from tvmrt.runtime.loaders import elf_symbols
-from tvmrt.runtime.loaders.binary import _Section
-from tvmrt.runtime.loaders.elf_load import PF_R, PF_W, PF_X, PT_GNU_RELRO, LoadImage
-from tvmrt.runtime.loaders.elf_symbols import function_starts, gnu_hash_count
+from tvmrt.binfmt import elf_dynamic as dt
+from tvmrt.binfmt import elf_symbols
+from tvmrt.binfmt.binary import _Section
+from tvmrt.binfmt.elf_load import PF_R, PF_W, PF_X, PT_GNU_RELRO, LoadImage
+from tvmrt.binfmt.elf_symbols import function_starts, gnu_hash_count
 
 __all__ = ["check_sections_mapped", "check_tables"]
 

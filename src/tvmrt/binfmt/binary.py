@@ -8,7 +8,7 @@ against the file size: a corrupt or truncated file gives an error naming what is
 
 This module knows file formats only: header identification is :mod:`.headers` (re-exported
 here), ELF tables are below; what the symbols mean for TVM (which ABI, which slots, which
-blob) is :mod:`tvmrt.runtime.loaders.abi`.
+blob) is :mod:`tvmrt.binfmt.abi`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from tvmrt.error import ModuleLoadError
-from tvmrt.runtime.loaders.headers import (
+from tvmrt.binfmt.headers import (
     HEAD_SIZE,
     BinaryInfo,
     check_host_compatible,
@@ -28,6 +27,7 @@ from tvmrt.runtime.loaders.headers import (
     identify_bytes,
     with_article,
 )
+from tvmrt.error import ModuleLoadError
 
 __all__ = [
     "BinaryInfo",

@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tvmrt.binfmt.binary import BinaryInfo, ElfFile, ElfSymbol
 from tvmrt.error import ModuleLoadError
-from tvmrt.runtime.loaders.binary import BinaryInfo, ElfFile, ElfSymbol
 
 __all__ = [
     "BLOB_SYMBOLS",

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from tvmrt.binfmt.binary import ElfFile
+from tvmrt.binfmt.elf_checks import check_loadable
 from tvmrt.cli import main as cli_main
 from tvmrt.error import ModuleLoadError
-from tvmrt.runtime.loaders.binary import ElfFile
-from tvmrt.runtime.loaders.elf_checks import check_loadable
 
 LINKPARAMS = "relay016/linkparams-so/deploy.so"
 _PT_LOAD, _PT_DYNAMIC = 1, 2

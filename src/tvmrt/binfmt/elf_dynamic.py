@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from tvmrt.runtime.loaders.elf_load import PF_W, PF_X, PT_DYNAMIC, LoadImage
+from tvmrt.binfmt.elf_load import PF_W, PF_X, PT_DYNAMIC, LoadImage
 
 __all__ = ["Dynamic", "read_dynamic", "check_dynamic", "dt_name", "RELA_MACHINES"]
 

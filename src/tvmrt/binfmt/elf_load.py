@@ -24,8 +24,8 @@ import functools
 import struct
 from dataclasses import dataclass, replace
 
+from tvmrt.binfmt.binary import ElfFile, ElfSymbol
 from tvmrt.error import ModuleLoadError
-from tvmrt.runtime.loaders.binary import ElfFile, ElfSymbol
 
 __all__ = ["LoadImage", "Segment", "check_segments", "PF_R", "PF_W", "PF_X"]
 

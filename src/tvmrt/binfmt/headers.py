@@ -3,7 +3,7 @@
 :func:`identify` and :func:`check_host_compatible` decide, before anything is loaded,
 whether a file is a library or object for this machine and OS, and say what it is when it
 is not. :mod:`.binary` re-exports these and reads ELF tables; what the symbols mean for
-TVM (which ABI, which slots, which blob) is :mod:`tvmrt.runtime.loaders.abi`.
+TVM (which ABI, which slots, which blob) is :mod:`tvmrt.binfmt.abi`.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ find each symbol under its own name, without loops.
 
 from __future__ import annotations
 
-from tvmrt.runtime.loaders import elf_dynamic as dt
-from tvmrt.runtime.loaders.elf_load import PF_X, PT_TLS, LoadImage
+from tvmrt.binfmt import elf_dynamic as dt
+from tvmrt.binfmt.elf_load import PF_X, PT_TLS, LoadImage
 
 __all__ = ["check_symbols", "check_hashes", "gnu_hash_count", "function_starts"]
 
