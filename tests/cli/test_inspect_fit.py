@@ -11,7 +11,7 @@ import pytest
 from support.cli import tvmrt
 from tvmrt.cli.inspect_cmd import _ABI_TEXT, _text
 from tvmrt.runtime import load_param_dict_from_file, save_param_dict_to_file
-from tvmrt.runtime.loaders.dispatch import FORMS
+from tvmrt.runtime.loaders.dispatch import FileKind
 
 
 @pytest.fixture
@@ -54,7 +54,12 @@ def test_run_refuses_what_inspect_reports(misfit: Path) -> None:
 def test_one_tvm_era_per_library(abi: str, form: str) -> None:
     report = {
         "files": {"lib": "lib.so"},
-        "library": {"form_text": FORMS[form], "form": form, "kind": "shared", "abi": abi},
+        "library": {
+            "form_text": FileKind(form).description,
+            "form": form,
+            "kind": "shared",
+            "abi": abi,
+        },
         "params": {"count": 0, "bytes": 0},
         "host": {"machine": "x86_64", "os": "linux"},
         "problems": [],

@@ -17,7 +17,7 @@ from tvmrt.artifact.devices import DEVICE_MODULE_KINDS
 from tvmrt.error import ModuleLoadError, TVMError
 from tvmrt.runtime.graph_executor import GraphExecutorFactory
 from tvmrt.runtime.loaders import abi, binary, elf_checks, needs
-from tvmrt.runtime.loaders.dispatch import Sniffed
+from tvmrt.runtime.loaders.dispatch import FileKind, Sniffed
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 
@@ -69,7 +69,7 @@ def describe_library(path: Path, sniffed: Sniffed | None, problems: list[str]) -
         problems.append(sniffed.reason)
     return Found(
         {
-            "form": sniffed.form,
+            "form": sniffed.form.value,
             "form_text": sniffed.description,
             "kind": info.describe(),
             "machine": info.machine,
@@ -83,9 +83,9 @@ def inspect_library_code(
     """Symbols and blob of a library file: one ELF file, or an object / export tar's members."""
     if sniffed is None:
         return
-    if sniffed.form in ("object", "export-tar"):
+    if sniffed.form.is_linked:
         _inspect_objects(path, sniffed.form, found, problems)
-    elif sniffed.info.format == "elf" and sniffed.form not in ("mlf", "tvmc", "other"):
+    elif sniffed.info.format == "elf":  # a shared library, whatever machine it is for
         inspect_elf(Path(path).read_bytes(), str(path), sniffed.info.kind, found, problems)
 
 
@@ -153,10 +153,10 @@ def _read_factory(
             )
 
 
-def _inspect_objects(path: Path, form: str, found: Found, problems: list[str]) -> None:
+def _inspect_objects(path: Path, form: FileKind, found: Found, problems: list[str]) -> None:
     from tvmrt.runtime.loaders import link
 
-    if form == "object":
+    if form is FileKind.OBJECT:
         members = [(path.name, path.read_bytes())]
     else:
         try:

@@ -13,7 +13,7 @@ from tvmrt.artifact.forms.graph_build import load_graph_model
 from tvmrt.artifact.inspect_binary import Found, archive_members, inspect_code
 from tvmrt.artifact.model import LoadedModel
 from tvmrt.error import ModuleLoadError, TVMError
-from tvmrt.runtime.loaders.dispatch import Sniffed
+from tvmrt.runtime.loaders.dispatch import FileKind, Sniffed
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.params import load_param_dict
 
@@ -21,7 +21,7 @@ __all__ = ["FORM"]
 
 
 def _claims(files: ArtifactFiles, sniffed: Sniffed | None) -> bool:
-    return sniffed is not None and sniffed.form == "mlf"
+    return sniffed is not None and sniffed.form is FileKind.MLF
 
 
 def _load(request: LoadRequest, lib: Module) -> LoadedModel:
