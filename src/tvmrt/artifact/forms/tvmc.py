@@ -40,8 +40,8 @@ def _inspect(
     if "mod.so" in members:
         data = members["mod.so"]
         info = binary.identify_bytes(data[:4096])
-        found.out["kind"] = f"tvmc package; mod.so: {info.describe()}"
-        found.out["machine"] = info.machine
+        found.library.kind = f"tvmc package; mod.so: {info.describe()}"
+        found.library.machine = info.machine
         try:
             binary.check_host_compatible(info, f"{path}:mod.so", "shared library")
         except ModuleLoadError as exc:
@@ -57,7 +57,7 @@ def _inspect(
             found.params.update(load_param_dict(members["mod.params"]))
         except TVMError as exc:
             problems.append(str(exc))
-    found.out["members"] = sorted(members)
+    found.library.members = sorted(members)
 
 
 FORM = ArtifactForm(
