@@ -57,7 +57,7 @@ def test_one_tvm_era_per_library(abi: str, form: str) -> None:
         files={"lib": "lib.so"},
         form="factory",
         library=LibraryReport(
-            form_text=FileKind(form).description, form=form, kind="shared", abi=abi
+            form_text=FileKind(form).description, form=FileKind(form), kind="shared", abi=abi
         ),
         graph=None,
         params=ParamsReport(count=0, bytes=0),

@@ -70,7 +70,7 @@ def describe_library(path: Path, sniffed: Sniffed | None, problems: list[str]) -
         problems.append(sniffed.reason)
     return Found(
         LibraryReport(
-            form=sniffed.form.value,
+            form=sniffed.form,
             form_text=sniffed.description,
             kind=info.describe(),
             machine=info.machine,

@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
+from tvmrt.runtime.loaders.dispatch import FileKind
+
 __all__ = [
     "CpuNeeds",
     "GraphReport",
@@ -36,6 +38,8 @@ def _plain(value: Any) -> Any:
     """``value`` as JSON-ready data: sections become dicts, containers are walked."""
     if isinstance(value, Section):
         return value.to_dict()
+    if isinstance(value, FileKind):
+        return value.value
     if isinstance(value, list):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
@@ -196,7 +200,7 @@ class LibraryReport(Section):
     first set. ``extra`` holds facts a form adds of its own (after the others).
     """
 
-    form: str | None = None  # a FileKind's value
+    form: FileKind | None = None  # serialized as its value (``legacy-so``...)
     form_text: str | None = None
     kind: str | None = None
     machine: str | None = None
