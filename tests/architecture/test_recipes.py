@@ -117,7 +117,7 @@ def test_an_artifact_form_is_one_file_and_one_entry(
 
             def inspect(files, sniffed, found, problems):
                 factory.FORM.inspect(files, sniffed, found, problems)
-                found.out["recipe"] = True
+                found.library.extra["recipe"] = True
 
             FORM = ArtifactForm("recipe", "a factory library named *.recipe.so", claims, load, inspect)
             """
@@ -136,5 +136,5 @@ def test_an_artifact_form_is_one_file_and_one_entry(
         model.executor.set_input(info.name, golden[info.name])
     model.executor.run()
     assert np.array_equal(model.executor.get_output(0).numpy(), golden["output_0"])
-    report = inspect_artifact(files)
+    report = inspect_artifact(files).to_dict()
     assert report["library"].get("recipe") is True

@@ -73,7 +73,7 @@ def test_every_form_runs_through_one_executor_interface(relay016, path, form):
     model = load_artifact(files)
     assert isinstance(model, LoadedModel)
     assert model.form == form
-    assert inspect_artifact(files)["form"] == form  # one table for loading and inspection
+    assert inspect_artifact(files).form == form  # one table for loading and inspection
     executor = model.executor
     assert isinstance(executor, Executor)
     assert list(executor.inputs) == [DATA]  # the weights are not inputs to set
@@ -117,7 +117,7 @@ def test_a_folder_with_a_params_file_shares_them_by_share_params(relay016, tmp_p
     assert files.params is not None
     golden = _golden(relay016 / "tvmc-package" / "module.tar")
     model = load_artifact(files)
-    assert model.form == "folder" == inspect_artifact(files)["form"]
+    assert model.form == "folder" == inspect_artifact(files).form
     assert {f"p{i}" for i in range(6)} <= model.param_names
     (replica,) = model.replicate(1)
     for name in sorted(model.param_names):

@@ -38,7 +38,7 @@ def status(field):
 
 files = find_artifact(sys.argv[1])
 before = status("VmRSS")
-report = inspect_artifact(files)
+report = inspect_artifact(files).to_dict()
 peak = status("VmHWM")  # not ru_maxrss: that keeps the parent's peak across vfork + exec
 assert report["graph"]["nodes"] == int(sys.argv[2]), report["problems"]
 assert report["graph"]["storage"] is not None, report["problems"]

@@ -1,7 +1,7 @@
 """Every verb's ``--help`` renders, states true defaults and names only devices tvmrt runs.
 
 The devices tvmrt ships backends for are read from the runtime's own answer for a device
-it lacks (``backend_of`` lists them), so the help is checked against the backend table,
+it lacks (``get_device_api`` lists them), so the help is checked against the backend table,
 not against a list kept here.
 """
 
@@ -14,7 +14,7 @@ import pytest
 
 from tvmrt.cli import build_parser, main
 from tvmrt.error import DeviceUnavailableError
-from tvmrt.runtime.device import Device, backend_of
+from tvmrt.runtime.device import Device, get_device_api
 from tvmrt.runtime.device_type import MASK2STR, STR2MASK
 
 
@@ -39,7 +39,7 @@ VERBS = _verb_parsers()
 def _shipped_device_types() -> set[int]:
     cuda = next(mask for mask, name in MASK2STR.items() if name == "cuda")
     with pytest.raises(DeviceUnavailableError) as info:
-        backend_of(Device(cuda, 0))
+        get_device_api(Device(cuda, 0))
     shipped = re.search(r"ships backends for ([^)]*)\)", str(info.value))
     assert shipped, str(info.value)
     return {STR2MASK[name.strip()] for name in shipped.group(1).split(",")}

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from support.cli import tvmrt
+from tvmrt.artifact.report import HostReport, InspectionReport, LibraryReport, ParamsReport
 from tvmrt.cli.inspect_cmd import _ABI_TEXT, _text
 from tvmrt.runtime import load_param_dict_from_file, save_param_dict_to_file
-from tvmrt.runtime.loaders.dispatch import FORMS
+from tvmrt.runtime.loaders.dispatch import FileKind
 
 
 @pytest.fixture
@@ -52,13 +53,18 @@ def test_run_refuses_what_inspect_reports(misfit: Path) -> None:
     [("tvm-ffi", "tvm-ffi-so"), ("tvm-ffi-0.21", "tvm-ffi-so"), ("legacy", "legacy-so")],
 )
 def test_one_tvm_era_per_library(abi: str, form: str) -> None:
-    report = {
-        "files": {"lib": "lib.so"},
-        "library": {"form_text": FORMS[form], "form": form, "kind": "shared", "abi": abi},
-        "params": {"count": 0, "bytes": 0},
-        "host": {"machine": "x86_64", "os": "linux"},
-        "problems": [],
-    }
+    report = InspectionReport(
+        files={"lib": "lib.so"},
+        form="factory",
+        library=LibraryReport(
+            form_text=FileKind(form).description, form=FileKind(form), kind="shared", abi=abi
+        ),
+        graph=None,
+        params=ParamsReport(count=0, bytes=0),
+        host=HostReport(machine="x86_64", os="linux"),
+        problems=[],
+        runnable=True,
+    )
     text = _text(report)
     eras = re.findall(r"TVM (?:[<>]= ?)?\d+\.\d+(?: or later)?", text)
     assert len(set(eras)) == 1, text

@@ -57,7 +57,7 @@ def test_every_real_plan_passes(artifacts: Path, name: str) -> None:
         graph = parse_graph(path.read_text())
         plan_storage(graph, (graph.device_types or (1,))[0])
         return
-    report = inspect_artifact(find_artifact(path))
+    report = inspect_artifact(find_artifact(path)).to_dict()
     assert "graph" in report, report["problems"]
     assert not [p for p in report["problems"] if "storage" in p], report["problems"]
 
@@ -117,7 +117,7 @@ def test_inspect_reports_a_damaged_plan_and_exits_1(artifacts: Path, tmp_path: P
     (tmp_path / "deploy_graph.json").write_text(json.dumps(doc))
     for name in ("deploy_lib.so", "deploy_param.params"):
         (tmp_path / name).symlink_to(artifacts / "mobilenet_v2" / name)
-    report = inspect_artifact(find_artifact(tmp_path))
+    report = inspect_artifact(find_artifact(tmp_path)).to_dict()
     assert not report["runnable"]
     assert any("both are alive at node" in p for p in report["problems"]), report["problems"]
     assert report["graph"]["storage"] is None  # the rest of the graph is still described

@@ -61,7 +61,7 @@ def test_inspect_reports_each_hostile_file_within_bounds(tmp_path, name, message
 
     path = tmp_path / ("model.tar" if name.startswith("tar") else "model.o")
     path.write_bytes(hostile.HOSTILE[name]())
-    report, peak = _peak(lambda: inspect_artifact(find_artifact(path)))
+    report, peak = _peak(lambda: inspect_artifact(find_artifact(path)).to_dict())
     assert isinstance(report, dict), report
     assert report["runnable"] is False
     assert any(message in problem for problem in report["problems"]), report["problems"]

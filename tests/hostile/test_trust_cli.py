@@ -88,6 +88,6 @@ def test_inspect_does_not_call_an_absurd_plan_runnable(artifacts, tmp_path, shap
     b.output(x)
     (tmp_path / "deploy_graph.json").write_text(b.to_json())
     (tmp_path / "deploy_lib.so").symlink_to(artifacts / "mobilenet_v1" / "deploy_lib.so")
-    report = inspect_artifact(find_artifact(tmp_path))
+    report = inspect_artifact(find_artifact(tmp_path)).to_dict()
     assert not report["runnable"]
     assert any(re.search(problem, p) for p in report["problems"]), report["problems"]

@@ -43,7 +43,7 @@ def test_deep_metadata_is_a_module_load_error(artifacts: Path, tmp_path: Path) -
 
 
 def test_deep_metadata_is_an_inspect_problem(artifacts: Path, tmp_path: Path) -> None:
-    report = inspect_artifact(find_artifact(_deep_mlf(artifacts, tmp_path)))
+    report = inspect_artifact(find_artifact(_deep_mlf(artifacts, tmp_path))).to_dict()
     assert not report["runnable"]
     assert any("metadata.json nests" in p for p in report["problems"]), report["problems"]
 

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from tvmrt.artifact.devices import DEVICE_MODULE_KINDS
+from tvmrt.artifact.report import LibraryNeeds, LibraryReport
 from tvmrt.binfmt import abi, binary, elf_checks
 from tvmrt.error import ModuleLoadError, TVMError
 from tvmrt.runtime.graph_executor import GraphExecutorFactory
 from tvmrt.runtime.loaders import needs
-from tvmrt.runtime.loaders.dispatch import Sniffed
+from tvmrt.runtime.loaders.dispatch import FileKind, Sniffed
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 
@@ -38,7 +39,7 @@ class Found:
 
     Attributes
     ----------
-    out
+    library
         The report's ``library`` section.
     exported
         Kernel names the code exports (None: not known before compiling C sources).
@@ -50,7 +51,7 @@ class Found:
         Whether it is an AOT build (no graph expected).
     """
 
-    out: dict[str, Any]
+    library: LibraryReport
     exported: set[str] | None = None
     graph_json: str | None = None
     params: dict[str, NDArray] = field(default_factory=dict)
@@ -64,17 +65,17 @@ def describe_library(path: Path, sniffed: Sniffed | None, problems: list[str]) -
 
     if sniffed is None:
         info = binary.identify(path)
-        return Found({"kind": info.describe(), "machine": info.machine})
+        return Found(LibraryReport(kind=info.describe(), machine=info.machine))
     info = sniffed.info
     if sniffed.reason:
         problems.append(sniffed.reason)
     return Found(
-        {
-            "form": sniffed.form,
-            "form_text": sniffed.description,
-            "kind": info.describe(),
-            "machine": info.machine,
-        }
+        LibraryReport(
+            form=sniffed.form,
+            form_text=sniffed.description,
+            kind=info.describe(),
+            machine=info.machine,
+        )
     )
 
 
@@ -84,9 +85,9 @@ def inspect_library_code(
     """Symbols and blob of a library file: one ELF file, or an object / export tar's members."""
     if sniffed is None:
         return
-    if sniffed.form in ("object", "export-tar"):
+    if sniffed.form.is_linked:
         _inspect_objects(path, sniffed.form, found, problems)
-    elif sniffed.info.format == "elf" and sniffed.form not in ("mlf", "tvmc", "other"):
+    elif sniffed.info.format == "elf":  # a shared library, whatever machine it is for
         inspect_elf(Path(path).read_bytes(), str(path), sniffed.info.kind, found, problems)
 
 
@@ -104,20 +105,23 @@ def inspect_elf(data: bytes, shown: str, kind: str, found: Found, problems: list
             elf_checks.check_loadable(elf)
         except ModuleLoadError as exc:
             problems.append(str(exc))
-    out = found.out
-    if tvm.abi != "none" or "abi" not in out:
-        out["abi"] = tvm.abi
+    lib = found.library
+    if tvm.abi != "none" or lib.abi is None:
+        lib.abi = tvm.abi
     if tvm.system_lib:
-        out["system_lib"] = True
+        lib.system_lib = True
     if tvm.linked_params:
-        out["linked_params"] = "TVM 0.7/0.8 _lookup_linked_param"
+        lib.linked_params = "TVM 0.7/0.8 _lookup_linked_param"
     found.exported = (found.exported or set()) | set(tvm.functions)
-    out["functions"] = len(found.exported)
+    lib.functions = len(found.exported)
     if tvm.blob_symbol:
         _read_factory(elf, symbols, tvm.blob_symbol, shown, found, problems)
     if tvm.abi == "legacy":  # runtime functions its kernels look up, CPU features it uses
         try:
-            out["needs"] = needs.describe(elf, set(tvm.functions), "device_code" in out, problems)
+            described = needs.describe(
+                elf, set(tvm.functions), lib.device_code is not None, problems
+            )
+            lib.needs = LibraryNeeds.from_dict(described)
         except TVMError as exc:  # a corrupt .symtab
             problems.append(str(exc))
 
@@ -145,19 +149,19 @@ def _read_factory(
         if isinstance(module, GraphExecutorFactory) and found.graph_json is None:
             found.graph_json = module.graph_json
             found.params.update(module.params)
-            found.out["embedded"] = "graph executor factory (graph JSON and params)"
+            found.library.embedded = "graph executor factory (graph JSON and params)"
         elif getattr(module, "type_key", None) in DEVICE_MODULE_KINDS:
             kind = module.type_key
-            found.out["device_code"] = (
+            found.library.device_code = (
                 f"{DEVICE_MODULE_KINDS[kind]} kernels ({kind!r} module): run it with "
                 f"--device {kind}"
             )
 
 
-def _inspect_objects(path: Path, form: str, found: Found, problems: list[str]) -> None:
+def _inspect_objects(path: Path, form: FileKind, found: Found, problems: list[str]) -> None:
     from tvmrt.runtime.loaders import link
 
-    if form == "object":
+    if form is FileKind.OBJECT:
         members = [(path.name, path.read_bytes())]
     else:
         try:
@@ -166,7 +170,7 @@ def _inspect_objects(path: Path, form: str, found: Found, problems: list[str]) -
             problems.append(str(exc))
             return
     inspect_code(members, str(path), found, problems)
-    found.out["members"] = [name for name, _ in members]
+    found.library.members = [name for name, _ in members]
 
 
 def inspect_code(
@@ -191,10 +195,11 @@ def inspect_code(
             problems.append(str(exc))
         if info.format == "elf":
             inspect_elf(data, f"{shown}:{name}", "object file", found, problems)
-    found.out["machine"] = ", ".join(sorted(m for m in machines if m))
+    found.library.machine = ", ".join(sorted(m for m in machines if m))
     if sources:
-        found.out["c_sources"] = sources
-        found.out["abi"] = found.out.get("abi", "legacy")
+        found.library.c_sources = sources
+        if found.library.abi is None:
+            found.library.abi = "legacy"
         if link.find_cxx_compiler() is None:
             problems.append(
                 f"{shown!r} holds C sources ({', '.join(sources)}) that are compiled when it "
@@ -226,7 +231,7 @@ def _blob_from_c_source(data: bytes, shown: str, found: Found, problems: list[st
         if isinstance(module, GraphExecutorFactory) and found.graph_json is None:
             found.graph_json = module.graph_json
             found.params.update(module.params)
-            found.out["embedded"] = "graph executor factory (graph JSON and params, in C source)"
+            found.library.embedded = "graph executor factory (graph JSON and params, in C source)"
 
 
 def archive_members(path: Path, problems: list[str]) -> dict[str, bytes] | None:

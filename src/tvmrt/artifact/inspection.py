@@ -2,18 +2,26 @@
 
 The form comes from :func:`tvmrt.artifact.forms.form_of` (the same table loading reads);
 the form reads its files (:mod:`tvmrt.artifact.inspect_binary` for library code); then
-the graph and the params are described and checked here, whatever the form.
+the graph and the params are described and checked here, whatever the form. The report
+is an :class:`~tvmrt.artifact.report.InspectionReport`; ``--json`` prints its
+serialization.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
-from typing import Any
 
 from tvmrt.artifact.files import ArtifactFiles
 from tvmrt.artifact.forms import form_of
 from tvmrt.artifact.inspect_binary import describe_library
+from tvmrt.artifact.report import (
+    GraphReport,
+    HostReport,
+    InspectionReport,
+    ParamsReport,
+    StorageReport,
+    TensorReport,
+)
 from tvmrt.error import TVMError
 from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
 from tvmrt.runtime.graph_executor.roles import output_labels, runnability_problems
@@ -24,10 +32,10 @@ from tvmrt.runtime.tensor_record import DtypeCodes
 __all__ = ["describe_graph", "dumps", "inspect_artifact", "layout_problems"]
 
 
-def inspect_artifact(files: ArtifactFiles) -> dict[str, Any]:
+def inspect_artifact(files: ArtifactFiles) -> InspectionReport:
     """Describe an artifact without executing any of its code.
 
-    Returns a JSON-ready dict: the artifact ``form`` (:mod:`tvmrt.artifact.forms`), the
+    Returns the report: the artifact ``form`` (:mod:`tvmrt.artifact.forms`), the
     library (its form as the loader's dispatcher sees it, architecture, TVM ABI, kernels
     it exports), the graph (inputs, outputs, nodes, kernels, storage plan), the params
     (count, bytes), and ``problems``: everything that would stop it from running here
@@ -36,18 +44,15 @@ def inspect_artifact(files: ArtifactFiles) -> dict[str, Any]:
     from tvmrt.binfmt import binary
 
     problems: list[str] = []
-    report: dict[str, Any] = {"files": {k: str(v) for k, v in vars(files).items() if v}}
     form, sniffed, sniff_problem = form_of(files)
     if sniff_problem is not None:
         problems.append(sniff_problem)
-    report["form"] = form.name
     found = describe_library(files.lib, sniffed, problems)
     form.inspect(files, sniffed, found, problems)
-    report["library"] = found.out
     graph_json = files.graph.read_text() if files.graph else found.graph_json
     params = {name: arr.nbytes for name, arr in found.params.items()}
     layouts = {name: (tuple(arr.shape), str(arr.dtype)) for name, arr in found.params.items()}
-    codes: DtypeCodes = "ffi" if str(found.out.get("abi", "")).startswith("tvm-ffi") else "legacy"
+    codes: DtypeCodes = "ffi" if (found.library.abi or "").startswith("tvm-ffi") else "legacy"
     if files.params is not None:
         try:
             with mapped_file(files.params) as view:
@@ -56,24 +61,27 @@ def inspect_artifact(files: ArtifactFiles) -> dict[str, Any]:
                     layouts[record.name] = (record.shape, str(record.dtype))
         except (TVMError, OSError) as exc:
             problems.append(str(exc))
+    described: GraphReport | None = None
     if graph_json is None:
-        if not found.aot and "relay_vm" not in found.out:
+        if not found.aot and found.library.relay_vm is None:
             problems.append("no graph JSON: the library carries none and none was given")
     else:
         try:
             graph = parse_graph(graph_json)
-            report["graph"] = describe_graph(graph, params, found.exported, problems)
+            described = describe_graph(graph, params, found.exported, problems)
             problems.extend(layout_problems(graph, layouts))
         except TVMError as exc:
             problems.append(str(exc))
-    report["params"] = {
-        "count": len(params),
-        "bytes": sum(params.values()),
-    }
-    report["host"] = {"machine": binary.host_machine(), "os": binary.host_os()}
-    report["problems"] = problems
-    report["runnable"] = not problems
-    return report
+    return InspectionReport(
+        files={k: str(v) for k, v in vars(files).items() if v},
+        form=form.name,
+        library=found.library,
+        graph=described,
+        params=ParamsReport(count=len(params), bytes=sum(params.values())),
+        host=HostReport(machine=binary.host_machine(), os=binary.host_os()),
+        problems=problems,
+        runnable=not problems,
+    )
 
 
 def layout_problems(
@@ -98,14 +106,14 @@ def layout_problems(
     return found
 
 
-def dumps(report: dict[str, Any]) -> str:
-    """The inspection report as indented JSON."""
-    return json.dumps(report, indent=2)
+def dumps(report: InspectionReport) -> str:
+    """The inspection report as indented JSON (``tvmrt inspect --json``)."""
+    return report.to_json()
 
 
 def describe_graph(
     graph: Graph, params: Mapping[str, int], exported: set[str] | None, problems: list[str]
-) -> dict[str, Any]:
+) -> GraphReport:
     """Inputs, weights, outputs, kernels and storage plan of ``graph``; adds its problems."""
     ops = [n for n in graph.nodes if n.is_op]
     kernels = sorted({n.func_name for n in ops} - {"__nop", "__copy"})
@@ -114,7 +122,7 @@ def describe_graph(
         if missing:
             shown = ", ".join(missing[:5])
             problems.append(f"the library lacks {len(missing)} kernel(s) the graph calls: {shown}")
-    inputs: list[dict[str, Any]] = []
+    inputs: list[TensorReport] = []
     weights = 0  # counted only: a graph may have a million
     for nid in graph.arg_nodes:
         name = graph.nodes[nid].name
@@ -122,21 +130,14 @@ def describe_graph(
             weights += 1
             continue
         eid = graph.entry_id(nid)
-        inputs.append(
-            {"name": name, "shape": list(graph.shapes[eid]), "dtype": str(graph.dltypes[eid])}
-        )
+        inputs.append(TensorReport(name, list(graph.shapes[eid]), str(graph.dltypes[eid])))
     outputs = []
     for h, label in zip(graph.heads, output_labels(graph), strict=True):
         eid = graph.entry_id(h.node_id, h.index)
-        outputs.append(
-            {
-                "name": label,  # the one output name of every verb (artifact/output_names.py)
-                "shape": list(graph.shapes[eid]),
-                "dtype": str(graph.dltypes[eid]),
-            }
-        )
+        # the one output name of every verb (artifact/output_names.py)
+        outputs.append(TensorReport(label, list(graph.shapes[eid]), str(graph.dltypes[eid])))
     device_types = graph.device_types or (1,)
-    storage: dict[str, Any] | None = None
+    storage: StorageReport | None = None
     plan: StoragePlan | None = None
     try:
         plan = plan_storage(graph, device_types[0])
@@ -144,19 +145,19 @@ def describe_graph(
         problems.append(str(exc))
     problems.extend(runnability_problems(graph, plan, params))  # weights, memory
     if plan is not None:
-        storage = {
-            "pools": plan.num_pools,
-            "bytes": plan.total_bytes,
-            "bytes_without_reuse": sum(graph.entry_nbytes(e) for e in range(graph.num_entries)),
-            "planned_by": "graph" if graph.storage_ids is not None else "tvmrt (liveness)",
-        }
-    return {
-        "inputs": inputs,
-        "outputs": outputs,
-        "nodes": len(graph.nodes),
-        "operators": len(ops),
-        "kernels": kernels,
-        "params_in_graph": weights,
-        "storage": storage,
-        "devices": sorted(set(device_types)),
-    }
+        storage = StorageReport(
+            pools=plan.num_pools,
+            bytes=plan.total_bytes,
+            bytes_without_reuse=sum(graph.entry_nbytes(e) for e in range(graph.num_entries)),
+            planned_by="graph" if graph.storage_ids is not None else "tvmrt (liveness)",
+        )
+    return GraphReport(
+        inputs=inputs,
+        outputs=outputs,
+        nodes=len(graph.nodes),
+        operators=len(ops),
+        kernels=kernels,
+        params_in_graph=weights,
+        storage=storage,
+        devices=sorted(set(device_types)),
+    )

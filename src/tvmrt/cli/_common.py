@@ -18,7 +18,7 @@ from tvmrt.artifact.output_names import output_aliases
 from tvmrt.cli._npz import NpzReader
 from tvmrt.cli.rpc_flags import load_remote, remote_requested
 from tvmrt.error import DeviceUnavailableError, UsageError
-from tvmrt.runtime.device import Device, backend_of
+from tvmrt.runtime.device import Device, get_device_api
 from tvmrt.runtime.device import device as make_device
 from tvmrt.runtime.dtype import DataType
 
@@ -99,7 +99,7 @@ def load(
         set_kernel_threads(args.threads)
     try:
         dev = make_device(args.device)
-        backend_of(dev)  # a device nothing here can run on is a bad argument, not a failure
+        get_device_api(dev)  # a device nothing here can run on is a bad argument, not a failure
     except (ValueError, DeviceUnavailableError) as exc:
         raise UsageError(str(exc)) from None
     files = find_artifact(args.artifact, args.graph, args.lib, args.params)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from tvmrt.artifact import find_artifact, inspect_artifact
+from tvmrt.artifact.report import InspectionReport
 from tvmrt.cli._common import UsageError
 from tvmrt.cli.inspect_vm import relay_vm_lines
 
@@ -46,11 +46,8 @@ def inspect(args: argparse.Namespace) -> int:
     if args.artifact is None and args.lib is None:
         raise UsageError("give an ARTIFACT (folder or factory library) or --lib")
     report = inspect_artifact(find_artifact(args.artifact, args.graph, args.lib, args.params))
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        print(_text(report))
-    return 0 if report["runnable"] else 1
+    print(report.to_json() if args.json else _text(report))
+    return 0 if report.runnable else 1
 
 
 _SHOWN = 8
@@ -60,64 +57,63 @@ def _mb(nbytes: int) -> str:
     return f"{nbytes / 1e6:.2f} MB" if nbytes >= 1e5 else f"{nbytes} bytes"
 
 
-def _text(report: dict[str, Any]) -> str:
+def _text(report: InspectionReport) -> str:
     lines = []
-    lib = report["library"]
-    lines.append(f"library:  {report['files']['lib']}")
-    if "form_text" in lib:
-        lines.append(f"  form:   {lib['form_text']} [{lib['form']}]")
-    lines.append(f"  kind:   {lib['kind']}")
-    if "abi" in lib:
-        lines.append(f"  ABI:    {_ABI_TEXT.get(lib['abi'], lib['abi'])}")
-    if lib.get("system_lib"):
+    lib = report.library
+    lines.append(f"library:  {report.files['lib']}")
+    if lib.form_text is not None:
+        lines.append(f"  form:   {lib.form_text} [{lib.form}]")
+    lines.append(f"  kind:   {lib.kind}")
+    if lib.abi is not None:
+        lines.append(f"  ABI:    {_ABI_TEXT.get(lib.abi, lib.abi)}")
+    if lib.system_lib:
         lines.append("  registers its functions at load (system-lib): runtime.system_lib()")
-    if "linked_params" in lib:
-        lines.append(f"  params: linked into the library ({lib['linked_params']})")
-    if "functions" in lib:
-        lines.append(f"  exports {lib['functions']} function(s)")
-    if "c_sources" in lib:
-        lines.append(f"  C sources (compiled at load): {', '.join(lib['c_sources'])}")
-    if "embedded" in lib:
-        lines.append(f"  embeds: {lib['embedded']}")
-    if "device_code" in lib:
-        lines.append(f"  device code: {lib['device_code']}")
-    needs = lib.get("needs", {})
-    for name, state in needs.get("functions", {}).items():
-        lines.append(f"  calls:  {name} ({state})")
-    if needs.get("cpu", {}).get("uses"):
-        lines.append(f"  CPU features its code uses: {', '.join(needs['cpu']['uses'])}")
-    if "relay_vm" in lib:
-        lines.extend(relay_vm_lines(lib["relay_vm"]))
-    graph = report.get("graph")
+    if lib.linked_params is not None:
+        lines.append(f"  params: linked into the library ({lib.linked_params})")
+    if lib.functions is not None:
+        lines.append(f"  exports {lib.functions} function(s)")
+    if lib.c_sources is not None:
+        lines.append(f"  C sources (compiled at load): {', '.join(lib.c_sources)}")
+    if lib.embedded is not None:
+        lines.append(f"  embeds: {lib.embedded}")
+    if lib.device_code is not None:
+        lines.append(f"  device code: {lib.device_code}")
+    if lib.needs is not None:
+        for name, state in lib.needs.functions.items():
+            lines.append(f"  calls:  {name} ({state})")
+        if lib.needs.cpu.uses:
+            lines.append(f"  CPU features its code uses: {', '.join(lib.needs.cpu.uses)}")
+    if lib.relay_vm is not None:
+        lines.extend(relay_vm_lines(lib.relay_vm))
+    graph = report.graph
     if graph:
         lines.append(
-            f"graph:    {graph['nodes']} nodes, {graph['operators']} operators, "
-            f"{len(graph['kernels'])} distinct kernels"
+            f"graph:    {graph.nodes} nodes, {graph.operators} operators, "
+            f"{len(graph.kernels)} distinct kernels"
         )
-        for title, key in (("inputs", "inputs"), ("outputs", "outputs")):
+        for title, items in (("inputs", graph.inputs), ("outputs", graph.outputs)):
             lines.append(f"{title}:")
-            items = graph[key]
             for item in items[:_SHOWN]:
-                lines.append(f"  {item['name']}: {tuple(item['shape'])} {item['dtype']}")
+                lines.append(f"  {item.name}: {tuple(item.shape)} {item.dtype}")
             if len(items) > _SHOWN:
                 lines.append(f"  ... and {len(items) - _SHOWN} more (--json lists them all)")
-        storage = graph["storage"]
+        storage = graph.storage
         if storage is None:  # the graph's storage plan was refused: see the problems
             lines.append("memory:   no plan (the graph's storage plan is refused)")
         else:
             lines.append(
-                f"memory:   {storage['pools']} pools, {_mb(storage['bytes'])} planned "
-                f"({_mb(storage['bytes_without_reuse'])} without reuse; "
-                f"plan by {storage['planned_by']})"
+                f"memory:   {storage.pools} pools, {_mb(storage.bytes)} planned "
+                f"({_mb(storage.bytes_without_reuse)} without reuse; "
+                f"plan by {storage.planned_by})"
             )
-    params = report["params"]
-    lines.append(f"params:   {params['count']} tensors, {_mb(params['bytes'])}")
-    host = report["host"]
-    if report["problems"]:
-        lines.append(f"cannot run here ({host['machine']}, {host['os']}):")
-        lines.extend(f"  - {p}" for p in report["problems"])
+    params = report.params
+    lines.append(f"params:   {params.count} tensors, {_mb(params.bytes)}")
+    host = report.host
+    if report.problems:
+        lines.append(f"cannot run here ({host.machine}, {host.os}):")
+        lines.extend(f"  - {p}" for p in report.problems)
     else:
-        lines.append(f"runs here ({host['machine']}, {host['os']}): yes")
+        lines.append(f"runs here ({host.machine}, {host.os}): yes")
     return "\n".join(lines)
 
 

@@ -12,8 +12,8 @@ from tvmrt.artifact import find_artifact
 from tvmrt.artifact.devices import set_kernel_threads
 from tvmrt.cli._common import UsageError
 from tvmrt.error import DeviceUnavailableError, InvalidArgumentError
-from tvmrt.runtime.device import backend_of
 from tvmrt.runtime.device import device as make_device
+from tvmrt.runtime.device import get_device_api
 from tvmrt.serve.limits import MIB, ServeLimits
 
 EXAMPLES = """examples:
@@ -233,7 +233,7 @@ def serve(args: argparse.Namespace) -> int:
         set_kernel_threads(args.threads)
     try:
         dev = make_device(args.device)
-        backend_of(dev)  # a device nothing here can run on is a bad argument
+        get_device_api(dev)  # a device nothing here can run on is a bad argument
     except (ValueError, DeviceUnavailableError) as exc:
         raise UsageError(str(exc)) from None
     handler = logging.StreamHandler(sys.stderr)

@@ -57,7 +57,12 @@ from tvmrt.rpc.wire import (
     recv_exact,
     recv_packet,
 )
-from tvmrt.runtime.device import RPC_SESS_MASK, Device, register_backend, unregister_backend
+from tvmrt.runtime.device import (
+    RPC_SESS_MASK,
+    Device,
+    register_device_api,
+    unregister_device_api,
+)
 from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
@@ -174,7 +179,7 @@ class ClientEndpoint:
                     sock.sendall(packet_bytes(RPCCode.kShutdown))
                 sock.close()
             for device_type in self._device_apis:
-                unregister_backend(device_type)
+                unregister_device_api(device_type)
             self._device_apis.clear()
 
     def release(self, handle: int, kind: Kind) -> None:
@@ -189,7 +194,7 @@ class ClientEndpoint:
         encoded = (self.table_index + 1) * RPC_SESS_MASK + int(device_type)
         if encoded not in self._device_apis:
             api = RemoteDeviceAPI(self)
-            register_backend(encoded, api, override=True)
+            register_device_api(encoded, api, override=True)
             self._device_apis[encoded] = api
         return Device(encoded, device_id)
 

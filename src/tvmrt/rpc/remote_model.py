@@ -16,6 +16,7 @@ from tvmrt.artifact.files import ArtifactFiles
 from tvmrt.artifact.forwarding import DebugForwarding, ModuleForwarding
 from tvmrt.artifact.inspection import inspect_artifact
 from tvmrt.artifact.model import Executor, GraphTiming, LoadedModel, TensorInfo
+from tvmrt.artifact.report import TensorReport
 from tvmrt.contrib.debugger.debug_executor import GraphModuleDebug
 from tvmrt.contrib.graph_executor import GraphModule, create, get_device
 from tvmrt.error import ModuleLoadError, UnsupportedError
@@ -129,22 +130,22 @@ def load_remote_artifact(
         If the artifact's static inspection fails (the library is unreadable).
     """
     report = inspect_artifact(files)
-    form = str(report.get("form"))
+    form = report.form
     if form not in _FORMS:
         raise UnsupportedError(
             f"artifact form {form!r} cannot run over RPC; expected one of {list(_FORMS)} "
             "(a factory library, or graph JSON + library + params)"
         )
-    graph_report = report.get("graph")
-    if not isinstance(graph_report, dict):
-        raise ModuleLoadError(f"cannot read the graph of {str(files.lib)!r}: {report['problems']}")
+    graph_report = report.graph
+    if graph_report is None:
+        raise ModuleLoadError(f"cannot read the graph of {str(files.lib)!r}: {report.problems}")
     name = files.lib.name
     session.upload(str(files.lib), name)
     lib = session.load_module(name)
     factory = files.graph is None
     graph_json = str(lib["get_graph_json"]()) if factory else files.graph.read_text()  # type: ignore[union-attr]
-    inputs = [_info(item) for item in graph_report["inputs"]]
-    outputs = [_info(item) for item in graph_report["outputs"]]
+    inputs = [_info(item) for item in graph_report.inputs]
+    outputs = [_info(item) for item in graph_report.outputs]
     graph = parse_graph(graph_json)
     if debug_root is not None:
         raw = _debug_module(lib, graph_json, device, factory)
@@ -164,7 +165,5 @@ def load_remote_artifact(
     return LoadedModel(executor, lib, files, form)
 
 
-def _info(item: dict[str, object]) -> TensorInfo:
-    shape = item["shape"]
-    assert isinstance(shape, list)
-    return TensorInfo(str(item["name"]), tuple(int(d) for d in shape), str(item["dtype"]))
+def _info(item: TensorReport) -> TensorInfo:
+    return TensorInfo(item.name, tuple(item.shape), item.dtype)

@@ -1,12 +1,11 @@
 """Devices: ``Device`` (DLPack's ``DLDevice``), TVM's ``cpu()``, ``cuda()``, ..., and the
-table of backends serving each device type.
+one table of the :class:`~tvmrt.runtime.device_api.DeviceAPI` serving each device type.
 
-A device's properties (``exist``, ``warp_size``...) and streams are served by the backend
-of its type: an object with the :class:`DeviceBackend` methods (in practice a
-:class:`~tvmrt.runtime.device_api.DeviceAPI`, which also allocates and copies; register one
-with :func:`~tvmrt.runtime.device_api.register_device_api`). The backends tvmrt ships, one
-file each under :mod:`tvmrt.runtime.backends`, are imported on first use, so that
-importing tvmrt never imports a driver.
+A device's properties (``exist``, ``warp_size``...), streams, memory and copies are served
+by the ``DeviceAPI`` registered for its type (:func:`register_device_api`; a remote
+session registers one per remote device type). The backends tvmrt ships, one file each
+under :mod:`tvmrt.runtime.backends`, are imported on first use, so that importing tvmrt
+never imports a driver.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from __future__ import annotations
 import ctypes
 import importlib
 import threading
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from tvmrt.error import (
     ArgumentTypeError,
@@ -31,16 +30,18 @@ from tvmrt.runtime.device_type import (
     DLDeviceType,
 )
 
+if TYPE_CHECKING:  # device_api imports this module: the table names the class, nothing more
+    from tvmrt.runtime.device_api import DeviceAPI
+
 __all__ = [
     "DLDeviceType",
     "MASK2STR",
     "STR2MASK",
     "RPC_SESS_MASK",
-    "DeviceBackend",
-    "register_backend",
-    "unregister_backend",
-    "find_backend",
-    "backend_of",
+    "register_device_api",
+    "unregister_device_api",
+    "find_device_api",
+    "get_device_api",
     "Device",
     "DeviceLike",
     "device",
@@ -60,26 +61,9 @@ __all__ = [
 ]
 
 
-class DeviceBackend(Protocol):
-    """What a :class:`Device`'s own methods ask of the backend serving its type.
-
-    :class:`~tvmrt.runtime.device_api.DeviceAPI` has these methods (and memory and
-    copies besides); see it for what each does.
-    """
-
-    @property
-    def name(self) -> str: ...
-
-    def attribute(self, dev: Device, name: str) -> Any: ...
-    def sync(self, dev: Device, stream: int = 0) -> None: ...
-    def create_stream(self, dev: Device) -> int: ...
-    def free_stream(self, dev: Device, stream: int) -> None: ...
-    def set_stream(self, dev: Device, stream: int) -> None: ...
-
-
-_backends: dict[int, DeviceBackend] = {}
+_backends: dict[int, DeviceAPI] = {}
 # The backends tvmrt ships, imported on first use: device type -> "module:function", where
-# the function returns the backend, or None when its driver is missing. A new backend is
+# the function returns the DeviceAPI, or None when its driver is missing. A new backend is
 # one file under runtime/backends/ and one line here.
 _lazy: dict[int, str] = {
     int(DLDeviceType.kDLCPU): "tvmrt.runtime.backends.cpu:backend",
@@ -89,8 +73,8 @@ _SHIPPED = frozenset(_lazy)  # what the message for a missing backend lists
 _lock = threading.Lock()
 
 
-def register_backend(device_type: int, backend: DeviceBackend, override: bool = False) -> None:
-    """Serve ``device_type`` with ``backend``; ``override`` replaces an existing one."""
+def register_device_api(device_type: int, api: DeviceAPI, override: bool = False) -> None:
+    """Serve ``device_type`` with ``api``; ``override`` replaces an existing one."""
     with _lock:
         if device_type in _backends and not override:
             raise InvalidArgumentError(
@@ -98,19 +82,19 @@ def register_backend(device_type: int, backend: DeviceBackend, override: bool = 
                 f"backend {_backends[device_type].name!r}; pass override=True to replace it"
             )
         _lazy.pop(device_type, None)
-        _backends[device_type] = backend
+        _backends[device_type] = api
 
 
-def unregister_backend(device_type: int) -> None:
+def unregister_device_api(device_type: int) -> None:
     """Remove the backend of ``device_type`` (no-op when there is none)."""
     with _lock:
         _backends.pop(device_type, None)
 
 
-def find_backend(device_type: int) -> DeviceBackend | None:
-    """The backend serving ``device_type`` (imported now if tvmrt ships it), or ``None``."""
-    backend = _backends.get(device_type)
-    if backend is None and device_type in _lazy:
+def find_device_api(device_type: int) -> DeviceAPI | None:
+    """The DeviceAPI serving ``device_type`` (imported now if tvmrt ships it), or ``None``."""
+    api = _backends.get(device_type)
+    if api is None and device_type in _lazy:
         with _lock:
             target = _lazy.pop(device_type, None)
         if target is None:  # another thread is loading it or it was replaced
@@ -119,17 +103,17 @@ def find_backend(device_type: int) -> DeviceBackend | None:
         found = getattr(importlib.import_module(module_name), function)()
         if found is not None:
             with _lock:
-                backend = _backends.setdefault(device_type, found)
-    return backend
+                api = _backends.setdefault(device_type, found)
+    return api
 
 
-def backend_of(dev: Device) -> DeviceBackend:
-    """The backend serving ``dev``; raises DeviceUnavailableError when there is none."""
-    backend = _backends.get(dev.device_type) or find_backend(dev.device_type)
-    if backend is None:
+def get_device_api(dev: Device) -> DeviceAPI:
+    """The DeviceAPI serving ``dev``; raises DeviceUnavailableError when there is none."""
+    api = _backends.get(dev.device_type) or find_device_api(dev.device_type)
+    if api is None:
         shipped = ", ".join(MASK2STR.get(t, str(t)) for t in sorted(_SHIPPED))
         for device_type in list(_lazy):  # load the others: the message says what works here
-            find_backend(device_type)
+            find_device_api(device_type)
         have = ", ".join(MASK2STR.get(t, str(t)) for t in sorted(_backends)) or "no device"
         hint = ""
         if dev.device_type == DLDeviceType.kDLOpenCL:
@@ -141,7 +125,7 @@ def backend_of(dev: Device) -> DeviceBackend:
             f"no backend for device {dev}: here tvmrt runs compiled kernels on {have} "
             f"(it ships backends for {shipped}){hint}"
         )
-    return backend
+    return api
 
 
 class Device(DeviceTypeNames):
@@ -197,7 +181,7 @@ class Device(DeviceTypeNames):
 
     # -- introspection, served by the device's backend -------------------------------
     def _attr(self, name: str) -> Any:
-        backend = find_backend(self.device_type)
+        backend = find_device_api(self.device_type)
         return None if backend is None else backend.attribute(self, name)
 
     @property
@@ -280,22 +264,22 @@ class Device(DeviceTypeNames):
 
         Host backends have one stream and return a null handle, as TVM's CPU does.
         """
-        return ctypes.c_void_p(backend_of(self).create_stream(self) or None)
+        return ctypes.c_void_p(get_device_api(self).create_stream(self) or None)
 
     def free_raw_stream(self, stream: ctypes.c_void_p | int | None) -> None:
         """Release a stream made by :meth:`create_raw_stream`."""
         handle = _stream_id(stream)
         if handle:
-            backend_of(self).free_stream(self, handle)
+            get_device_api(self).free_stream(self, handle)
 
     def set_raw_stream(self, stream: ctypes.c_void_p | int | None) -> None:
         """Make ``stream`` the one kernels and copies on this device are queued on."""
-        backend_of(self).set_stream(self, _stream_id(stream))
+        get_device_api(self).set_stream(self, _stream_id(stream))
 
     def sync(self, stream: ctypes.c_void_p | int | None = None) -> None:
         """Wait until work queued on ``stream`` (default: the current one) has finished."""
         handle = _stream_id(stream)
-        backend = backend_of(self)
+        backend = get_device_api(self)
         if handle:
             backend.sync(self, handle)
         else:  # the one-argument form: backends written before streams keep working

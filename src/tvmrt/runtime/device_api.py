@@ -1,7 +1,9 @@
 """Device backends: memory, copies, streams and synchronisation for one kind of device.
 
-A backend is a :class:`DeviceAPI` registered for a DLPack device type, one file per
-backend under :mod:`tvmrt.runtime.backends` (``cpu``, ``opencl``, ``null``). ``alloc``
+A backend is a :class:`DeviceAPI` registered for a DLPack device type in the one device
+table of :mod:`tvmrt.runtime.device` (:func:`register_device_api`, :func:`find_device_api`,
+:func:`get_device_api`, re-exported here), one file per backend under
+:mod:`tvmrt.runtime.backends` (``cpu``, ``opencl``, ``null``). ``alloc``
 returns opaque :class:`Storage` (a handle, a size, a device); arrays move through the
 copy hooks ``copy_from_host`` / ``copy_to_host`` / ``copy_device_to_device``. Only
 *host-visible* backends (the CPU, and :mod:`tvmrt.testing`'s emulated device) expose
@@ -26,11 +28,10 @@ from tvmrt.error import (
 )
 from tvmrt.runtime.device import (
     Device,
-    DeviceBackend,
-    backend_of,
-    find_backend,
-    register_backend,
-    unregister_backend,
+    find_device_api,
+    get_device_api,
+    register_device_api,
+    unregister_device_api,
 )
 
 __all__ = [
@@ -220,34 +221,3 @@ def find_storage(device_type: int, handle: int) -> Storage | None:
 _device_storage: weakref.WeakValueDictionary[tuple[int, int], Storage] = (
     weakref.WeakValueDictionary()
 )
-
-
-def register_device_api(device_type: int, api: DeviceAPI, override: bool = False) -> None:
-    """Serve ``device_type`` with ``api``; ``override`` replaces an existing backend."""
-    register_backend(device_type, api, override)
-
-
-def unregister_device_api(device_type: int) -> None:
-    """Remove the backend of ``device_type`` (no-op when there is none)."""
-    unregister_backend(device_type)
-
-
-def find_device_api(device_type: int) -> DeviceAPI | None:
-    """The backend serving ``device_type``, or ``None``."""
-    return _as_device_api(find_backend(device_type))
-
-
-def get_device_api(dev: Device) -> DeviceAPI:
-    """The backend serving ``dev``; raises DeviceUnavailableError when there is none."""
-    api = _as_device_api(backend_of(dev))
-    assert api is not None
-    return api
-
-
-def _as_device_api(backend: DeviceBackend | None) -> DeviceAPI | None:
-    if backend is None or isinstance(backend, DeviceAPI):
-        return backend
-    raise DeviceUnavailableError(
-        f"backend {backend.name!r} serves Device methods only; memory needs a DeviceAPI "
-        "(register one with register_device_api)"
-    )

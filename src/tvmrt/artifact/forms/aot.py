@@ -55,9 +55,9 @@ def describe_embedded(found: Found) -> None:
     for module in found.embedded:
         if isinstance(module, AotExecutorFactory):
             found.aot = True
-            found.out["form_text"] = f"{found.out.get('form_text', '')}: AOT executor build"
+            found.library.form_text = f"{found.library.form_text or ''}: AOT executor build"
             found.params.update(module.params)
-            found.out["embedded"] = (
+            found.library.embedded = (
                 "AOT executor factory (no graph: the inputs and outputs are described by "
                 "the library's get_c_metadata, read when it is loaded)"
             )

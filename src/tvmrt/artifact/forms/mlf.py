@@ -12,8 +12,9 @@ from tvmrt.artifact.forms.base import ArtifactForm, LoadRequest
 from tvmrt.artifact.forms.graph_build import load_graph_model
 from tvmrt.artifact.inspect_binary import Found, archive_members, inspect_code
 from tvmrt.artifact.model import LoadedModel
+from tvmrt.artifact.report import MlfReport
 from tvmrt.error import ModuleLoadError, TVMError
-from tvmrt.runtime.loaders.dispatch import Sniffed
+from tvmrt.runtime.loaders.dispatch import FileKind, Sniffed
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.params import load_param_dict
 
@@ -21,7 +22,7 @@ __all__ = ["FORM"]
 
 
 def _claims(files: ArtifactFiles, sniffed: Sniffed | None) -> bool:
-    return sniffed is not None and sniffed.form == "mlf"
+    return sniffed is not None and sniffed.form is FileKind.MLF
 
 
 def _load(request: LoadRequest, lib: Module) -> LoadedModel:
@@ -38,16 +39,17 @@ def _inspect(
     if members is None:
         return
     try:
-        summary = packages.mlf_summary(members.get("metadata.json", b"{}"), str(path))
+        summary_fields = packages.mlf_summary(members.get("metadata.json", b"{}"), str(path))
     except ModuleLoadError as exc:
         problems.append(str(exc))
         return
-    found.out["mlf"] = summary
-    model = summary["model"]
-    if "graph" not in summary["executors"]:
+    summary = MlfReport(**summary_fields)
+    found.library.mlf = summary
+    model = summary.model
+    if "graph" not in summary.executors:
         problems.append(
             f"{str(path)!r} is a Model Library Format tar built for the "
-            f"{', '.join(summary['executors']) or 'unknown'} executor; tvmrt runs MLF "
+            f"{', '.join(summary.executors) or 'unknown'} executor; tvmrt runs MLF "
             "graph-executor builds only (AOT builds target microTVM's C runtime)"
         )
     code = [(n, d) for n, d in sorted(members.items()) if n.startswith("codegen/host/")]
@@ -63,7 +65,7 @@ def _inspect(
             found.params.update(load_param_dict(params))
         except TVMError as exc:
             problems.append(str(exc))
-    found.out["members"] = sorted(members)
+    found.library.members = sorted(members)
 
 
 FORM = ArtifactForm(

@@ -10,12 +10,17 @@ functions, their arities, the opcodes used and the constants, running nothing.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from tvmrt.artifact.files import ArtifactFiles
 from tvmrt.artifact.forms.base import ArtifactForm, LoadRequest
 from tvmrt.artifact.inspect_binary import Found, inspect_library_code
 from tvmrt.artifact.model import LoadedModel
+from tvmrt.artifact.report import (
+    RelayVMConstant,
+    RelayVMConstants,
+    RelayVMFunction,
+    RelayVMReport,
+)
 from tvmrt.artifact.vm_executors import VMExecutorAdapter, VMProfilingAdapter
 from tvmrt.error import ModuleLoadError, TVMError
 from tvmrt.runtime.loaders.dispatch import Sniffed
@@ -60,40 +65,40 @@ def _load(request: LoadRequest, lib: Module) -> LoadedModel:
     return LoadedModel(VMExecutorAdapter(exe, request.device), lib, files, "relay_vm", loaded)
 
 
-def describe_executable(data: ExecutableData) -> dict[str, Any]:
+def describe_executable(data: ExecutableData) -> RelayVMReport:
     """Functions, arities, opcodes used and constants of an executable (nothing runs)."""
     opcodes: Counter[str] = Counter()
     functions = []
     for func in data.functions:
         opcodes.update(OPCODE_NAMES[ins[0]] for ins in func.instructions)
         functions.append(
-            {
-                "name": func.name,
-                "params": list(func.params),
-                "arity": len(func.params),
-                "registers": func.register_file_size,
-                "instructions": len(func.instructions),
-            }
+            RelayVMFunction(
+                name=func.name,
+                params=list(func.params),
+                arity=len(func.params),
+                registers=func.register_file_size,
+                instructions=len(func.instructions),
+            )
         )
     constants = [
-        {"shape": list(c.shape), "dtype": str(c.dtype), "bytes": c.nbytes}
+        RelayVMConstant(shape=list(c.shape), dtype=str(c.dtype), bytes=c.nbytes)
         if isinstance(c, NDArray)
-        else {"late_bound": c}
+        else RelayVMConstant(late_bound=c)
         for c in data.constants
     ]
-    return {
-        "version": data.version,
-        "functions": functions,
-        "opcodes": dict(sorted(opcodes.items())),
-        "kernels": list(data.primitive_names),
-        "constants": {
-            "count": len(constants),
-            "bytes": sum(c.get("bytes", 0) for c in constants),
-            "late_bound": [c["late_bound"] for c in constants if "late_bound" in c],
-            "items": constants,
-        },
-        "virtual_devices": [list(d) for d in data.virtual_devices],
-    }
+    return RelayVMReport(
+        version=data.version,
+        functions=functions,
+        opcodes=dict(sorted(opcodes.items())),
+        kernels=list(data.primitive_names),
+        constants=RelayVMConstants(
+            count=len(constants),
+            bytes=sum(c.bytes or 0 for c in constants),
+            late_bound=[c.late_bound for c in constants if c.late_bound is not None],
+            items=constants,
+        ),
+        virtual_devices=[list(d) for d in data.virtual_devices],
+    )
 
 
 def describe_embedded(found: Found, problems: list[str]) -> None:
@@ -105,8 +110,8 @@ def describe_embedded(found: Found, problems: list[str]) -> None:
 
 
 def _describe(found: Found, data: ExecutableData, problems: list[str]) -> None:
-    found.out["form_text"] = f"{found.out.get('form_text', '')}: Relay VM executable"
-    found.out["relay_vm"] = describe_executable(data)
+    found.library.form_text = f"{found.library.form_text or ''}: Relay VM executable"
+    found.library.relay_vm = describe_executable(data)
     if found.exported is not None:
         missing = sorted(set(data.primitive_names) - found.exported)
         if missing:

@@ -13,7 +13,7 @@ from tvmrt.artifact.forms.graph_build import load_graph_model
 from tvmrt.artifact.inspect_binary import Found, archive_members, inspect_elf
 from tvmrt.artifact.model import LoadedModel
 from tvmrt.error import ModuleLoadError, TVMError
-from tvmrt.runtime.loaders.dispatch import Sniffed
+from tvmrt.runtime.loaders.dispatch import FileKind, Sniffed
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.params import load_param_dict
 
@@ -21,7 +21,7 @@ __all__ = ["FORM"]
 
 
 def _claims(files: ArtifactFiles, sniffed: Sniffed | None) -> bool:
-    return sniffed is not None and sniffed.form == "tvmc"
+    return sniffed is not None and sniffed.form is FileKind.TVMC
 
 
 def _load(request: LoadRequest, lib: Module) -> LoadedModel:
@@ -40,8 +40,8 @@ def _inspect(
     if "mod.so" in members:
         data = members["mod.so"]
         info = binary.identify_bytes(data[:4096])
-        found.out["kind"] = f"tvmc package; mod.so: {info.describe()}"
-        found.out["machine"] = info.machine
+        found.library.kind = f"tvmc package; mod.so: {info.describe()}"
+        found.library.machine = info.machine
         try:
             binary.check_host_compatible(info, f"{path}:mod.so", "shared library")
         except ModuleLoadError as exc:
@@ -57,7 +57,7 @@ def _inspect(
             found.params.update(load_param_dict(members["mod.params"]))
         except TVMError as exc:
             problems.append(str(exc))
-    found.out["members"] = sorted(members)
+    found.library.members = sorted(members)
 
 
 FORM = ArtifactForm(

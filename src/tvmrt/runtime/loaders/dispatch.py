@@ -4,7 +4,7 @@ A file is sniffed once (:func:`sniff`: header, then symbols or archive member na
 nothing is loaded or executed) and handed to exactly one leaf:
 
 ====================  ==========================================  ============================
-form                  what it is                                   handled by
+:class:`FileKind`     what it is                                   handled by
 ====================  ==========================================  ============================
 ``legacy-so``         shared library of TVM <= 0.20 kernels        :mod:`.library`
                       (packed functions; optional module blob:
@@ -23,15 +23,18 @@ form                  what it is                                   handled by
 
 Anything else is refused with the form and the reason: a library for another machine or
 OS, a file that is not a TVM module, a params blob, text, ... :func:`sniff` is also what
-``tvmrt inspect`` uses to say which form an artifact is. Adding a kind means one more
-entry in :func:`sniff`, one branch in :func:`load`, and one new leaf; the leaves do not
-import each other.
+``tvmrt inspect`` uses to say which form an artifact is. Each kind is a member of
+:class:`FileKind` carrying its description and its loader; adding a kind means one more
+member, one more case in :func:`sniff`, and one new leaf; the leaves do not import each
+other.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 
 from tvmrt.binfmt import archive
@@ -44,7 +47,7 @@ from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.registry import get_global_func, list_global_func_names
 
 __all__ = [
-    "FORMS",
+    "FileKind",
     "Sniffed",
     "is_builtin",
     "sniff",
@@ -55,23 +58,99 @@ __all__ = [
 ]
 
 _LOADFILE = "runtime.module.loadfile_"
-
-# form -> a phrase for messages and ``tvmrt inspect``
-FORMS = {
-    "legacy-so": "TVM kernel library (legacy packed-function ABI, TVM <= 0.20)",
-    "system-lib-so": "TVM system-lib library (registers its functions at load, TVM <= 0.20)",
-    "tvm-ffi-so": "TVM kernel library (tvm-ffi ABI)",  # the era: inspect's ABI line
-    "object": "object file from export_library (linked into a library when loaded)",
-    "export-tar": "export_library tar of objects/C sources (linked when loaded)",
-    "mlf": "Model Library Format tar (microTVM export)",
-    "tvmc": "tvmc package tar (library + graph JSON + params)",
-    "not-tvm": "shared library that is not a TVM module",
-    "foreign": "binary for another machine or OS",
-    "other": "not a TVM module file",
-}
 _MAX_NAMES = archive.MAX_MEMBERS
-# forms whose loading goes through several steps: a failure message gets the form added
-_NAMED_FORMS = ("mlf", "tvmc")
+
+# what loads one kind of file: (what sniff found, the real path, the name as given)
+Loader = Callable[["Sniffed", str, str], Module]
+
+
+def _load_legacy(found: Sniffed, path: str, shown: str) -> Module:
+    assert found.facts is not None
+    return library.load_shared_library(found.facts)
+
+
+def _load_ffi(found: Sniffed, path: str, shown: str) -> Module:
+    assert found.facts is not None
+    return ffi.load_ffi_library(found.facts)
+
+
+def _load_object(found: Sniffed, path: str, shown: str) -> Module:
+    return _load_linked(link.link_object(path), shown)
+
+
+def _load_export_tar(found: Sniffed, path: str, shown: str) -> Module:
+    return _load_linked(link.link_archive(path), shown)
+
+
+def _load_mlf(found: Sniffed, path: str, shown: str) -> Module:
+    return packages.load_mlf(path, shown, load_library)
+
+
+def _load_tvmc(found: Sniffed, path: str, shown: str) -> Module:
+    return packages.load_tvmc(path, shown, load_library)
+
+
+class FileKind(str, Enum):
+    """What a file is to the loader: the value is the name ``tvmrt inspect`` shows
+    (``legacy-so``, ...), :attr:`description` the phrase for messages and ``inspect``,
+    :attr:`loader` the leaf that loads it (None: refused, with :attr:`Sniffed.reason`).
+    """
+
+    description: str
+    loader: Loader | None
+
+    def __new__(cls, value: str, description: str, loader: Loader | None = None) -> FileKind:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.description = description
+        member.loader = loader
+        return member
+
+    LEGACY_SO = (
+        "legacy-so",
+        "TVM kernel library (legacy packed-function ABI, TVM <= 0.20)",
+        _load_legacy,
+    )
+    SYSTEM_LIB_SO = (
+        "system-lib-so",
+        "TVM system-lib library (registers its functions at load, TVM <= 0.20)",
+        _load_legacy,
+    )
+    # no TVM era in the phrase: inspect's ABI line names it
+    TVM_FFI_SO = ("tvm-ffi-so", "TVM kernel library (tvm-ffi ABI)", _load_ffi)
+    OBJECT = (
+        "object",
+        "object file from export_library (linked into a library when loaded)",
+        _load_object,
+    )
+    EXPORT_TAR = (
+        "export-tar",
+        "export_library tar of objects/C sources (linked when loaded)",
+        _load_export_tar,
+    )
+    MLF = ("mlf", "Model Library Format tar (microTVM export)", _load_mlf)
+    TVMC = ("tvmc", "tvmc package tar (library + graph JSON + params)", _load_tvmc)
+    NOT_TVM = ("not-tvm", "shared library that is not a TVM module")
+    FOREIGN = ("foreign", "binary for another machine or OS")
+    OTHER = ("other", "not a TVM module file")
+
+    def __str__(self) -> str:
+        return str.__str__(self)  # the value, on every Python version
+
+    @property
+    def is_shared_library(self) -> bool:
+        """A shared library of TVM kernels, loaded by ``dlopen`` (CPU features checked first)."""
+        return self in (FileKind.LEGACY_SO, FileKind.SYSTEM_LIB_SO, FileKind.TVM_FFI_SO)
+
+    @property
+    def is_linked(self) -> bool:
+        """Objects (one, or a tar of objects and C sources) linked into a library at load."""
+        return self in (FileKind.OBJECT, FileKind.EXPORT_TAR)
+
+    @property
+    def is_package(self) -> bool:
+        """Loaded in several steps (members, link, library): a failure gets the kind added."""
+        return self in (FileKind.MLF, FileKind.TVMC)
 
 
 @dataclass
@@ -81,7 +160,7 @@ class Sniffed:
     Attributes
     ----------
     form
-        A key of :data:`FORMS`.
+        What the file is.
     info
         The file header.
     facts
@@ -92,7 +171,7 @@ class Sniffed:
         Why the file cannot be loaded here (empty if nothing is known against it).
     """
 
-    form: str
+    form: FileKind
     info: BinaryInfo
     facts: LibraryFacts | None = None
     members: list[str] = field(default_factory=list)
@@ -101,24 +180,24 @@ class Sniffed:
     @property
     def description(self) -> str:
         """The form as a phrase (``tvmrt inspect``)."""
-        return FORMS[self.form]
+        return self.form.description
 
 
 def _tar_names(path: str) -> list[str]:
     return archive.member_names(path, _MAX_NAMES)  # bounded like loading: sniffing stays cheap
 
 
-def _archive_form(names: list[str]) -> str:
+def _archive_form(names: list[str]) -> FileKind:
     plain = set(names)
     if "metadata.json" in plain and any(
         n.startswith(("codegen/", "executor-config/", "parameters/")) for n in names
     ):
-        return "mlf"
+        return FileKind.MLF
     if {"mod.json", "mod.params"} <= plain and ({"mod.so", "mod.tar"} & plain):
-        return "tvmc"
+        return FileKind.TVMC
     if "mod.so" in plain or "mod.tar" in plain:
-        return "tvmc"
-    return "export-tar"
+        return FileKind.TVMC
+    return FileKind.EXPORT_TAR
 
 
 def sniff(path: str, shown: str | None = None) -> Sniffed:
@@ -139,16 +218,16 @@ def sniff(path: str, shown: str | None = None) -> Sniffed:
         try:
             check_host_compatible(info, shown, expected)
         except ModuleLoadError as exc:
-            return Sniffed("foreign", info, reason=str(exc))
+            return Sniffed(FileKind.FOREIGN, info, reason=str(exc))
         if expected == "object file":
-            return Sniffed("object", info)
+            return Sniffed(FileKind.OBJECT, info)
         facts = read_library(path, shown, info)
         symbols = facts.symbols
         if symbols is None:  # native non-ELF library (macOS): checked by the system loader
-            return Sniffed("legacy-so", info, facts)
+            return Sniffed(FileKind.LEGACY_SO, info, facts)
         if symbols.abi == "none":
             return Sniffed(
-                "not-tvm",
+                FileKind.NOT_TVM,
                 info,
                 facts,
                 reason=f"cannot load {shown!r}: the shared library is not a TVM module (it has "
@@ -156,14 +235,16 @@ def sniff(path: str, shown: str | None = None) -> Sniffed:
                 "__tvm_dev_mblob or __TVMAPISetLastError, and no TVM kernel names)",
             )
         if symbols.abi.startswith("tvm-ffi"):
-            return Sniffed("tvm-ffi-so", info, facts)
-        return Sniffed("system-lib-so" if symbols.system_lib else "legacy-so", info, facts)
+            return Sniffed(FileKind.TVM_FFI_SO, info, facts)
+        return Sniffed(
+            FileKind.SYSTEM_LIB_SO if symbols.system_lib else FileKind.LEGACY_SO, info, facts
+        )
     expected = _expected_by_name(shown)
     if expected == "a tar archive" and info.format in ("unknown", "empty") and _is_tar(path):
         names = _tar_names(path)  # an old-style or empty tar: no ustar magic
         return Sniffed(_archive_form(names), info, members=names)
     reason = f"cannot load {shown!r}: not {expected} (it is {_article(info.describe())})"
-    return Sniffed("other", info, reason=reason)
+    return Sniffed(FileKind.OTHER, info, reason=reason)
 
 
 def _is_tar(path: str) -> bool:
@@ -200,7 +281,7 @@ def recognises(path: str) -> bool:
 def load_library(path: str, shown: str) -> Module:
     """Load a shared library made by the link step (or given), by its ABI."""
     found = sniff(path, shown)
-    if found.form in ("legacy-so", "system-lib-so", "tvm-ffi-so"):
+    if found.form.is_shared_library:
         return _load_sniffed(found, path, shown)
     raise ModuleLoadError(found.reason or f"cannot load {shown!r}: not a shared library")
 
@@ -220,23 +301,11 @@ def _load_sniffed(found: Sniffed, path: str, shown: str) -> Module:
     if found.reason:
         raise ModuleLoadError(found.reason)
     facts = found.facts
-    if found.form in ("legacy-so", "system-lib-so", "tvm-ffi-so") and facts and facts.elf:
+    if found.form.is_shared_library and facts and facts.elf:
         needs.check_cpu(facts.elf, shown)  # before dlopen: constructors run code too
-    if found.form in ("legacy-so", "system-lib-so"):
-        assert found.facts is not None
-        return library.load_shared_library(found.facts)
-    if found.form == "tvm-ffi-so":
-        assert found.facts is not None
-        return ffi.load_ffi_library(found.facts)
-    if found.form == "object":
-        return _load_linked(link.link_object(path), shown)
-    if found.form == "export-tar":
-        return _load_linked(link.link_archive(path), shown)
-    if found.form == "mlf":
-        return packages.load_mlf(path, shown, load_library)
-    if found.form == "tvmc":
-        return packages.load_tvmc(path, shown, load_library)
-    raise ModuleLoadError(f"cannot load {shown!r}: {FORMS[found.form]}")
+    if found.form.loader is None:
+        raise ModuleLoadError(f"cannot load {shown!r}: {found.form.description}")
+    return found.form.loader(found, path, shown)
 
 
 def load(path: str, shown: str | None = None) -> Module:
@@ -260,13 +329,13 @@ def load(path: str, shown: str | None = None) -> Module:
         return _load_sniffed(found, path, shown)
     except ModuleLoadError as exc:
         if (
-            found.form not in _NAMED_FORMS
+            not found.form.is_package
             or type(exc) is not ModuleLoadError
-            or FORMS[found.form].split(" (")[0] in str(exc)
+            or found.form.description.split(" (")[0] in str(exc)
         ):
             raise
         # say which form failed (a link error of an MLF tar names only a member)
-        raise ModuleLoadError(f"{exc} ({shown!r} is a {FORMS[found.form]})") from exc
+        raise ModuleLoadError(f"{exc} ({shown!r} is a {found.form.description})") from exc
 
 
 def loadfile(path: str) -> Module:
