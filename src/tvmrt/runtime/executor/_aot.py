@@ -177,6 +177,11 @@ class AotExecutor(Module):
             )
         return self._args[len(self.inputs) + int(index)]
 
+    def output_name(self, index: int) -> str:
+        """The metadata's name of output ``index`` (may be empty)."""
+        self._output(index)  # checks the index
+        return self.outputs[int(index)].name
+
     def run(self) -> None:
         """Call the model's entry function once."""
         if self._call is None:
@@ -184,9 +189,9 @@ class AotExecutor(Module):
         fn, args = self._call
         fn(*args)
 
-    def set_input(self, key: int | str, value: Any) -> None:
-        """Copy ``value`` into input ``key``."""
-        self._args[self.input_index(key)].copyfrom(value)
+    def input_array(self, key: int | str) -> NDArray:
+        """The executor's own array of input ``key`` (``set_input`` copies into it)."""
+        return self._args[self.input_index(key)]
 
     def get_output(self, index: int, out: NDArray | None = None) -> NDArray | None:
         """Output ``index`` (copied into ``out`` if given)."""
@@ -197,14 +202,17 @@ class AotExecutor(Module):
 
     def _get_function(self, name: str) -> PackedFunc | None:
         table: dict[str, Callable[..., Any]] = {
-            "set_input": self.set_input,
+            "set_input": lambda key, value: self.input_array(key).copyfrom(value),
             "run": self.run,
             "get_output": self.get_output,
-            "get_input": lambda key: self._args[self.input_index(key)],
+            "get_input": self.input_array,
             "get_num_outputs": lambda: len(self.outputs),
             "get_num_inputs": lambda: len(self.inputs),
             "get_input_index": self.input_index,
             "get_input_name": lambda i: self.inputs[self.input_index(int(i))].name,
+            # tvmrt's: the metadata's output names and model name (a TVM server lacks them)
+            "get_output_name": self.output_name,
+            "get_model_name": lambda: self.model_name,
             "set_input_zero_copy": self._not_implemented,
             "set_output_zero_copy": self._not_implemented,
         }
@@ -236,7 +244,7 @@ class AotExecutorFactory(Module):
             raise ModuleLoadError("the AOT executor factory has no library imported")
         executor = AotExecutor(self._imports[0], devices[0])
         for name, value in self.params.items():
-            executor.set_input(name, value)
+            executor.input_array(name).copyfrom(value)
         return executor
 
     def _get_function(self, name: str) -> PackedFunc | None:
