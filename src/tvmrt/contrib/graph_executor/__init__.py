@@ -38,7 +38,6 @@ __all__ = [
     "create",
     "get_device",
     "GraphModule",
-    "MakeReplica",
     "GraphExecutor",
     "GraphExecutorFactory",
     "GraphKeys",
