@@ -15,6 +15,7 @@ Typical use, unchanged from TVM apart from the import::
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
@@ -233,19 +234,29 @@ class GraphModule(ModuleFace):
 
     @property
     def inputs(self) -> list[TensorInfo]:
-        """The inputs a caller sets: ``get_input_info`` less the weights, in graph order."""
-        shapes, dtypes = self.get_input_info()
-        return [
-            TensorInfo(n, tuple(int(d) for d in shapes[n]), str(dtypes[n]))
-            for n in shapes
-            if n not in self._weights
-        ]
+        """The graph's inputs that the params did not supply, in graph order."""
+        graph, weights = self.graph, self.weight_names
+        infos = []
+        for nid in graph.arg_nodes:
+            name = graph.nodes[nid].name
+            if name not in weights:
+                eid = graph.entry_id(nid)
+                infos.append(TensorInfo(name, tuple(graph.shapes[eid]), str(graph.dltypes[eid])))
+        return infos
 
     @property
     def outputs(self) -> list[TensorInfo]:
-        """The graph's outputs under TVM's names (``node`` or ``node:i``)."""
-        shapes, dtypes = self.get_output_info()
-        return [TensorInfo(n, tuple(int(d) for d in shapes[n]), str(dtypes[n])) for n in shapes]
+        """The graph's outputs under TVM's names (``node``, or ``node:i`` for a node with
+        several), as ``get_output_info`` keys them."""
+        graph = self.graph
+        heads = Counter(h.node_id for h in graph.heads)
+        infos = []
+        for h in graph.heads:
+            name = graph.nodes[h.node_id].name
+            key = name if heads[h.node_id] == 1 else f"{name}:{h.index}"
+            eid = graph.entry_id(h.node_id, h.index)
+            infos.append(TensorInfo(key, tuple(graph.shapes[eid]), str(graph.dltypes[eid])))
+        return infos
 
     def output_labels(self) -> list[str]:
         """``node_i`` per output: TVM's key ``node:i`` with ``_`` (``output_labels``)."""
@@ -254,10 +265,11 @@ class GraphModule(ModuleFace):
     @property
     def weight_names(self) -> frozenset[str]:
         """The names the params supplied: the creator's, those loaded or shared, and the
-        inputs the module itself keeps out of ``get_input_info`` (linked params)."""
-        shown = set(self.get_input_info()[0])
-        graph = self.graph
-        held = {graph.nodes[nid].name for nid in graph.arg_nodes} - shown
+        inputs a local executor keeps out of ``get_input_info`` (linked params)."""
+        held: set[str] = set()
+        if not self._remote:  # a server's info map stays on the server
+            shown = set(self.get_input_info()[0])
+            held = {self.graph.nodes[nid].name for nid in self.graph.arg_nodes} - shown
         return frozenset(self._weights | held)
 
     def weight_problems(self, given: Collection[str]) -> list[str]:
