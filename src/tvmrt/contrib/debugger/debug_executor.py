@@ -127,6 +127,10 @@ def create(
 class GraphModuleDebug(GraphModule):
     """Python interface of a debug executor (TVM's ``GraphModuleDebug``).
 
+    Also a :class:`~tvmrt.runtime.executor.protocol.ProfilingExecutor` (tvmrt): its
+    ``run`` stays TVM's (it times every node and writes the dump), ``run_timed`` returns
+    that table, ``node_timing`` gives the graph, its plan and the node times.
+
     Parameters
     ----------
     module
