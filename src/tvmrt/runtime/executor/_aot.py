@@ -19,6 +19,7 @@ from tvmrt.error import InputNotFoundError, InternalError, ModuleLoadError
 from tvmrt.runtime._stream import ByteReader
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.dtype import DataType
+from tvmrt.runtime.executor.protocol import TensorInfo
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, empty
 from tvmrt.runtime.packed_func import PackedFunc
@@ -59,20 +60,6 @@ class _Metadata(ctypes.Structure):
     ]
 
 
-class TensorInfo:
-    """One input or output of an AOT model: name, shape, dtype."""
-
-    __slots__ = ("dtype", "name", "shape")
-
-    def __init__(self, name: str, shape: tuple[int, ...], dtype: DataType) -> None:
-        self.name = name
-        self.shape = shape
-        self.dtype = dtype
-
-    def __repr__(self) -> str:
-        return f"TensorInfo({self.name!r}, {self.shape}, {self.dtype})"
-
-
 def _tensors(array: Any, count: int, what: str) -> list[TensorInfo]:
     if count < 0 or count > _MAX_TENSORS:
         raise ModuleLoadError(f"AOT metadata: {count} {what} is out of range")
@@ -86,7 +73,7 @@ def _tensors(array: Any, count: int, what: str) -> list[TensorInfo]:
             raise ModuleLoadError(f"AOT metadata: {what} {i} has a negative dimension {shape}")
         dtype = DataType.from_code(info.dtype.code, info.dtype.bits, info.dtype.lanes)
         name = (info.name or b"").decode("utf-8", errors="replace")
-        out.append(TensorInfo(name, shape, dtype))
+        out.append(TensorInfo(name, shape, str(dtype)))
     return out
 
 
