@@ -417,23 +417,14 @@ repeats_to_cooldown
         return table.getvalue().rstrip("\n")
 
     def node_timing(self) -> GraphTiming:
-        """The graph, its storage plan and the node times of the last :meth:`run` (tvmrt).
-
-        The plan is made here from the graph JSON, as the executor made its own (on the
-        server, for a remote executor).
-        """
+        """The graph, its storage plan (made from the graph JSON, as the executor made its
+        own) and the node times of the last :meth:`run` (tvmrt)."""
         device_type = self._devices[0].device_type % RPC_SESS_MASK
         plan = plan_storage(self.graph, device_type)
         return GraphTiming(self.graph, plan, self.debug_datum.time_list)
 
     def replicate(self, count: int) -> list[GraphModule]:
-        """Not offered: debug executors write one dump folder each; load without debug.
-
-        Raises
-        ------
-        UnsupportedError
-            Always.
-        """
+        """Not offered (an UnsupportedError): one dump folder, one debug executor (tvmrt)."""
         raise not_replicated()
 
     def get_debug_result(self, sort_by_time: bool = True) -> str:

@@ -216,13 +216,8 @@ class GraphModule(ModuleFace):
     # -- tvmrt's Executor interface --------------------------------------------------------
     @property
     def graph(self) -> Graph:
-        """The graph, parsed from the JSON given at creation (tvmrt extension).
-
-        Raises
-        ------
-        UnsupportedError
-            If the module was made without its graph JSON.
-        """
+        """The graph, parsed from the JSON given at creation (tvmrt extension); an
+        UnsupportedError if none was."""
         if self._parsed is None:
             if self._graph_json is None:
                 raise UnsupportedError(
