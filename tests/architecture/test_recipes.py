@@ -18,10 +18,11 @@ import pytest
 
 from support.paths import REPO
 from tvmrt import runtime
-from tvmrt.artifact import find_artifact, inspect_artifact, load_artifact
+from tvmrt.artifact import Executor, find_artifact, inspect_artifact, load_artifact
 from tvmrt.artifact import forms as artifact_forms
 from tvmrt.runtime import registry
 from tvmrt.runtime.device_type import DLDeviceType
+from tvmrt.serve import load_model
 
 device_module = importlib.import_module("tvmrt.runtime.device")  # not runtime.device()
 DOC = REPO / "docs" / "architecture.md"
@@ -44,6 +45,7 @@ def test_the_doc_names_the_tables_the_tests_use() -> None:
         "`_lazy` in `src/tvmrt/runtime/device.py`",
         "`FORMS` in `src/tvmrt/artifact/forms/__init__.py`",
         "`BUILTIN_FUNCTIONS` in\n`src/tvmrt/runtime/builtins.py`",
+        "`Executor` protocol (`src/tvmrt/runtime/executor/protocol.py`",
     ):
         assert place in text
 
@@ -138,3 +140,93 @@ def test_an_artifact_form_is_one_file_and_one_entry(
     assert np.array_equal(model.executor.get_output(0).numpy(), golden["output_0"])
     report = inspect_artifact(files).to_dict()
     assert report["library"].get("recipe") is True
+
+
+def test_an_executor_is_an_engine_module_and_tvms_face_over_it(
+    new_module: Path, monkeypatch: pytest.MonkeyPatch, artifacts: Path
+) -> None:
+    # the engine: a module with TVM's executor functions (here: y = 2 * x); the face over
+    # its packed functions meets the Executor protocol itself; one form builds the face
+    (new_module / "recipe_executor.py").write_text(
+        textwrap.dedent(
+            """
+            from tvmrt.runtime import PyModule, empty
+            from tvmrt.runtime.executor.protocol import ModuleFace, TensorInfo
+
+            def engine(dev):
+                x, y = empty((1, 4), "float32", dev), empty((1, 4), "float32", dev)
+                arrays = {"x": x, 0: x}
+                return PyModule({
+                    "set_input": lambda key, value: arrays[key].copyfrom(value),
+                    "get_input": lambda key: arrays[key],
+                    "get_input_index": lambda name: 0 if name == "x" else -1,
+                    "get_num_inputs": lambda: 1,
+                    "run": lambda: y.copyfrom(x.numpy() * 2),
+                    "get_output": lambda index, out=None: y,
+                    "get_num_outputs": lambda: 1,
+                }, "DoubleExecutor")
+
+            class DoubleModule(ModuleFace):
+                def __init__(self, module, make):
+                    super().__init__(module)
+                    self._make = make
+
+                def get_input(self, key):
+                    return self._get_input(key)
+
+                @property
+                def inputs(self):
+                    x = self.get_input(0)
+                    return [TensorInfo("x", tuple(x.shape), str(x.dtype))]
+
+                @property
+                def outputs(self):
+                    y = self.get_output(0)
+                    return [TensorInfo("y", tuple(y.shape), str(y.dtype))]
+
+                def output_labels(self):
+                    return ["y"]
+
+                def weight_problems(self, given):
+                    return []
+
+                def replicate(self, count):
+                    return [DoubleModule(self._make(), self._make) for _ in range(count)]
+            """
+        )
+    )
+    (new_module / "recipe_double_form.py").write_text(
+        textwrap.dedent(
+            """
+            from tvmrt.artifact.forms import factory
+            from tvmrt.artifact.forms.base import ArtifactForm
+            from tvmrt.artifact.model import LoadedModel
+            from recipe_executor import DoubleModule, engine
+
+            def claims(files, sniffed):
+                return files.lib.name.endswith(".double.so")
+
+            def load(request, lib):
+                make = lambda: engine(request.device)
+                return LoadedModel(DoubleModule(make(), make), lib, request.files, "double")
+
+            FORM = ArtifactForm("double", "a doubling executor", claims, load, factory.FORM.inspect)
+            """
+        )
+    )
+    lib = new_module / "model.double.so"
+    lib.write_bytes((artifacts / "relay016" / "linkparams-so" / "deploy.so").read_bytes())
+    form = importlib.import_module("recipe_double_form").FORM
+    monkeypatch.setattr(artifact_forms, "FORMS", (form, *artifact_forms.FORMS))  # the entry
+
+    files = find_artifact(lib)
+    model = load_artifact(files)
+    assert model.form == "double"
+    assert isinstance(model.executor, Executor)
+    x = np.arange(4, dtype="float32").reshape(1, 4)
+    served = load_model("double", files, workers=2)  # serve runs it unchanged
+    try:
+        (y,) = served.infer_sync({"x": x})
+    finally:
+        served.close()
+    np.testing.assert_array_equal(y, x * 2)

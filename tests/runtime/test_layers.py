@@ -126,6 +126,8 @@ RUNTIME_FLOORS: dict[str, str] = {
     "tvmrt.runtime.graph_executor": "engines",
     "tvmrt.runtime.graph_executor.*": "engines",
     "tvmrt.runtime.executor._aot": "engines",
+    # the Executor protocol and TensorInfo the engines describe their tensors with
+    "tvmrt.runtime.executor.protocol": "engines",
     "tvmrt.runtime.vm.*": "engines",
     "tvmrt.runtime.export": "engines",
     "tvmrt.runtime.pack_imports": "engines",

@@ -257,12 +257,6 @@ def _fill(
     return rng.integers(low, high, shape, endpoint=True).astype(np_dtype)
 
 
-def set_inputs(model: LoadedModel, inputs: Mapping[str, np.ndarray[Any, Any]]) -> None:
-    """Copy every array into the model's input of that name."""
-    for name, arr in inputs.items():
-        model.executor.set_input(name, arr)
-
-
 def describe_array(arr: np.ndarray[Any, Any], limit: int = 5) -> str:
     """``shape dtype [v0, v1, ...]`` for summaries."""
     flat = arr.reshape(-1)

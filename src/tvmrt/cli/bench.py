@@ -17,7 +17,6 @@ from tvmrt.cli._common import (
     add_input_arguments,
     load,
     make_inputs,
-    set_inputs,
 )
 from tvmrt.cli._progress import Progress
 from tvmrt.cli.rpc_flags import add_rpc_arguments
@@ -75,12 +74,14 @@ def bench(args: argparse.Namespace) -> int:
     model, load_s = load(args)
     inputs = make_inputs(model, args)
     executor = model.executor
-    set_inputs(model, inputs)
+    for name, arr in inputs.items():
+        executor.set_input(name, arr)
     n_out = len(model.output_names())
 
     def once() -> None:
         if args.end_to_end:
-            set_inputs(model, inputs)
+            for name, arr in inputs.items():
+                executor.set_input(name, arr)
             executor.run()
             for i in range(n_out):
                 executor.get_output(i).numpy()

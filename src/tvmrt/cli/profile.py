@@ -15,7 +15,6 @@ from tvmrt.cli._common import (
     add_input_arguments,
     load,
     make_inputs,
-    set_inputs,
 )
 from tvmrt.cli.profile_html import render_html
 from tvmrt.cli.profile_summary import by_op_type, chrome_trace, collect, format_by_op_type
@@ -79,7 +78,8 @@ def profile(args: argparse.Namespace) -> int:
         if profiler is None:  # load_artifact(debug=True) always gives one
             raise InternalError(f"{model.files.lib.name!r} was loaded without a profiler")
         inputs = make_inputs(model, args)
-        set_inputs(model, inputs)
+        for name, arr in inputs.items():
+            profiler.set_input(name, arr)
         table = profiler.run_timed(args.number, args.repeat)
         summary = None
         timing = profiler.node_timing()

@@ -16,7 +16,6 @@ from tvmrt.cli._common import (
     describe_array,
     load,
     make_inputs,
-    set_inputs,
 )
 from tvmrt.cli.compare import add_compare_arguments, compare_outputs
 from tvmrt.cli.rpc_flags import add_rpc_arguments
@@ -55,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
     model, load_s = load(args)
     inputs = make_inputs(model, args)
     executor = model.executor
-    set_inputs(model, inputs)
+    for name, arr in inputs.items():
+        executor.set_input(name, arr)
     executor.run()
     names = model.output_names()  # unique: screen and .npz agree
     outputs = {name: executor.get_output(i).numpy() for i, name in enumerate(names)}

@@ -10,91 +10,21 @@ board's architecture works from any host.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-
 from tvmrt.artifact.files import ArtifactFiles
-from tvmrt.artifact.forwarding import DebugForwarding, ModuleForwarding
 from tvmrt.artifact.inspection import inspect_artifact
-from tvmrt.artifact.model import Executor, GraphTiming, LoadedModel, TensorInfo
-from tvmrt.artifact.report import TensorReport
+from tvmrt.artifact.model import LoadedModel
 from tvmrt.contrib.debugger.debug_executor import GraphModuleDebug
 from tvmrt.contrib.graph_executor import GraphModule, create, get_device
 from tvmrt.error import ModuleLoadError, UnsupportedError
 from tvmrt.rpc.client import RPCSession
-from tvmrt.runtime.device import RPC_SESS_MASK, Device
-from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
-from tvmrt.runtime.graph_executor.roles import output_labels
-from tvmrt.runtime.graph_executor.storage import plan_storage
+from tvmrt.runtime.device import Device
+from tvmrt.runtime.graph_executor.graph import parse_graph
 from tvmrt.runtime.module import Module
 
-__all__ = ["RemoteGraphExecutor", "RemoteGraphProfiler", "load_remote_artifact"]
+__all__ = ["load_remote_artifact"]
 
 # forms whose library a TVM RPC server loads as one file
 _FORMS = ("factory", "folder")
-
-
-class RemoteGraphExecutor(ModuleForwarding):
-    """A graph executor living on an RPC server, behind the ``Executor`` interface."""
-
-    def __init__(
-        self,
-        module: GraphModule,
-        inputs: Sequence[TensorInfo],
-        outputs: Sequence[TensorInfo],
-        labels: list[str],
-    ) -> None:
-        self.module = module
-        self._inputs = list(inputs)
-        self._outputs = list(outputs)
-        self._labels = labels
-
-    @property
-    def inputs(self) -> Sequence[TensorInfo]:
-        """The inputs a caller sets (the params are on the server already)."""
-        return self._inputs
-
-    @property
-    def outputs(self) -> Sequence[TensorInfo]:
-        """The graph's outputs under TVM's names."""
-        return self._outputs
-
-    def output_labels(self) -> list[str]:
-        """``node_i`` per output, as for a local graph."""
-        return list(self._labels)
-
-    def weight_problems(self, given: Collection[str]) -> list[str]:
-        """Nothing to report: the static inspection already split weights from inputs."""
-        return []
-
-    def replicate(self, count: int) -> list[Executor]:
-        """Not available: one remote session runs one executor."""
-        raise UnsupportedError("a model on an RPC server cannot be replicated; open more sessions")
-
-
-class RemoteGraphProfiler(DebugForwarding, RemoteGraphExecutor):
-    """The server's debug executor behind ``ProfilingExecutor`` (``tvmrt profile --rpc``).
-
-    Nodes are timed on the server (``run_individual``); the graph, its storage plan and
-    the dump folder are here.
-    """
-
-    def __init__(
-        self,
-        module: GraphModuleDebug,
-        inputs: Sequence[TensorInfo],
-        outputs: Sequence[TensorInfo],
-        graph: Graph,
-        device_type: int,
-    ) -> None:
-        super().__init__(module, inputs, outputs, output_labels(graph))
-        self.debug_module = module
-        self.graph = graph
-        self.device_type = device_type  # on the server: the storage plan's fallback device
-
-    def node_timing(self) -> GraphTiming:
-        """The graph, its storage plan and the node times of the last :meth:`run_timed`."""
-        plan = plan_storage(self.graph, self.device_type)
-        return GraphTiming(self.graph, plan, self.debug_module.debug_datum.time_list)
 
 
 def _debug_module(lib: Module, graph_json: str, device: Device, factory: bool) -> Module:
@@ -130,7 +60,7 @@ def load_remote_artifact(
         If the artifact's static inspection fails (the library is unreadable).
     """
     report = inspect_artifact(files)
-    form = report.form
+    form = str(report.form)
     if form not in _FORMS:
         raise UnsupportedError(
             f"artifact form {form!r} cannot run over RPC; expected one of {list(_FORMS)} "
@@ -144,26 +74,21 @@ def load_remote_artifact(
     lib = session.load_module(name)
     factory = files.graph is None
     graph_json = str(lib["get_graph_json"]()) if factory else files.graph.read_text()  # type: ignore[union-attr]
-    inputs = [_info(item) for item in graph_report.inputs]
-    outputs = [_info(item) for item in graph_report.outputs]
     graph = parse_graph(graph_json)
+    shown = {item.name for item in graph_report.inputs}
+    # what the static inspection did not list as an input is a weight set on the server
+    weights = {graph.nodes[nid].name for nid in graph.arg_nodes} - shown
     if debug_root is not None:
         raw = _debug_module(lib, graph_json, device, factory)
         debug = GraphModuleDebug(raw, [device], graph_json, debug_root)
+        debug._weights.update(weights)
         if files.params is not None:
             debug.load_params(files.params.read_bytes())
-        local_type = device.device_type % RPC_SESS_MASK
-        profiler = RemoteGraphProfiler(debug, inputs, outputs, graph, local_type)
-        return LoadedModel(profiler, lib, files, form, profiler=profiler)
+        return LoadedModel(debug, lib, files, form, profiler=debug)
     if factory:
-        module = GraphModule(lib["default"](device))
+        module = GraphModule(lib["default"](device), graph_json, weights)
     else:
-        module = create(graph_json, lib, device)
+        module = GraphModule(create(graph_json, lib, device).module, graph_json, weights)
         if files.params is not None:
             module.load_params(files.params.read_bytes())
-    executor = RemoteGraphExecutor(module, inputs, outputs, output_labels(graph))
-    return LoadedModel(executor, lib, files, form)
-
-
-def _info(item: TensorReport) -> TensorInfo:
-    return TensorInfo(item.name, tuple(item.shape), item.dtype)
+    return LoadedModel(module, lib, files, form)

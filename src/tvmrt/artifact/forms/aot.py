@@ -2,7 +2,7 @@
 
 No graph JSON: the library exports ``get_c_metadata`` (the inputs and outputs) and the
 entry function, and its module blob holds an ``AotExecutorFactory``. The executor is
-``lib["default"](dev)`` behind :class:`~tvmrt.artifact.aot_executors.AotExecutorAdapter`;
+TVM's face :class:`~tvmrt.runtime.executor.AotModule` over ``lib["default"](dev)``;
 with ``debug`` the whole run is timed as one call.
 """
 
@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import tempfile
 
-from tvmrt.artifact.aot_executors import (
-    AotExecutorAdapter,
-    AotProfilingAdapter,
-    create_aot_executor,
-)
 from tvmrt.artifact.files import ArtifactFiles
 from tvmrt.artifact.forms.base import ArtifactForm, LoadRequest
 from tvmrt.artifact.inspect_binary import Found, inspect_library_code
 from tvmrt.artifact.model import LoadedModel
-from tvmrt.runtime.executor import AotExecutorFactory
+from tvmrt.error import ModuleLoadError
+from tvmrt.runtime.executor import AotExecutorFactory, AotModule
 from tvmrt.runtime.loaders.dispatch import Sniffed
 from tvmrt.runtime.module import Module
 
@@ -41,13 +37,22 @@ def _claims(files: ArtifactFiles, sniffed: Sniffed | None) -> bool:
 
 def _load(request: LoadRequest, lib: Module) -> LoadedModel:
     files, dev = request.files, request.device
-    executor = create_aot_executor(lib, dev)
+
+    def make_module() -> Module:
+        executor: Module = lib["default"](dev)
+        if executor.type_key not in ("AotExecutor", "rpc"):  # "rpc": made on a server
+            raise ModuleLoadError(
+                f"the AOT factory's default() made a {executor.type_key!r} module, "
+                "not an AotExecutor"
+            )
+        return executor
+
+    bound = frozenset(lib.params if isinstance(lib, AotExecutorFactory) else ())
     if request.debug:  # no graph, no per-operator timing: the whole model is one call
         dump_root = request.dump_root or tempfile.mkdtemp(prefix="tvmrt_aot_profile_")
-        profiler = AotProfilingAdapter(executor, lib, dev, dump_root)
-        return LoadedModel(profiler, lib, files, "aot", profiler.param_names, profiler)
-    adapter = AotExecutorAdapter(executor, lib, dev)
-    return LoadedModel(adapter, lib, files, "aot", adapter.param_names)
+        profiler = AotModule(make_module(), bound, make_module, dump_root)
+        return LoadedModel(profiler, lib, files, "aot", bound, profiler)
+    return LoadedModel(AotModule(make_module(), bound, make_module), lib, files, "aot", bound)
 
 
 def describe_embedded(found: Found) -> None:

@@ -16,13 +16,12 @@ from typing import Union
 
 from tvmrt.artifact.devices import executor_devices
 from tvmrt.artifact.forms.base import LoadRequest
-from tvmrt.artifact.graph_executors import GraphExecutorAdapter, GraphProfilingAdapter
 from tvmrt.artifact.model import LoadedModel
 from tvmrt.contrib.graph_executor import GraphModule, create
 from tvmrt.error import ModuleLoadError
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.module import Module
-from tvmrt.runtime.params import mapped_file, read_param_names
+from tvmrt.runtime.params import mapped_file
 
 __all__ = ["FACTORY_KINDS", "ParamsSource", "graph_executor", "load_graph_model"]
 
@@ -47,7 +46,7 @@ def graph_executor(
     device: Device,
     params: ParamsSource | None = None,
     shown: str = "the kernel library",
-) -> tuple[GraphExecutorAdapter, frozenset[str]]:
+) -> tuple[GraphModule, frozenset[str]]:
     """An executor over ``graph_json`` (None: the factory ``lib``'s own graph), and the
     names its params supplied; replicas share its weights.
 
@@ -57,19 +56,14 @@ def graph_executor(
         If ``graph_json`` is None and ``lib`` is not a graph executor factory.
     """
     devices = executor_devices(device)
-    names = set(_factory_params(lib, shown)) if graph_json is None else set()
+    factory_params = _factory_params(lib, shown) if graph_json is None else []
+    text = str(lib["get_graph_json"]()) if graph_json is None else graph_json
 
     def new_module() -> GraphModule:
         if graph_json is None:
-            return GraphModule(lib["default"](*devices))
-        return create(graph_json, lib, devices)
-
-    module = new_module()
-    names.update(module.executor.linked_param_names)  # TVM 0.7/0.8 link-params weights
-    if params is not None:
-        with params() as blob:
-            module.load_params(blob)
-            names.update(read_param_names(blob))
+            return GraphModule(lib["default"](*devices), text, factory_params, make_replica)
+        module = create(text, lib, devices)
+        return GraphModule(module.module, text, (), make_replica)
 
     def make_replica(first: GraphModule) -> GraphModule:
         replica = new_module()
@@ -78,7 +72,11 @@ def graph_executor(
                 replica.share_params(first, blob)
         return replica
 
-    return GraphExecutorAdapter(module, names, make_replica), frozenset(names)
+    module = new_module()
+    if params is not None:
+        with params() as blob:
+            module.load_params(blob)
+    return module, module.weight_names
 
 
 def _factory_params(lib: Module, shown: str) -> list[str]:
@@ -108,20 +106,16 @@ def load_graph_model(
         return LoadedModel(executor, lib, files, form, supplied)
     from tvmrt.contrib.debugger import debug_executor
 
-    names = (
-        set(_factory_params(lib, f"library {str(files.lib)!r}")) if graph_json is None else set()
-    )
+    if graph_json is None:
+        _factory_params(lib, f"library {str(files.lib)!r}")
     text = graph_json if graph_json is not None else str(lib["get_graph_json"]())
     devices = executor_devices(request.device)
     # a factory's params are set by create; its kernels are found through its imports
     debug = debug_executor.create(text, lib, devices, dump_root=request.dump_root)
-    names.update(debug.executor.linked_param_names)
     if params is not None:
         with params() as blob:
             debug.load_params(blob)
-            names.update(read_param_names(blob))
-    profiler = GraphProfilingAdapter(debug, names)
-    return LoadedModel(profiler, lib, files, form, frozenset(names), profiler)
+    return LoadedModel(debug, lib, files, form, debug.weight_names, debug)
 
 
 def params_of(blob: Blob | None) -> ParamsSource | None:

@@ -3,7 +3,7 @@
 The two-file form is claimed when the files name a ``code.ro``; ``vm.so`` is a library
 whose module blob holds a ``VMExecutable``, which the factory form hands here (as it does
 an AOT build). A late-bound executable takes its constants from the params file. The
-executor is :class:`~tvmrt.artifact.vm_executors.VMExecutorAdapter`; inspection lists the
+executor is TVM's face :class:`~tvmrt.runtime.vm.VirtualMachine`; inspection lists the
 functions, their arities, the opcodes used and the constants, running nothing.
 """
 
@@ -21,11 +21,12 @@ from tvmrt.artifact.report import (
     RelayVMFunction,
     RelayVMReport,
 )
-from tvmrt.artifact.vm_executors import VMExecutorAdapter, VMProfilingAdapter
 from tvmrt.error import ModuleLoadError, TVMError
 from tvmrt.runtime.loaders.dispatch import Sniffed
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
+from tvmrt.runtime.profiler_vm import VirtualMachineProfiler
+from tvmrt.runtime.vm import VirtualMachine
 from tvmrt.runtime.vm.executable import VMExecutable, load_executable
 from tvmrt.runtime.vm.format import ExecutableData, read_executable
 from tvmrt.runtime.vm.opcodes import OPCODE_NAMES
@@ -60,9 +61,9 @@ def _load(request: LoadRequest, lib: Module) -> LoadedModel:
         loaded = frozenset(exe.late_bound_names())
         exe.load_late_bound_consts(str(files.params))
     if request.debug:
-        profiler = VMProfilingAdapter(exe, request.device, request.dump_root)
+        profiler = VirtualMachineProfiler(exe, request.device, dump_root=request.dump_root)
         return LoadedModel(profiler, lib, files, "relay_vm", loaded, profiler)
-    return LoadedModel(VMExecutorAdapter(exe, request.device), lib, files, "relay_vm", loaded)
+    return LoadedModel(VirtualMachine(exe, request.device), lib, files, "relay_vm", loaded)
 
 
 def describe_executable(data: ExecutableData) -> RelayVMReport:

@@ -26,6 +26,8 @@ Where tvmrt departs from TVM, on purpose:
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import os
 import shutil
@@ -40,8 +42,10 @@ from tvmrt.contrib.debugger import debug_result
 from tvmrt.contrib.graph_executor import GraphModule, get_device
 from tvmrt.error import ArgumentTypeError, InvalidArgumentError, NodeNotFoundError, TVMError
 from tvmrt.runtime.benchmark import BenchmarkResult, TimingConfig
-from tvmrt.runtime.device import Device
+from tvmrt.runtime.device import RPC_SESS_MASK, Device
+from tvmrt.runtime.executor.protocol import GraphTiming, not_replicated
 from tvmrt.runtime.graph_executor.debug import GraphExecutorDebug
+from tvmrt.runtime.graph_executor.storage import plan_storage
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.profiling import Report
@@ -116,11 +120,16 @@ def create(
         pass  # a plain kernel library: params are set by the caller
     else:
         gmod.set_input(**params)
+        gmod._weights.update(params)
     return gmod
 
 
 class GraphModuleDebug(GraphModule):
     """Python interface of a debug executor (TVM's ``GraphModuleDebug``).
+
+    Also a :class:`~tvmrt.runtime.executor.protocol.ProfilingExecutor` (tvmrt): its
+    ``run`` stays TVM's (it times every node and writes the dump), ``run_timed`` returns
+    that table, ``node_timing`` gives the graph, its plan and the node times.
 
     Parameters
     ----------
@@ -155,8 +164,9 @@ class GraphModuleDebug(GraphModule):
         self._get_node_output = module["get_node_output"]
         self._profile = module["profile"]
         self._profile_rpc = module["profile_rpc"]
-        super().__init__(module)
+        super().__init__(module, graph_json_str)
         devices = [device] if isinstance(device, Device) else list(device)
+        self._devices = devices
         self._create_debug_env(graph_json_str, devices)
 
     # -- dump folder -----------------------------------------------------------------------
@@ -397,6 +407,25 @@ repeats_to_cooldown
         if not isinstance(report, Report):
             raise ArgumentTypeError(f"profile returned {type(report).__name__}, expected a Report")
         return report
+
+    # -- tvmrt's ProfilingExecutor interface ------------------------------------------------
+    def run_timed(self, number: int, repeat: int) -> str:
+        """Time every node (:meth:`run`); returns the table it prints (tvmrt extension)."""
+        table = io.StringIO()
+        with contextlib.redirect_stdout(table):
+            self.run(number=number, repeat=repeat)
+        return table.getvalue().rstrip("\n")
+
+    def node_timing(self) -> GraphTiming:
+        """The graph, its storage plan (made from the graph JSON, as the executor made its
+        own) and the node times of the last :meth:`run` (tvmrt)."""
+        device_type = self._devices[0].device_type % RPC_SESS_MASK
+        plan = plan_storage(self.graph, device_type)
+        return GraphTiming(self.graph, plan, self.debug_datum.time_list)
+
+    def replicate(self, count: int) -> list[GraphModule]:
+        """Not offered (an UnsupportedError): one dump folder, one debug executor (tvmrt)."""
+        raise not_replicated()
 
     def get_debug_result(self, sort_by_time: bool = True) -> str:
         """The timing table of the last :meth:`run` (see ``DebugResult.get_debug_result``)."""

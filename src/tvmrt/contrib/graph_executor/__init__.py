@@ -15,23 +15,24 @@ Typical use, unchanged from TVM apart from the import::
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
-
-import numpy as np
 
 from tvmrt.error import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 from tvmrt.runtime.benchmark import BenchmarkResult
 from tvmrt.runtime.device import RPC_SESS_MASK, Device
+from tvmrt.runtime.executor.protocol import ModuleFace, TensorInfo
 from tvmrt.runtime.graph_executor.checks import unknown_input
 from tvmrt.runtime.graph_executor.executor import GraphExecutor
 from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory
 from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
 from tvmrt.runtime.graph_executor.keys import GraphKeys
+from tvmrt.runtime.graph_executor.roles import classify_inputs, output_labels
 from tvmrt.runtime.graph_executor.storage import StoragePlan, plan_storage
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
-from tvmrt.runtime.packed_func import PackedFunc
+from tvmrt.runtime.params import mapped_file, read_param_names
 from tvmrt.runtime.registry import register_func
 
 __all__ = [
@@ -46,6 +47,9 @@ __all__ = [
     "StoragePlan",
     "plan_storage",
 ]
+
+# given an executor face, a new one of the same graph that uses its weights (``replicate``)
+MakeReplica = Callable[["GraphModule"], "GraphModule"]
 
 
 def get_device(
@@ -130,21 +134,34 @@ def create(graph_json_str: str, libmod: Module, device: Device | Sequence[Device
     devices, num_rpc, flat = get_device(libmod, device)
     if num_rpc:  # the server builds the executor (TVM's tvm.graph_executor.create)
         fcreate = libmod.remote_global_func("tvm.graph_executor.create")  # type: ignore[attr-defined]
-        return GraphModule(fcreate(graph_json_str, libmod, *flat))
-    return GraphModule(GraphExecutor(parse_graph(graph_json_str), libmod, devices))
+        return GraphModule(fcreate(graph_json_str, libmod, *flat), graph_json_str)
+    return GraphModule(GraphExecutor(parse_graph(graph_json_str), libmod, devices), graph_json_str)
 
 
-class GraphModule:
+class GraphModule(ModuleFace):
     """Python interface of a graph executor module (TVM's ``GraphModule``).
 
     Every call goes through the module's packed functions, looked up once here, so any
-    module with TVM's graph-executor functions works; with tvmrt's executor, ``run`` is
-    its straight-line program of kernel calls bound at create.
+    module with TVM's graph-executor functions works, local or on an RPC server; with
+    tvmrt's executor, ``run`` is its straight-line program of kernel calls bound at create.
+
+    It is also a :class:`~tvmrt.runtime.executor.protocol.Executor` (tvmrt extension):
+    ``inputs`` and ``outputs`` come from ``get_input_info``/``get_output_info``, the
+    labels and the weight check from the graph JSON.
 
     Parameters
     ----------
     module
         The executor module, e.g. ``lib["default"](dev)`` or the result of ``create``.
+    graph_json
+        The graph JSON text (tvmrt; ``create`` passes it, ``lib["get_graph_json"]()`` of a
+        factory gives it): needed for ``output_labels`` and ``weight_problems``.
+    weights
+        Input names whose values the creator set as weights (a factory's params); the
+        names of params loaded or shared later are added here.
+    make_replica
+        Given this module, a new one of the same graph using its weights (``replicate``);
+        None: not replicated.
 
     Attributes
     ----------
@@ -152,23 +169,26 @@ class GraphModule:
         The underlying executor module; ``module[name]`` gives its packed functions.
     """
 
-    def __init__(self, module: Module) -> None:
-        self.module = module
-        self._set_input = module["set_input"]
+    def __init__(
+        self,
+        module: Module,
+        graph_json: str | None = None,
+        weights: Collection[str] = (),
+        make_replica: MakeReplica | None = None,
+    ) -> None:
+        super().__init__(module)
         self._set_input_zero_copy = module["set_input_zero_copy"]
         self._set_output_zero_copy = module["set_output_zero_copy"]
-        self._run = module["run"]
-        self._get_output = module["get_output"]
-        self._get_input = module["get_input"]
-        self._get_num_outputs = module["get_num_outputs"]
-        self._get_input_index = module["get_input_index"]
         self._get_input_info = module["get_input_info"]
-        self._get_num_inputs = module["get_num_inputs"]
         self._load_params = module["load_params"]
         self._share_params = module["share_params"]
         self._known_inputs: set[str] = set()
         # an executor on a TVM RPC server: inputs are copied into its arrays, as TVM does
         self._remote = module.type_key == "rpc"
+        self._graph_json = graph_json
+        self._parsed: Graph | None = None
+        self._weights = set(weights)
+        self._make_replica = make_replica
 
     # functions TVM's GraphModule does not look up: found on first use, so a remote
     # executor of a TVM that lacks them still works for everything else
@@ -183,7 +203,7 @@ class GraphModule:
 
     @property
     def executor(self) -> GraphExecutor:
-        """The :class:`GraphExecutor` behind this module (tvmrt extension)."""
+        """The local :class:`GraphExecutor` behind this module (tvmrt extension)."""
         if not isinstance(self.module, GraphExecutor):
             raise ArgumentTypeError(f"module {self.module.type_key!r} is not a tvmrt GraphExecutor")
         return self.module
@@ -193,39 +213,81 @@ class GraphModule:
         """Pools and their sizes (tvmrt extension)."""
         return self.executor.plan
 
-    # -- inputs ------------------------------------------------------------------------
-    def set_input(self, key: int | str | None = None, value: object = None, **params: Any) -> None:
-        """Copy inputs into the graph.
+    # -- tvmrt's Executor interface --------------------------------------------------------
+    @property
+    def graph(self) -> Graph:
+        """The graph, parsed from the JSON given at creation (tvmrt extension); an
+        UnsupportedError if none was."""
+        if self._parsed is None:
+            if self._graph_json is None:
+                raise UnsupportedError(
+                    "this GraphModule was made without its graph JSON: pass graph_json= "
+                    "(a factory's lib['get_graph_json']()) to use tvmrt's extensions"
+                )
+            self._parsed = parse_graph(self._graph_json)
+        return self._parsed
 
-        Parameters
-        ----------
-        key
-            Input name or index.
-        value
-            numpy array (shape must match; dtype is converted), NDArray or DLPack tensor
-            (shape and dtype must match).
-        params
-            More inputs by name, larger arrays copied first. Unlike TVM, a name the
-            graph lacks is an error (a misspelled name would otherwise run on stale data).
+    @property
+    def inputs(self) -> list[TensorInfo]:
+        """The graph's inputs that the params did not supply, in graph order."""
+        graph, weights = self.graph, self.weight_names
+        infos = []
+        for nid in graph.arg_nodes:
+            name = graph.nodes[nid].name
+            if name not in weights:
+                eid = graph.entry_id(nid)
+                infos.append(TensorInfo(name, tuple(graph.shapes[eid]), str(graph.dltypes[eid])))
+        return infos
+
+    @property
+    def outputs(self) -> list[TensorInfo]:
+        """The graph's outputs under TVM's names (``node``, or ``node:i`` for a node with
+        several), as ``get_output_info`` keys them."""
+        graph = self.graph
+        heads = Counter(h.node_id for h in graph.heads)
+        infos = []
+        for h in graph.heads:
+            name = graph.nodes[h.node_id].name
+            key = name if heads[h.node_id] == 1 else f"{name}:{h.index}"
+            eid = graph.entry_id(h.node_id, h.index)
+            infos.append(TensorInfo(key, tuple(graph.shapes[eid]), str(graph.dltypes[eid])))
+        return infos
+
+    def output_labels(self) -> list[str]:
+        """``node_i`` per output: TVM's key ``node:i`` with ``_`` (``output_labels``)."""
+        return output_labels(self.graph)
+
+    @property
+    def weight_names(self) -> frozenset[str]:
+        """The names the params supplied: the creator's, those loaded or shared, and the
+        inputs a local executor keeps out of ``get_input_info`` (linked params)."""
+        held: set[str] = set()
+        if not self._remote:  # a server's info map stays on the server
+            shown = set(self.get_input_info()[0])
+            held = {self.graph.nodes[nid].name for nid in self.graph.arg_nodes} - shown
+        return frozenset(self._weights | held)
+
+    def weight_problems(self, given: Collection[str]) -> list[str]:
+        """Weight inputs without a value, or params of another model (``classify_inputs``)."""
+        return classify_inputs(self.graph, self.weight_names | set(given)).problems()
+
+    def replicate(self, count: int) -> list[GraphModule]:
+        """``count`` more executors over the same kernels, using this one's weight arrays.
 
         Raises
         ------
-        InputNotFoundError
-            If ``key`` or a name in ``params`` names no input (a RuntimeError, as in TVM);
-            nothing is set then.
-        ArrayError
-            If a value's shape (or dtype, for arrays that are not numpy) does not match.
+        UnsupportedError
+            If this module was made without a way to share its weights.
         """
-        if key is not None:
-            self._check_input_name(key)
-            self._copy_input(key, value)
-        if params:
-            for name in params:
-                self._check_input_name(name)
-            names = sorted(params, key=lambda k: -_numel(params[k]))
-            for name in names:
-                self._copy_input(name, params[name])
+        make = self._make_replica
+        if make is None:
+            raise UnsupportedError(
+                "this graph executor cannot be replicated (it was created without a way "
+                "to share its weights); load the artifact again"
+            )
+        return [make(self) for _ in range(count)]
 
+    # -- inputs ------------------------------------------------------------------------
     def _copy_input(self, key: int | str, value: object) -> None:
         if self._remote and not (
             isinstance(value, NDArray) and value.device.device_type >= RPC_SESS_MASK
@@ -262,20 +324,6 @@ class GraphModule:
         """Make the graph write output ``key`` (index or ``"node:i"``) into ``value``."""
         self._set_output_zero_copy(key, value)
 
-    def run(self, **input_dict: Any) -> None:
-        """Set ``input_dict`` (if any) and run the graph once."""
-        if input_dict:
-            self.set_input(**input_dict)
-        self._run()
-
-    def get_num_outputs(self) -> int:
-        """Number of outputs (heads)."""
-        return int(self._get_num_outputs())
-
-    def get_num_inputs(self) -> int:
-        """Number of inputs, params included."""
-        return int(self._get_num_inputs())
-
     def get_input(self, index: int | str, out: NDArray | None = None) -> NDArray:
         """Input ``index`` (alias of the graph's memory), or a copy into ``out``."""
         self._check_input_name(index)
@@ -283,10 +331,6 @@ class GraphModule:
             self._get_input(index, out)
             return out
         return self._get_input(index)  # type: ignore[no-any-return]
-
-    def get_input_index(self, name: str) -> int:
-        """Index of input ``name``, or -1."""
-        return int(self._get_input_index(name))
 
     def get_input_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
         """``(shape_dict, dtype_dict)`` of inputs, without names loaded by ``load_params``."""
@@ -302,13 +346,6 @@ class GraphModule:
         """Index of the output named ``name`` (``"node"`` or ``"node:i"``), or -1."""
         return int(self._get_output_index(name))
 
-    def get_output(self, index: int | str, out: NDArray | None = None) -> NDArray:
-        """Output ``index``: an alias that the next ``run`` overwrites, or a copy into ``out``."""
-        if out is not None:
-            self._get_output(index, out)
-            return out
-        return self._get_output(index)  # type: ignore[no-any-return]
-
     def debug_get_output(self, node: int | str, out: NDArray | None = None) -> NDArray:
         """Not available here; use the debug executor."""
         raise UnsupportedError("Please use debugger.debug_executor as graph_executor instead.")
@@ -316,19 +353,22 @@ class GraphModule:
     def load_params(self, params_bytes: bytes | bytearray | memoryview) -> None:
         """Load a params blob (TVM's format); unknown names are ignored."""
         self._load_params(params_bytes)  # read in place: no copy of the blob
+        self._weights.update(read_param_names(params_bytes))
 
     def load_params_from_file(self, path: str | os.PathLike[str]) -> None:
         """Load a ``.params`` file, memory-mapped: the file is never read whole (tvmrt)."""
         self._load_params_from_file(os.fspath(path))
+        if self._remote:
+            return  # the path is the server's
+        with mapped_file(path) as blob:
+            self._weights.update(read_param_names(blob))
 
     def share_params(
         self, other: GraphModule, params_bytes: bytes | bytearray | memoryview
     ) -> None:
         """Use ``other``'s arrays for the params named in ``params_bytes`` (weights held once)."""
         self._share_params(other.module, params_bytes)
-
-    def __getitem__(self, key: str) -> PackedFunc:
-        return self.module[key]
+        self._weights.update(read_param_names(params_bytes))
 
     def benchmark(
         self,
@@ -393,8 +433,3 @@ class GraphModule:
             repeats_to_cooldown,
         )
         return evaluator()
-
-
-def _numel(value: object) -> int:
-    shape = getattr(value, "shape", None)
-    return int(np.prod(shape)) if shape is not None else int(np.size(value))  # type: ignore[arg-type]

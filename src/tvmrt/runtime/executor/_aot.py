@@ -19,6 +19,7 @@ from tvmrt.binfmt.stream import ByteReader
 from tvmrt.error import InputNotFoundError, InternalError, ModuleLoadError
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.dtype import DataType
+from tvmrt.runtime.executor.protocol import TensorInfo
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, empty
 from tvmrt.runtime.packed_func import PackedFunc
@@ -59,20 +60,6 @@ class _Metadata(ctypes.Structure):
     ]
 
 
-class TensorInfo:
-    """One input or output of an AOT model: name, shape, dtype."""
-
-    __slots__ = ("dtype", "name", "shape")
-
-    def __init__(self, name: str, shape: tuple[int, ...], dtype: DataType) -> None:
-        self.name = name
-        self.shape = shape
-        self.dtype = dtype
-
-    def __repr__(self) -> str:
-        return f"TensorInfo({self.name!r}, {self.shape}, {self.dtype})"
-
-
 def _tensors(array: Any, count: int, what: str) -> list[TensorInfo]:
     if count < 0 or count > _MAX_TENSORS:
         raise ModuleLoadError(f"AOT metadata: {count} {what} is out of range")
@@ -86,7 +73,7 @@ def _tensors(array: Any, count: int, what: str) -> list[TensorInfo]:
             raise ModuleLoadError(f"AOT metadata: {what} {i} has a negative dimension {shape}")
         dtype = DataType.from_code(info.dtype.code, info.dtype.bits, info.dtype.lanes)
         name = (info.name or b"").decode("utf-8", errors="replace")
-        out.append(TensorInfo(name, shape, dtype))
+        out.append(TensorInfo(name, shape, str(dtype)))
     return out
 
 
@@ -177,6 +164,11 @@ class AotExecutor(Module):
             )
         return self._args[len(self.inputs) + int(index)]
 
+    def output_name(self, index: int) -> str:
+        """The metadata's name of output ``index`` (may be empty)."""
+        self._output(index)  # checks the index
+        return self.outputs[int(index)].name
+
     def run(self) -> None:
         """Call the model's entry function once."""
         if self._call is None:
@@ -184,9 +176,9 @@ class AotExecutor(Module):
         fn, args = self._call
         fn(*args)
 
-    def set_input(self, key: int | str, value: Any) -> None:
-        """Copy ``value`` into input ``key``."""
-        self._args[self.input_index(key)].copyfrom(value)
+    def input_array(self, key: int | str) -> NDArray:
+        """The executor's own array of input ``key`` (``set_input`` copies into it)."""
+        return self._args[self.input_index(key)]
 
     def get_output(self, index: int, out: NDArray | None = None) -> NDArray | None:
         """Output ``index`` (copied into ``out`` if given)."""
@@ -197,14 +189,17 @@ class AotExecutor(Module):
 
     def _get_function(self, name: str) -> PackedFunc | None:
         table: dict[str, Callable[..., Any]] = {
-            "set_input": self.set_input,
+            "set_input": lambda key, value: self.input_array(key).copyfrom(value),
             "run": self.run,
             "get_output": self.get_output,
-            "get_input": lambda key: self._args[self.input_index(key)],
+            "get_input": self.input_array,
             "get_num_outputs": lambda: len(self.outputs),
             "get_num_inputs": lambda: len(self.inputs),
             "get_input_index": self.input_index,
             "get_input_name": lambda i: self.inputs[self.input_index(int(i))].name,
+            # tvmrt's: the metadata's output names and model name (a TVM server lacks them)
+            "get_output_name": self.output_name,
+            "get_model_name": lambda: self.model_name,
             "set_input_zero_copy": self._not_implemented,
             "set_output_zero_copy": self._not_implemented,
         }
@@ -236,7 +231,7 @@ class AotExecutorFactory(Module):
             raise ModuleLoadError("the AOT executor factory has no library imported")
         executor = AotExecutor(self._imports[0], devices[0])
         for name, value in self.params.items():
-            executor.set_input(name, value)
+            executor.input_array(name).copyfrom(value)
         return executor
 
     def _get_function(self, name: str) -> PackedFunc | None:

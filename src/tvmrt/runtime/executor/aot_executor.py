@@ -1,24 +1,42 @@
-"""``AotModule``: TVM's Python wrapper of an AOT executor (``tvm.runtime.executor``)."""
+"""``AotModule``: TVM's Python wrapper of an AOT executor (``tvm.runtime.executor``).
+
+It is also a :class:`~tvmrt.runtime.executor.protocol.Executor` (tvmrt extension), and a
+:class:`~tvmrt.runtime.executor.protocol.ProfilingExecutor` timing the whole run when made
+with a ``dump_root``: inputs and outputs come from the executor's packed functions (names
+from ``get_input_name``; output names from the metadata where the executor offers them,
+``output_i`` otherwise); replicas are new executors from the factory.
+"""
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Callable, Collection
 from typing import Any
 
-import numpy as np
-
+from tvmrt.error import UnsupportedError
+from tvmrt.runtime.executor.profile import profile_whole_run, time_whole_run
+from tvmrt.runtime.executor.protocol import ModuleFace, TensorInfo, not_replicated
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
+from tvmrt.runtime.profiling import Report
 
 __all__ = ["AotModule"]
 
 
-class AotModule:
+class AotModule(ModuleFace):
     """Wraps the AOT executor module ``lib["default"](dev)`` (TVM's ``AotModule``).
 
     Parameters
     ----------
     module
         The ``AotExecutor`` module.
+    weights
+        Input names the factory bound (its params): not inputs a caller sets (tvmrt).
+    make_module
+        Makes a new executor module of the same build, e.g. ``lambda: lib["default"](dev)``
+        (``replicate``; tvmrt). None: not replicated.
+    dump_root
+        Make this a profiling face (tvmrt): ``run_timed`` writes its Chrome trace here.
 
     Examples
     --------
@@ -27,45 +45,21 @@ class AotModule:
     >>> # m.set_input("data", x); m.run(); y = m.get_output(0).numpy()
     """
 
-    def __init__(self, module: Module) -> None:
-        self.module = module
-        self._set_input = module["set_input"]
-        self._run = module["run"]
-        self._get_output = module["get_output"]
-        self._get_input = module["get_input"]
-        self._get_num_outputs = module["get_num_outputs"]
-        self._get_input_index = module["get_input_index"]
-        self._get_num_inputs = module["get_num_inputs"]
+    def __init__(
+        self,
+        module: Module,
+        weights: Collection[str] = (),
+        make_module: Callable[[], Module] | None = None,
+        dump_root: str | None = None,
+    ) -> None:
+        super().__init__(module)
         self._get_input_name = module["get_input_name"]
+        self._weights = frozenset(weights)
+        self._make_module = make_module
+        self._dump_root = dump_root
 
-    def set_input(self, key: int | str | None = None, value: Any = None, **params: Any) -> None:
-        """Copy ``value`` into input ``key``, and each keyword argument into its input.
-
-        Raises
-        ------
-        InputNotFoundError
-            If there is no such input.
-        """
-        if key is not None:
-            self._get_input(key).copyfrom(value)
-        if params:
-            order = sorted(params, key=lambda k: -int(np.prod(np.shape(params[k]))))
-            for name in order:
-                self._get_input(name).copyfrom(params[name])
-
-    def run(self, **input_dict: Any) -> None:
-        """Set the keyword inputs, then run the model once."""
-        if input_dict:
-            self.set_input(**input_dict)
-        self._run()
-
-    def get_num_outputs(self) -> int:
-        """The number of outputs."""
-        return int(self._get_num_outputs())
-
-    def get_num_inputs(self) -> int:
-        """The number of inputs."""
-        return int(self._get_num_inputs())
+    def _copy_input(self, key: int | str, value: object) -> None:
+        self._get_input(key).copyfrom(value)
 
     def get_input(self, index: int | str, out: NDArray | None = None) -> NDArray:
         """Input ``index`` (the executor's own array), or a copy into ``out``."""
@@ -74,17 +68,6 @@ class AotModule:
             value.copyto(out)
             return out
         return value
-
-    def get_input_index(self, name: str) -> int:
-        """The index of input ``name``.
-
-        Raises
-        ------
-        InputNotFoundError
-            If there is no such input (TVM's executor fails its check here too, despite its
-            docstring's promise of -1).
-        """
-        return int(self._get_input_index(name))
 
     def get_input_name(self, index: int) -> str:
         """The name of input ``index``."""
@@ -101,10 +84,87 @@ class AotModule:
             dtypes[name] = str(arr.dtype)
         return shapes, dtypes
 
-    def get_output(self, index: int, out: NDArray | None = None) -> NDArray:
-        """Output ``index`` (the executor's own array), or a copy into ``out``."""
-        if out is not None:
-            self._get_output(index, out)
-            return out
-        result: NDArray = self._get_output(index)
-        return result
+    # -- tvmrt's Executor interface --------------------------------------------------------
+    @property
+    def inputs(self) -> list[TensorInfo]:
+        """The inputs of the model's metadata, less those the factory binds."""
+        shapes, dtypes = self.get_input_info()
+        return [
+            TensorInfo(n, tuple(int(d) for d in shapes[n]), dtypes[n])
+            for n in shapes
+            if n not in self._weights
+        ]
+
+    def _output_name(self, index: int) -> str:
+        try:
+            name = self.module["get_output_name"]  # tvmrt's executor has the metadata's
+        except AttributeError:
+            return ""  # an executor of TVM on an RPC server: no names
+        return str(name(index))
+
+    @property
+    def outputs(self) -> list[TensorInfo]:
+        """The outputs of the model's metadata (their names may be empty)."""
+        infos = []
+        for i in range(self.get_num_outputs()):
+            arr = self.get_output(i)
+            infos.append(TensorInfo(self._output_name(i), tuple(arr.shape), str(arr.dtype)))
+        return infos
+
+    def output_labels(self) -> list[str]:
+        """The metadata's output names, ``output_i`` where one is empty."""
+        return [t.name or f"output_{i}" for i, t in enumerate(self.outputs)]
+
+    def weight_problems(self, given: Collection[str]) -> list[str]:
+        """None: the weights are linked into the library or bound by its factory."""
+        return []
+
+    def replicate(self, count: int) -> list[AotModule]:
+        """``count`` new executors from the factory (the linked weights are shared).
+
+        Raises
+        ------
+        UnsupportedError
+            If this face profiles (load without debug), or was made without a factory.
+        """
+        if self._dump_root is not None:
+            raise not_replicated()
+        make = self._make_module
+        if make is None:
+            raise UnsupportedError(
+                "this AotModule cannot be replicated (it was made without its factory)"
+            )
+        return [AotModule(make(), self._weights, make) for _ in range(count)]
+
+    # -- tvmrt's ProfilingExecutor interface: the whole run is one call ---------------------
+    @property
+    def entry_name(self) -> str:
+        """The entry function timed (``tvmgen_default___tvm_main__``)."""
+        try:
+            model = str(self.module["get_model_name"]())
+        except AttributeError:
+            model = "tvmgen_default"  # TVM's default module name
+        return f"{model}___tvm_main__"
+
+    @property
+    def dump_path(self) -> str:
+        """The folder of the Chrome trace of the last :meth:`run_timed`."""
+        if self._dump_root is None:
+            self._dump_root = tempfile.mkdtemp(prefix="tvmrt_aot_profile_")
+        return self._dump_root
+
+    def run_timed(self, number: int, repeat: int) -> str:
+        """Time ``repeat`` measurements of ``number`` runs; returns the one-row table."""
+        return time_whole_run(self._run, self.entry_name, number, repeat, self.dump_path)
+
+    def profile(self, **input_dict: Any) -> Report:
+        """Run 3 times, then once more timed: TVM's ``Report`` with one call, the entry."""
+        if input_dict:
+            self.set_input(**input_dict)
+        inputs = [self.get_input(i) for i in range(self.get_num_inputs())]
+        outputs = [self.get_output(i) for i in range(self.get_num_outputs())]
+        return profile_whole_run(self._run, self.entry_name, [*inputs, *outputs])
+
+    def node_timing(self) -> None:
+        """None: an AOT build has no graph, so no per-node times."""
+        return None

@@ -1,137 +1,37 @@
 """TVM's ``tvm.runtime.vm`` Python face: ``Executable`` and ``VirtualMachine``.
 
 Thin, as TVM's own ``python/tvm/runtime/vm.py`` (v0.16): each method calls one packed
-function of the ``VMExecutable`` or ``VirtualMachine`` module.
+function of the ``VMExecutable`` or ``VirtualMachine`` module (``Executable`` is in
+:mod:`.executable_api`).
+
+``VirtualMachine`` is also a :class:`~tvmrt.runtime.executor.protocol.Executor` (tvmrt
+extension) running ``main``. A VM function has no static input shapes or dtypes, so
+:attr:`VirtualMachine.inputs` gives each parameter with shape ``()`` and dtype ``""``
+("given by the data"); a tuple-typed parameter ``p`` is set field by field as ``p.0``,
+``p.1``, ... (the keys of the relayvm goldens). The outputs are the fields of the returned
+tuple, ``output_0``, ``output_1``, ..., known after the first run.
 """
 
 from __future__ import annotations
 
-import numbers
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from tvmrt.error import ArgumentTypeError, InputNotFoundError
 from tvmrt.runtime.benchmark import BenchmarkResult
-from tvmrt.runtime.container import ADT, tuple_object
 from tvmrt.runtime.device import Device, cpu
+from tvmrt.runtime.executor.protocol import TensorInfo
 from tvmrt.runtime.module import Module
-from tvmrt.runtime.ndarray import NDArray, array, empty
-from tvmrt.runtime.registry import get_global_func
+from tvmrt.runtime.ndarray import NDArray, array
+from tvmrt.runtime.vm.executable_api import Executable, convert_input
 
-__all__ = ["Executable", "VirtualMachine", "convert_input"]
+__all__ = ["DYNAMIC_DTYPE", "Executable", "VirtualMachine", "convert_input"]
 
-
-def convert_input(value: object) -> object:
-    """TVM's ``_convert``: numpy -> NDArray, tuple/list -> ADT, int/float -> 0-d array."""
-    if isinstance(value, NDArray | ADT):
-        return value
-    if isinstance(value, np.ndarray):
-        return array(value, cpu(0))
-    if isinstance(value, tuple | list):
-        return tuple_object([convert_input(v) for v in value])
-    if isinstance(value, bool | numbers.Integral):
-        return array(np.array(value, dtype="int32"))
-    if isinstance(value, np.floating):
-        return array(np.array(value))
-    if isinstance(value, numbers.Real):
-        return array(np.array(value, dtype="float32"))
-    if value is None:
-        return empty((0,), "float32")
-    raise ArgumentTypeError(f"unsupported VM input type {type(value).__name__}")
-
-
-class Executable:
-    """A Relay VM executable (``tvm.runtime.vm.Executable``) around its module."""
-
-    def __init__(self, mod: Module) -> None:
-        if not isinstance(mod, Module) or mod.type_key != "VMExecutable":
-            raise ArgumentTypeError(f"Executable needs a VMExecutable module, got {mod!r}")
-        self.mod = mod
-        self._function_params: dict[str, list[str]] = {}
-
-    @staticmethod
-    def load_exec(bytecode: bytes | bytearray | str, lib: Module) -> Executable:
-        """An executable from ``code.ro``'s bytes and the kernel library."""
-        return Executable(get_global_func("runtime.Load_Executable")(bytecode, lib))
-
-    def save(self) -> tuple[bytearray, Module]:
-        """``(code, lib)``: the serialized executable and the kernel library."""
-        return self.mod["save"](), self.lib
-
-    @property
-    def lib(self) -> Module:
-        """The kernel library."""
-        lib: Module = self.mod["get_lib"]()
-        return lib
-
-    @property
-    def module(self) -> Module:
-        """The ``VMExecutable`` module."""
-        return self.mod
-
-    @property
-    def globals(self) -> list[str]:
-        """The VM function names, in function-index order."""
-        return list(self.mod.data.globals)  # type: ignore[attr-defined]
-
-    @property
-    def primitive_ops(self) -> list[str]:
-        """The kernel names, in packed-index order."""
-        return list(self.mod.data.primitive_names)  # type: ignore[attr-defined]
-
-    @property
-    def bytecode(self) -> str:
-        """The instructions of every function, as text."""
-        return str(self.mod["get_bytecode"]())
-
-    @property
-    def constants(self) -> str:
-        """The constant pool, as text."""
-        return str(self.mod["get_constants"]())
-
-    @property
-    def primitives(self) -> str:
-        """The kernel table, as text."""
-        return str(self.mod["get_primitives"]())
-
-    @property
-    def virtual_devices(self) -> str:
-        """The virtual devices, as text."""
-        return str(self.mod["get_virtual_devices"]())
-
-    @property
-    def stats(self) -> str:
-        """Counts and shapes, as text."""
-        return str(self.mod["get_stats"]())
-
-    def get_function_params(self, func_name: str) -> list[str]:
-        """The parameter names of ``func_name``."""
-        if func_name not in self._function_params:
-            arity = int(self.mod["get_function_arity"](func_name))
-            if arity < 0:
-                raise InputNotFoundError(f"the executable has no function {func_name!r}")
-            name = self.mod["get_function_param_name"]
-            self._function_params[func_name] = [str(name(func_name, i)) for i in range(arity)]
-        return self._function_params[func_name]
-
-    def move_late_bound_consts(self, path: str, byte_limit: int) -> None:
-        """Move constants of at least ``byte_limit`` bytes to the params file ``path``."""
-        self.mod["move_late_bound_consts"](str(path), byte_limit)
-
-    def get_late_bound_consts(self, byte_limit: int) -> dict[str, NDArray]:
-        """Move constants of at least ``byte_limit`` bytes out and return them."""
-        consts: dict[str, NDArray] = self.mod["get_late_bound_consts"](byte_limit)
-        return consts
-
-    def load_late_bound_consts(self, path: str) -> None:
-        """Load late-bound constants from the params file ``path``."""
-        self.mod["load_late_bound_consts"](str(path))
-
-    def load_late_bound_consts_from_map(self, map: Mapping[str, object]) -> None:
-        """Load late-bound constants from a name -> array map."""
-        self.mod["load_late_bound_consts_from_map"](map)
+DYNAMIC_DTYPE = ""  # TensorInfo.dtype of an input whose shape and dtype the data gives
+_FIELD = re.compile(r"^(?P<param>.+)\.(?P<index>\d+)$")
 
 
 class VirtualMachine:
@@ -169,6 +69,11 @@ class VirtualMachine:
         self._set_input = self.module["set_input"]
         self._set_one_input = self.module["set_one_input"]
         self._setup_device(device, memory_cfg)
+        self._device = device
+        self._memory_cfg = memory_cfg
+        self._functions: dict[str, bool] = {}
+        self._given: dict[str, object] = {}  # Executor inputs of main, set at run
+        self._ran = False
 
     def _setup_device(self, dev: Device | Sequence[Device], memory_cfg: object) -> None:
         devs = [dev] if isinstance(dev, Device) else list(dev)
@@ -198,8 +103,25 @@ class VirtualMachine:
             ]
         self._init(*args)
 
-    def set_input(self, func_name: str, *args: object, **kwargs: object) -> None:
-        """Set the inputs of ``func_name``, positionally or by parameter name."""
+    def set_input(self, func_name: int | str, *args: object, **kwargs: object) -> None:
+        """Set the inputs of ``func_name``, positionally or by parameter name.
+
+        As an :class:`~tvmrt.runtime.executor.protocol.Executor` (tvmrt extension),
+        ``set_input(key, value)`` with a key that names no function keeps ``value`` for
+        input ``key`` of ``main`` (a parameter name or index, or ``p.N``: field ``N`` of
+        the tuple parameter ``p``) until :meth:`run`; a function's name wins.
+        """
+        if isinstance(func_name, int) or not self._is_function(func_name):
+            if kwargs or len(args) != 1:
+                raise ArgumentTypeError(
+                    f"{func_name!r} names no function: set_input(key, value) sets one input "
+                    "of 'main'"
+                )
+            (value,) = args
+            self._given[self._main_key(func_name)] = (
+                value if isinstance(value, NDArray) else array(np.asarray(value))
+            )
+            return
         if kwargs:
             params = self._exec.get_function_params(func_name)
             new_args: list[object] = [None] * len(params)
@@ -228,14 +150,20 @@ class VirtualMachine:
         return self._invoke(func_name)
 
     def run(self, *args: object, **kwargs: object) -> Any:
-        """``invoke("main", ...)``."""
-        return self.invoke("main", *args, **kwargs)
+        """``invoke("main", ...)``; without arguments, on the inputs kept by
+        ``set_input(key, value)`` if there are any (tvmrt)."""
+        if not args and not kwargs and self._given:
+            args = tuple(self._arguments())
+        result = self.invoke("main", *args, **kwargs)
+        self._ran = True
+        return result
 
     def invoke_stateful(self, func_name: str, *args: object, **kwargs: object) -> None:
         """Run ``func_name``; read the result with :meth:`get_outputs`."""
         if args or kwargs:
             self.set_input(func_name, *args, **kwargs)
         self._invoke_stateful(func_name)
+        self._ran = True
 
     def get_outputs(self) -> list[NDArray]:
         """The fields of the last result, or the result itself."""
@@ -287,3 +215,87 @@ class VirtualMachine:
         )
         result: BenchmarkResult = evaluator(*call_args)
         return result
+
+    # -- tvmrt's Executor interface: main, its parameters by name --------------------------
+    def _is_function(self, name: str) -> bool:
+        known = self._functions.get(name)
+        if known is None:
+            known = self._functions[name] = int(self._exec.mod["get_function_arity"](name)) >= 0
+        return known
+
+    @property
+    def main_params(self) -> list[str]:
+        """The parameter names of ``main`` (tvmrt)."""
+        return self._exec.get_function_params("main")
+
+    def _main_key(self, key: int | str) -> str:
+        params = self.main_params
+        if isinstance(key, int) and 0 <= key < len(params):
+            return params[key]
+        if isinstance(key, str):
+            match = _FIELD.match(key)
+            if key in params or (match and match["param"] in params):
+                return key
+        raise InputNotFoundError(
+            f"the Relay VM function 'main' has no input {key!r}; its inputs are "
+            f"{', '.join(params)} (a tuple input p is given as p.0, p.1, ...)"
+        )
+
+    def _arguments(self) -> list[object]:
+        args: list[object] = []
+        for p in self.main_params:
+            if p in self._given:
+                args.append(self._given[p])
+                continue
+            fields: list[object] = []
+            while f"{p}.{len(fields)}" in self._given:
+                fields.append(self._given[f"{p}.{len(fields)}"])
+            if not fields:
+                raise InputNotFoundError(f"input {p!r} of the Relay VM function 'main' is not set")
+            args.append(tuple(fields))
+        return args
+
+    @property
+    def inputs(self) -> list[TensorInfo]:
+        """``main``'s parameters; their shapes and dtypes come with the data."""
+        return [TensorInfo(p, (), DYNAMIC_DTYPE) for p in self.main_params]
+
+    @property
+    def outputs(self) -> list[TensorInfo]:
+        """The outputs of the last run (none before the first)."""
+        infos = []
+        for i in range(int(self._get_num_outputs()) if self._ran else 0):
+            arr = self._get_output(i)
+            infos.append(TensorInfo(f"output_{i}", tuple(arr.shape), str(arr.dtype)))
+        return infos
+
+    def output_labels(self) -> list[str]:
+        """``output_0``, ``output_1``, ...: the fields of the last result."""
+        return [t.name for t in self.outputs]
+
+    def get_input(self, key: int | str) -> NDArray:
+        """The array kept for input ``key`` of ``main`` (tvmrt)."""
+        name = self._main_key(key)
+        value = self._given.get(name)
+        if not isinstance(value, NDArray):
+            raise InputNotFoundError(f"input {name!r} of 'main' is not set")
+        return value
+
+    def get_num_inputs(self) -> int:
+        """The number of ``main``'s parameters (tvmrt)."""
+        return len(self.main_params)
+
+    def get_output(self, index: int) -> NDArray:
+        """Field ``index`` of the last result (tvmrt)."""
+        count = int(self._get_num_outputs()) if self._ran else 0
+        if not 0 <= index < count:
+            raise InputNotFoundError(f"output {index} does not exist: the last run gave {count}")
+        return self._get_output(index)  # type: ignore[no-any-return]
+
+    def weight_problems(self, given: Collection[str]) -> list[str]:
+        """None: the weights are the executable's constants."""
+        return []
+
+    def replicate(self, count: int) -> list[VirtualMachine]:
+        """``count`` more VMs over the same executable (its constants are shared)."""
+        return [type(self)(self._exec, self._device, self._memory_cfg) for _ in range(count)]

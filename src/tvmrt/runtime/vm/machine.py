@@ -78,8 +78,8 @@ class VirtualMachineModule(Module):
             "get_output": self.get_output,
             "get_num_outputs": self.get_num_outputs,
             "get_input_index": self.get_input_index,
-            "set_input": self.set_input,
-            "set_one_input": self.set_one_input,
+            "set_input": lambda func, *args: self.bind_inputs(func, list(enumerate(args)), True),
+            "set_one_input": lambda func, key, value: self.bind_inputs(func, [(key, value)]),
         }
         func = table.get(name)
         return None if func is None else PackedFunc(func, name)
@@ -169,33 +169,34 @@ class VirtualMachineModule(Module):
             f"got {type(value).__name__}"
         )
 
-    def set_input(self, func_name: str, *args: object) -> None:
-        """Set all inputs of ``func_name`` (positional, in parameter order)."""
+    def bind_inputs(
+        self, func_name: str, keyed: Sequence[tuple[object, object]], every: bool = False
+    ) -> None:
+        """Set inputs of ``func_name``, each ``(index or parameter name, value)``.
+
+        TVM's ``set_input`` gives ``every`` input, in parameter order; ``set_one_input``
+        gives one, keeping the others.
+        """
         interp = self._interp()
         func = self.exe.function(func_name)
-        if len(args) != len(func.params):
+        if every and len(keyed) != len(func.params):
             raise InvalidArgumentError(
                 f"function {func_name!r} takes {len(func.params)} inputs "
-                f"({', '.join(func.params)}), got {len(args)}"
+                f"({', '.join(func.params)}), got {len(keyed)}"
             )
-        self.inputs[func.name] = [
-            self._convert(v, interp.devices[func.param_devices[i]]) for i, v in enumerate(args)
-        ]
-
-    def set_one_input(self, func_name: str, key: object, value: object) -> None:
-        """Set one input of ``func_name`` by index or parameter name."""
-        interp = self._interp()
-        func = self.exe.function(func_name)
-        if isinstance(key, str):
-            index = self.get_input_index(key, func_name)
-            if index < 0:
-                raise InputNotFoundError(f"function {func_name!r} has no input {key!r}")
-        elif isinstance(key, int | np.integer) and 0 <= int(key) < len(func.params):
-            index = int(key)
-        else:
-            raise InputIndexError(f"function {func_name!r} has no input {key!r}")
-        current = self.inputs.setdefault(func.name, [None] * len(func.params))
-        current[index] = self._convert(value, interp.devices[func.param_devices[index]])
+        kept = self.inputs.get(func.name)
+        current: list[object] = [None] * len(func.params) if every or kept is None else kept
+        for key, value in keyed:
+            if isinstance(key, str):
+                index = self.get_input_index(key, func_name)
+                if index < 0:
+                    raise InputNotFoundError(f"function {func_name!r} has no input {key!r}")
+            elif isinstance(key, int | np.integer) and 0 <= int(key) < len(func.params):
+                index = int(key)
+            else:
+                raise InputIndexError(f"function {func_name!r} has no input {key!r}")
+            current[index] = self._convert(value, interp.devices[func.param_devices[index]])
+        self.inputs[func.name] = current
 
     def get_input_index(self, input_name: str, func_name: str = "main") -> int:
         """The index of parameter ``input_name`` of ``func_name``, or -1."""
@@ -223,7 +224,7 @@ class VirtualMachineModule(Module):
         self, func_name: str, dev_type: int, dev_id: int, *inputs: object
     ) -> object:
         """Set the inputs, run, and return the result copied to ``(dev_type, dev_id)``."""
-        self.set_input(func_name, *inputs)
+        self.bind_inputs(func_name, list(enumerate(inputs)), every=True)
         result = self.invoke(func_name)
         return _to_device(result, Device(int(dev_type), int(dev_id)))
 
