@@ -4,6 +4,8 @@ A thin adapter over :class:`~tvmrt.runtime.executor.AotModule`: inputs and outpu
 from the library's metadata (names, shapes, dtypes); weights are linked into the library
 or bound by the factory, so none is set by the caller. Replicas are new executors from
 the same factory (``factory["default"](dev)``), each with its own input and output arrays.
+An executor on an RPC server is described by its packed functions instead (input names,
+and the shapes and dtypes of its arrays; TVM's AOT executor names no outputs).
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from tvmrt.runtime.profiling import Report
 __all__ = ["AotExecutorAdapter", "AotProfilingAdapter", "create_aot_executor"]
 
 
-def create_aot_executor(factory: Module, device: Device) -> AotExecutor:
-    """``factory["default"](device)``, checked to be TVM's AOT executor.
+def create_aot_executor(factory: Module, device: Device) -> Module:
+    """``factory["default"](device)``, checked to be TVM's AOT executor (or a module of an
+    RPC session, whose server made it).
 
     Raises
     ------
@@ -33,11 +36,29 @@ def create_aot_executor(factory: Module, device: Device) -> AotExecutor:
         If the factory made something else.
     """
     executor = factory["default"](device)
-    if not isinstance(executor, AotExecutor):
+    if not isinstance(executor, AotExecutor) and getattr(executor, "type_key", "") != "rpc":
         raise ModuleLoadError(
             f"the AOT factory's default() made a {type(executor).__name__}, not an AotExecutor"
         )
-    return executor
+    return executor  # type: ignore[no-any-return]
+
+
+def _tensors(executor: Module, module: AotModule) -> tuple[list[TensorInfo], list[TensorInfo]]:
+    """The inputs and outputs: from the local executor's metadata, else from its functions."""
+    if isinstance(executor, AotExecutor):
+        return (
+            [TensorInfo(t.name, tuple(t.shape), str(t.dtype)) for t in executor.inputs],
+            [TensorInfo(t.name, tuple(t.shape), str(t.dtype)) for t in executor.outputs],
+        )
+    inputs = []
+    for i in range(module.get_num_inputs()):
+        arr = module.get_input(i)
+        inputs.append(TensorInfo(module.get_input_name(i), tuple(arr.shape), str(arr.dtype)))
+    outputs = []
+    for i in range(module.get_num_outputs()):
+        arr = module.get_output(i)
+        outputs.append(TensorInfo("", tuple(arr.shape), str(arr.dtype)))
+    return inputs, outputs
 
 
 class AotExecutorAdapter(ModuleForwarding):
@@ -51,21 +72,26 @@ class AotExecutorAdapter(ModuleForwarding):
         The loaded library (``AotExecutorFactory``) that makes more executors.
     device
         The device the executors run on (``cpu(0)``: TVM's AOT executor runs there only).
+    bound
+        The params the factory binds (None: the local factory's own).
     """
 
-    def __init__(self, executor: AotExecutor, factory: Module, device: Device) -> None:
+    def __init__(
+        self,
+        executor: Module,
+        factory: Module,
+        device: Device,
+        bound: Collection[str] | None = None,
+    ) -> None:
         self.aot_executor = executor
         self.module = AotModule(executor)
         self._factory = factory
         self._device = device
-        bound = factory.params if isinstance(factory, AotExecutorFactory) else {}
+        if bound is None:
+            bound = factory.params if isinstance(factory, AotExecutorFactory) else {}
         self.param_names = frozenset(bound)
-        self._inputs = [
-            TensorInfo(t.name, tuple(t.shape), str(t.dtype))
-            for t in executor.inputs
-            if t.name not in self.param_names
-        ]
-        self._outputs = [TensorInfo(t.name, tuple(t.shape), str(t.dtype)) for t in executor.outputs]
+        inputs, self._outputs = _tensors(executor, self.module)
+        self._inputs = [t for t in inputs if t.name not in self.param_names]
 
     @property
     def inputs(self) -> Sequence[TensorInfo]:
@@ -89,7 +115,10 @@ class AotExecutorAdapter(ModuleForwarding):
         """``count`` new executors from the factory (the linked weights are shared)."""
         return [
             AotExecutorAdapter(
-                create_aot_executor(self._factory, self._device), self._factory, self._device
+                create_aot_executor(self._factory, self._device),
+                self._factory,
+                self._device,
+                self.param_names,
             )
             for _ in range(count)
         ]

@@ -3,7 +3,8 @@
 No graph JSON: the library exports ``get_c_metadata`` (the inputs and outputs) and the
 entry function, and its module blob holds an ``AotExecutorFactory``. The executor is
 ``lib["default"](dev)`` behind :class:`~tvmrt.artifact.aot_executors.AotExecutorAdapter`;
-with ``debug`` the whole run is timed as one call.
+with ``debug`` the whole run is timed as one call. It runs on a device of an RPC session
+too (the server makes the executor), but is profiled only here.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from tvmrt.artifact.files import ArtifactFiles
 from tvmrt.artifact.forms.base import ArtifactForm, LoadRequest
 from tvmrt.artifact.inspect_binary import Found, inspect_library_code
 from tvmrt.artifact.model import LoadedModel
-from tvmrt.runtime.executor import AotExecutorFactory
+from tvmrt.error import UnsupportedError
+from tvmrt.runtime.executor import AotExecutor, AotExecutorFactory
 from tvmrt.runtime.loaders.dispatch import Sniffed
 from tvmrt.runtime.module import Module
 
@@ -28,9 +30,9 @@ __all__ = ["FORM", "describe_embedded", "is_aot_factory"]
 _METADATA_FUNCTION = "get_c_metadata"
 
 
-def is_aot_factory(lib: Module) -> bool:
-    """Whether the loaded root module is TVM's AOT executor factory."""
-    return lib.type_key == "AotExecutorFactory"
+def is_aot_factory(type_key: str) -> bool:
+    """Whether a loaded root module of this type key is TVM's AOT executor factory."""
+    return type_key == "AotExecutorFactory"
 
 
 def _claims(files: ArtifactFiles, sniffed: Sniffed | None) -> bool:
@@ -42,11 +44,17 @@ def _claims(files: ArtifactFiles, sniffed: Sniffed | None) -> bool:
 def _load(request: LoadRequest, lib: Module) -> LoadedModel:
     files, dev = request.files, request.device
     executor = create_aot_executor(lib, dev)
+    bound = None if request.remote is None else request.remote.params
     if request.debug:  # no graph, no per-operator timing: the whole model is one call
+        if not isinstance(executor, AotExecutor):
+            raise UnsupportedError(
+                f"artifact form 'aot' ({FORM.description}) is profiled only on a local "
+                f"device, not on {dev} of an RPC session: tvmrt run and bench time it there"
+            )
         dump_root = request.dump_root or tempfile.mkdtemp(prefix="tvmrt_aot_profile_")
         profiler = AotProfilingAdapter(executor, lib, dev, dump_root)
         return LoadedModel(profiler, lib, files, "aot", profiler.param_names, profiler)
-    adapter = AotExecutorAdapter(executor, lib, dev)
+    adapter = AotExecutorAdapter(executor, lib, dev, bound)
     return LoadedModel(adapter, lib, files, "aot", adapter.param_names)
 
 
@@ -77,4 +85,5 @@ FORM = ArtifactForm(
     _claims,
     _load,
     _inspect,
+    remote=True,
 )

@@ -4,6 +4,8 @@ One path creates them all: over a graph JSON (``create(graph_json, lib, devices)
 factory's own graph (``lib["default"](*devices)``), on
 :func:`~tvmrt.artifact.devices.executor_devices`, with the params loaded once and shared
 by every replica (the factory's own arrays, or ``share_params`` over the params blob).
+On a device of an RPC session the server builds them, and what a local executor would
+tell (its graph, the factory's param names) is read here from the files.
 """
 
 from __future__ import annotations
@@ -15,14 +17,16 @@ from contextlib import AbstractContextManager
 from typing import Union
 
 from tvmrt.artifact.devices import executor_devices
-from tvmrt.artifact.forms.base import LoadRequest
+from tvmrt.artifact.forms.base import LoadRequest, RemoteLibrary
 from tvmrt.artifact.graph_executors import GraphExecutorAdapter, GraphProfilingAdapter
 from tvmrt.artifact.model import LoadedModel
 from tvmrt.contrib.graph_executor import GraphModule, create
 from tvmrt.error import ModuleLoadError
 from tvmrt.runtime.device import Device
+from tvmrt.runtime.graph_executor.graph import parse_graph
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.params import mapped_file, read_param_names
+from tvmrt.runtime.remote_session import local_type
 
 __all__ = ["FACTORY_KINDS", "ParamsSource", "graph_executor", "load_graph_model"]
 
@@ -47,9 +51,11 @@ def graph_executor(
     device: Device,
     params: ParamsSource | None = None,
     shown: str = "the kernel library",
+    remote: RemoteLibrary | None = None,
 ) -> tuple[GraphExecutorAdapter, frozenset[str]]:
     """An executor over ``graph_json`` (None: the factory ``lib``'s own graph), and the
-    names its params supplied; replicas share its weights.
+    names its params supplied; replicas share its weights. ``remote``: ``lib`` is a
+    module of an RPC session, and this is what its file holds.
 
     Raises
     ------
@@ -57,7 +63,7 @@ def graph_executor(
         If ``graph_json`` is None and ``lib`` is not a graph executor factory.
     """
     devices = executor_devices(device)
-    names = set(_factory_params(lib, shown)) if graph_json is None else set()
+    names = set(_factory_params(lib, shown, remote)) if graph_json is None else set()
 
     def new_module() -> GraphModule:
         if graph_json is None:
@@ -65,7 +71,11 @@ def graph_executor(
         return create(graph_json, lib, devices)
 
     module = new_module()
-    names.update(module.executor.linked_param_names)  # TVM 0.7/0.8 link-params weights
+    graph = None  # a local executor's own
+    if remote is None:
+        names.update(module.executor.linked_param_names)  # TVM 0.7/0.8 link-params weights
+    else:
+        graph = parse_graph(graph_json or str(lib["get_graph_json"]()))
     if params is not None:
         with params() as blob:
             module.load_params(blob)
@@ -78,16 +88,17 @@ def graph_executor(
                 replica.share_params(first, blob)
         return replica
 
-    return GraphExecutorAdapter(module, names, make_replica), frozenset(names)
+    return GraphExecutorAdapter(module, names, make_replica, graph), frozenset(names)
 
 
-def _factory_params(lib: Module, shown: str) -> list[str]:
-    if lib.type_key not in FACTORY_KINDS:
+def _factory_params(lib: Module, shown: str, remote: RemoteLibrary | None) -> list[str]:
+    key = lib.type_key if remote is None else remote.root
+    if key not in FACTORY_KINDS:
         raise ModuleLoadError(
-            f"{shown} carries no graph (its root module is {lib.type_key!r}, not a "
+            f"{shown} carries no graph (its root module is {key!r}, not a "
             "GraphExecutorFactory); pass the graph JSON too"
         )
-    return list(lib["get_graph_params"]())
+    return list(lib["get_graph_params"]() if remote is None else remote.params)
 
 
 def load_graph_model(
@@ -100,27 +111,30 @@ def load_graph_model(
     ModuleLoadError
         If ``graph_json`` is None and ``lib`` is not a graph executor factory.
     """
-    files = request.files
+    files, remote = request.files, request.remote
     params = None if files.params is None else _params_file(files.params)
+    shown = f"library {str(files.lib)!r}"
     if not request.debug:
-        shown = f"library {str(files.lib)!r}"
-        executor, supplied = graph_executor(graph_json, lib, request.device, params, shown)
+        executor, supplied = graph_executor(graph_json, lib, request.device, params, shown, remote)
         return LoadedModel(executor, lib, files, form, supplied)
     from tvmrt.contrib.debugger import debug_executor
 
-    names = (
-        set(_factory_params(lib, f"library {str(files.lib)!r}")) if graph_json is None else set()
-    )
+    names = set(_factory_params(lib, shown, remote)) if graph_json is None else set()
     text = graph_json if graph_json is not None else str(lib["get_graph_json"]())
     devices = executor_devices(request.device)
-    # a factory's params are set by create; its kernels are found through its imports
-    debug = debug_executor.create(text, lib, devices, dump_root=request.dump_root)
-    names.update(debug.executor.linked_param_names)
+    if remote is not None and graph_json is None:  # the server's factory sets its params
+        raw = lib["debug_create"]("default", *devices)
+        debug = debug_executor.GraphModuleDebug(raw, devices, text, request.dump_root)
+    else:  # a factory's params are set by create; its kernels are found through its imports
+        debug = debug_executor.create(text, lib, devices, dump_root=request.dump_root)
+    if remote is None:
+        names.update(debug.executor.linked_param_names)
     if params is not None:
         with params() as blob:
             debug.load_params(blob)
             names.update(read_param_names(blob))
-    profiler = GraphProfilingAdapter(debug, names)
+    graph = None if remote is None else parse_graph(text)
+    profiler = GraphProfilingAdapter(debug, names, graph, local_type(request.device))
     return LoadedModel(profiler, lib, files, form, frozenset(names), profiler)
 
 

@@ -106,8 +106,11 @@ def create(
             "graph_json_str must be a str (the graph JSON text), "
             f"got {type(graph_json_str).__name__}"
         )
-    devices, _, device_type_id = get_device(libmod, device)
-    fcreate = get_global_func("tvm.graph_executor_debug.create")
+    devices, num_rpc, device_type_id = get_device(libmod, device)
+    if num_rpc:  # the server builds the debug executor, as in TVM
+        fcreate = libmod.remote_global_func("tvm.graph_executor_debug.create")  # type: ignore[attr-defined]
+    else:
+        fcreate = get_global_func("tvm.graph_executor_debug.create")
     func_obj = fcreate(graph_json_str, libmod, *device_type_id)
     gmod = GraphModuleDebug(func_obj, devices, graph_json_str, dump_root)
     try:
