@@ -36,7 +36,9 @@ def register(subparsers: Any) -> None:
         help="serve models over HTTP (Open Inference Protocol / KServe v2)",
         description="Serve one or more artifacts over the Open Inference Protocol (KServe "
         "v2): tritonclient, KServe clients and curl work unchanged. Needs the serve extra "
-        "(pip install 'tvmrt[serve]', or pip install '.[serve]' from a checkout).",
+        "(pip install 'tvmrt[serve]', or pip install '.[serve]' from a checkout). With "
+        "--rpc or --rpc-tracker/--rpc-key the models run on an RPC server (a board) and "
+        "are served here.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
