@@ -109,5 +109,5 @@ def remote_refusal(form: ArtifactForm, device: Device) -> UnsupportedError:
     return UnsupportedError(
         f"artifact form {form.name!r} ({form.description}) cannot run on {device}, a device "
         "of an RPC session: a server loads one library file and runs what its packed "
-        "functions offer; run it locally, or export it as a factory library (.so/.tar)"
+        "functions offer; run it on a local device (or with tvmrt on the board itself)"
     )
