@@ -144,3 +144,18 @@ def test_serve_a_model_running_on_the_server(tracker: int, artifacts: Path, work
         (name,) = (o["name"] for o in meta["outputs"])
         result = client.infer("board", [inp])
         np.testing.assert_allclose(result.as_numpy(name), golden["output_0"], **ATOL)
+
+
+def test_the_runtime_finds_a_devices_session_and_says_when_there_is_none(tracker: int) -> None:
+    from tvmrt import runtime
+    from tvmrt.error import DeviceUnavailableError, InvalidArgumentError
+    from tvmrt.runtime.remote_session import RemoteSession, remote_session
+
+    with pytest.raises(InvalidArgumentError, match="not a device of an RPC session"):
+        remote_session(runtime.cpu())
+    session = rpc.connect_tracker(HOST, tracker).request(KEY)
+    dev = session.cpu()
+    assert isinstance(remote_session(dev), RemoteSession)
+    session.close()
+    with pytest.raises(DeviceUnavailableError, match="belongs to no open RPC session"):
+        remote_session(dev)
