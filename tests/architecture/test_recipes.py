@@ -230,3 +230,87 @@ def test_an_executor_is_an_engine_module_and_tvms_face_over_it(
     finally:
         served.close()
     np.testing.assert_array_equal(y, x * 2)
+
+
+@pytest.fixture(scope="module")
+def rpc_server() -> Iterator[int]:
+    """The port of a ``tvmrt rpc server`` on this machine (standing in for a board)."""
+    from support.rpc_server import tvmrt_rpc
+
+    with tvmrt_rpc("server") as (_, port):
+        yield port
+
+
+def test_a_remote_device_is_a_device_whose_backend_offers_a_session(
+    rpc_server: int, artifacts: Path
+) -> None:
+    from tvmrt import rpc
+    from tvmrt.runtime.device import RPC_SESS_MASK, find_device_api
+    from tvmrt.runtime.remote_session import RemoteSession, remote_session
+
+    assert "`RemoteSession` in `src/tvmrt/runtime/remote_session.py`" in DOC.read_text()
+    folder = artifacts / "relay016" / "systemlib-so"
+    golden = np.load(folder / "golden.npz")
+    with rpc.connect("127.0.0.1", rpc_server) as session:
+        dev = session.cpu()
+        assert dev.device_type >= RPC_SESS_MASK  # the session is in the device type
+        api = find_device_api(dev.device_type)
+        assert isinstance(getattr(api, "session", None), RemoteSession)  # what the transport offers
+        assert isinstance(remote_session(dev), RemoteSession)
+        model = load_artifact(find_artifact(folder / "deploy.so"), dev)  # the one road
+        model.executor.set_input("data", golden["data"])
+        model.executor.run()
+        assert np.array_equal(model.executor.get_output(0).numpy(), golden["output_0"])
+
+
+def test_a_remote_capable_form_is_one_flag(
+    new_module: Path, monkeypatch: pytest.MonkeyPatch, artifacts: Path, rpc_server: int
+) -> None:
+    from tvmrt import rpc
+    from tvmrt.error import UnsupportedError
+
+    assert "pass `remote=True` to its `ArtifactForm(...)`" in DOC.read_text()
+    # the form of the artifact-form recipe, its load asking the library only for packed
+    # functions (root_key, not lib.type_key), once with remote=True and once without
+    (new_module / "recipe_remote_form.py").write_text(
+        textwrap.dedent(
+            """
+            from tvmrt.artifact.forms import factory
+            from tvmrt.artifact.forms.base import ArtifactForm
+            from tvmrt.artifact.forms.graph_build import FACTORY_KINDS, load_graph_model
+
+            def claims(files, sniffed):
+                return files.graph is None and files.lib.name.endswith(".recipe.so")
+
+            def load(request, lib):
+                assert request.root_key(lib) in FACTORY_KINDS
+                return load_graph_model("recipe", request, lib, None)
+
+            FORM = ArtifactForm(
+                "recipe", "a factory library named *.recipe.so", claims, load,
+                factory.FORM.inspect, remote=True,
+            )
+            LOCAL_ONLY = ArtifactForm(
+                "recipe", "a factory library named *.recipe.so", claims, load,
+                factory.FORM.inspect,
+            )
+            """
+        )
+    )
+    lib = new_module / "model.recipe.so"
+    lib.write_bytes((artifacts / "relay016" / "linkparams-so" / "deploy.so").read_bytes())
+    golden = np.load(artifacts / "relay016" / "linkparams-so" / "golden.npz")
+    recipe = importlib.import_module("recipe_remote_form")
+    files = find_artifact(lib)
+    with rpc.connect("127.0.0.1", rpc_server) as session:
+        monkeypatch.setattr(artifact_forms, "FORMS", (recipe.FORM, *artifact_forms.FORMS))
+        model = load_artifact(files, session.cpu())
+        assert model.form == "recipe"
+        assert model.lib.type_key == "rpc"  # the server's module
+        for info in model.executor.inputs:
+            model.executor.set_input(info.name, golden[info.name])
+        model.executor.run()
+        assert np.array_equal(model.executor.get_output(0).numpy(), golden["output_0"])
+        monkeypatch.setattr(artifact_forms, "FORMS", (recipe.LOCAL_ONLY, *artifact_forms.FORMS))
+        with pytest.raises(UnsupportedError, match="artifact form 'recipe'"):
+            load_artifact(files, session.cpu())

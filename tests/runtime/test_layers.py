@@ -110,6 +110,8 @@ RUNTIME_FLOORS: dict[str, str] = {
     "tvmrt.runtime.builtins": "modules",
     "tvmrt.runtime.module": "modules",
     "tvmrt.runtime.static_library": "modules",
+    # a remote session's upload and module loader, found from its device's DeviceAPI
+    "tvmrt.runtime.remote_session": "modules",
     # the kernel host: what compiled kernels call back into (backend services, callbacks,
     # threads, device launches, the runtime functions they look up by name)
     "tvmrt.runtime.threads": "kernel host",

@@ -2,7 +2,8 @@
 
 The one rule for devices: a run on the CPU uses ``[cpu]``; a run on another device
 keeps the CPU as the second device, ``[dev, cpu()]``, for graph nodes placed on the host
-(heterogeneous graphs: ``device_index`` 1 and ``__copy`` nodes).
+(heterogeneous graphs: ``device_index`` 1 and ``__copy`` nodes). On a device of an RPC
+session the host is that session's CPU.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from pathlib import Path
 
 from tvmrt.error import DeviceUnavailableError, InvalidArgumentError
 from tvmrt.runtime import kernel_services
-from tvmrt.runtime.device import Device, cpu
+from tvmrt.runtime.device import Device, DLDeviceType, cpu
 from tvmrt.runtime.module import Module
+from tvmrt.runtime.remote_session import is_remote, local_type, remote_session
 
 __all__ = ["DEVICE_MODULE_KINDS", "check_device_code", "executor_devices", "set_kernel_threads"]
 
@@ -23,7 +25,9 @@ DEVICE_MODULE_KINDS = {"opencl": "OpenCL", "cuda": "CUDA", "vulkan": "Vulkan", "
 def executor_devices(device: Device | None) -> list[Device]:
     """The devices a graph executor gets for a run on ``device`` (default ``cpu(0)``)."""
     dev = device or cpu()
-    return [dev] if dev.device_type == cpu().device_type else [dev, cpu()]
+    if local_type(dev) == DLDeviceType.kDLCPU:
+        return [dev]
+    return [dev, remote_session(dev).device(DLDeviceType.kDLCPU) if is_remote(dev) else cpu()]
 
 
 def check_device_code(lib: Module, dev: Device, path: Path) -> None:

@@ -2,8 +2,11 @@
 
 :func:`load_artifact` sniffs the form (:func:`tvmrt.artifact.forms.form_of`), loads the
 library (``load_module``: this runs its code), refuses device code on the CPU, and lets
-the form build the executor. :func:`executor_from_graph` is the same graph path for a
-graph JSON over a module already in memory (``tvmrt.serve.model_from_graph``).
+the form build the executor. On a device of an RPC session the library is uploaded to
+the session's server and loaded there instead (the form then runs unchanged over the
+remote module), after the form has said that it runs remotely.
+:func:`executor_from_graph` is the same graph path for a graph JSON over a module already
+in memory (``tvmrt.serve.model_from_graph``).
 """
 
 from __future__ import annotations
@@ -11,10 +14,16 @@ from __future__ import annotations
 from tvmrt.artifact.devices import check_device_code
 from tvmrt.artifact.files import ArtifactFiles
 from tvmrt.artifact.forms import LoadRequest, form_of
+from tvmrt.artifact.forms.base import RemoteLibrary, remote_refusal
 from tvmrt.artifact.forms.graph_build import graph_executor, params_of
+from tvmrt.artifact.inspect_binary import describe_library, inspect_library_code
 from tvmrt.artifact.model import Executor, LoadedModel
 from tvmrt.runtime.device import Device, cpu
+from tvmrt.runtime.executor import AotExecutorFactory
+from tvmrt.runtime.graph_executor import GraphExecutorFactory
+from tvmrt.runtime.loaders.dispatch import Sniffed
 from tvmrt.runtime.module import Module, load_module
+from tvmrt.runtime.remote_session import is_remote, remote_session
 
 __all__ = ["executor_from_graph", "load_artifact"]
 
@@ -33,7 +42,8 @@ def load_artifact(
         From :func:`~tvmrt.artifact.files.find_artifact`.
     device
         Where to run (default ``cpu(0)``); a graph on another device keeps the CPU as its
-        second device (:func:`~tvmrt.artifact.devices.executor_devices`).
+        second device (:func:`~tvmrt.artifact.devices.executor_devices`). A device of an
+        RPC session (``session.cpu()``) runs the model on its server.
     debug
         Create a profiling executor (``LoadedModel.profiler``): the debug executor for a
         graph, whole-run timing for an AOT build.
@@ -46,13 +56,39 @@ def load_artifact(
         If the library cannot be loaded here, or a factory library is expected but the
         library carries no graph.
     DeviceUnavailableError
-        If the kernels are device code and ``device`` is the CPU.
+        If the kernels are device code and ``device`` is the CPU, or ``device``'s RPC
+        session is closed.
+    UnsupportedError
+        If ``device`` is remote and the artifact's form does not run remotely.
+    RPCError
+        If the server cannot load the library.
     """
-    request = LoadRequest(files, device or cpu(), debug, dump_root)
-    form, _, _ = form_of(files)
-    lib = load_module(files.lib)
-    check_device_code(lib, request.device, files.lib)
-    return form.load(request, lib)
+    dev = device or cpu()
+    form, sniffed, _ = form_of(files)
+    remote = None
+    if is_remote(dev):
+        if not form.remote:
+            raise remote_refusal(form, dev)
+        session = remote_session(dev)
+        session.upload(files.lib, files.lib.name)
+        lib: Module = session.load_module(files.lib.name)
+        remote = _blob_of(files, sniffed)
+    else:
+        lib = load_module(files.lib)
+        check_device_code(lib, dev, files.lib)
+    return form.load(LoadRequest(files, dev, debug, dump_root, remote), lib)
+
+
+def _blob_of(files: ArtifactFiles, sniffed: Sniffed | None) -> RemoteLibrary:
+    """The factory in the library's module blob, read from the file (nothing runs)."""
+    found = describe_library(files.lib, sniffed, [])
+    inspect_library_code(files.lib, sniffed, found, [])  # its problems are the server's
+    for module in found.embedded:
+        if isinstance(module, GraphExecutorFactory | AotExecutorFactory):
+            return RemoteLibrary(module.type_key, frozenset(module.params))
+        if module.type_key == "VMExecutable":
+            return RemoteLibrary(module.type_key)
+    return RemoteLibrary()
 
 
 def executor_from_graph(

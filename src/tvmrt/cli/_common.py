@@ -16,7 +16,7 @@ from tvmrt.artifact import ArtifactFiles, LoadedModel, find_artifact, load_artif
 from tvmrt.artifact.devices import set_kernel_threads
 from tvmrt.artifact.output_names import output_aliases
 from tvmrt.cli._npz import NpzReader
-from tvmrt.cli.rpc_flags import load_remote, remote_requested
+from tvmrt.cli.rpc_flags import remote_device, remote_requested
 from tvmrt.error import DeviceUnavailableError, UsageError
 from tvmrt.runtime.device import Device, get_device_api
 from tvmrt.runtime.device import device as make_device
@@ -84,12 +84,11 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
 def load(
     args: argparse.Namespace,
     loader: Callable[[ArtifactFiles, Device], LoadedModel] = load_artifact,
-    debug_root: str | None = None,
 ) -> tuple[LoadedModel, float]:
     """Resolve and load the artifact; returns the model and the load time in seconds.
 
-    With ``--rpc``/``--rpc-tracker`` the server loads it instead (its debug executor,
-    dumping into ``debug_root``, when that is given).
+    With ``--rpc``/``--rpc-tracker`` the device is the server's, and ``loader`` loads it
+    there.
     """
     if args.artifact is None and args.lib is None:
         raise UsageError("give an ARTIFACT (folder or factory library) or --lib")
@@ -97,18 +96,18 @@ def load(
         if args.threads < 1:
             raise UsageError(f"--threads must be at least 1, got {args.threads}")
         set_kernel_threads(args.threads)
+    remote = remote_requested(args)
     try:
         dev = make_device(args.device)
-        get_device_api(dev)  # a device nothing here can run on is a bad argument, not a failure
+        if not remote:  # a device nothing here can run on is a bad argument, not a failure
+            get_device_api(dev)
     except (ValueError, DeviceUnavailableError) as exc:
         raise UsageError(str(exc)) from None
     files = find_artifact(args.artifact, args.graph, args.lib, args.params)
     start = time.perf_counter()
-    # --rpc / --rpc-tracker: the server loads and runs it
-    if remote_requested(args):
-        model = load_remote(args, files, dev, debug_root)
-    else:
-        model = loader(files, dev)
+    if remote:  # --rpc / --rpc-tracker: the server's device; the library goes there
+        dev = remote_device(args, dev)
+    model = loader(files, dev)
     return model, time.perf_counter() - start
 
 

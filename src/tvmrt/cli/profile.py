@@ -69,11 +69,7 @@ def profile(args: argparse.Namespace) -> int:
         raise UsageError("--number and --repeat must be at least 1")
     dump_root = args.dump or tempfile.mkdtemp(prefix="tvmrt_profile_")
     try:
-        model, _ = load(
-            args,
-            loader=lambda files, dev: load_artifact(files, dev, True, dump_root),
-            debug_root=dump_root,
-        )
+        model, _ = load(args, loader=lambda files, dev: load_artifact(files, dev, True, dump_root))
         profiler = model.profiler
         if profiler is None:  # load_artifact(debug=True) always gives one
             raise InternalError(f"{model.files.lib.name!r} was loaded without a profiler")

@@ -1,9 +1,9 @@
-"""``--rpc HOST:PORT`` and ``--rpc-tracker HOST:PORT --rpc-key KEY`` for run/bench/profile.
+"""``--rpc HOST:PORT`` and ``--rpc-tracker HOST:PORT --rpc-key KEY`` for run/bench/profile/serve.
 
-tvmc's flags: with them the artifact's library is uploaded to the RPC server (directly,
-or one the tracker hands out for the key), the server runs the model on its ``--device``,
-and the command prints what it prints for a local run. The session lasts as long as the
-command.
+tvmc's flags: with them the command's device is the RPC server's ``--device`` (directly,
+or on a server the tracker hands out for the key); ``load_artifact`` uploads the library
+there and the server runs the model; the command prints what it prints for a local run.
+The session lasts as long as the command.
 """
 
 from __future__ import annotations
@@ -15,11 +15,9 @@ from typing import TYPE_CHECKING
 from tvmrt.error import UsageError
 
 if TYPE_CHECKING:
-    from tvmrt.artifact.files import ArtifactFiles
-    from tvmrt.artifact.model import LoadedModel
     from tvmrt.runtime.device import Device
 
-__all__ = ["add_rpc_arguments", "remote_requested", "load_remote"]
+__all__ = ["add_rpc_arguments", "remote_requested", "remote_device"]
 
 
 def add_rpc_arguments(parser: argparse.ArgumentParser) -> None:
@@ -55,13 +53,20 @@ def _address(text: str, flag: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def load_remote(
-    args: argparse.Namespace, files: ArtifactFiles, device: Device, debug_root: str | None = None
-) -> LoadedModel:
-    """Open the session the flags name and load the artifact there on ``device``'s kind
-    (as the server's debug executor, dumping into ``debug_root``, for ``profile``)."""
+def remote_device(args: argparse.Namespace, device: Device) -> Device:
+    """Open the session the flags name and return its device of ``device``'s kind.
+
+    ``load_artifact`` on that device runs the model on the server; the session lasts as
+    long as the command.
+
+    Raises
+    ------
+    UsageError
+        If the flags do not fit together.
+    RPCError
+        If the server or tracker cannot be reached, or refuses.
+    """
     from tvmrt import rpc
-    from tvmrt.rpc.remote_model import load_remote_artifact
 
     if args.rpc and args.rpc_tracker:
         raise UsageError("give --rpc or --rpc-tracker, not both")
@@ -80,5 +85,4 @@ def load_remote(
         session = tracker.request(args.rpc_key, session_timeout=args.rpc_timeout)
         tracker.close()
     atexit.register(session.close)
-    remote_dev = session.device(device.device_type, device.device_id)
-    return load_remote_artifact(session, files, remote_dev, debug_root)
+    return session.device(device.device_type, device.device_id)

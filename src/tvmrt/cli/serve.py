@@ -11,6 +11,7 @@ from typing import Any
 from tvmrt.artifact import find_artifact
 from tvmrt.artifact.devices import set_kernel_threads
 from tvmrt.cli._common import UsageError
+from tvmrt.cli.rpc_flags import add_rpc_arguments, remote_device, remote_requested
 from tvmrt.error import DeviceUnavailableError, InvalidArgumentError
 from tvmrt.runtime.device import device as make_device
 from tvmrt.runtime.device import get_device_api
@@ -20,6 +21,7 @@ EXAMPLES = """examples:
   tvmrt serve model_dir/ --port 8000
   tvmrt serve mobilenet/ resnet.so --name mobilenet --name resnet --workers 2
   tvmrt serve --graph g.json --lib lib.so --params p.params --name m --host 0.0.0.0
+  tvmrt serve deploy.so --rpc-tracker 10.0.0.2:9190 --rpc-key rasp4   (runs on the board)
 
 endpoints: GET /v2, /v2/health/{live,ready}, /v2/models/NAME[/ready|/stats|/config],
 /metrics;
@@ -34,7 +36,9 @@ def register(subparsers: Any) -> None:
         help="serve models over HTTP (Open Inference Protocol / KServe v2)",
         description="Serve one or more artifacts over the Open Inference Protocol (KServe "
         "v2): tritonclient, KServe clients and curl work unchanged. Needs the serve extra "
-        "(pip install 'tvmrt[serve]', or pip install '.[serve]' from a checkout).",
+        "(pip install 'tvmrt[serve]', or pip install '.[serve]' from a checkout). With "
+        "--rpc or --rpc-tracker/--rpc-key the models run on an RPC server (a board) and "
+        "are served here.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -157,6 +161,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--threads", type=int, metavar="N", help="threads for parallel kernels")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning"))
+    add_rpc_arguments(parser)  # the models run on the board; requests come here
     parser.set_defaults(handler=serve)
 
 
@@ -231,11 +236,15 @@ def serve(args: argparse.Namespace) -> int:
         if args.threads < 1:
             raise UsageError(f"--threads must be at least 1, got {args.threads}")
         set_kernel_threads(args.threads)
+    remote = remote_requested(args)
     try:
         dev = make_device(args.device)
-        get_device_api(dev)  # a device nothing here can run on is a bad argument
+        if not remote:  # a device nothing here can run on is a bad argument
+            get_device_api(dev)
     except (ValueError, DeviceUnavailableError) as exc:
         raise UsageError(str(exc)) from None
+    if remote:  # --rpc / --rpc-tracker: every model runs on the server's device
+        dev = remote_device(args, dev)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonLogFormatter())
     log = logging.getLogger("tvmrt.serve")

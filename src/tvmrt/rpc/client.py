@@ -26,11 +26,11 @@ import threading
 import weakref
 from collections.abc import Sequence
 
-from tvmrt.error import ArgumentTypeError, InvalidArgumentError, RPCError
+from tvmrt.error import InvalidArgumentError, RPCError
 from tvmrt.rpc.client_endpoint import ClientEndpoint, open_endpoint
-from tvmrt.rpc.remote import RemoteFunc, RPCModule
+from tvmrt.rpc.remote import RemoteFunc, RPCModule, SessionFiles
 from tvmrt.rpc.tracker_session import TrackerSession
-from tvmrt.runtime.device import STR2MASK, Device
+from tvmrt.runtime.device import Device
 from tvmrt.runtime.module import Module
 
 __all__ = ["RPCSession", "connect", "connect_tracker", "TrackerSession"]
@@ -61,6 +61,7 @@ class RPCSession:
         self._tbl_index = endpoint.table_index
         # open while this session or any of its functions, modules or arrays is alive
         self._lifeline = endpoint.lifeline()
+        self._files = SessionFiles(endpoint)
 
     def __enter__(self) -> RPCSession:
         return self
@@ -85,14 +86,7 @@ class RPCSession:
         GlobalFunctionNotFoundError
             If the server has no such function.
         """
-        func = self._endpoint.get_global(name)
-        if func is None:
-            from tvmrt.error import GlobalFunctionNotFoundError
-
-            raise GlobalFunctionNotFoundError(
-                f"the RPC server at {self._endpoint.peer} has no global function {name!r}"
-            )
-        return func
+        return self._files.global_func(name)
 
     def system_lib(self) -> Module:
         """The server's system library (``runtime.SystemLib``)."""
@@ -101,20 +95,7 @@ class RPCSession:
     # -- devices -------------------------------------------------------------------------
     def device(self, dev_type: int | str, dev_id: int = 0) -> Device:
         """Device ``dev_type``/``dev_id`` of the server, encoded with this session."""
-        if isinstance(dev_type, str):
-            name = dev_type.split()[0] if dev_type.strip() else dev_type
-            if name not in STR2MASK:
-                raise InvalidArgumentError(
-                    f"unknown device type {dev_type!r}; expected one of {sorted(STR2MASK)}"
-                )
-            code = STR2MASK[name]
-        elif isinstance(dev_type, int) and not isinstance(dev_type, bool):
-            code = dev_type
-        else:
-            raise ArgumentTypeError(f"dev_type must be an int or a str, got {dev_type!r}")
-        if not 0 < code < 128:
-            raise InvalidArgumentError(f"device type {code} is not a local device type (1..127)")
-        return self._endpoint.remote_device(code, dev_id)
+        return self._files.device(dev_type, dev_id)
 
     def cpu(self, dev_id: int = 0) -> Device:
         """The server's CPU."""
@@ -159,16 +140,7 @@ class RPCSession:
         self, data: str | os.PathLike[str] | bytes | bytearray, target: str | None = None
     ) -> None:
         """Write a local file, or bytes named by ``target``, into the server's work folder."""
-        if isinstance(data, bytes | bytearray):
-            if not target:
-                raise InvalidArgumentError("target must present when file is a bytearray")
-            blob = bytes(data)
-        else:
-            path = os.fspath(data)
-            with open(path, "rb") as handle:
-                blob = handle.read()
-            target = target or os.path.basename(path)
-        self.get_function("tvm.rpc.server.upload")(target, blob)
+        self._files.upload(data, target)
 
     def download(self, path: str) -> bytes:
         """The bytes of ``path`` in the server's work folder."""
@@ -191,11 +163,7 @@ class RPCSession:
         ``options`` and ``cc`` are accepted for TVM compatibility and not sent (TVM's
         servers take the path only).
         """
-        try:
-            loaded = self.get_function("tvm.rpc.server.load_module")(path)
-        except RPCError as exc:
-            raise RPCError(f"load_module({path!r}) failed on the server: {exc}") from None
-        return self._module(loaded, path)
+        return self._files.load_module(path)
 
     def download_linked_module(self, path: str) -> bytes:
         """Link an uploaded ``.tar``/``.o`` on the server and return the shared library."""
@@ -205,10 +173,7 @@ class RPCSession:
         return bytes(blob)
 
     def _module(self, value: object, what: str) -> RPCModule:
-        if not isinstance(value, RPCModule):
-            raise RPCError(f"{what} returned {value!r}, not a module")
-        value.name = what
-        return value
+        return self._files.module(value, what)
 
 
 def connect(

@@ -16,6 +16,7 @@ so a garbage collection in the middle of a request never interleaves packets.
 from __future__ import annotations
 
 import math
+import os
 import struct
 import weakref
 from collections.abc import Callable, Sequence
@@ -23,17 +24,23 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from tvmrt.error import ArgumentTypeError, FunctionNotFoundError, InvalidArgumentError
+from tvmrt.error import (
+    ArgumentTypeError,
+    FunctionNotFoundError,
+    GlobalFunctionNotFoundError,
+    InvalidArgumentError,
+    RPCError,
+)
 from tvmrt.rpc.codec import Kind, WireDevice, WireDType, WireTensor
 from tvmrt.runtime.benchmark import BenchmarkResult
-from tvmrt.runtime.device import RPC_SESS_MASK, Device
+from tvmrt.runtime.device import RPC_SESS_MASK, STR2MASK, Device
 from tvmrt.runtime.device_api import DeviceAPI, DeviceStorage, Storage
 from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.packed_func import PackedFunc
 
-__all__ = ["RemoteDeviceAPI", "RemoteFunc", "RPCModule", "RemoteObject"]
+__all__ = ["RemoteDeviceAPI", "RemoteFunc", "RPCModule", "RemoteObject", "SessionFiles"]
 
 # TVM's DeviceAttrKind numbers, for kDevGetAttr
 _ATTR_KINDS = {
@@ -52,7 +59,10 @@ _ATTR_KINDS = {
 class ClientEndpoint(Protocol):
     """What remote objects ask of their session's connection (``client_endpoint``)."""
 
+    peer: str
+
     def lifeline(self) -> object: ...
+    def remote_device(self, device_type: int, device_id: int) -> Device: ...
     def release(self, handle: int, kind: Kind) -> None: ...
     def call_function(self, handle: int, args: Sequence[object], name: str) -> Any: ...
     def module_function(
@@ -209,6 +219,76 @@ class RPCModule(Module):
         return evaluator
 
 
+class SessionFiles:
+    """A session's work folder, module loader and devices: the runtime's
+    :class:`~tvmrt.runtime.remote_session.RemoteSession` (``RPCSession`` forwards to it)."""
+
+    def __init__(self, endpoint: ClientEndpoint) -> None:
+        self.endpoint = endpoint
+
+    def global_func(self, name: str) -> RemoteFunc:
+        """The server's global function ``name``.
+
+        Raises
+        ------
+        GlobalFunctionNotFoundError
+            If the server has no such function.
+        """
+        func = self.endpoint.get_global(name)
+        if func is None:
+            raise GlobalFunctionNotFoundError(
+                f"the RPC server at {self.endpoint.peer} has no global function {name!r}"
+            )
+        return func
+
+    def upload(
+        self, data: str | os.PathLike[str] | bytes | bytearray, target: str | None = None
+    ) -> None:
+        """Write a local file, or bytes named by ``target``, into the server's work folder."""
+        if isinstance(data, bytes | bytearray):
+            if not target:
+                raise InvalidArgumentError("target must present when file is a bytearray")
+            blob = bytes(data)
+        else:
+            path = os.fspath(data)
+            with open(path, "rb") as handle:
+                blob = handle.read()
+            target = target or os.path.basename(path)
+        self.global_func("tvm.rpc.server.upload")(target, blob)
+
+    def load_module(self, path: str) -> RPCModule:
+        """Load ``path`` (uploaded before) on the server; returns the remote module."""
+        try:
+            loaded = self.global_func("tvm.rpc.server.load_module")(path)
+        except RPCError as exc:
+            raise RPCError(f"load_module({path!r}) failed on the server: {exc}") from None
+        return self.module(loaded, path)
+
+    def module(self, value: object, what: str) -> RPCModule:
+        """``value`` checked to be a module of the session, named ``what``."""
+        if not isinstance(value, RPCModule):
+            raise RPCError(f"{what} returned {value!r}, not a module")
+        value.name = what
+        return value
+
+    def device(self, dev_type: int | str, dev_id: int = 0) -> Device:
+        """Device ``dev_type``/``dev_id`` of the server, encoded with this session."""
+        if isinstance(dev_type, str):
+            name = dev_type.split()[0] if dev_type.strip() else dev_type
+            if name not in STR2MASK:
+                raise InvalidArgumentError(
+                    f"unknown device type {dev_type!r}; expected one of {sorted(STR2MASK)}"
+                )
+            code = STR2MASK[name]
+        elif isinstance(dev_type, int) and not isinstance(dev_type, bool):
+            code = dev_type
+        else:
+            raise ArgumentTypeError(f"dev_type must be an int or a str, got {dev_type!r}")
+        if not 0 < code < RPC_SESS_MASK:
+            raise InvalidArgumentError(f"device type {code} is not a local device type (1..127)")
+        return self.endpoint.remote_device(code, dev_id)
+
+
 class _RemoteArrayStorage(DeviceStorage):
     """Memory of an array the server returned: freed through the array's handle.
 
@@ -231,6 +311,11 @@ class RemoteDeviceAPI(DeviceAPI):
     def __init__(self, endpoint: ClientEndpoint) -> None:
         self.endpoint = endpoint
         self._exist: dict[Device, bool] = {}
+
+    @property
+    def session(self) -> SessionFiles:
+        """The session serving this device type (``runtime.remote_session`` finds it here)."""
+        return SessionFiles(self.endpoint)
 
     def attribute(self, dev: Device, name: str) -> Any:
         if name == "exist" and dev in self._exist:

@@ -3,7 +3,8 @@
 No graph JSON: the library exports ``get_c_metadata`` (the inputs and outputs) and the
 entry function, and its module blob holds an ``AotExecutorFactory``. The executor is
 TVM's face :class:`~tvmrt.runtime.executor.AotModule` over ``lib["default"](dev)``;
-with ``debug`` the whole run is timed as one call.
+with ``debug`` the whole run is timed as one call. It runs on a device of an RPC session
+too (the server makes the executor), but is profiled only here.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from tvmrt.artifact.files import ArtifactFiles
 from tvmrt.artifact.forms.base import ArtifactForm, LoadRequest
 from tvmrt.artifact.inspect_binary import Found, inspect_library_code
 from tvmrt.artifact.model import LoadedModel
-from tvmrt.error import ModuleLoadError
+from tvmrt.error import ModuleLoadError, UnsupportedError
 from tvmrt.runtime.executor import AotExecutorFactory, AotModule
 from tvmrt.runtime.loaders.dispatch import Sniffed
 from tvmrt.runtime.module import Module
@@ -24,9 +25,9 @@ __all__ = ["FORM", "describe_embedded", "is_aot_factory"]
 _METADATA_FUNCTION = "get_c_metadata"
 
 
-def is_aot_factory(lib: Module) -> bool:
-    """Whether the loaded root module is TVM's AOT executor factory."""
-    return lib.type_key == "AotExecutorFactory"
+def is_aot_factory(type_key: str) -> bool:
+    """Whether a loaded root module of this type key is TVM's AOT executor factory."""
+    return type_key == "AotExecutorFactory"
 
 
 def _claims(files: ArtifactFiles, sniffed: Sniffed | None) -> bool:
@@ -47,8 +48,16 @@ def _load(request: LoadRequest, lib: Module) -> LoadedModel:
             )
         return executor
 
-    bound = frozenset(lib.params if isinstance(lib, AotExecutorFactory) else ())
+    if request.remote is not None:  # the server's factory: its params read from the file
+        bound = request.remote.params
+    else:
+        bound = frozenset(lib.params if isinstance(lib, AotExecutorFactory) else ())
     if request.debug:  # no graph, no per-operator timing: the whole model is one call
+        if request.remote is not None:
+            raise UnsupportedError(
+                f"artifact form 'aot' ({FORM.description}) is profiled only on a local "
+                f"device, not on {dev} of an RPC session: tvmrt run and bench time it there"
+            )
         dump_root = request.dump_root or tempfile.mkdtemp(prefix="tvmrt_aot_profile_")
         profiler = AotModule(make_module(), bound, make_module, dump_root)
         return LoadedModel(profiler, lib, files, "aot", bound, profiler)
@@ -82,4 +91,5 @@ FORM = ArtifactForm(
     _claims,
     _load,
     _inspect,
+    remote=True,
 )

@@ -28,9 +28,10 @@ def _claims(files: ArtifactFiles, sniffed: Sniffed | None) -> bool:
 
 
 def _load(request: LoadRequest, lib: Module) -> LoadedModel:
-    if aot.is_aot_factory(lib):  # an AOT build packed as an object or export tar
+    root = request.root_key(lib)
+    if aot.is_aot_factory(root):  # an AOT build packed as an object or export tar
         return aot.FORM.load(request, lib)
-    if relay_vm.is_vm_executable(lib):  # vm.so: the executable is the blob's root module
+    if relay_vm.is_vm_executable(root):  # vm.so: the executable is the blob's root module
         return relay_vm.FORM.load(request, lib)
     return load_graph_model("factory", request, lib, None)
 
@@ -49,4 +50,5 @@ FORM = ArtifactForm(
     _claims,
     _load,
     _inspect,
+    remote=True,
 )

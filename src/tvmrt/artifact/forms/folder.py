@@ -39,4 +39,5 @@ FORM = ArtifactForm(
     _claims,
     _load,
     _inspect,
+    remote=True,
 )

@@ -4,6 +4,9 @@ One path creates them all: over a graph JSON (``create(graph_json, lib, devices)
 factory's own graph (``lib["default"](*devices)``), on
 :func:`~tvmrt.artifact.devices.executor_devices`, with the params loaded once and shared
 by every replica (the factory's own arrays, or ``share_params`` over the params blob).
+On a device of an RPC session the server builds them, and what a local factory would
+tell (its param names) is read from its file (``LoadRequest.remote``); the faces compute
+the rest from the graph JSON.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from contextlib import AbstractContextManager
 from typing import Union
 
 from tvmrt.artifact.devices import executor_devices
-from tvmrt.artifact.forms.base import LoadRequest
+from tvmrt.artifact.forms.base import LoadRequest, RemoteLibrary
 from tvmrt.artifact.model import LoadedModel
 from tvmrt.contrib.graph_executor import GraphModule, create
 from tvmrt.error import ModuleLoadError
@@ -46,9 +49,11 @@ def graph_executor(
     device: Device,
     params: ParamsSource | None = None,
     shown: str = "the kernel library",
+    remote: RemoteLibrary | None = None,
 ) -> tuple[GraphModule, frozenset[str]]:
     """An executor over ``graph_json`` (None: the factory ``lib``'s own graph), and the
-    names its params supplied; replicas share its weights.
+    names its params supplied; replicas share its weights. ``remote``: ``lib`` is a
+    module of an RPC session, and this is what its file holds.
 
     Raises
     ------
@@ -56,7 +61,7 @@ def graph_executor(
         If ``graph_json`` is None and ``lib`` is not a graph executor factory.
     """
     devices = executor_devices(device)
-    factory_params = _factory_params(lib, shown) if graph_json is None else []
+    factory_params = _factory_params(lib, shown, remote) if graph_json is None else []
     text = str(lib["get_graph_json"]()) if graph_json is None else graph_json
 
     def new_module() -> GraphModule:
@@ -79,13 +84,14 @@ def graph_executor(
     return module, module.weight_names
 
 
-def _factory_params(lib: Module, shown: str) -> list[str]:
-    if lib.type_key not in FACTORY_KINDS:
+def _factory_params(lib: Module, shown: str, remote: RemoteLibrary | None) -> list[str]:
+    key = lib.type_key if remote is None else remote.root
+    if key not in FACTORY_KINDS:
         raise ModuleLoadError(
-            f"{shown} carries no graph (its root module is {lib.type_key!r}, not a "
+            f"{shown} carries no graph (its root module is {key!r}, not a "
             "GraphExecutorFactory); pass the graph JSON too"
         )
-    return list(lib["get_graph_params"]())
+    return list(lib["get_graph_params"]() if remote is None else remote.params)
 
 
 def load_graph_model(
@@ -98,20 +104,24 @@ def load_graph_model(
     ModuleLoadError
         If ``graph_json`` is None and ``lib`` is not a graph executor factory.
     """
-    files = request.files
+    files, remote = request.files, request.remote
     params = None if files.params is None else _params_file(files.params)
+    shown = f"library {str(files.lib)!r}"
     if not request.debug:
-        shown = f"library {str(files.lib)!r}"
-        executor, supplied = graph_executor(graph_json, lib, request.device, params, shown)
+        executor, supplied = graph_executor(graph_json, lib, request.device, params, shown, remote)
         return LoadedModel(executor, lib, files, form, supplied)
     from tvmrt.contrib.debugger import debug_executor
 
-    if graph_json is None:
-        _factory_params(lib, f"library {str(files.lib)!r}")
+    factory_params = _factory_params(lib, shown, remote) if graph_json is None else []
     text = graph_json if graph_json is not None else str(lib["get_graph_json"]())
     devices = executor_devices(request.device)
-    # a factory's params are set by create; its kernels are found through its imports
-    debug = debug_executor.create(text, lib, devices, dump_root=request.dump_root)
+    if remote is not None and graph_json is None:  # the server's factory sets its params
+        raw = lib["debug_create"]("default", *devices)
+        debug = debug_executor.GraphModuleDebug(
+            raw, devices, text, request.dump_root, weights=factory_params
+        )
+    else:  # a factory's params are set by create; its kernels are found through its imports
+        debug = debug_executor.create(text, lib, devices, dump_root=request.dump_root)
     if params is not None:
         with params() as blob:
             debug.load_params(blob)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 
 from tvmrt.artifact.files import ArtifactFiles
-from tvmrt.artifact.forms.base import ArtifactForm, LoadRequest
+from tvmrt.artifact.forms.base import ArtifactForm, LoadRequest, remote_refusal
 from tvmrt.artifact.inspect_binary import Found, inspect_library_code
 from tvmrt.artifact.model import LoadedModel
 from tvmrt.artifact.report import (
@@ -34,9 +34,9 @@ from tvmrt.runtime.vm.opcodes import OPCODE_NAMES
 __all__ = ["FORM", "is_vm_executable", "describe_embedded"]
 
 
-def is_vm_executable(lib: Module) -> bool:
-    """Whether the loaded root module is a Relay VM executable (``vm.so``)."""
-    return lib.type_key == "VMExecutable"
+def is_vm_executable(type_key: str) -> bool:
+    """Whether a loaded root module of this type key is a Relay VM executable (``vm.so``)."""
+    return type_key == "VMExecutable"
 
 
 def _claims(files: ArtifactFiles, sniffed: Sniffed | None) -> bool:
@@ -45,7 +45,9 @@ def _claims(files: ArtifactFiles, sniffed: Sniffed | None) -> bool:
 
 def _load(request: LoadRequest, lib: Module) -> LoadedModel:
     files = request.files
-    if is_vm_executable(lib):
+    if request.remote is not None:  # a vm.so handed over by the factory form
+        raise remote_refusal(FORM, request.device)
+    if is_vm_executable(lib.type_key):
         exe: Module = lib
     elif files.code is not None:
         exe = load_executable(files.code.read_bytes(), lib)

@@ -33,7 +33,7 @@ import os
 import shutil
 import struct
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -110,8 +110,11 @@ def create(
             "graph_json_str must be a str (the graph JSON text), "
             f"got {type(graph_json_str).__name__}"
         )
-    devices, _, device_type_id = get_device(libmod, device)
-    fcreate = get_global_func("tvm.graph_executor_debug.create")
+    devices, num_rpc, device_type_id = get_device(libmod, device)
+    if num_rpc:  # the server builds the debug executor, as in TVM
+        fcreate = libmod.remote_global_func("tvm.graph_executor_debug.create")  # type: ignore[attr-defined]
+    else:
+        fcreate = get_global_func("tvm.graph_executor_debug.create")
     func_obj = fcreate(graph_json_str, libmod, *device_type_id)
     gmod = GraphModuleDebug(func_obj, devices, graph_json_str, dump_root)
     try:
@@ -141,6 +144,8 @@ class GraphModuleDebug(GraphModule):
         The graph JSON text.
     dump_root
         Folder for the dump files; a new ``tvmdbg_*`` temporary folder if empty.
+    weights
+        Input names the creator set as weights, e.g. a server's factory's params (tvmrt).
 
     Attributes
     ----------
@@ -154,6 +159,7 @@ class GraphModuleDebug(GraphModule):
         device: Device | Sequence[Device],
         graph_json_str: str,
         dump_root: str | os.PathLike[str] | None,
+        weights: Collection[str] = (),
     ) -> None:
         self._dump_root = os.fspath(dump_root) if dump_root else None
         self._dump_path: str | None = None
@@ -164,7 +170,7 @@ class GraphModuleDebug(GraphModule):
         self._get_node_output = module["get_node_output"]
         self._profile = module["profile"]
         self._profile_rpc = module["profile_rpc"]
-        super().__init__(module, graph_json_str)
+        super().__init__(module, graph_json_str, weights)
         devices = [device] if isinstance(device, Device) else list(device)
         self._devices = devices
         self._create_debug_env(graph_json_str, devices)

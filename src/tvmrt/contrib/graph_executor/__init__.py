@@ -15,7 +15,6 @@ Typical use, unchanged from TVM apart from the import::
 from __future__ import annotations
 
 import os
-from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
@@ -27,7 +26,7 @@ from tvmrt.runtime.graph_executor.checks import unknown_input
 from tvmrt.runtime.graph_executor.executor import GraphExecutor
 from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory
 from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
-from tvmrt.runtime.graph_executor.keys import GraphKeys
+from tvmrt.runtime.graph_executor.keys import GraphKeys, output_info
 from tvmrt.runtime.graph_executor.roles import classify_inputs, output_labels
 from tvmrt.runtime.graph_executor.storage import StoragePlan, plan_storage
 from tvmrt.runtime.module import Module
@@ -243,15 +242,8 @@ class GraphModule(ModuleFace):
     def outputs(self) -> list[TensorInfo]:
         """The graph's outputs under TVM's names (``node``, or ``node:i`` for a node with
         several), as ``get_output_info`` keys them."""
-        graph = self.graph
-        heads = Counter(h.node_id for h in graph.heads)
-        infos = []
-        for h in graph.heads:
-            name = graph.nodes[h.node_id].name
-            key = name if heads[h.node_id] == 1 else f"{name}:{h.index}"
-            eid = graph.entry_id(h.node_id, h.index)
-            infos.append(TensorInfo(key, tuple(graph.shapes[eid]), str(graph.dltypes[eid])))
-        return infos
+        shapes, dtypes = output_info(self.graph)
+        return [TensorInfo(key, tuple(shapes[key]), dtypes[key]) for key in shapes]
 
     def output_labels(self) -> list[str]:
         """``node_i`` per output: TVM's key ``node:i`` with ``_`` (``output_labels``)."""

@@ -12,7 +12,7 @@ from tvmrt.runtime.graph_executor.checks import check_index, unknown_input, unkn
 from tvmrt.runtime.graph_executor.graph import Graph
 from tvmrt.runtime.object import ShapeTuple
 
-__all__ = ["GraphKeys"]
+__all__ = ["GraphKeys", "output_info"]
 
 
 class GraphKeys:
@@ -103,16 +103,20 @@ class GraphKeys:
 
     def output_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
         """Shapes and dtypes of outputs, keyed by node name (``"name:i"`` when it has several)."""
-        g = self.graph
-        counts: dict[int, int] = defaultdict(int)
-        for h in g.heads:
-            counts[h.node_id] += 1
-        shapes: dict[str, tuple[int, ...]] = {}
-        dtypes: dict[str, str] = {}
-        for h in g.heads:
-            name = g.nodes[h.node_id].name
-            key = name if counts[h.node_id] == 1 else f"{name}:{h.index}"
-            eid = g.entry_id(h.node_id, h.index)
-            shapes[key] = ShapeTuple(g.shapes[eid])
-            dtypes[key] = str(g.dltypes[eid])
-        return shapes, dtypes
+        return output_info(self.graph)
+
+
+def output_info(g: Graph) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
+    """Shapes and dtypes of ``g``'s outputs, keyed as the executor's ``get_output_info``."""
+    counts: dict[int, int] = defaultdict(int)
+    for h in g.heads:
+        counts[h.node_id] += 1
+    shapes: dict[str, tuple[int, ...]] = {}
+    dtypes: dict[str, str] = {}
+    for h in g.heads:
+        name = g.nodes[h.node_id].name
+        key = name if counts[h.node_id] == 1 else f"{name}:{h.index}"
+        eid = g.entry_id(h.node_id, h.index)
+        shapes[key] = ShapeTuple(g.shapes[eid])
+        dtypes[key] = str(g.dltypes[eid])
+    return shapes, dtypes
