@@ -99,12 +99,25 @@ def test_profile_times_every_node_on_the_server(tracker: int, artifacts: Path, f
     assert any("fused" in call["Name"]["string"] for call in calls)
 
 
-def test_profile_of_an_aot_build_says_it_runs_locally_only(tracker: int, artifacts: Path) -> None:
+def test_profile_of_an_aot_build_times_its_whole_run_on_the_server(
+    tracker: int, artifacts: Path, tmp_path: Path
+) -> None:
+    # no graph: the AotModule face times the server's run as one call (the entry function)
     artifact, _ = _case(artifacts, "aot-so")
-    done = tvmrt("profile", artifact, "--number", "1", *_flags(tracker))
-    assert done.returncode == 1
-    assert "artifact form 'aot'" in done.stderr
-    assert "profiled only on a local device" in done.stderr
+    entry = "tvmgen_default___tvm_main__"
+    trace = tmp_path / "trace.json"
+    done = tvmrt("profile", artifact, "--number", "1", "--trace", trace, *_flags(tracker))
+    assert done.returncode == 0, done.stderr
+    assert entry in done.stdout
+    assert "Total_time" in done.stdout
+    assert {e["name"] for e in json.loads(trace.read_text())["traceEvents"]} == {entry}
+    report = tvmrt("profile", artifact, "--number", "1", "--json", *_flags(tracker))
+    assert report.returncode == 0, report.stderr
+    (call,) = json.loads(report.stdout)["calls"]
+    assert call["Name"]["string"] == entry
+    assert call["Device"]["string"].startswith("remote[")
+    assert call["Device"]["string"].endswith(":cpu0")
+    assert call["Argument Shapes"]["string"] == "float32[1, 3, 16, 16], float32[1, 10]"
 
 
 def test_a_form_that_cannot_run_remotely_says_so_naming_it(tracker: int, artifacts: Path) -> None:

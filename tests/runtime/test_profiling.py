@@ -444,6 +444,7 @@ def test_profiler_percent_is_ieee_when_total_is_zero() -> None:
         (Device(12, 0), "ext_dev0"),
         (Device(15, 0), "webgpu0"),
         (Device(16, 0), "hexagon0"),
+        (Device(1 + 128 * 3, 0), "remote[2]:cpu0"),  # a device of RPC session 2 (tvmrt)
     ],
 )
 def test_device_string(device: Device, text: str) -> None:

@@ -4,7 +4,8 @@ No graph JSON: the library exports ``get_c_metadata`` (the inputs and outputs) a
 entry function, and its module blob holds an ``AotExecutorFactory``. The executor is
 TVM's face :class:`~tvmrt.runtime.executor.AotModule` over ``lib["default"](dev)``;
 with ``debug`` the whole run is timed as one call. It runs on a device of an RPC session
-too (the server makes the executor), but is profiled only here.
+too: the server makes the executor, and the face reads and times it through its packed
+functions.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from tvmrt.artifact.files import ArtifactFiles
 from tvmrt.artifact.forms.base import ArtifactForm, LoadRequest
 from tvmrt.artifact.inspect_binary import Found, inspect_library_code
 from tvmrt.artifact.model import LoadedModel
-from tvmrt.error import ModuleLoadError, UnsupportedError
+from tvmrt.error import ModuleLoadError
 from tvmrt.runtime.executor import AotExecutorFactory, AotModule
 from tvmrt.runtime.loaders.dispatch import Sniffed
 from tvmrt.runtime.module import Module
@@ -53,11 +54,6 @@ def _load(request: LoadRequest, lib: Module) -> LoadedModel:
     else:
         bound = frozenset(lib.params if isinstance(lib, AotExecutorFactory) else ())
     if request.debug:  # no graph, no per-operator timing: the whole model is one call
-        if request.remote is not None:
-            raise UnsupportedError(
-                f"artifact form 'aot' ({FORM.description}) is profiled only on a local "
-                f"device, not on {dev} of an RPC session: tvmrt run and bench time it there"
-            )
         dump_root = request.dump_root or tempfile.mkdtemp(prefix="tvmrt_aot_profile_")
         profiler = AotModule(make_module(), bound, make_module, dump_root)
         return LoadedModel(profiler, lib, files, "aot", bound, profiler)

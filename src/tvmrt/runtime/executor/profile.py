@@ -5,7 +5,8 @@ granularity the runtime sees is the whole model. These helpers give
 :class:`~tvmrt.runtime.executor.AotModule` what the debug executor offers ``tvmrt
 profile`` (a timing table, a Chrome trace in its dump folder, TVM's ``Report``) with one
 row: the model's entry function. They time the face's ``run`` only, so they work on an
-executor anywhere its packed functions are.
+executor anywhere its packed functions are (on an RPC server the times include the
+round trip of each call).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from tvmrt.runtime.benchmark import TimingConfig
+from tvmrt.runtime.device_type import RPC_SESS_MASK
 from tvmrt.runtime.kernel_services import num_threads
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.profiling import Count, Metric, Profiler, Report
@@ -69,15 +71,16 @@ def profile_whole_run(
     """Run the model 3 times, then once more timed: TVM's ``Report`` with one call.
 
     ``arrays`` are the executor's inputs then outputs (their shapes are the row's
-    ``Argument Shapes``; the first one's device is the row's).
+    ``Argument Shapes``; the first one's device is the row's). On a device of an RPC
+    session the run is timed here, around the remote call, and the configuration names
+    no thread count (the server's is not known here).
     """
     for _ in range(_WARMUP_RUNS):
         run()
-    configuration: dict[str, Metric] = {
-        "Executor": "AOT",
-        "Number of threads": Count(num_threads()),
-    }
     device = arrays[0].device
+    configuration: dict[str, Metric] = {"Executor": "AOT"}
+    if device.device_type < RPC_SESS_MASK:
+        configuration["Number of threads"] = Count(num_threads())
     prof = Profiler([device], configuration)
     prof.start()
     shapes = ", ".join(f"{a.dtype}[{', '.join(str(d) for d in a.shape)}]" for a in arrays)

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from tvmrt.error import InvalidArgumentError, TVMError
-from tvmrt.runtime.device import MASK2STR, Device, DLDeviceType
+from tvmrt.runtime.device import MASK2STR, RPC_SESS_MASK, Device, DLDeviceType
 from tvmrt.runtime.device_api import find_device_api
 from tvmrt.runtime.profiling.metrics import (
     DURATION,
@@ -26,7 +26,14 @@ __all__ = ["Profiler", "device_string"]
 
 
 def device_string(dev: Device) -> str:
-    """TVM's ``DeviceString``: ``DLDeviceType2Str`` + device id, e.g. ``cpu0``, ``cuda1``."""
+    """TVM's ``DeviceString``: ``DLDeviceType2Str`` + device id, e.g. ``cpu0``, ``cuda1``;
+    a device of an RPC session is prefixed with its session as ``repr`` shows it
+    (``remote[0]:cpu0``)."""
+    if dev.device_type >= RPC_SESS_MASK:
+        session = dev.device_type // RPC_SESS_MASK - 1
+        return f"remote[{session}]:" + device_string(
+            Device(dev.device_type % RPC_SESS_MASK, dev.device_id)
+        )
     return MASK2STR.get(dev.device_type, str(dev.device_type)) + str(dev.device_id)
 
 
