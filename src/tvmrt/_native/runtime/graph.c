@@ -50,6 +50,34 @@ static const char* attr_str(const tvmrt_json* attrs, const char* key) {
   return v != NULL && v->type == RT_JSON_STRING ? v->str : NULL;
 }
 
+/* a decimal integer >= 0 (what the Python runtime's int() of the text accepts, less its
+   spaces, sign and underscores) */
+static int decimal(const char* s) {
+  size_t i;
+  for (i = 0; s[i] != '\0'; ++i) {
+    if (s[i] < '0' || s[i] > '9') return 0;
+  }
+  return i > 0 && i < 10;
+}
+
+static int check_attr_strings(const tvmrt_json* attrs, size_t nid, const char* name) {
+  size_t i;
+  if (attrs->type != RT_JSON_OBJECT) {
+    return tvmrt_fail("GraphFormatError",
+                      "graph JSON: nodes[%zu] ('%.100s'): 'attrs' must be an "
+                      "object",
+                      nid, name);
+  }
+  for (i = 0; i < attrs->count; ++i) {
+    if (attrs->items[i].type != RT_JSON_STRING) {
+      return tvmrt_fail("GraphFormatError",
+                        "graph JSON: nodes[%zu] ('%.100s'): attrs['%.100s'] must be a string", nid,
+                        name, attrs->keys[i]);
+    }
+  }
+  return 0;
+}
+
 static int read_node(const tvmrt_json* v, tvmrt_node* node, size_t nid) {
   const tvmrt_json *op, *name, *inputs, *attrs;
   size_t i;
@@ -77,6 +105,12 @@ static int read_node(const tvmrt_json* v, tvmrt_node* node, size_t nid) {
                       "and array 'inputs'",
                       nid);
   }
+  if (tvmrt_json_get(v, "control_deps") != NULL &&
+      tvmrt_json_get(v, "control_deps")->type != RT_JSON_ARRAY) {
+    return tvmrt_fail("GraphFormatError",
+                      "graph JSON: nodes[%zu] ('%.100s') control_deps: expected a JSON array", nid,
+                      name->str);
+  }
   if (strcmp(op->str, "tvm_op") == 0) {
     node->is_op = 1;
   } else if (strcmp(op->str, "null") != 0) {
@@ -86,6 +120,7 @@ static int read_node(const tvmrt_json* v, tvmrt_node* node, size_t nid) {
                       nid, op->str);
   }
   if ((node->name = strdup(name->str)) == NULL) return bad("nodes", "out of memory");
+  if (attrs != NULL && check_attr_strings(attrs, nid, node->name) != 0) return -1;
   if (attrs != NULL) {
     const char *fn = attr_str(attrs, "func_name"), *no = attr_str(attrs, "num_outputs");
     const char *fl = attr_str(attrs, "flatten_data"), *ni = attr_str(attrs, "num_inputs");
@@ -97,8 +132,14 @@ static int read_node(const tvmrt_json* v, tvmrt_node* node, size_t nid) {
                         "need string func_name, num_inputs, num_outputs and flatten_data",
                         nid, node->name);
     }
+    if (!decimal(ni) || !decimal(fl)) {
+      return tvmrt_fail("GraphFormatError",
+                        "graph JSON: nodes[%zu] ('%.100s'): attrs['num_inputs'] and "
+                        "attrs['flatten_data'] must be decimal integer strings",
+                        nid, node->name);
+    }
     outputs = strtoul(no, &end, 10);
-    if (*fn == '\0' || *end != '\0' || outputs < 1 || outputs > 65536) {
+    if (*fn == '\0' || !decimal(no) || outputs < 1 || outputs > 65536) {
       return tvmrt_fail("GraphFormatError",
                         "graph JSON, node %zu (%.100s): bad func_name or "
                         "num_outputs",
@@ -201,6 +242,11 @@ static int read_attrs(const tvmrt_json* attrs, tvmrt_graph* g) {
       return tvmrt_fail("GraphFormatError", "graph JSON, attrs: storage_id[%zu] must be 0 to %d", i,
                         MAX_STORAGE_ID - 1);
     }
+    if ((uint64_t)id->i >= 4 * (uint64_t)n + 1024) {
+      return tvmrt_fail("GraphFormatError",
+                        "graph JSON: attrs['storage_id']: storage id %lld is implausibly large",
+                        (long long)id->i);
+    }
     g->storage_ids[i] = id->i;
     if ((size_t)id->i + 1 > g->num_storage) g->num_storage = (size_t)id->i + 1;
     if (dev != NULL && (dev->items[i].type != RT_JSON_NUMBER || dev->items[i].i != kDLCPU)) {
@@ -252,6 +298,7 @@ static int check_graph(tvmrt_graph* g) {
                         i, g->arg_nodes[i]);
     }
   }
+  if (tvmrt_graph_check_inputs(g) != 0) return -1;
   for (i = 0; i < g->num_heads; ++i) {
     tvmrt_entry_ref r = g->heads[i];
     if (r.nid >= g->num_nodes || r.index >= g->nodes[r.nid].num_outputs) {
