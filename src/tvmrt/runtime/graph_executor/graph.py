@@ -287,7 +287,7 @@ def _check_null_nodes_listed(nodes: Sequence[Node], arg_nodes: Sequence[int]) ->
         if not node.is_op and nid not in listed:
             raise fail(
                 "arg_nodes",
-                f"node {nid} ({node.name!r}) is an input or param (op \"null\") but arg_nodes "
+                f'node {nid} ({node.name!r}) is an input or param (op "null") but arg_nodes '
                 "does not list it, so nothing could set it",
             )
 
