@@ -64,6 +64,13 @@ def _unlist(nid: int) -> Callable[[Graph], None]:
     return mutate
 
 
+def _shape(eid: int, shape: list[int]) -> Callable[[Graph], None]:
+    def mutate(g: Graph) -> None:
+        g["attrs"]["shape"][1][eid] = shape
+
+    return mutate
+
+
 def _int_attr(g: Graph) -> None:
     g["nodes"][1]["attrs"]["num_inputs"] = 1
 
@@ -162,6 +169,25 @@ CASES = [
         "(1, 3, 16, 16) and dtype float32, got shape (1, 3, 16, 16) and dtype int32",
     ),
     Hostile("share_params_with_itself", mode="share_self"),  # item 4: no leak (LSan)
+    Hostile(
+        "get_output_into_float64",
+        mode="out_float64",
+        error="get_output: ArrayError: get_output(0): out has shape (1, 10) and dtype float64, "
+        "expected shape (1, 10) and dtype float32",
+    ),
+    Hostile(
+        "entry_of_2_48_bytes",
+        graph=_shape(14, [1 << 20, 1 << 20, 1 << 6]),
+        error="create: GraphFormatError: graph JSON: attrs['shape'][14]: shape (1048576, "
+        "1048576, 64) of float32 takes 281474976710656 bytes; no machine can hold an entry of "
+        "281474976710656 bytes (2**48) or more",
+    ),
+    Hostile(
+        "plan_larger_than_memory",  # 64 TiB
+        graph=_shape(14, [1 << 20, 1 << 20, 1 << 4]),
+        error="create: DeviceOutOfMemoryError: cannot create the graph executor: the storage "
+        "plan needs 65536.0 GiB of host memory, more than this machine's",
+    ),
 ]
 
 
@@ -233,6 +259,8 @@ def _python(case: Hostile, model: Model, text: str, blob: bytes) -> tuple[str, n
         step = "run"
         m["run"]()
         step = "get_output"
+        if case.mode == "out_float64":
+            m["get_output"](0, runtime.nd.array(np.zeros(model.golden.shape, "float64")))
         out = m["get_output"](0).numpy()
     except TVMError as exc:
         return f"{step}: {type(exc).__name__}: {exc}", None

@@ -10,7 +10,8 @@
  *
  * MODE: plain (set_input of a compact array), strided (set_input of a permuted view with
  * strides), zc_float64 / zc_int32 (set_input_zero_copy of an array of that dtype),
- * share_self (share_params with itself, then a plain run), double_free (each handle kind
+ * share_self (share_params with itself, then a plain run), out_float64 (get_output into a
+ * float64 array), double_free (each handle kind
  * freed twice: the second free must fail with an error; under ASan a read of freed memory
  * aborts the program).
  */
@@ -170,7 +171,9 @@ int main(int argc, char** argv) {
     }
   }
   if (call(gmod, "run", "run", args, codes, 0) != 0) goto done;
-  if (TVMArrayAlloc(out_shape, 2, kDLFloat, 32, 1, kDLCPU, 0, &out) != 0) return 2;
+  if (TVMArrayAlloc(out_shape, 2, kDLFloat, strcmp(mode, "out_float64") == 0 ? 64 : 32, 1, kDLCPU,
+                    0, &out) != 0)
+    return 2;
   args[0].v_int64 = 0;
   codes[0] = kTVMArgInt;
   args[1].v_handle = out;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "graph_executor.h"
 
@@ -40,6 +41,20 @@ static int entry_nbytes(const tvmrt_graph* g, size_t eid, size_t* out) {
   return 0;
 }
 
+/* the Python runtime's check_host_memory: pools larger than this machine's memory fail here,
+   not when a lazily committed page is first touched */
+static int host_memory_problem(const size_t* sizes, size_t n) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  double need = 0, have = (double)pages * (double)page;
+  size_t sid;
+  for (sid = 0; sid < n; ++sid) need += (double)((sizes[sid] + 3) / 4 * 4);
+  if (pages <= 0 || page <= 0 || need <= have) return 0;
+  return tvmrt_fail("DeviceOutOfMemoryError",
+                    "cannot create the graph executor: the storage plan needs %.1f GiB of host "
+                    "memory, more than this machine's %.1f GiB",
+                    need / 1073741824.0, have / 1073741824.0);
+}
+
 static int setup_storage(graph_executor* ge) {
   tvmrt_graph* g = &ge->g;
   size_t* sizes = (size_t*)calloc(g->num_storage ? g->num_storage : 1, sizeof(size_t));
@@ -53,6 +68,10 @@ static int setup_storage(graph_executor* ge) {
     }
     sid = (size_t)g->storage_ids[eid];
     if (n > sizes[sid]) sizes[sid] = n;
+  }
+  if (host_memory_problem(sizes, g->num_storage) != 0) {
+    free(sizes);
+    return -1;
   }
   ge->pool = (tvmrt_ndarray**)calloc(g->num_storage ? g->num_storage : 1, sizeof(void*));
   ge->entries = (DLTensor*)calloc(g->num_entries ? g->num_entries : 1, sizeof(DLTensor));

@@ -33,6 +33,7 @@ typedef struct {
   size_t num_ops;
   tvmrt_object** shared; /* the memory of the parameters this one shares (references) */
   size_t num_shared;
+  int running; /* run in progress (another thread's run is refused) */
 } graph_executor;
 
 /* graph_executor.c: create, destroy, run, rebind */

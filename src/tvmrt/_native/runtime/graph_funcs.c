@@ -170,8 +170,17 @@ static int f_set_output_zero_copy(void* self, TVMValue* args, int* codes, int n,
 }
 
 static int f_run(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  graph_executor* ge = GE(self);
+  int status;
   if (nargs("run", n, 0, 0) != 0) return -1;
-  return tvmrt_ge_run(GE(self));
+  if (__atomic_exchange_n(&ge->running, 1, __ATOMIC_ACQUIRE) != 0) { /* as the Python runtime */
+    return tvmrt_fail("TVMError",
+                      "this graph executor is already running in another thread; use one "
+                      "executor per thread (share weights between them with share_params)");
+  }
+  status = tvmrt_ge_run(ge);
+  __atomic_store_n(&ge->running, 0, __ATOMIC_RELEASE);
+  return status;
 }
 
 static int give_array(void* self, const DLTensor* t, TVMValue* ret, int* rc) {
@@ -182,12 +191,25 @@ static int give_array(void* self, const DLTensor* t, TVMValue* ret, int* rc) {
   return 0;
 }
 
+/* the Python runtime's copy_out: `out` must have the entry's shape and dtype */
 static int copy_out(const DLTensor* from, TVMValue* args, int* codes, const char* fn) {
   DLTensor* out = arg_tensor(args, codes, 1, fn);
-  char label[64];
   if (out == NULL) return -1;
-  snprintf(label, sizeof(label), "%s: out", fn);
-  if (!tvmrt_ge_same_layout(from, out)) return layout_error(label, from, out);
+  if (!tvmrt_ge_same_layout(from, out)) {
+    char key[256], os[256], od[64], fs[256], fd[64];
+    if (codes[0] == kTVMStr) {
+      snprintf(key, sizeof(key), "'%.200s'", args[0].v_str);
+    } else {
+      snprintf(key, sizeof(key), "%lld", (long long)args[0].v_int64);
+    }
+    tvmrt_ge_shape_text(out, os, sizeof(os));
+    tvmrt_ge_dtype_text(out->dtype, od, sizeof(od));
+    tvmrt_ge_shape_text(from, fs, sizeof(fs));
+    tvmrt_ge_dtype_text(from->dtype, fd, sizeof(fd));
+    return tvmrt_fail("ArrayError",
+                      "%s(%s): out has shape %s and dtype %s, expected shape %s and dtype %s", fn,
+                      key, os, od, fs, fd);
+  }
   return tvmrt_copy_tensor(from, out);
 }
 
