@@ -75,6 +75,10 @@ def _int_attr(g: Graph) -> None:
     g["nodes"][1]["attrs"]["num_inputs"] = 1
 
 
+def _word_attr(g: Graph) -> None:
+    g["nodes"][1]["attrs"]["flatten_data"] = "yes"
+
+
 def _param(name: str, change: Callable[[np.ndarray], np.ndarray]) -> Callable[[Params], None]:
     def mutate(p: Params) -> None:
         p[name] = change(p[name])
@@ -142,6 +146,13 @@ CASES = [
         error="create: GraphFormatError: graph JSON: nodes[1] "
         "('tvmgen_default_fused_layout_transform'): attrs['num_inputs'] must be a string",
         same_words=False,  # Python shows the value
+    ),
+    Hostile(
+        "op_attr_not_decimal",
+        graph=_word_attr,
+        error="create: GraphFormatError: graph JSON: nodes[1] "
+        "('tvmgen_default_fused_layout_transform'): attrs['flatten_data'] must be a decimal "
+        "integer string, got 'yes'",
     ),
     Hostile(
         "param_of_another_layout_same_bytes",  # item 4: the weight in another layout

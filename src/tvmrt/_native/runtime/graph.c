@@ -60,6 +60,15 @@ static int decimal(const char* s) {
   return i > 0 && i < 10;
 }
 
+/* the Python runtime's _parse_op_int words */
+static int op_int(const char* text, const char* key, size_t nid, const char* name) {
+  if (decimal(text)) return 0;
+  return tvmrt_fail("GraphFormatError",
+                    "graph JSON: nodes[%zu] ('%.100s'): attrs['%s'] must be a decimal integer "
+                    "string, got '%.40s'",
+                    nid, name, key, text);
+}
+
 static int check_attr_strings(const tvmrt_json* attrs, size_t nid, const char* name) {
   size_t i;
   if (attrs->type != RT_JSON_OBJECT) {
@@ -132,18 +141,23 @@ static int read_node(const tvmrt_json* v, tvmrt_node* node, size_t nid) {
                         "need string func_name, num_inputs, num_outputs and flatten_data",
                         nid, node->name);
     }
-    if (!decimal(ni) || !decimal(fl)) {
+    if (*fn == '\0') {
       return tvmrt_fail("GraphFormatError",
-                        "graph JSON: nodes[%zu] ('%.100s'): attrs['num_inputs'] and "
-                        "attrs['flatten_data'] must be decimal integer strings",
+                        "graph JSON: nodes[%zu] ('%.100s'): attrs['func_name'] "
+                        "is empty",
                         nid, node->name);
     }
+    if (op_int(no, "num_outputs", nid, node->name) != 0 ||
+        op_int(ni, "num_inputs", nid, node->name) != 0 ||
+        op_int(fl, "flatten_data", nid, node->name) != 0) {
+      return -1;
+    }
     outputs = strtoul(no, &end, 10);
-    if (*fn == '\0' || !decimal(no) || outputs < 1 || outputs > 65536) {
+    if (outputs < 1 || outputs > 65536) {
       return tvmrt_fail("GraphFormatError",
-                        "graph JSON, node %zu (%.100s): bad func_name or "
-                        "num_outputs",
-                        nid, node->name);
+                        "graph JSON: nodes[%zu] ('%.100s'): attrs['num_outputs'] must be at "
+                        "least 1%s",
+                        nid, node->name, outputs ? " and at most 65536" : "");
     }
     node->num_outputs = (uint32_t)outputs;
     node->flatten_data = strtoul(fl, NULL, 10) != 0;
@@ -267,48 +281,6 @@ static int read_attrs(const tvmrt_json* attrs, tvmrt_graph* g) {
   return 0;
 }
 
-static int check_graph(tvmrt_graph* g) {
-  size_t nid, i;
-  if (g->row_ptr[0] != 0) return bad("node_row_ptr", "must start at 0");
-  for (nid = 0; nid < g->num_nodes; ++nid) {
-    if (g->row_ptr[nid + 1] < g->row_ptr[nid] ||
-        g->row_ptr[nid + 1] - g->row_ptr[nid] != g->nodes[nid].num_outputs) {
-      return tvmrt_fail("GraphFormatError",
-                        "graph JSON, node_row_ptr: node %zu has %u outputs "
-                        "but node_row_ptr gives it %lld",
-                        nid, g->nodes[nid].num_outputs,
-                        (long long)g->row_ptr[nid + 1] - (long long)g->row_ptr[nid]);
-    }
-    for (i = 0; i < g->nodes[nid].num_inputs; ++i) {
-      tvmrt_entry_ref r = g->nodes[nid].inputs[i];
-      if (r.nid >= nid || r.index >= g->nodes[r.nid].num_outputs) {
-        return tvmrt_fail("GraphFormatError",
-                          "graph JSON, node %zu: input %zu refers to [%u, %u], "
-                          "not an output of an earlier node",
-                          nid, i, r.nid, r.index);
-      }
-    }
-  }
-  g->num_entries = g->row_ptr[g->num_nodes];
-  for (i = 0; i < g->num_args; ++i) {
-    if (g->arg_nodes[i] >= g->num_nodes || g->nodes[g->arg_nodes[i]].is_op) {
-      return tvmrt_fail("GraphFormatError",
-                        "graph JSON, arg_nodes[%zu]: node %u is not a null "
-                        "node",
-                        i, g->arg_nodes[i]);
-    }
-  }
-  if (tvmrt_graph_check_inputs(g) != 0) return -1;
-  for (i = 0; i < g->num_heads; ++i) {
-    tvmrt_entry_ref r = g->heads[i];
-    if (r.nid >= g->num_nodes || r.index >= g->nodes[r.nid].num_outputs) {
-      return tvmrt_fail("GraphFormatError", "graph JSON, heads[%zu]: [%u, %u] is not an entry", i,
-                        r.nid, r.index);
-    }
-  }
-  return 0;
-}
-
 int tvmrt_graph_parse(const char* json, size_t len, tvmrt_graph* g) {
   tvmrt_json* doc = NULL;
   const tvmrt_json *nodes, *heads, *metadata;
@@ -370,7 +342,7 @@ int tvmrt_graph_parse(const char* json, size_t len, tvmrt_graph* g) {
   for (i = 0; i < heads->count; ++i) {
     if (read_ref(&heads->items[i], &g->heads[i], "heads") != 0) goto fail;
   }
-  if (check_graph(g) != 0 || read_attrs(tvmrt_json_get(doc, "attrs"), g) != 0) goto fail;
+  if (tvmrt_graph_check_refs(g) != 0 || read_attrs(tvmrt_json_get(doc, "attrs"), g) != 0) goto fail;
   tvmrt_json_free(doc);
   return 0;
 fail:

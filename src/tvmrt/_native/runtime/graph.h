@@ -42,10 +42,10 @@ typedef struct {
 
 int tvmrt_graph_parse(const char* json, size_t len, tvmrt_graph* out);
 void tvmrt_graph_free(tvmrt_graph* g);
-/* graph_checks.c: input names unique and every null node in arg_nodes (tvmrt_graph_parse
-   calls it); the storage plan (no input's pool written by a kernel or shared with another
-   input, no two live entries in one pool) */
-int tvmrt_graph_check_inputs(const tvmrt_graph* g);
+/* graph_checks.c: every node id and entry id in range, input names unique, every null node
+   in arg_nodes (tvmrt_graph_parse calls it); the storage plan (no input's pool written by a
+   kernel or shared with another input, no two live entries in one pool) */
+int tvmrt_graph_check_refs(tvmrt_graph* g);
 int tvmrt_graph_check_plan(const tvmrt_graph* g);
 
 static inline uint32_t tvmrt_graph_eid(const tvmrt_graph* g, uint32_t nid, uint32_t index) {

@@ -1,10 +1,11 @@
 /*
- * The graph's cross-checks the Python runtime makes (graph.py: unique input names, every
- * null node listed in arg_nodes) and the storage plan's checks, the Python runtime's
- * (runtime/graph_executor/storage.py, check_input_pools, and lifetimes.py, check_lifetimes) with
- * the same words: no input shares a pool with another input or with a kernel's output, and no two
- * entries alive at the same time share a pool. A damaged storage_id table otherwise runs to a wrong
- * answer.
+ * The graph's cross-checks the Python runtime makes (graph.py: node_row_ptr against
+ * num_outputs, inputs and heads naming entries of earlier nodes, arg_nodes null nodes with
+ * unique names, every null node listed in arg_nodes) and the storage plan's checks, the Python
+ * runtime's (runtime/graph_executor/storage.py, check_input_pools, and lifetimes.py,
+ * check_lifetimes) with the same words: no input shares a pool with another input or with a
+ * kernel's output, and no two entries alive at the same time share a pool. A damaged storage_id
+ * table otherwise runs to a wrong answer.
  *
  * Lifetimes follow TVM's planner, as lifetimes.py explains: an entry lives from the node
  * that writes it to the last node that reads it; inputs, params and graph outputs live for
@@ -223,9 +224,48 @@ static int check_null_nodes_listed(const tvmrt_graph* g) {
                     i, g->nodes[i].name);
 }
 
-int tvmrt_graph_check_inputs(const tvmrt_graph* g) {
-  if (check_unique_inputs(g) != 0) return -1;
-  return check_null_nodes_listed(g);
+/* every index the executor follows is in range; sets num_entries */
+int tvmrt_graph_check_refs(tvmrt_graph* g) {
+  size_t nid, i;
+  if (g->row_ptr[0] != 0)
+    return tvmrt_fail("GraphFormatError", "graph JSON, node_row_ptr: must start at 0");
+  for (nid = 0; nid < g->num_nodes; ++nid) {
+    if (g->row_ptr[nid + 1] < g->row_ptr[nid] ||
+        g->row_ptr[nid + 1] - g->row_ptr[nid] != g->nodes[nid].num_outputs) {
+      return tvmrt_fail("GraphFormatError",
+                        "graph JSON, node_row_ptr: node %zu has %u outputs "
+                        "but node_row_ptr gives it %lld",
+                        nid, g->nodes[nid].num_outputs,
+                        (long long)g->row_ptr[nid + 1] - (long long)g->row_ptr[nid]);
+    }
+    for (i = 0; i < g->nodes[nid].num_inputs; ++i) {
+      tvmrt_entry_ref r = g->nodes[nid].inputs[i];
+      if (r.nid >= nid || r.index >= g->nodes[r.nid].num_outputs) {
+        return tvmrt_fail("GraphFormatError",
+                          "graph JSON, node %zu: input %zu refers to [%u, %u], "
+                          "not an output of an earlier node",
+                          nid, i, r.nid, r.index);
+      }
+    }
+  }
+  g->num_entries = g->row_ptr[g->num_nodes];
+  for (i = 0; i < g->num_args; ++i) {
+    if (g->arg_nodes[i] >= g->num_nodes || g->nodes[g->arg_nodes[i]].is_op) {
+      return tvmrt_fail("GraphFormatError",
+                        "graph JSON, arg_nodes[%zu]: node %u is not a null "
+                        "node",
+                        i, g->arg_nodes[i]);
+    }
+  }
+  if (check_unique_inputs(g) != 0 || check_null_nodes_listed(g) != 0) return -1;
+  for (i = 0; i < g->num_heads; ++i) {
+    tvmrt_entry_ref r = g->heads[i];
+    if (r.nid >= g->num_nodes || r.index >= g->nodes[r.nid].num_outputs) {
+      return tvmrt_fail("GraphFormatError", "graph JSON, heads[%zu]: [%u, %u] is not an entry", i,
+                        r.nid, r.index);
+    }
+  }
+  return 0;
 }
 
 int tvmrt_graph_check_plan(const tvmrt_graph* g) {
