@@ -86,6 +86,32 @@ def _param(name: str, change: Callable[[np.ndarray], np.ndarray]) -> Callable[[P
     return mutate
 
 
+def _set(*path: str | int, value: object) -> Callable[[Graph], None]:
+    """Sets graph[path[0]][path[1]]... = value (a key that is not there is added)."""
+
+    def mutate(g: Graph) -> None:
+        target: Any = g
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    return mutate
+
+
+def _pop(*path: str | int) -> Callable[[Graph], None]:
+    def mutate(g: Graph) -> None:
+        target: Any = g
+        for key in path[:-1]:
+            target = target[key]
+        target.pop(path[-1])
+
+    return mutate
+
+
+L1 = "'tvmgen_default_fused_layout_transform'"  # node 1
+CONV = "'tvmgen_default_fused_nn_contrib_conv2d_NCHWc_add_nn_relu'"  # node 4
+
+
 def _leading_zero(text: str) -> str:
     assert '"arg_nodes": [0, ' in text
     return text.replace('"arg_nodes": [0, ', '"arg_nodes": [00, ')
@@ -153,6 +179,127 @@ CASES = [
         error="create: GraphFormatError: graph JSON: nodes[1] "
         "('tvmgen_default_fused_layout_transform'): attrs['flatten_data'] must be a decimal "
         "integer string, got 'yes'",
+    ),
+    # the graph's structure: the C runtime's words are the Python runtime's
+    Hostile(
+        "unknown_top_level_key",
+        graph=_set("extra", value=1),
+        error="create: GraphFormatError: graph JSON: top level: key 'extra' is not supported; "
+        "keys are ['arg_nodes', 'attrs', 'heads', 'metadata', 'node_row_ptr', 'nodes']",
+    ),
+    Hostile(
+        "unknown_node_key",
+        graph=_set("nodes", 1, "foo", value=1),
+        error="create: GraphFormatError: graph JSON: nodes[1]: do not support key 'foo'; node "
+        "keys are ['attr', 'attrs', 'control_deps', 'inputs', 'name', 'op']",
+    ),
+    Hostile(
+        "node_without_inputs",
+        graph=_pop("nodes", 1, "inputs"),
+        error="create: GraphFormatError: graph JSON: nodes[1]: missing required key 'inputs'",
+    ),
+    Hostile(
+        "op_not_tvm_op",
+        graph=_set("nodes", 1, "op", value="conv"),
+        error=f"create: GraphFormatError: graph JSON: nodes[1] ({L1}): op must be 'null' or "
+        "'tvm_op', got 'conv'",
+    ),
+    Hostile(
+        "op_attrs_miss_num_outputs",
+        graph=_pop("nodes", 1, "attrs", "num_outputs"),
+        error=f"create: GraphFormatError: graph JSON: nodes[1] ({L1}): attrs misses "
+        "['num_outputs']; a tvm_op needs ['func_name', 'num_inputs', 'num_outputs', "
+        "'flatten_data']",
+    ),
+    Hostile(
+        "null_node_with_inputs",
+        graph=_set("nodes", 2, "inputs", value=[[0, 0, 0]]),
+        error="create: GraphFormatError: graph JSON: nodes[2] ('p0'): a null node takes no inputs",
+    ),
+    Hostile(
+        "input_from_a_later_node",
+        graph=_set("nodes", 4, "inputs", 0, value=[9, 0, 0]),
+        error=f"create: GraphFormatError: graph JSON: nodes[4] ({CONV}) inputs[0]: refers to "
+        "node 9, but only nodes 0..3 can be used here",
+    ),
+    Hostile(
+        "input_of_a_missing_output",
+        graph=_set("nodes", 4, "inputs", 0, value=[1, 3, 0]),
+        error=f"create: GraphFormatError: graph JSON: nodes[4] ({CONV}) inputs[0]: refers to "
+        f"output 3 of node 1 ({L1}), which has 1 output(s)",
+    ),
+    Hostile(
+        "input_not_a_pair",
+        graph=_set("nodes", 4, "inputs", 0, value=[1]),
+        error=f"create: GraphFormatError: graph JSON: nodes[4] ({CONV}) inputs[0]: expected "
+        "[node_id, index] or [node_id, index, version]",
+        same_words=False,  # Python shows the value
+    ),
+    Hostile(
+        "head_out_of_range",
+        graph=_set("heads", 0, value=[15, 0, 0]),
+        error="create: GraphFormatError: graph JSON: heads[0]: refers to node 15, but only "
+        "nodes 0..14 can be used here",
+    ),
+    Hostile(
+        "node_row_ptr_wrong",
+        graph=_set("node_row_ptr", 5, value=6),
+        error="create: GraphFormatError: graph JSON: node_row_ptr[5]: is 6 but node 4 "
+        f"({CONV}) has 1 outputs, so it must be 5",
+    ),
+    Hostile(
+        "node_row_ptr_short",
+        graph=_pop("node_row_ptr", 15),
+        error="create: GraphFormatError: graph JSON: node_row_ptr: has 15 items, expected 16 "
+        "(nodes + 1)",
+    ),
+    Hostile(
+        "arg_node_is_a_kernel",
+        graph=_set("arg_nodes", 1, value=1),
+        error=f"create: GraphFormatError: graph JSON: arg_nodes[1]: node 1 ({L1}) is not a "
+        "null node",
+    ),
+    Hostile(
+        "arg_node_missing",
+        graph=_set("arg_nodes", 1, value=99),
+        error="create: GraphFormatError: graph JSON: arg_nodes[1]: node 99 does not exist (15 "
+        "nodes)",
+    ),
+    Hostile(
+        "shape_table_short",
+        graph=_pop("attrs", "shape", 1, 14),
+        error="create: GraphFormatError: graph JSON: attrs['shape']: has 14 items but the "
+        "graph has 15 entries",
+    ),
+    Hostile(
+        "shape_dim_negative",
+        graph=_set("attrs", "shape", 1, 3, 1, value=-2),
+        error="create: GraphFormatError: graph JSON: attrs['shape'][3]: expected an integer "
+        ">= 0, got -2",
+    ),
+    Hostile(
+        "storage_id_negative",
+        graph=_set("attrs", "storage_id", 1, 3, value=-1),
+        error="create: GraphFormatError: graph JSON: attrs['storage_id'][3]: expected an "
+        "integer >= 0, got -1",
+    ),
+    Hostile(
+        "dltype_unknown",
+        graph=_set("attrs", "dltype", 1, 3, value="floaty"),
+        error="create: GraphFormatError: graph JSON: attrs['dltype'][3]: unknown type 'floaty'",
+    ),
+    Hostile(
+        "storage_id_table_mistagged",
+        graph=_set("attrs", "storage_id", 0, value="list_str"),
+        error="create: GraphFormatError: graph JSON: attrs['storage_id']: expected "
+        "['list_int', [...]]",
+        same_words=False,  # Python shows the tag
+    ),
+    Hostile(
+        "unknown_attrs_table",
+        graph=_set("attrs", "weird", value=["list_str", []]),
+        error="create: GraphFormatError: graph JSON: attrs: cannot skip graph attr 'weird' with "
+        "type tag 'list_str'",
     ),
     Hostile(
         "param_of_another_layout_same_bytes",  # item 4: the weight in another layout

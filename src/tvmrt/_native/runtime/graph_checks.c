@@ -225,45 +225,63 @@ static int check_null_nodes_listed(const tvmrt_graph* g) {
 }
 
 /* every index the executor follows is in range; sets num_entries */
+/* a reference to output `index` of node `nid`, usable where only nodes below `limit` are */
+static int check_ref(const tvmrt_graph* g, tvmrt_entry_ref r, size_t limit, const char* where) {
+  if (r.nid >= limit) {
+    return tvmrt_fail("GraphFormatError",
+                      "graph JSON: %s: refers to node %u, but only nodes 0..%lld can be used here",
+                      where, r.nid, (long long)limit - 1);
+  }
+  if (r.index >= g->nodes[r.nid].num_outputs) {
+    return tvmrt_fail("GraphFormatError",
+                      "graph JSON: %s: refers to output %u of node %u ('%.200s'), which has %u "
+                      "output(s)",
+                      where, r.index, r.nid, g->nodes[r.nid].name, g->nodes[r.nid].num_outputs);
+  }
+  return 0;
+}
+
 int tvmrt_graph_check_refs(tvmrt_graph* g) {
   size_t nid, i;
-  if (g->row_ptr[0] != 0)
-    return tvmrt_fail("GraphFormatError", "graph JSON, node_row_ptr: must start at 0");
+  char where[300];
+  if (g->row_ptr[0] != 0) {
+    return tvmrt_fail("GraphFormatError", "graph JSON: node_row_ptr[0]: must be 0");
+  }
   for (nid = 0; nid < g->num_nodes; ++nid) {
-    if (g->row_ptr[nid + 1] < g->row_ptr[nid] ||
-        g->row_ptr[nid + 1] - g->row_ptr[nid] != g->nodes[nid].num_outputs) {
+    uint64_t want = (uint64_t)g->row_ptr[nid] + g->nodes[nid].num_outputs;
+    if (g->row_ptr[nid + 1] != want) {
       return tvmrt_fail("GraphFormatError",
-                        "graph JSON, node_row_ptr: node %zu has %u outputs "
-                        "but node_row_ptr gives it %lld",
-                        nid, g->nodes[nid].num_outputs,
-                        (long long)g->row_ptr[nid + 1] - (long long)g->row_ptr[nid]);
+                        "graph JSON: node_row_ptr[%zu]: is %u but node %zu ('%.200s') has %u "
+                        "outputs, so it must be %llu",
+                        nid + 1, g->row_ptr[nid + 1], nid, g->nodes[nid].name,
+                        g->nodes[nid].num_outputs, (unsigned long long)want);
     }
+  }
+  for (nid = 0; nid < g->num_nodes; ++nid) { /* nodes run in order: inputs come from earlier */
     for (i = 0; i < g->nodes[nid].num_inputs; ++i) {
-      tvmrt_entry_ref r = g->nodes[nid].inputs[i];
-      if (r.nid >= nid || r.index >= g->nodes[r.nid].num_outputs) {
-        return tvmrt_fail("GraphFormatError",
-                          "graph JSON, node %zu: input %zu refers to [%u, %u], "
-                          "not an output of an earlier node",
-                          nid, i, r.nid, r.index);
-      }
+      snprintf(where, sizeof(where), "nodes[%zu] ('%.200s') inputs[%zu]", nid, g->nodes[nid].name,
+               i);
+      if (check_ref(g, g->nodes[nid].inputs[i], nid, where) != 0) return -1;
     }
   }
   g->num_entries = g->row_ptr[g->num_nodes];
   for (i = 0; i < g->num_args; ++i) {
-    if (g->arg_nodes[i] >= g->num_nodes || g->nodes[g->arg_nodes[i]].is_op) {
+    uint32_t a = g->arg_nodes[i];
+    if (a >= g->num_nodes) {
       return tvmrt_fail("GraphFormatError",
-                        "graph JSON, arg_nodes[%zu]: node %u is not a null "
-                        "node",
-                        i, g->arg_nodes[i]);
+                        "graph JSON: arg_nodes[%zu]: node %u does not exist (%zu nodes)", i, a,
+                        g->num_nodes);
+    }
+    if (g->nodes[a].is_op) {
+      return tvmrt_fail("GraphFormatError",
+                        "graph JSON: arg_nodes[%zu]: node %u ('%.200s') is not a null node", i, a,
+                        g->nodes[a].name);
     }
   }
   if (check_unique_inputs(g) != 0 || check_null_nodes_listed(g) != 0) return -1;
   for (i = 0; i < g->num_heads; ++i) {
-    tvmrt_entry_ref r = g->heads[i];
-    if (r.nid >= g->num_nodes || r.index >= g->nodes[r.nid].num_outputs) {
-      return tvmrt_fail("GraphFormatError", "graph JSON, heads[%zu]: [%u, %u] is not an entry", i,
-                        r.nid, r.index);
-    }
+    snprintf(where, sizeof(where), "heads[%zu]", i);
+    if (check_ref(g, g->heads[i], g->num_nodes, where) != 0) return -1;
   }
   return 0;
 }
