@@ -25,7 +25,7 @@ void tvmrt_retain(tvmrt_object* obj) {
 #define LIVE_TOMB ((uintptr_t)1)
 static pthread_mutex_t g_live_mu = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t* g_live;
-static size_t g_live_cap, g_live_used; /* used: live objects and tombstones */
+static size_t g_live_cap, g_live_used, g_live_count; /* used: live objects and tombstones */
 
 static size_t live_slot(uintptr_t key, size_t cap) {
   return (size_t)(((uint64_t)(key >> 4) * 0x9E3779B97F4A7C15ULL) >> 20) & (cap - 1);
@@ -41,9 +41,14 @@ static size_t live_find(uintptr_t key) { /* the slot holding key, or g_live_cap 
   return g_live_cap;
 }
 
-static int live_grow(void) {
-  size_t cap = g_live_cap ? g_live_cap * 2 : 1024, i;
-  uintptr_t* table = (uintptr_t*)calloc(cap, sizeof(uintptr_t));
+/* rebuild without tombstones, at least 4 slots per live object, so the next rebuild is at
+   least cap / 4 registrations away (amortised O(1); the table never outgrows 8 slots per
+   object of the peak, however many objects come and go) */
+static int live_rehash(void) {
+  size_t cap = g_live_cap ? g_live_cap : 1024, i;
+  uintptr_t* table;
+  while ((g_live_count + 1) * 4 > cap) cap *= 2;
+  table = (uintptr_t*)calloc(cap, sizeof(uintptr_t));
   if (table == NULL) return -1;
   g_live_used = 0;
   for (i = 0; i < g_live_cap; ++i) {
@@ -67,7 +72,7 @@ int tvmrt_object_init(tvmrt_object* obj, uint32_t magic, void (*destroy)(tvmrt_o
   obj->refs = 1;
   obj->destroy = destroy;
   pthread_mutex_lock(&g_live_mu);
-  if ((g_live_used + 1) * 2 > g_live_cap && live_grow() != 0) {
+  if ((g_live_used + 1) * 2 > g_live_cap && live_rehash() != 0) {
     pthread_mutex_unlock(&g_live_mu);
     return tvmrt_fail("DeviceOutOfMemoryError", "cannot register an object");
   }
@@ -75,6 +80,7 @@ int tvmrt_object_init(tvmrt_object* obj, uint32_t magic, void (*destroy)(tvmrt_o
   }
   g_live_used += g_live[i] == 0;
   g_live[i] = key;
+  ++g_live_count;
   pthread_mutex_unlock(&g_live_mu);
   return 0;
 }
@@ -94,7 +100,10 @@ void tvmrt_release(tvmrt_object* obj) {
     size_t i;
     pthread_mutex_lock(&g_live_mu);
     i = live_find((uintptr_t)obj);
-    if (i < g_live_cap) g_live[i] = LIVE_TOMB;
+    if (i < g_live_cap) {
+      g_live[i] = LIVE_TOMB;
+      --g_live_count;
+    }
     pthread_mutex_unlock(&g_live_mu);
     obj->destroy(obj);
   }
