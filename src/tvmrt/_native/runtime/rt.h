@@ -6,7 +6,8 @@
  *
  * The files call down only (tests/native/test_c_layers.py fails on a cycle), bottom up:
  *   object (functions, errors' text) -> ndarray, module, registry, reader, json
- *   -> params, graph -> graph_executor -> graph_funcs -> factory -> blob -> dso
+ *   -> params, graph_attrs, graph_checks -> graph -> graph_arrays -> graph_executor
+ *   -> graph_funcs -> factory -> blob -> dso
  *   -> globals (global functions, the kernels' function environment, tvmrt_init)
  *
  * Objects are reference counted (atomics), freed when the count drops to zero:
