@@ -93,6 +93,7 @@ RUNTIME_FLOORS: dict[str, str] = {
     "tvmrt.runtime.profiling.*": "core",
     # arrays: NDArray, its memory and DLPack, tensor records and params files
     "tvmrt.runtime.ndarray": "arrays",
+    "tvmrt.runtime.tvm_array": "arrays",
     "tvmrt.runtime.array_memory": "arrays",
     "tvmrt.runtime._transfer": "arrays",
     "tvmrt.runtime.dlpack_export": "arrays",
@@ -109,6 +110,7 @@ RUNTIME_FLOORS: dict[str, str] = {
     "tvmrt.runtime.registry": "modules",
     "tvmrt.runtime.builtins": "modules",
     "tvmrt.runtime.module": "modules",
+    "tvmrt.runtime.module_info": "modules",
     "tvmrt.runtime.static_library": "modules",
     # the kernel host: what compiled kernels call back into (backend services, callbacks,
     # threads, device launches, the runtime functions they look up by name)

@@ -98,9 +98,10 @@ class DataType(str):
 
     Parameters
     ----------
-    dtype
+    type_str
         A dtype string (``"float32"``, ``"int8"``, ``"bool"``, ``"bfloat16"``,
-        ``"float32x4"``, ``"e4m3_float8"``), a numpy dtype, or another DataType.
+        ``"float32x4"``, ``"e4m3_float8"``), a numpy dtype, or another DataType (TVM's
+        parameter name).
 
     Examples
     --------
@@ -120,10 +121,10 @@ class DataType(str):
 
     _cache: ClassVar[dict[str, DataType]] = {}
 
-    def __new__(cls, dtype: DTypeLike) -> DataType:
-        if isinstance(dtype, DataType):
-            return dtype
-        key = dtype if isinstance(dtype, str) else _from_numpy_name(dtype)
+    def __new__(cls, type_str: DTypeLike) -> DataType:
+        if isinstance(type_str, DataType):
+            return type_str
+        key = type_str if isinstance(type_str, str) else _from_numpy_name(type_str)
         cached = cls._cache.get(key)
         if cached is not None:
             return cached

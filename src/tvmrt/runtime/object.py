@@ -37,6 +37,10 @@ class Object:
         """Whether ``other`` is this very object (TVM compares handles)."""
         return self is other
 
+    def legacy_repr(self) -> str:
+        """The object's text in TVM's legacy printer's form (its ``repr`` here)."""
+        return repr(self)
+
 
 class ObjectGeneric:
     """A Python class that converts itself to a runtime object (``asobject``)."""
@@ -100,6 +104,10 @@ class ShapeTuple(tuple[int, ...], Object):
         return not self == other
 
     __hash__ = tuple.__hash__
+
+    def legacy_repr(self) -> str:
+        """``[1, 3, 224, 224]``, as TVM's legacy printer shows a shape."""
+        return f"[{', '.join(str(d) for d in self)}]"
 
 
 class Constant(Object):

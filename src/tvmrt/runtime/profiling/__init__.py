@@ -24,8 +24,19 @@ Where tvmrt departs from TVM's text, on purpose:
 
 from __future__ import annotations
 
+from tvmrt.runtime.device import Device
 from tvmrt.runtime.profiling.metrics import Count, Duration, Metric, Percent, Ratio
 from tvmrt.runtime.profiling.profiler import Profiler, device_string
 from tvmrt.runtime.profiling.report import Report
 
-__all__ = ["Count", "Duration", "Percent", "Ratio", "Metric", "Report", "Profiler", "device_string"]
+__all__ = [
+    "Count",
+    "Duration",
+    "Percent",
+    "Ratio",
+    "Metric",
+    "Report",
+    "Profiler",
+    "device_string",
+    "Device",
+]
