@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -31,14 +32,18 @@ SURFACE = REPO / "tests" / "support" / "api_surface.py"
 
 
 def _tvm019(script: str, *args: str) -> str:
+    """Runs ``script`` (from a file: TVMScript reads its source back) under TVM 0.19."""
     python = tvm019_python()
-    done = subprocess.run(
-        [str(python), "-c", script, *args],
-        capture_output=True,
-        text=True,
-        env=tvm019_env(python),
-        cwd=REPO / "tests" / "support",
-    )
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "peer_script.py"
+        path.write_text(script)
+        done = subprocess.run(
+            [str(python), str(path), *args],
+            capture_output=True,
+            text=True,
+            env=tvm019_env(python),
+            cwd=REPO / "tests" / "support",
+        )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
@@ -199,3 +204,89 @@ def test_find_include_path_has_the_runtime_headers():
     assert runtime.module.find_include_path("no/such.h", optional=True) == []
     with pytest.raises(tvmrt.TVMError, match=r"no/such\.h"):
         runtime.module.find_include_path("no/such.h")
+
+
+_PROFILE = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import tvm
+    from tvm.script import tir as T
+    from tvm.runtime.profiling import profile_function
+
+    @T.prim_func
+    def bump(A: T.Buffer((2,), "float32")):
+        A[0] = A[0] + T.float32(1)
+        A[1] = A[1] * T.float32(2)
+
+    lib = tvm.build(tvm.IRModule({"bump": bump}), target="llvm")
+    lib.export_library(sys.argv[1])
+    a = tvm.nd.array(np.array([0, 1], dtype="float32"))
+    metrics = profile_function(lib, tvm.cpu(), [], func_name="bump", warmup_iters=3)(a)
+    missing = profile_function(lib, tvm.cpu(), [], func_name="absent")  # fails when called
+    try:
+        missing(a)
+        raised = False
+    except tvm.TVMError:
+        raised = True
+    json.dump([dict(metrics), a.numpy().tolist(), raised], sys.stdout)
+    """
+)
+
+
+def test_profile_function_runs_a_tvm019_kernel_as_tvm019_does(tmp_path):
+    so = tmp_path / "bump.so"
+    theirs = json.loads(_tvm019(_PROFILE, str(so)))
+    lib = runtime.load_module(str(so))  # the library TVM 0.19 built and profiled
+    a = tvmrt.nd.array(np.array([0, 1], dtype="float32"))
+    metrics = runtime.profiling.profile_function(lib, tvmrt.cpu(), [], "bump", warmup_iters=3)(a)
+    missing = runtime.profiling.profile_function(lib, tvmrt.cpu(), [], func_name="absent")
+    with pytest.raises(tvmrt.TVMError, match="absent"):
+        missing(a)
+    assert [metrics, a.numpy().tolist(), True] == theirs == [{}, [4.0, 16.0], True]
+
+
+def test_metric_collectors_see_the_measured_run_only():
+    seen = []
+
+    class Calls(runtime.profiling.MetricCollector):
+        def init(self, devices):
+            seen.append(("init", [d.device for d in devices]))
+
+        def start(self, dev):
+            seen.append(("start", dev))
+            return len(calls)
+
+        def stop(self, state):
+            return {"Calls": runtime.profiling.Count(len(calls) - state)}
+
+    calls = []
+    mod = runtime.PyModule({"f": lambda x: calls.append(x)})
+    quiet = runtime.profiling.MetricCollector()  # measures nothing: start returns None
+    prof = runtime.profiling.profile_function(mod, tvmrt.cpu(), [Calls(), quiet], "f", 2)
+    assert prof(7) == {"Calls": runtime.profiling.Count(1)}
+    assert calls == [7, 7, 7]
+    assert seen == [("init", [tvmrt.cpu()]), ("start", tvmrt.cpu())]
+    assert isinstance(quiet, runtime.Object)
+    assert isinstance(runtime.profiling.Count(1), runtime.profiling.Object)
+    with pytest.raises(TypeError, match="MetricCollector"):
+        runtime.profiling.profile_function(mod, tvmrt.cpu(), [object()])
+    with pytest.raises(ValueError, match="warmup_iters"):
+        runtime.profiling.profile_function(mod, tvmrt.cpu(), [], "f", warmup_iters=-1)
+
+
+def test_invoke_with_outputs_fills_the_given_tensors(artifacts):
+    from support.relayvm_cases import golden_runs, same_bits
+
+    folder = artifacts / "relayvm" / "adt-closure"
+    vm = runtime.vm.VirtualMachine(runtime.load_module(str(folder / "vm.so")), tvmrt.cpu())
+    (run,) = golden_runs(folder, ["a", "b", "c"])
+    outputs = [tvmrt.nd.empty(w.shape, str(w.dtype)) for w in run.outputs]
+    assert vm.invoke_with_outputs("main", run.inputs, outputs) is None
+    for got, want in zip(outputs, run.outputs, strict=True):
+        assert same_bits(got.numpy(), want)
+    wrong = [tvmrt.nd.empty((1,), "int8") for _ in run.outputs]
+    with pytest.raises(TypeError, match="output 0 of 'main'"):
+        vm.invoke_with_outputs("main", None, wrong)  # None: the inputs set before
+    with pytest.raises(TypeError, match="output tensors given"):
+        vm.invoke_with_outputs("main", run.inputs, [*outputs, outputs[0]])

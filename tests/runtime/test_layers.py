@@ -90,6 +90,7 @@ RUNTIME_FLOORS: dict[str, str] = {
     "tvmrt.runtime.backends.*": "core",
     "tvmrt.runtime.benchmark": "core",
     "tvmrt.runtime.profiling": "core",
+    "tvmrt.runtime.object_base": "core",
     "tvmrt.runtime.profiling.*": "core",
     # arrays: NDArray, its memory and DLPack, tensor records and params files
     "tvmrt.runtime.ndarray": "arrays",
@@ -105,6 +106,7 @@ RUNTIME_FLOORS: dict[str, str] = {
     "tvmrt.runtime.packed_func": "modules",
     "tvmrt.runtime.packed_values": "modules",
     "tvmrt.runtime.object": "modules",
+    "tvmrt.runtime.object_generic": "modules",
     "tvmrt.runtime.object_path": "modules",
     "tvmrt.runtime.container": "modules",
     "tvmrt.runtime.registry": "modules",

@@ -15,6 +15,7 @@ from numbers import Number
 from typing import Any, SupportsIndex
 
 from tvmrt.error import ArgumentTypeError, InvalidArgumentError, UnsupportedError
+from tvmrt.runtime.object_base import Object
 
 __all__ = [
     "Object",
@@ -26,20 +27,6 @@ __all__ = [
     "convert_to_object",
     "const",
 ]
-
-
-class Object:
-    """Base class of the runtime's objects (``tvm.runtime.Object``)."""
-
-    __slots__ = ()
-
-    def same_as(self, other: object) -> bool:
-        """Whether ``other`` is this very object (TVM compares handles)."""
-        return self is other
-
-    def legacy_repr(self) -> str:
-        """The object's text in TVM's legacy printer's form (its ``repr`` here)."""
-        return repr(self)
 
 
 class ObjectGeneric:
