@@ -63,9 +63,7 @@ def section() -> str:
         "",
         "Open gaps:",
         "",
-        "| difference | state |",
-        "|---|---|",
-        *_rows(OPEN),
+        *(["| difference | state |", "|---|---|", *_rows(OPEN)] if OPEN else ["None."]),
         END,
     ]
     return "\n".join(lines) + "\n"

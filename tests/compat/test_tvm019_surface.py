@@ -151,6 +151,12 @@ _BEHAVIOUR = textwrap.dedent(
             return ["array", str(v.dtype), list(v.shape), v.numpy().tolist()]
         return ["tuple", [describe(x) for x in v]]
     out["vm_convert"] = [describe(v) for v in convert(values)]
+    kinds = ["float32", "float32x4", "int8", "bool", "float16x2", "int64", "uint1"]
+    out["itemsize"] = [DataType(type_str=t).itemsize() for t in kinds]
+    buf = np.zeros(6 + 16, dtype="int32")  # TVM takes 64-byte-aligned memory only
+    aligned = buf[(-buf.ctypes.data % 64) // 4 :][:6]
+    aligned[:] = np.arange(6)
+    out["from_dlpack"] = from_dlpack(dltensor=aligned).numpy().tolist()
     json.dump(out, sys.stdout)
     """
 )
@@ -159,6 +165,8 @@ _TVM_IMPORTS = (
     "from tvm.runtime.container import ShapeTuple\n"
     "from tvm.runtime.packed_func import convert_to_tvm_func\n"
     "from tvm.runtime.vm import convert\n"
+    "from tvm.runtime import DataType\n"
+    "from tvm.runtime.ndarray import from_dlpack\n"
 )
 
 
