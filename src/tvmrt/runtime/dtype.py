@@ -161,10 +161,11 @@ class DataType(str):
         return cls(name)
 
     @property
-    def itemsize(self) -> ItemSize:
+    def itemsize(self) -> int:
         """Bytes per element as tvmrt stores it: ``ceil(bits / 8) * lanes``.
 
-        Also callable, as TVM v0.19's method: ``t.itemsize() == t.itemsize``.
+        Also callable, as TVM v0.19's method: ``t.itemsize() == t.itemsize`` (an
+        :class:`ItemSize`; typed ``int`` so that arithmetic on it stays ``int``).
         """
         itemsize: ItemSize = self.__dict__["_itemsize"]
         return itemsize
