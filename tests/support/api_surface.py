@@ -283,6 +283,27 @@ def compare(tvm: dict[str, Any], root: str = "tvmrt") -> Comparison:
     return result
 
 
+def to_text(surface: dict[str, Any]) -> str:
+    """JSON with one line per module and per class member or function (a short fixture)."""
+
+    def block(items: dict[str, Any], indent: str, inner: Any) -> list[str]:
+        rows = [
+            f"{indent}{json.dumps(key)}: {inner(value, indent)}" for key, value in items.items()
+        ]
+        return ["{", *[r + "," for r in rows[:-1]], *rows[-1:], indent[:-1] + "}"]
+
+    def obj(value: dict[str, Any], indent: str) -> str:
+        if not value.get("members"):
+            return json.dumps(value)
+        head = {k: v for k, v in value.items() if k != "members"}
+        members = block(value["members"], indent + "  ", lambda v, _: json.dumps(v))
+        return json.dumps(head)[:-1] + ', "members": ' + "\n".join(members) + "}"
+
+    modules = block(surface["modules"], "  ", lambda v, _: json.dumps(v))
+    objects = block(surface["objects"], "  ", obj)
+    text = '{\n "modules": ' + "\n".join(modules) + ',\n "objects": ' + "\n".join(objects)
+    return text + "\n}\n"
+
+
 if __name__ == "__main__":
-    json.dump(dump(sys.argv[1] if len(sys.argv) > 1 else "tvm"), sys.stdout, indent=1)
-    sys.stdout.write("\n")
+    sys.stdout.write(to_text(dump(sys.argv[1] if len(sys.argv) > 1 else "tvm")))
