@@ -205,13 +205,24 @@ def test_clear_imports_and_property_mask(artifacts):
     assert so.get_property_mask() == int(runtime.module.ModulePropertyMask.RUNNABLE)
 
 
-def test_find_include_path_has_the_runtime_headers():
+def test_find_include_path_has_the_runtime_headers(tmp_path, monkeypatch):
+    monkeypatch.delenv("TVM_INCLUDE_PATH", raising=False)
     folders = runtime.module.find_include_path()
     assert any((Path(f) / "tvm" / "runtime" / "c_runtime_api.h").exists() for f in folders)
     assert any((Path(f) / "dlpack" / "dlpack.h").exists() for f in folders)
-    assert runtime.module.find_include_path("no/such.h", optional=True) == []
-    with pytest.raises(tvmrt.TVMError, match=r"no/such\.h"):
-        runtime.module.find_include_path("no/such.h")
+    (tmp_path / "include").mkdir()
+    (tmp_path / "extra").mkdir()
+    assert runtime.module.find_include_path(search_path=str(tmp_path))[-1] == str(
+        tmp_path / "include"
+    )
+    assert runtime.module.find_include_path(["extra", "none"], [str(tmp_path)]) == [
+        str(tmp_path / "extra")
+    ]
+    monkeypatch.setenv("TVM_INCLUDE_PATH", str(tmp_path))
+    assert runtime.module.find_include_path()[0] == str(tmp_path / "include")
+    assert runtime.module.find_include_path("no_such_folder", optional=True) is None
+    with pytest.raises(RuntimeError, match="no_such_folder"):
+        runtime.module.find_include_path("no_such_folder")
 
 
 _PROFILE = textwrap.dedent(

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import enum
+import os
 from pathlib import Path
 
 from tvmrt.error import ArgumentTypeError, InvalidArgumentError, ModuleLoadError
@@ -31,33 +32,45 @@ def num_threads() -> int:
     return int(get_global_func("runtime.NumThreads")())
 
 
-_INCLUDE = Path(__file__).resolve().parents[1] / "include"
+_PACKAGE = Path(__file__).resolve().parents[1]  # holds include/ (tvm/runtime, dlpack)
 
 
 def find_include_path(
-    name: str | None = None, search_path: str | list[str] | None = None, optional: bool = False
-) -> list[str]:
-    """Folders holding the C headers a program built against the runtime includes.
+    name: str | list[str] | None = None,
+    search_path: str | list[str] | None = None,
+    optional: bool = False,
+) -> list[str] | None:
+    """Folders of the C headers a program built against the runtime includes.
 
-    As TVM's ``find_include_path``: ``tvm/runtime/c_runtime_api.h`` and
-    ``dlpack/dlpack.h`` are found under the returned folders (tvmrt ships both in one
-    folder, its ``include``). ``name`` (a header to look for, relative to a folder) and
-    ``search_path`` (more folders to look in first) narrow the answer as in TVM.
+    As TVM's ``find_include_path``: the roots are ``$TVM_INCLUDE_PATH`` (if set), tvmrt's
+    package folder and ``search_path``; the answer is each root's ``include`` folder
+    (``name`` None; tvmrt's holds ``tvm/runtime/c_runtime_api.h`` and ``dlpack/dlpack.h``),
+    or each root's ``name`` folders (a name or a list), those that exist.
+
+    Returns
+    -------
+    The folders found; None when there are none and ``optional`` is true.
 
     Raises
     ------
     ModuleLoadError
-        When nothing is found and ``optional`` is false.
+        When nothing is found and ``optional`` is false (TVM raises ``RuntimeError``).
     """
-    extra = [search_path] if isinstance(search_path, str) else list(search_path or [])
-    folders = [Path(p) for p in extra] + [_INCLUDE]
-    found = [str(p) for p in folders if p.is_dir() and (name is None or (p / name).exists())]
-    if not found and not optional:
-        raise ModuleLoadError(
-            f"cannot find {'the runtime headers' if name is None else name!r} in "
-            f"{', '.join(str(p) for p in folders)}"
-        )
-    return found
+    env = os.environ.get("TVM_INCLUDE_PATH")
+    roots = [Path(env)] if env else []
+    roots.append(_PACKAGE)
+    if search_path is not None:
+        roots += [Path(p) for p in ([search_path] if isinstance(search_path, str) else search_path)]
+    names = ["include"] if name is None else [name] if isinstance(name, str) else list(name)
+    candidates = [root / n for n in names for root in roots]
+    found = [str(c) for c in candidates if c.is_dir()]
+    if found:
+        return found
+    if optional:
+        return None
+    raise ModuleLoadError(
+        f"cannot find the header folders; candidates: {', '.join(str(c) for c in candidates)}"
+    )
 
 
 # TVM's RuntimeEnabled names, by the device type whose backend they ask about
