@@ -31,7 +31,7 @@ FIXTURE = Path(__file__).parent / "data" / "tvm019_surface.json"
 SURFACE = REPO / "tests" / "support" / "api_surface.py"
 
 
-def _tvm019(script: str, *args: str) -> str:
+def _tvm019(script: str, *args: str, threads: str = "1") -> str:
     """Runs ``script`` (from a file: TVMScript reads its source back) under TVM 0.19."""
     python = tvm019_python()
     with tempfile.TemporaryDirectory() as folder:
@@ -41,7 +41,7 @@ def _tvm019(script: str, *args: str) -> str:
             [str(python), str(path), *args],
             capture_output=True,
             text=True,
-            env=tvm019_env(python),
+            env={**tvm019_env(python), "TVM_NUM_THREADS": threads},
             cwd=REPO / "tests" / "support",
         )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -170,10 +170,11 @@ _TVM_IMPORTS = (
 )
 
 
-def test_added_names_behave_as_tvm019():
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_added_names_behave_as_tvm019(threads):
     script = _BEHAVIOUR.format(imports=_TVM_IMPORTS)
-    theirs = json.loads(_tvm019(script))
-    env = dict(os.environ, TVM_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    theirs = json.loads(_tvm019(script, threads=threads))
+    env = dict(os.environ, TVM_NUM_THREADS=threads, OMP_NUM_THREADS="1")
     ours_script = _BEHAVIOUR.format(imports=_TVM_IMPORTS.replace("from tvm.", "from tvmrt."))
     done = subprocess.run(
         [sys.executable, "-c", ours_script], capture_output=True, text=True, env=env
@@ -185,6 +186,10 @@ def test_added_names_behave_as_tvm019():
     for name in ("stackvm", "rpc"):
         assert theirs["enabled"].pop(name) is True
         assert ours["enabled"].pop(name) is False
+    # documented (Defaults, num_threads): TVM caps TVM_NUM_THREADS at the machine's CPU
+    # count (hardware_concurrency); tvmrt takes it up to 4 per usable CPU
+    assert theirs.pop("num_threads") == min(int(threads), os.cpu_count() or 1)
+    assert ours.pop("num_threads") == int(threads)
     assert ours == theirs
 
 
