@@ -20,6 +20,11 @@ _ENUM = (
     "an enum here (its members are the same ints); TVM's is a plain class of int constants "
     "that no one instantiates"
 )
+_FLOAT8 = (
+    "TVM 0.19 numbers float8 e4m3/e5m2 6 and 7, numbers DLPack later gave to bool and another "
+    "float8; tvmrt keeps one meaning per number (DataTypeCode.BOOL = 6, E4M3_FLOAT8 = 7, "
+    "E5M2_FLOAT8 = 8) and converts at the edges"
+)
 _C_BUILT = "TVM builds it from a C++ handle only; tvmrt's constructor takes what it wraps"
 
 DELIBERATE: dict[str, str] = {
@@ -89,8 +94,8 @@ DELIBERATE: dict[str, str] = {
     "method tvm._ffi.runtime_ctypes.DataType.bits": "an attribute of every instance here (DataType is an interned str), a ctypes field in TVM; same values",
     "method tvm._ffi.runtime_ctypes.DataType.lanes": "an attribute of every instance here (DataType is an interned str), a ctypes field in TVM; same values",
     "method tvm._ffi.runtime_ctypes.DataType.type_code": "an attribute of every instance here (DataType is an interned str), a ctypes field in TVM; same values",
-    "method tvm._ffi.runtime_ctypes.DataTypeCode.E4M3Float": "TVM 0.19 codes float8 e4m3 as 6, DLPack's kDLBool; tvmrt follows DLPack: DataTypeCode.E4M3_FLOAT8 = 7",
-    "method tvm._ffi.runtime_ctypes.DataTypeCode.E5M2Float": "TVM 0.19 codes float8 e5m2 as 7; tvmrt follows DLPack: DataTypeCode.E5M2_FLOAT8 = 8",
+    "method tvm._ffi.runtime_ctypes.DataTypeCode.E4M3Float": _FLOAT8,
+    "method tvm._ffi.runtime_ctypes.DataTypeCode.E5M2Float": _FLOAT8,
     "signature tvm._ffi.runtime_ctypes.DataTypeCode": _ENUM,
     "signature tvm._ffi.runtime_ctypes.DataType.itemsize": "a property here (tvmrt reads t.itemsize, as numpy's) whose int value is also callable, so TVM 0.19's t.itemsize() works too",
     "signature tvm.runtime.module.ModulePropertyMask": _ENUM,
