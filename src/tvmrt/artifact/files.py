@@ -3,7 +3,8 @@
 An artifact is a folder holding a graph JSON, a kernel library and (usually) a params
 file (TVM's ``deploy_graph.json`` / ``deploy_lib.so`` / ``deploy_param.params`` or tvmrt's
 ``deploy.json`` / ``deploy.so`` / ``deploy.params``), one file that carries everything
-(a factory library, an AOT build, a Model Library Format tar, a tvmc package), or
+(a factory library, an AOT build, a Model Library Format tar, a tvmc package), an
+unpacked Model Library Format folder (``metadata.json`` + ``codegen/host/``), or
 explicit ``graph=``/``lib=``/``params=`` files. Which form the files are is decided in
 :mod:`tvmrt.artifact.forms`.
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tvmrt.error import ArtifactNotFoundError, ModuleLoadError
+from tvmrt.runtime.loaders.mlf_aot import is_mlf_folder
 
 __all__ = ["ArtifactFiles", "find_artifact"]
 
@@ -72,6 +74,9 @@ def find_artifact(
         root = Path(path)
         if not root.exists():
             raise ArtifactNotFoundError(f"artifact {str(root)!r} does not exist")
+        if root.is_dir() and found_lib is None and is_mlf_folder(root):
+            # an unpacked Model Library Format package: its metadata.json names it
+            return ArtifactFiles(root / "metadata.json", found_graph, found_params)
         if root.is_dir():
             files = [p for p in sorted(root.iterdir()) if p.is_file()]
             found_code = _vm_code(files, root)
