@@ -55,6 +55,7 @@ def _load(request: LoadRequest, lib: Module) -> LoadedModel:
 
 def _tensor(t: mlf_aot.CrtTensor) -> dict[str, object]:
     out = asdict(t)
+    out["shape"] = list(t.shape)  # JSON's form, as --json prints it
     if t.shape_known:
         del out["shape_known"]
     else:

@@ -26,6 +26,7 @@ resource_handle)`` of ``tvmgen_<model>_run`` (``packed`` interface) or of TVM 0.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import subprocess
@@ -149,10 +150,16 @@ def compile_package(package: MlfAotPackage) -> Path:
                 if re.fullmatch(r"[\w.-]+\.h", base):
                     (include / base).write_bytes(data)
             inputs = []
-            for i, (_, data) in enumerate(package.sources):
-                path = Path(work) / f"source{i}.c"
-                path.write_bytes(data)
-                inputs.append(str(path))
+            (Path(work) / "codegen" / "host" / "src").mkdir(parents=True)
+            for i, (name, data) in enumerate(package.sources):
+                base = PurePosixPath(name).name  # the member's own name: the compiler's
+                if not re.fullmatch(r"[\w.-]+\.(c|cc|cpp)", base):  # messages name it
+                    base = f"source{i}.c"
+                relative = f"codegen/host/src/{base}"
+                if relative in inputs:  # two members of one name in different folders
+                    relative = f"codegen/host/src/{i}-{base}"
+                (Path(work) / relative).write_bytes(data)
+                inputs.append(relative)
             (include / "tvm" / "runtime").mkdir(parents=True)
             (include / "tvm" / "runtime" / "metadata_types.h").write_text(METADATA_HEADER)
             platform = Path(work) / "tvmrt_crt_platform.c"
@@ -175,7 +182,12 @@ def compile_package(package: MlfAotPackage) -> Path:
                 "-lm",
             ]
             result = subprocess.run(
-                command, capture_output=True, text=True, timeout=_COMPILE_TIMEOUT_S, check=False
+                command,
+                capture_output=True,
+                text=True,
+                timeout=_COMPILE_TIMEOUT_S,
+                check=False,
+                cwd=work,
             )
         if result.returncode != 0:
             output = (result.stderr or result.stdout).strip()[-2000:]
@@ -188,6 +200,9 @@ def compile_package(package: MlfAotPackage) -> Path:
         if isinstance(exc, ModuleLoadError):
             raise
         raise ModuleLoadError(f"cannot load {shown!r}: compiling its C code failed: {exc}") from exc
+    finally:  # published (renamed) or failed: no half-written file stays
+        with contextlib.suppress(OSError):
+            partial.unlink()
 
 
 def load_mlf_aot(path: str, shown: str) -> Module:
