@@ -42,6 +42,8 @@ LAYERS: dict[str, set[str]] = {
     "tvmrt.contrib": _RUNTIME,
     "tvmrt.testing": {*_RUNTIME, "tvmrt.contrib"},
     "tvmrt.artifact": {*_RUNTIME, "tvmrt.contrib"},
+    # DLR 1.10's Python API (SageMaker Neo models) over the runtime's executors
+    "tvmrt.dlr": {*_RUNTIME, "tvmrt.contrib"},
     "tvmrt.compiler": {*_RUNTIME, "tvmrt.contrib", "tvmrt.artifact"},
     "tvmrt.serve": {*_RUNTIME, "tvmrt.contrib", "tvmrt.artifact"},
     # TVM's RPC server and tracker: at the serve level (it loads artifacts for remote clients)
