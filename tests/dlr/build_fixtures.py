@@ -45,7 +45,9 @@ def build() -> None:
     d = relay.var("dense_w", shape=(10, 256), dtype="float32")
     y = relay.nn.relu(relay.nn.conv2d(data, w, padding=(1, 1), kernel_size=(3, 3), channels=4))
     logits = relay.nn.dense(relay.reshape(y, (1, 256)), d) + relay.cast(mask, "float32")
-    func = relay.Function([data, mask, w, d], relay.Tuple([relay.nn.softmax(logits), relay.argmax(logits, axis=1)]))
+    func = relay.Function(
+        [data, mask, w, d], relay.Tuple([relay.nn.softmax(logits), relay.argmax(logits, axis=1)])
+    )
     params = {
         "conv_w": rs.randn(4, 3, 3, 3).astype("float32"),
         "dense_w": (rs.randn(10, 256) * 0.1).astype("float32"),
@@ -59,10 +61,14 @@ def build() -> None:
     (cpu / "compiled.params").write_bytes(relay.save_param_dict(built.get_params()))
     (cpu / "model-shapes.json").write_text(json.dumps([{"name": "data", "shape": [1, 3, 8, 8]}]))
     cpu_meta = meta(
-        [{"name": "data", "shape": [1, 3, 8, 8], "dtype": "float32"},
-         {"name": "mask", "shape": [1, 10], "dtype": "int32"}],
-        [{"name": "probabilities", "dtype": "float32", "shape": [1, 10]},
-         {"name": "class_id", "dtype": "int32", "shape": [1]}],
+        [
+            {"name": "data", "shape": [1, 3, 8, 8], "dtype": "float32"},
+            {"name": "mask", "shape": [1, 10], "dtype": "int32"},
+        ],
+        [
+            {"name": "probabilities", "dtype": "float32", "shape": [1, 10]},
+            {"name": "class_id", "dtype": "int32", "shape": [1]},
+        ],
     )
     (cpu / "compiled.meta").write_text(json.dumps(cpu_meta, indent=2))
     x = rs.randn(1, 3, 8, 8).astype("float32")
@@ -73,8 +79,13 @@ def build() -> None:
     module.set_input("data", x)
     module.set_input("mask", m)
     module.run()
-    np.savez(out / "neo-cpu.npz", data=x, mask=m, out_0=module.get_output(0).numpy(),
-             out_1=module.get_output(1).numpy())
+    np.savez(
+        out / "neo-cpu.npz",
+        data=x,
+        mask=m,
+        out_0=module.get_output(0).numpy(),
+        out_1=module.get_output(1).numpy(),
+    )
 
     # -- a Relay VM model: dynamic batch ----------------------------------------------------
     xv = relay.var("x", shape=(relay.Any(), 4), dtype="float32")
@@ -90,8 +101,10 @@ def build() -> None:
     vlib.export_library(str(vm_dir / "compiled.so"))
     vm_meta = meta(
         [{"name": "x", "shape": [-1, 4], "dtype": "float32"}],
-        [{"name": "features", "dtype": "float32", "shape": [-1, 3]},
-         {"name": "total", "dtype": "float32", "shape": [-1]}],
+        [
+            {"name": "features", "dtype": "float32", "shape": [-1, 3]},
+            {"name": "total", "dtype": "float32", "shape": [-1]},
+        ],
         RelayVMAllocator="naive",
     )
     (vm_dir / "compiled.meta").write_text(json.dumps(vm_meta, indent=2))
@@ -101,7 +114,10 @@ def build() -> None:
         xb = rs.randn(batch, 4).astype("float32")
         r = machine.invoke("main", xb)
         res[f"x_{batch}"], res[f"features_{batch}"], res[f"total_{batch}"] = (
-            xb, r[0].numpy(), r[1].numpy())
+            xb,
+            r[0].numpy(),
+            r[1].numpy(),
+        )
     np.savez(out / "neo-relayvm.npz", **res)
     (out / "done").write_text("ok")
 
