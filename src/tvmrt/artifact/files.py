@@ -82,6 +82,10 @@ def find_artifact(
             found_code = _vm_code(files, root)
             if found_lib is None:
                 libs = [p for p in files if p.suffix in _LIB_SUFFIXES]
+                names = {p.name for p in libs}  # TVM's load_module("X.tar") leaves X.tar.so
+                libs = [
+                    p for p in libs if not (p.name.endswith(".tar.so") and p.name[:-3] in names)
+                ]
                 if found_code is not None and len(libs) > 1:  # Executable.save's pair
                     libs = [p for p in libs if p.name == "lib.so"] or libs
                 found_lib = _pick(libs, "kernel library", root, "--lib")
@@ -112,6 +116,13 @@ def find_artifact(
     if found_code is not None and found_lib.name == "vm.so":
         found_code = None  # vm.so carries its own code
     return ArtifactFiles(found_lib, found_graph, found_params, found_code)
+
+
+def _without_tar_so(libs: list[Path]) -> list[Path]:
+    """``libs`` less each ``X.tar.so`` beside an ``X.tar``: TVM's ``load_module("X.tar")``
+    links the tar into that file, the same library again."""
+    names = {p.name for p in libs}
+    return [p for p in libs if not (p.name.endswith(".tar.so") and p.name[:-3] in names)]
 
 
 def _vm_code(files: list[Path], root: Path) -> Path | None:

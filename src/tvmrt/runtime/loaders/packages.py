@@ -106,6 +106,10 @@ def load_tvmc(path: str, shown: str, load_library: LoadLibrary) -> Module:
     if member not in members:
         raise ModuleLoadError(f"{what}: it has neither mod.so nor mod.tar (the kernel library)")
     entry = _store(members[member], PurePosixPath(member).suffix, shown)
+    if member == "mod.tar":  # its objects are for this machine, or the message names them
+        for name, data in archive.read_members(str(entry)):
+            if PurePosixPath(name).suffix == ".o":
+                link.check_object(data, name, f"{shown}:mod.tar:{PurePosixPath(name).name}")
     try:
         lib_path = entry if member == "mod.so" else link.link_archive(str(entry))
         lib = load_library(str(lib_path), f"{shown}:{member}")
