@@ -137,6 +137,7 @@ def build() -> None:
                         t.extractall(folder)
                     index.append({"model": model, "name": name, "api": api, "link": link})
         (out / "index.json").write_text(json.dumps(index, indent=1))
+        (out / "done").write_text("ok")
 
     _main()
 

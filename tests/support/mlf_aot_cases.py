@@ -6,7 +6,10 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["CASES", "golden", "package_path", "same_bits"]
+from support.built import built
+from support.paths import REPO
+
+__all__ = ["CASES", "fixture_root", "golden", "package_path", "same_bits"]
 
 CASES = [
     f"{model}_{api}_{params}"
@@ -14,6 +17,11 @@ CASES = [
     for api in ("c", "packed")
     for params in ("linked", "separate")
 ]
+
+
+def fixture_root() -> Path:
+    """The built fixtures (tests/mlf_aot/build_fixtures.py, built now if missing)."""
+    return built(REPO / "tests" / "mlf_aot" / "build_fixtures.py", "mlf_aot")
 
 
 def package_path(root: Path, case: str, packed_as: str) -> Path:
