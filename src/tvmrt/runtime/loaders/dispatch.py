@@ -87,6 +87,8 @@ def _load_mlf(found: Sniffed, path: str, shown: str) -> Module:
 
 
 def _load_mlf_aot(found: Sniffed, path: str, shown: str) -> Module:
+    if found.info.format == "tar" and not mlf_aot.is_aot_package(path, shown):
+        return packages.load_mlf(path, shown, load_library)  # a graph build missing its graph
     return mlf_aot.load_mlf_aot(path, shown)
 
 

@@ -46,6 +46,7 @@ __all__ = [
     "MlfAotPackage",
     "compile_package",
     "describe",
+    "is_aot_package",
     "is_mlf_folder",
     "load_mlf_aot",
     "read_package",
@@ -203,6 +204,12 @@ def compile_package(package: MlfAotPackage) -> Path:
     finally:  # published (renamed) or failed: no half-written file stays
         with contextlib.suppress(OSError):
             partial.unlink()
+
+
+def is_aot_package(path: str, shown: str) -> bool:
+    """Whether the package's ``metadata.json`` records the AOT executor (or no executor)."""
+    executors = describe(read_package(path, shown), shown).executors
+    return "aot" in executors or not executors
 
 
 def load_mlf_aot(path: str, shown: str) -> Module:
