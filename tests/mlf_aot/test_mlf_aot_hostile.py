@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import tarfile
 from pathlib import Path
 
@@ -49,9 +50,10 @@ def _source(body: str, extra_include: str = "") -> bytes:
     ).encode()
 
 
-def _metadata() -> bytes:
+def _metadata(output_size: int = 16) -> bytes:
     tensor = {"dtype": "float32", "size": 16}
-    main = {"inputs": {"x": tensor}, "outputs": {"output": tensor}, "workspace_size_bytes": 16}
+    output = {"dtype": "float32", "size": output_size}
+    main = {"inputs": {"x": tensor}, "outputs": {"output": output}, "workspace_size_bytes": 16}
     module = {
         "executors": ["aot"],
         "target": ["c -keys=cpu"],
@@ -60,10 +62,16 @@ def _metadata() -> bytes:
     return json.dumps({"version": 7, "modules": {"h": module}}).encode()
 
 
-def _package(tmp_path: Path, source: bytes, name: str = "pkg.tar") -> Path:
+def _package(
+    tmp_path: Path,
+    source: bytes,
+    name: str = "pkg.tar",
+    header: bytes = HEADER,
+    output_size: int = 16,
+) -> Path:
     members = {
-        "metadata.json": _metadata(),
-        "codegen/host/include/tvmgen_h.h": HEADER,
+        "metadata.json": _metadata(output_size),
+        "codegen/host/include/tvmgen_h.h": header,
         "codegen/host/src/h_lib0.c": source,
         "src/h.relay": b"def @main(%x: Tensor[(1, 4), float32]) {\n  %x\n}\n",
     }
@@ -147,3 +155,41 @@ def test_no_compiler_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Monkey
     assert not os.path.exists(tmp_path / "cache" / "mlf") or not any(
         (tmp_path / "cache" / "mlf").iterdir()
     )
+
+
+@pytest.mark.parametrize(
+    ("output_size", "header", "says"),
+    [
+        (4, HEADER, r"'output' is 4 bytes in metadata\.json, but the code was compiled for 16"),
+        (1 << 40, HEADER, r"'output' is 1099511627776 bytes in metadata\.json, not a whole"),
+        (18, HEADER, r"'output' is 18 bytes in metadata\.json, not a whole number of float32"),
+        (16, HEADER, None),  # agreeing sizes: it runs
+    ],
+)
+def test_sizes_that_disagree_with_the_code_are_refused(
+    tmp_path: Path, output_size: int, header: bytes, says: str | None
+) -> None:
+    sized = header + b"#define TVMGEN_H_OUTPUT_SIZE 16\n" if says else header
+    path = _package(tmp_path, _source(DOUBLE), header=sized, output_size=output_size)
+    if says is None:
+        assert _run(path).tolist() == [0.0, 2.0, 4.0, 6.0]
+        return
+    problems = inspect_artifact(find_artifact(path)).to_dict()["problems"]
+    assert any(re.search(says, p) for p in problems), problems
+    with pytest.raises(ModuleLoadError, match=says):
+        load_artifact(find_artifact(path))  # never runs code that would overrun a buffer
+
+
+def test_an_input_shape_that_disagrees_with_its_size_is_refused(tmp_path: Path) -> None:
+    path = _package(tmp_path, _source(DOUBLE))
+    with tarfile.open(path) as tar:
+        members = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+    members["./src/h.relay"] = b"def @main(%x: Tensor[(1, 8), float32]) {\n  %x\n}\n"
+    with tarfile.open(path, "w") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    says = r"'x' is 16 bytes in metadata\.json, but its shape \(1, 8\) of float32 makes 32"
+    with pytest.raises(ModuleLoadError, match=says):
+        load_artifact(find_artifact(path))

@@ -282,6 +282,55 @@ def _int(value: Any) -> int | None:
     return int(value) if isinstance(value, int | float) else None
 
 
+_MAX_TENSOR_BYTES = 1 << 32  # an input or output of a microcontroller model: far below
+
+
+def _header_sizes(headers: list[tuple[str, bytes]], model: str) -> dict[str, int]:
+    """``{NAME: bytes}`` of the ``c`` interface header's ``TVMGEN_<MODEL>_<NAME>_SIZE``."""
+    prefix = "TVMGEN_" + re.sub(r"\W", "_", model).upper() + "_"
+    out = {}
+    for _, data in headers:
+        text = data.decode("utf-8", errors="replace")
+        for name, size in re.findall(r"#define\s+(\w+)_SIZE\s+(\d+)", text):
+            if name.startswith(prefix) and name != f"{prefix}WORKSPACE":
+                out[name[len(prefix) :]] = int(size)
+    return out
+
+
+def _size_problems(package: MlfAotPackage, what: str) -> list[str]:
+    """The code writes as many bytes as it was compiled for: every size must agree with
+    the shape, and with the header's, or the buffers tvmrt allocates would be overrun."""
+    out = []
+    declared = _header_sizes(package.headers, package.model)
+    for tensor in (*package.inputs, *package.outputs):
+        try:
+            itemsize = DataType(tensor.dtype).itemsize
+        except TVMError:
+            out.append(f"{what}: {tensor.name!r} has dtype {tensor.dtype!r}, not a TVM dtype")
+            continue
+        if not 0 <= tensor.size <= _MAX_TENSOR_BYTES or tensor.size % max(itemsize, 1):
+            out.append(
+                f"{what}: {tensor.name!r} is {tensor.size} bytes in metadata.json, not a "
+                f"whole number of {tensor.dtype} elements of at most {_MAX_TENSOR_BYTES} bytes"
+            )
+            continue
+        count = 1
+        for dim in tensor.shape:
+            count *= dim
+        if tensor.shape_known and count * itemsize != tensor.size:
+            out.append(
+                f"{what}: {tensor.name!r} is {tensor.size} bytes in metadata.json, but its "
+                f"shape {tensor.shape} of {tensor.dtype} makes {count * itemsize}"
+            )
+        header = declared.get(re.sub(r"\W", "_", tensor.name).upper())
+        if header is not None and header != tensor.size:
+            out.append(
+                f"{what}: {tensor.name!r} is {tensor.size} bytes in metadata.json, but the "
+                f"code was compiled for {header} (tvmgen_{package.model}.h)"
+            )
+    return out
+
+
 def _blockers(package: MlfAotPackage, files: dict[str, bytes], code: str) -> list[str]:
     what = f"{package.shown!r} (an MLF AOT package)"
     out = []
@@ -306,11 +355,7 @@ def _blockers(package: MlfAotPackage, files: dict[str, bytes], code: str) -> lis
         t.size < 0 or (t.shape == (0,) and t.size) for t in package.outputs
     ):
         out.append(f"{what}: metadata.json records no output dtypes and sizes for main")
-    for tensor in (*package.inputs, *package.outputs):
-        try:
-            DataType(tensor.dtype)
-        except TVMError:
-            out.append(f"{what}: {tensor.name!r} has dtype {tensor.dtype!r}, not a TVM dtype")
+    out.extend(_size_problems(package, what))
     for header in sorted(set(re.findall(r"#include\s*[<\"]([^>\"]+)[>\"]", code))):
         base = PurePosixPath(header).name
         if header.startswith("tvm/runtime/") and base in _PROVIDED:
