@@ -19,11 +19,10 @@ import importlib.util
 import sys
 
 from tvmrt.dlr.api import DLRModel
-from tvmrt.dlr.metadata import NAME, VERSION
+from tvmrt.dlr.metadata import VERSION
 
 __all__ = ["DLRModel", "install"]
 __version__ = VERSION
-assert NAME == ["DLRModel"]
 
 _SUBMODULES = ("api", "dlr_model", "metadata")
 
