@@ -90,7 +90,8 @@ def test_inspect_reports_the_package(mlf_root: Path) -> None:
     )
     facts = packed.to_dict()["library"]["mlf_aot"]
     assert facts["interface_api"].startswith("packed")
-    assert facts["memory_pools"].startswith("none")  # built without USMP: heap workspace
+    assert facts["memory_pools"] == []  # built without USMP: heap workspace
+    assert facts["workspace_from"] == "TVMBackendAllocWorkspace (the heap)"
     assert facts["outputs"][0]["shape"] == [1, 8]
 
 

@@ -60,6 +60,10 @@ def _mb(nbytes: int) -> str:
 def _fact(value: object) -> str:
     if isinstance(value, list):
         return "; ".join(_fact(v) for v in value) or "none"
+    if isinstance(value, dict) and {"name", "shape", "dtype", "size"} <= set(value):
+        flat = " (shape not recorded: flat)" if "shape_known" in value else ""
+        shape = tuple(value["shape"])
+        return f"{value['name']}: {shape} {value['dtype']}, {value['size']} bytes{flat}"
     if isinstance(value, dict):
         return " ".join(str(v) for v in value.values())
     return "not recorded" if value is None else str(value)

@@ -91,7 +91,10 @@ def _inspect(
         "workspace_bytes": package.workspace_bytes,
         "constants_bytes": package.constants_bytes,
         "io_bytes": package.io_bytes,
-        "memory_pools": package.pools or "none (workspace from TVMBackendAllocWorkspace)",
+        "memory_pools": package.pools,  # static pools in the code (USMP)
+        "workspace_from": (
+            "its static pools" if package.pools else "TVMBackendAllocWorkspace (the heap)"
+        ),
         "params": "linked into the C code" if package.params_linked else "parameters/ file",
         "runs_as": "C code compiled for this host with tvmrt's CRT platform (cached)",
     }
