@@ -1,6 +1,6 @@
 """MLF AOT packages: the C compile at first load (cold) and the cached load after it.
 
-For each package of the MLF AOT fixtures (tests/mlf_aot/build_fixtures.py, built by the
+For each package of the MLF AOT fixtures (tests/mlf_aot/build_mlf_aot_fixtures.py, built by the
 test suite under ``build/mlf_aot/``), or the packages given, this times
 ``load_artifact`` (read the package, compile its C code with the CRT platform, load the
 library, make the AOT executor) once with an empty cache folder and then ``--repeat``

@@ -1,4 +1,4 @@
-"""Neo-layout model folders built once with TVM 0.16 (tests/dlr/build_fixtures.py).
+"""Neo-layout model folders built once with TVM 0.16 (tests/dlr/build_neo_fixtures.py).
 
 Cached under ``build/dlr/<sha256 of the build script>``; a build runs under a file lock.
 """
@@ -12,7 +12,7 @@ import pytest
 
 from support.built import built
 
-SCRIPT = Path(__file__).with_name("build_fixtures.py")
+SCRIPT = Path(__file__).with_name("build_neo_fixtures.py")
 # a DLR user's script: its `import dlr` resolves only where a test makes it (not collected)
 collect_ignore = ["dlr_script.py"]
 

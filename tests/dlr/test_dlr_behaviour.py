@@ -1,4 +1,4 @@
-"""DLR 1.10's behaviour, case by case, on Neo folders (tests/dlr/build_fixtures.py).
+"""DLR 1.10's behaviour, case by case, on Neo folders (tests/dlr/build_neo_fixtures.py).
 
 Each expectation is DLR's own (neo-ai-dlr ``python/dlr/dlr_model.py``, ``src/dlr_common.cc``,
 ``src/dlr_tvm.cc``, ``src/dlr_relayvm.cc``; ../shared/docs/dlr.md): suffix discovery, the

@@ -2,7 +2,7 @@
 changed, or unchanged under ``python -m tvmrt.dlr``; outputs bitwise TVM's.
 
 The Neo folders are TVM 0.16 builds renamed as Neo names them, with a ``compiled.meta`` as
-Neo writes it (tests/dlr/build_fixtures.py): a graph model (float32 and int32 inputs,
+Neo writes it (tests/dlr/build_neo_fixtures.py): a graph model (float32 and int32 inputs,
 float32 and int32 outputs) and a Relay VM model with a dynamic batch. Each folder also
 gets a ``libdlr.so`` of the test's own whose constructor would leave a marker file: DLR
 loads the one beside the model; tvmrt never may.

@@ -1,7 +1,7 @@
 """Issue 33 item 3: ``tvmrt inspect`` says "runs here: yes" exactly when ``tvmrt run`` runs.
 
 Every artifact of the suite is tried both ways: each folder of ../shared/artifacts and each
-library file in it, the field-style builds of tests/field/build_fixtures.py (a tvmc
+library file in it, the field-style builds of tests/field/build_field_fixtures.py (a tvmc
 package over a nested aarch64 ``mod.tar``, the host part of an OpenCL build saved alone,
 an export tar beside the ``.tar.so`` TVM's ``load_module`` leaves), the MLF AOT packages of
 tests/mlf_aot, the Neo folders of tests/dlr, and an Android (bionic) library built here.
@@ -33,7 +33,7 @@ from tvmrt.cli import main as cli_main
 from tvmrt.error import TVMError
 
 _LIBS = (".so", ".tar", ".o", ".dll", ".dylib")
-DLR_SCRIPT = REPO / "tests" / "dlr" / "build_fixtures.py"
+DLR_SCRIPT = REPO / "tests" / "dlr" / "build_neo_fixtures.py"
 
 
 def candidates(root: Path) -> list[Path]:

@@ -1,4 +1,4 @@
-"""The MLF AOT fixtures: built once with TVM 0.16 (tests/mlf_aot/build_fixtures.py) under
+"""The MLF AOT fixtures: built once with TVM 0.16 (tests/mlf_aot/build_mlf_aot_fixtures.py) under
 ``build/mlf_aot/<sha256 of the build script>`` (tests/support/built.py)."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Each fixture (float32 and int8; ``c`` interface with the unpacked API and ``pack
 interface; params linked and not; tar and unpacked folder) is TVM 0.16's own
 ``export_model_library_format`` of a ``target="c"`` CRT AOT build; the goldens are the
 same Relay module and params run by TVM's host-driven AOT (``tvm.runtime.executor.
-AotModule`` over the C++ runtime), see tests/mlf_aot/build_fixtures.py. tvmrt compiles
+AotModule`` over the C++ runtime), see tests/mlf_aot/build_mlf_aot_fixtures.py. tvmrt compiles
 the package's C code for this host with its CRT platform and runs it through TVM's AOT
 face and the ``tvmrt`` verbs.
 """

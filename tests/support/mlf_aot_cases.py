@@ -1,4 +1,4 @@
-"""The MLF AOT fixture cases (tests/mlf_aot/build_fixtures.py makes each as tar and folder)."""
+"""The MLF AOT fixture cases (tests/mlf_aot/build_mlf_aot_fixtures.py makes each as tar and folder)."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ CASES = [
 
 
 def fixture_root() -> Path:
-    """The built fixtures (tests/mlf_aot/build_fixtures.py, built now if missing)."""
-    return built(REPO / "tests" / "mlf_aot" / "build_fixtures.py", "mlf_aot")
+    """The built fixtures (tests/mlf_aot/build_mlf_aot_fixtures.py, built now if missing)."""
+    return built(REPO / "tests" / "mlf_aot" / "build_mlf_aot_fixtures.py", "mlf_aot")
 
 
 def package_path(root: Path, case: str, packed_as: str) -> Path:

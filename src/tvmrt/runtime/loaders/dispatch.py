@@ -135,11 +135,7 @@ class FileKind(str, Enum):
         _load_export_tar,
     )
     MLF = ("mlf", "Model Library Format tar (microTVM export)", _load_mlf)
-    MLF_AOT = (
-        "mlf-aot",
-        "Model Library Format AOT package (microTVM C code, compiled for this host)",
-        _load_mlf_aot,
-    )
+    MLF_AOT = ("mlf-aot", "MLF AOT package (C code, compiled for this host)", _load_mlf_aot)
     TVMC = ("tvmc", "tvmc package tar (library + graph JSON + params)", _load_tvmc)
     NOT_TVM = ("not-tvm", "shared library that is not a TVM module")
     FOREIGN = ("foreign", "binary for another machine or OS")

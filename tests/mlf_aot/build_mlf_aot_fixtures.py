@@ -13,7 +13,7 @@ This TVM is built with ``USE_MICRO=OFF``: ``import tvm.micro`` fails after loadi
 (adding TVM's standalone CRT sources and the template project to the tar, absent here);
 tvmrt never reads those members.
 
-usage: python build_fixtures.py OUT_DIR (TVM is imported only then: pytest's doctest
+usage: python build_mlf_aot_fixtures.py OUT_DIR (TVM is imported only then: pytest's doctest
 collection imports this file in tvmrt's environment)
 """
 

@@ -10,7 +10,7 @@ mandatory meta. The goldens are TVM's own: ``graph_executor`` and ``VirtualMachi
 of the same builds. Neo folders also carry ``libdlr.so`` and ``dlr.h`` (DLR itself); the
 tests add a ``libdlr.so`` of their own that must never be loaded.
 
-usage: python build_fixtures.py OUT_DIR (TVM is imported only then: pytest's doctest
+usage: python build_neo_fixtures.py OUT_DIR (TVM is imported only then: pytest's doctest
 collection imports this file in tvmrt's environment)
 """
 

@@ -8,7 +8,7 @@
 * ``tar-so-pair/``: ``deploy.tar`` and the ``deploy.tar.so`` TVM's ``load_module`` leaves
   beside it, with the graph and params; ``golden.npz`` is TVM's output of that library.
 
-usage: python build_fixtures.py OUT_DIR (TVM is imported only then: pytest's doctest
+usage: python build_field_fixtures.py OUT_DIR (TVM is imported only then: pytest's doctest
 collection imports this file in tvmrt's environment)
 """
 
