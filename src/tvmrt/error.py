@@ -34,6 +34,7 @@ plain Python code would catch, so ``except ValueError`` keeps working::
     │                                            input_shapes / --input-shape
     ├── UsageError (ValueError)                  a command-line argument or input file is
     │                                            unusable (the tvmrt command exits with 2)
+    ├── DLRError                                 tvmrt.dlr: what DLR's C API would report
     └── RPCError                                 a remote session failed (TVM's RPCError)
         ├── RPCProtocolError (ValueError)        a peer sent bytes that break TVM's RPC protocol
         └── RPCSessionTimeoutError (TimeoutError)  a remote session ran past its timeout
@@ -43,6 +44,7 @@ from __future__ import annotations
 
 __all__ = [
     "TVMError",
+    "DLRError",
     "InternalError",
     "FunctionAlreadyRegisteredError",
     "ReadOnlyError",
@@ -200,6 +202,10 @@ class UsageError(TVMError, ValueError):
 
     Raised by the ``tvmrt`` command's verbs (the compiler's ``compile`` verb included).
     """
+
+
+class DLRError(TVMError):
+    """DLR's ``dlr.dlr_model.DLRError`` (``tvmrt.dlr``): what DLR's C API reports failing."""
 
 
 class RPCError(TVMError):

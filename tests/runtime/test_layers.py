@@ -42,6 +42,8 @@ LAYERS: dict[str, set[str]] = {
     "tvmrt.contrib": _RUNTIME,
     "tvmrt.testing": {*_RUNTIME, "tvmrt.contrib"},
     "tvmrt.artifact": {*_RUNTIME, "tvmrt.contrib"},
+    # DLR 1.10's Python API (SageMaker Neo models) over the runtime's executors
+    "tvmrt.dlr": {*_RUNTIME, "tvmrt.contrib"},
     "tvmrt.compiler": {*_RUNTIME, "tvmrt.contrib", "tvmrt.artifact"},
     "tvmrt.serve": {*_RUNTIME, "tvmrt.contrib", "tvmrt.artifact"},
     # TVM's RPC server and tracker: at the serve level (it loads artifacts for remote clients)
@@ -132,6 +134,7 @@ RUNTIME_FLOORS: dict[str, str] = {
     "tvmrt.runtime.graph_executor": "engines",
     "tvmrt.runtime.graph_executor.*": "engines",
     "tvmrt.runtime.executor._aot": "engines",
+    "tvmrt.runtime.executor._crt_aot": "engines",
     # the Executor protocol and TensorInfo the engines describe their tensors with
     "tvmrt.runtime.executor.protocol": "engines",
     "tvmrt.runtime.vm.*": "engines",

@@ -3,7 +3,8 @@
 An artifact is a folder holding a graph JSON, a kernel library and (usually) a params
 file (TVM's ``deploy_graph.json`` / ``deploy_lib.so`` / ``deploy_param.params`` or tvmrt's
 ``deploy.json`` / ``deploy.so`` / ``deploy.params``), one file that carries everything
-(a factory library, an AOT build, a Model Library Format tar, a tvmc package), or
+(a factory library, an AOT build, a Model Library Format tar, a tvmc package), an
+unpacked Model Library Format folder (``metadata.json`` + ``codegen/host/``), or
 explicit ``graph=``/``lib=``/``params=`` files. Which form the files are is decided in
 :mod:`tvmrt.artifact.forms`.
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tvmrt.error import ArtifactNotFoundError, ModuleLoadError
+from tvmrt.runtime.loaders.mlf_aot import is_mlf_folder
 
 __all__ = ["ArtifactFiles", "find_artifact"]
 
@@ -72,11 +74,18 @@ def find_artifact(
         root = Path(path)
         if not root.exists():
             raise ArtifactNotFoundError(f"artifact {str(root)!r} does not exist")
+        if root.is_dir() and found_lib is None and is_mlf_folder(root):
+            # an unpacked Model Library Format package: its metadata.json names it
+            return ArtifactFiles(root / "metadata.json", found_graph, found_params)
         if root.is_dir():
             files = [p for p in sorted(root.iterdir()) if p.is_file()]
             found_code = _vm_code(files, root)
             if found_lib is None:
                 libs = [p for p in files if p.suffix in _LIB_SUFFIXES]
+                names = {p.name for p in libs}  # TVM's load_module("X.tar") leaves X.tar.so
+                libs = [
+                    p for p in libs if not (p.name.endswith(".tar.so") and p.name[:-3] in names)
+                ]
                 if found_code is not None and len(libs) > 1:  # Executable.save's pair
                     libs = [p for p in libs if p.name == "lib.so"] or libs
                 found_lib = _pick(libs, "kernel library", root, "--lib")
@@ -107,6 +116,13 @@ def find_artifact(
     if found_code is not None and found_lib.name == "vm.so":
         found_code = None  # vm.so carries its own code
     return ArtifactFiles(found_lib, found_graph, found_params, found_code)
+
+
+def _without_tar_so(libs: list[Path]) -> list[Path]:
+    """``libs`` less each ``X.tar.so`` beside an ``X.tar``: TVM's ``load_module("X.tar")``
+    links the tar into that file, the same library again."""
+    names = {p.name for p in libs}
+    return [p for p in libs if not (p.name.endswith(".tar.so") and p.name[:-3] in names)]
 
 
 def _vm_code(files: list[Path], root: Path) -> Path | None:

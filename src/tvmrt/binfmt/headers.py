@@ -28,6 +28,7 @@ __all__ = [
     "check_host_compatible",
     "with_article",
     "HEAD_SIZE",
+    "ANDROID",
 ]
 
 _ELF_MAGIC = b"\x7fELF"
@@ -249,7 +250,27 @@ def _identify_elf(head: bytes) -> BinaryInfo:
     e_type, e_machine = struct.unpack_from(order + "HH", head, 16)
     machine = _ELF_MACHINES.get(e_machine, (f"machine {e_machine}", ""))[0]
     kind = _ELF_TYPES.get(e_type, f"type {e_type}")
+    if not osabi and _is_android(head, order):
+        osabi = ANDROID
     return BinaryInfo("elf", kind, machine, bits, endian, osabi)
+
+
+ANDROID = "Android (bionic libc)"
+
+
+def _is_android(head: bytes, order: str) -> bool:
+    """An NDK build: the ``.note.android.ident`` note (name ``Android``, type 1) or
+    bionic's dynamic linker as interpreter, both in the first page of a file the NDK
+    links (the note is what Android's own tools read)."""
+    if b"/system/bin/linker" in head:
+        return True
+    start = head.find(b"Android\x00")
+    while start >= 12:
+        namesz, _, kind = struct.unpack_from(order + "III", head, start - 12)
+        if namesz == 8 and kind == 1:
+            return True
+        start = head.find(b"Android\x00", start + 1)
+    return False
 
 
 def _identify_pe(head: bytes) -> BinaryInfo:
@@ -331,6 +352,8 @@ def check_host_compatible(info: BinaryInfo, path: str, expected_kind: str) -> No
             built = f"{built}, {info.bits}-bit"
         if info.endian and info.endian != sys.byteorder:
             built = f"{built}, {info.endian}-endian"
+        if info.os_abi == ANDROID:
+            built = f"{built}, {ANDROID}: an Android app's library, not a Linux one"
         raise ModuleLoadError(f"{where}: built for {built}, this machine is {here}")
     if info.os_abi not in ("", "Linux") and system == "linux":
         raise ModuleLoadError(f"{where}: built for {info.os_abi}, this machine runs Linux")

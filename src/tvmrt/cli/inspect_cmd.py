@@ -57,6 +57,18 @@ def _mb(nbytes: int) -> str:
     return f"{nbytes / 1e6:.2f} MB" if nbytes >= 1e5 else f"{nbytes} bytes"
 
 
+def _fact(value: object) -> str:
+    if isinstance(value, list):
+        return "; ".join(_fact(v) for v in value) or "none"
+    if isinstance(value, dict) and {"name", "shape", "dtype", "size"} <= set(value):
+        flat = " (shape not recorded: flat)" if "shape_known" in value else ""
+        shape = tuple(value["shape"])
+        return f"{value['name']}: {shape} {value['dtype']}, {value['size']} bytes{flat}"
+    if isinstance(value, dict):
+        return " ".join(str(v) for v in value.values())
+    return "not recorded" if value is None else str(value)
+
+
 def _text(report: InspectionReport) -> str:
     lines = []
     lib = report.library
@@ -74,6 +86,15 @@ def _text(report: InspectionReport) -> str:
         lines.append(f"  exports {lib.functions} function(s)")
     if lib.c_sources is not None:
         lines.append(f"  C sources (compiled at load): {', '.join(lib.c_sources)}")
+    if lib.mlf is not None:
+        mlf = lib.mlf
+        lines.append(
+            f"  MLF:    version {mlf.version}, model {mlf.model!r}, executor "
+            f"{', '.join(mlf.executors) or 'none recorded'}, target {', '.join(mlf.targets)}"
+        )
+    for section in lib.extra.values():  # a form's own facts, one line each
+        if isinstance(section, dict):
+            lines.extend(f"  {key}: {_fact(value)}" for key, value in section.items())
     if lib.embedded is not None:
         lines.append(f"  embeds: {lib.embedded}")
     if lib.device_code is not None:

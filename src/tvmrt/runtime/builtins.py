@@ -56,6 +56,7 @@ BUILTIN_FUNCTIONS: dict[str, str] = {
     # executors
     "tvm.graph_executor.create": "tvmrt.runtime.graph_executor.packed:create_executor",
     "tvm.graph_executor_factory.create": "tvmrt.runtime.graph_executor.factory:create_factory",
+    "tvm.crt_aot_factory.create": "tvmrt.runtime.executor._crt_aot:create_factory",
     # TVM <= 0.7's name of the same constructor (the deployment guide's ``fcreate``)
     "tvm.graph_runtime.create": "tvmrt.runtime.graph_executor.packed:create_executor",
     "tvm.graph_executor_debug.create": "tvmrt.runtime.graph_executor.debug:create_debug_executor",

@@ -6,6 +6,8 @@ form       what it is                                      file
 folder     graph JSON + kernel library (+ params), or      :mod:`.folder`
            explicit ``--graph/--lib/--params``
 mlf        Model Library Format tar                        :mod:`.mlf`
+mlf_aot    Model Library Format AOT package (tar or        :mod:`.mlf_aot`
+           unpacked folder): C code compiled for the host
 tvmc       tvmc package                                    :mod:`.tvmc`
 aot        AOT executor build (``get_c_metadata``)         :mod:`.aot`
 relay_vm   Relay VM ``code.ro`` + ``lib.so`` (``vm.so``:   :mod:`.relay_vm`
@@ -23,7 +25,7 @@ Adding a form is one new file here and one entry in :data:`FORMS`.
 from __future__ import annotations
 
 from tvmrt.artifact.files import ArtifactFiles
-from tvmrt.artifact.forms import aot, factory, folder, mlf, relay_vm, tvmc
+from tvmrt.artifact.forms import aot, factory, folder, mlf, mlf_aot, relay_vm, tvmc
 from tvmrt.artifact.forms.base import ArtifactForm, LoadRequest
 from tvmrt.error import InternalError, TVMError
 from tvmrt.runtime.loaders.dispatch import Sniffed, sniff
@@ -34,6 +36,7 @@ FORMS: tuple[ArtifactForm, ...] = (
     relay_vm.FORM,
     folder.FORM,
     mlf.FORM,
+    mlf_aot.FORM,
     tvmc.FORM,
     aot.FORM,
     factory.FORM,

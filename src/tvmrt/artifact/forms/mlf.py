@@ -49,8 +49,8 @@ def _inspect(
     if "graph" not in summary.executors:
         problems.append(
             f"{str(path)!r} is a Model Library Format tar built for the "
-            f"{', '.join(summary.executors) or 'unknown'} executor; tvmrt runs MLF "
-            "graph-executor builds only (AOT builds target microTVM's C runtime)"
+            f"{', '.join(summary.executors) or 'unknown'} executor but holds a graph executor "
+            "config (an MLF AOT package has no executor-config/graph/)"
         )
     code = [(n, d) for n, d in sorted(members.items()) if n.startswith("codegen/host/")]
     if not code:

@@ -7,6 +7,9 @@ members (the library's symbols, the graph, the params).
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 from tvmrt.artifact.files import ArtifactFiles
 from tvmrt.artifact.forms.base import ArtifactForm, LoadRequest
 from tvmrt.artifact.forms.graph_build import load_graph_model
@@ -48,7 +51,9 @@ def _inspect(
             problems.append(str(exc))
         if info.format == "elf":
             inspect_elf(data, f"{path}:mod.so", info.kind, found, problems)
-    elif "mod.tar" not in members:
+    elif "mod.tar" in members:
+        _inspect_nested_tar(members["mod.tar"], f"{path}:mod.tar", found, problems)
+    else:
         problems.append(f"{str(path)!r} is a tvmc package without mod.so or mod.tar")
     if "mod.json" in members:
         found.graph_json = members["mod.json"].decode("utf-8", errors="replace")
@@ -58,6 +63,28 @@ def _inspect(
         except TVMError as exc:
             problems.append(str(exc))
     found.library.members = sorted(members)
+
+
+def _inspect_nested_tar(data: bytes, shown: str, found: Found, problems: list[str]) -> None:
+    """The objects of the ``export_library`` tar a tvmc package holds as ``mod.tar``."""
+    from tvmrt.binfmt import binary
+
+    with tempfile.TemporaryDirectory(prefix="tvmrt-inspect-") as work:
+        nested = Path(work) / "mod.tar"
+        nested.write_bytes(data)
+        members = archive_members(nested, problems)
+    if members is None:
+        return
+    objects = [(n, d) for n, d in sorted(members.items()) if n.endswith(".o")]
+    found.library.kind = f"tvmc package; mod.tar: export_library tar of {len(objects)} object(s)"
+    for name, obj in objects:
+        info = binary.identify_bytes(obj[:4096])
+        found.library.machine = info.machine
+        try:
+            binary.check_host_compatible(info, f"{shown}:{name}", "object file")
+        except ModuleLoadError as exc:
+            problems.append(str(exc))
+            return
 
 
 FORM = ArtifactForm(

@@ -41,7 +41,7 @@ from tvmrt.binfmt import archive
 from tvmrt.binfmt.abi import LibraryFacts, read_library
 from tvmrt.binfmt.binary import BinaryInfo, check_host_compatible, identify
 from tvmrt.error import ModuleFileNotFoundError, ModuleLoadError
-from tvmrt.runtime.loaders import ffi, library, link, needs, packages
+from tvmrt.runtime.loaders import ffi, library, link, mlf_aot, needs, packages
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.registry import get_global_func, list_global_func_names
@@ -84,6 +84,12 @@ def _load_export_tar(found: Sniffed, path: str, shown: str) -> Module:
 
 def _load_mlf(found: Sniffed, path: str, shown: str) -> Module:
     return packages.load_mlf(path, shown, load_library)
+
+
+def _load_mlf_aot(found: Sniffed, path: str, shown: str) -> Module:
+    if found.info.format == "tar" and not mlf_aot.is_aot_package(path, shown):
+        return packages.load_mlf(path, shown, load_library)  # a graph build missing its graph
+    return mlf_aot.load_mlf_aot(path, shown)
 
 
 def _load_tvmc(found: Sniffed, path: str, shown: str) -> Module:
@@ -129,6 +135,7 @@ class FileKind(str, Enum):
         _load_export_tar,
     )
     MLF = ("mlf", "Model Library Format tar (microTVM export)", _load_mlf)
+    MLF_AOT = ("mlf-aot", "MLF AOT package (C code, compiled for this host)", _load_mlf_aot)
     TVMC = ("tvmc", "tvmc package tar (library + graph JSON + params)", _load_tvmc)
     NOT_TVM = ("not-tvm", "shared library that is not a TVM module")
     FOREIGN = ("foreign", "binary for another machine or OS")
@@ -150,7 +157,7 @@ class FileKind(str, Enum):
     @property
     def is_package(self) -> bool:
         """Loaded in several steps (members, link, library): a failure gets the kind added."""
-        return self in (FileKind.MLF, FileKind.TVMC)
+        return self in (FileKind.MLF, FileKind.MLF_AOT, FileKind.TVMC)
 
 
 @dataclass
@@ -191,8 +198,10 @@ def _archive_form(names: list[str]) -> FileKind:
     plain = set(names)
     if "metadata.json" in plain and any(
         n.startswith(("codegen/", "executor-config/", "parameters/")) for n in names
-    ):
-        return FileKind.MLF
+    ):  # an AOT build has no executor config: its entry function is in the C code
+        if any(n.startswith("executor-config/graph/") for n in names):
+            return FileKind.MLF
+        return FileKind.MLF_AOT
     if {"mod.json", "mod.params"} <= plain and ({"mod.so", "mod.tar"} & plain):
         return FileKind.TVMC
     if "mod.so" in plain or "mod.tar" in plain:
@@ -210,6 +219,8 @@ def sniff(path: str, shown: str | None = None) -> Sniffed:
     """
     shown = shown or path
     info = identify(path)
+    if mlf_aot.is_mlf_folder(path) and Path(path).name == "metadata.json":  # unpacked MLF
+        return Sniffed(FileKind.MLF_AOT, info)
     if info.format == "tar":
         names = _tar_names(path)
         return Sniffed(_archive_form(names), info, members=names)
@@ -273,7 +284,7 @@ def _article(phrase: str) -> str:
 def recognises(path: str) -> bool:
     """Whether the file looks like something :func:`load` handles (or refuses knowingly)."""
     info = identify(path)
-    if info.format in ("elf", "pe", "macho", "macho-fat", "tar"):
+    if info.format in ("elf", "pe", "macho", "macho-fat", "tar") or mlf_aot.is_mlf_folder(path):
         return True
     return _expected_by_name(path) != "a TVM module file"  # refused by form, with a reason
 

@@ -111,12 +111,31 @@ def check_functions(library: Module, elf: ElfFile, shown: str) -> None:
         raise ModuleLoadError(f"cannot load {shown!r}: {_functions_text(missing)}")
 
 
+_SHOWN = 5
+_DEVICE_KERNEL = re.compile(r"_kernel\d*$")
+
+
 def _functions_text(missing: list[str]) -> str:
-    return (
-        "its kernels call runtime functions that are not provided: "
-        + "; ".join(_why_missing(n) for n in missing)
-        + " (a function of your own must be registered with register_func before loading)"
-    )
+    # TVM names a device kernel <function>_kernel (<function>_kernel0 before 0.9)
+    kernels = [n for n in missing if _DEVICE_KERNEL.search(n)]
+    runtime = [n for n in missing if n not in kernels]
+    parts = []
+    if kernels:  # a host module calling device kernels that are not there
+        more = f" and {len(kernels) - _SHOWN} more" if len(kernels) > _SHOWN else ""
+        parts.append(
+            f"it is the host part of a device build (OpenCL, CUDA, ...) without its device "
+            f"code: {len(kernels)} device kernel(s) it launches are in no module it carries "
+            f"({', '.join(repr(k) for k in kernels[:_SHOWN])}{more}); export the whole "
+            "module with export_library (saving the host module alone, lib.save('x.o'), "
+            "drops the device code)"
+        )
+    if runtime:
+        parts.append(
+            "its kernels call runtime functions that are not provided: "
+            + "; ".join(_why_missing(n) for n in runtime)
+            + " (a function of your own must be registered with register_func before loading)"
+        )
+    return "; ".join(parts)
 
 
 def describe(

@@ -8,8 +8,8 @@ an ``export_library`` factory:
 * **Model Library Format** (``export_model_library_format``, microTVM's tar):
   ``metadata.json``, ``codegen/host/lib/*.o`` (llvm) or ``codegen/host/src/*.c`` (target
   ``c``; compiled against tvmrt's TVM headers), ``executor-config/graph/<model>.graph``,
-  ``parameters/<model>.params``. Only graph-executor builds run: an AOT build's code is
-  written for microTVM's C runtime (CRT), and is refused naming that reason.
+  ``parameters/<model>.params``. An AOT build (no ``executor-config/graph/``) is another
+  kind of file, loaded by :mod:`.mlf_aot` (its C code compiled with a host CRT platform).
 * **tvmc package** (``tvmc compile`` output): ``mod.so`` (or ``mod.tar``: an
   ``export_library`` tar), ``mod.json`` and ``mod.params``.
 
@@ -106,6 +106,10 @@ def load_tvmc(path: str, shown: str, load_library: LoadLibrary) -> Module:
     if member not in members:
         raise ModuleLoadError(f"{what}: it has neither mod.so nor mod.tar (the kernel library)")
     entry = _store(members[member], PurePosixPath(member).suffix, shown)
+    if member == "mod.tar":  # its objects are for this machine, or the message names them
+        for name, data in archive.read_members(str(entry)):
+            if PurePosixPath(name).suffix == ".o":
+                link.check_object(data, name, f"{shown}:mod.tar:{PurePosixPath(name).name}")
     try:
         lib_path = entry if member == "mod.so" else link.link_archive(str(entry))
         lib = load_library(str(lib_path), f"{shown}:{member}")
@@ -174,9 +178,9 @@ def load_mlf(path: str, shown: str, load_library: LoadLibrary) -> Module:
     if "graph" not in summary["executors"]:
         executors = ", ".join(summary["executors"]) or "none recorded"
         raise ModuleLoadError(
-            f"{what}: it was built for the {executors} executor; tvmrt runs MLF graph-executor "
-            "builds only (an AOT build's code is written for microTVM's C runtime, CRT, which "
-            "tvmrt does not provide)"
+            f"{what}: it was built for the {executors} executor but holds a graph executor "
+            "config; an MLF AOT package has no executor-config/graph/ (its C code is compiled "
+            "for this host then)"
         )
     code = [
         (name, data)
