@@ -68,6 +68,7 @@ _backends: dict[int, DeviceAPI] = {}
 _lazy: dict[int, str] = {
     int(DLDeviceType.kDLCPU): "tvmrt.runtime.backends.cpu:backend",
     int(DLDeviceType.kDLOpenCL): "tvmrt.runtime.backends.opencl:backend",
+    int(DLDeviceType.kDLCUDA): "tvmrt.runtime.backends.cuda:backend",
 }
 _SHIPPED = frozenset(_lazy)  # what the message for a missing backend lists
 _lock = threading.Lock()

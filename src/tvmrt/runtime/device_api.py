@@ -157,6 +157,13 @@ class DeviceAPI:
     def free(self, storage: Storage) -> None:
         """Release ``storage`` (called once, when the last array using it goes away)."""
 
+    def alloc_workspace(self, dev: Device, nbytes: int) -> Storage:
+        """Scratch memory for kernels (``TVMBackendAllocWorkspace``); a pool may reuse it."""
+        return self.alloc(dev, nbytes)
+
+    def free_workspace(self, storage: Storage) -> None:
+        """Give back :meth:`alloc_workspace` memory (default: freed when collected)."""
+
     # -- copy hooks --------------------------------------------------------------------
     def copy_from_host(self, dst: Storage, offset: int, src: np.ndarray[Any, Any]) -> None:
         """Copy the bytes of contiguous host array ``src`` into ``dst`` at byte ``offset``."""
