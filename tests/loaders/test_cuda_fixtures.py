@@ -1,0 +1,119 @@
+"""TVM 0.27's own host code calling its CUDA kernels, against the libcuda stand-in.
+
+The fixtures come from scripts/make_cuda_fixtures.py (TVM 0.27 + nvcc, cached under
+build/cuda-fixtures); the stand-in checks the launches' parameter sizes against the PTX
+nvcc wrote and logs them, so these tests prove what TVM's host code and tvmrt hand the
+driver (grid, block, argument values), not what the kernels compute (``make gpu-check``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from support.fake_cuda import FakeLog, build
+from support.paths import REPO as ROOT
+from tvmrt import runtime
+from tvmrt.error import KernelError
+from tvmrt.runtime.backends import _cuda_driver
+from tvmrt.runtime.backends.cuda import CUDADeviceAPI, backend
+from tvmrt.runtime.loaders.cuda import CUDAModule
+
+FIXTURES = ROOT / "build" / "cuda-fixtures"
+device_table = importlib.import_module("tvmrt.runtime.device")
+CUDA = int(runtime.DLDeviceType.kDLCUDA)
+
+
+@pytest.fixture(scope="module")
+def fixtures() -> Path:
+    if not (FIXTURES / "dense_relu_golden.npz").exists():
+        if shutil.which("nvcc") is None or importlib.util.find_spec("tvm") is None:
+            pytest.skip("making the CUDA fixtures needs TVM 0.27 and nvcc")
+        script = ROOT / "scripts" / "make_cuda_fixtures.py"
+        env = {"PYTHONPATH": str(ROOT / "src"), "PATH": __import__("os").environ["PATH"]}
+        subprocess.run([sys.executable, str(script), str(FIXTURES)], check=True, env=env)
+    return FIXTURES
+
+
+@pytest.fixture
+def fake(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[FakeLog]:
+    lib = build(tmp_path_factory.mktemp("fakecuda"))
+    log = FakeLog(lib)
+    log.config(sm=90)
+    monkeypatch.setenv(_cuda_driver.LIBRARY_ENV, str(lib))
+    monkeypatch.setattr(_cuda_driver, "_driver", [])
+    api = backend()
+    assert isinstance(api, CUDADeviceAPI)
+    device_table.register_device_api(CUDA, api, override=True)
+    try:
+        yield log
+    finally:
+        device_table.unregister_device_api(CUDA)
+        device_table._lazy[CUDA] = "tvmrt.runtime.backends.cuda:backend"
+
+
+@pytest.mark.parametrize("fmt", ["ptx", "cubin", "fatbin"])
+def test_tvm027_add_one_launch(fixtures: Path, fake: FakeLog, fmt: str) -> None:
+    lib = runtime.load_module(str(fixtures / f"add_one_{fmt}.so"))
+    (dev_mod,) = lib.imported_modules
+    assert isinstance(dev_mod, CUDAModule)
+    assert dev_mod.format == fmt
+    info = dev_mod.table["add_one_kernel"]
+    assert [str(t) for t in info.arg_types] == ["handle", "handle", "int32"]
+    assert info.arg_extra_tags == (0, 0, 0)  # the tvm-ffi era's table layout
+    golden = np.load(fixtures / "add_one_golden.npz")
+    a = runtime.array(golden["arr_0"], runtime.cuda())
+    b = runtime.empty(golden["expected"].shape, "float32", runtime.cuda())
+    fake.reset()
+    lib["add_one"](a, b)
+    launch = [line for line in fake.lines() if line.startswith("cuLaunchKernel")]
+    n = golden["arr_0"].shape[0]
+    block = 1024  # dlight's fallback schedule for n = 1000: one block of 1024 threads
+    args = " dev dev u32:1000" if fmt == "ptx" else ""  # parameter sizes known from PTX only
+    assert launch == [
+        f"cuLaunchKernel add_one_kernel grid={-(-n // block)},1,1 block={block},1,1 smem=0 "
+        f"stream=0 args={args}"
+    ]
+
+
+def test_tvm027_dense_relu_2d_launch(fixtures: Path, fake: FakeLog) -> None:
+    lib = runtime.load_module(str(fixtures / "dense_relu_ptx.so"))
+    golden = np.load(fixtures / "dense_relu_golden.npz")
+    x, w = (runtime.array(golden[k], runtime.cuda()) for k in ("arr_0", "arr_1"))
+    out = runtime.empty((8, 32), "float32", runtime.cuda())
+    fake.reset()
+    lib["dense_relu"](x, w, out)
+    (launch,) = [line for line in fake.lines() if line.startswith("cuLaunchKernel")]
+    assert launch.startswith("cuLaunchKernel dense_relu_kernel grid=")
+    assert launch.endswith("args= dev dev dev")
+    with pytest.raises(KernelError, match="dense_relu"):
+        lib["dense_relu"](x, w)  # TVM's own argument check, in its host code
+
+
+def test_sass_fixture_refused_on_another_gpu(fixtures: Path, fake: FakeLog) -> None:
+    fake.config(sm=75)
+    lib = runtime.load_module(str(fixtures / "add_one_cubin.so"))
+    assert lib.imported_modules[0].image.summary() == "SASS sm_90"
+    a = runtime.empty((4,), "float32", runtime.cuda())
+    with pytest.raises(KernelError, match=r"SASS sm_90 only.*this GPU, sm_75"):
+        lib["add_one"](a, a)
+
+
+def test_separate_ptx_file_and_meta(fixtures: Path, fake: FakeLog) -> None:
+    mod = runtime.load_module(str(fixtures / "add_one.ptx"))
+    assert isinstance(mod, CUDAModule)
+    assert mod.image.summary() == "PTX ISA 9.0 for sm_75"
+    a = runtime.empty((8,), "float32", runtime.cuda())
+    fake.reset()
+    mod["add_one_kernel"](a.data_ptr, a.data_ptr, 8, 1, 8)
+    assert fake.lines()[-1].endswith("block=8,1,1 smem=0 stream=0 args= dev dev u32:8")
