@@ -27,7 +27,6 @@ import sys
 import tarfile
 import tempfile
 from pathlib import Path
-
 from typing import Any
 
 import numpy as np
@@ -151,11 +150,18 @@ def build(
             [*nvcc, "-cubin", f"-arch={ARCH_CUBIN}", "-o", str(t / "k.cubin"), str(t / "k.cu")],
             check=True,
         )
-        subprocess.run([*nvcc, "-fatbin", "-gencode", "arch=compute_75,code=sm_75", "-gencode",
-                        "arch=compute_75,code=compute_75", "-o", str(t / "k.fatbin"), str(t / "k.cu")], check=True)  # fmt: skip
+        gencode = [
+            "-gencode",
+            "arch=compute_75,code=sm_75",
+            "-gencode",
+            "arch=compute_75,code=compute_75",
+        ]
+        subprocess.run(
+            [*nvcc, "-fatbin", *gencode, "-o", str(t / "k.fatbin"), str(t / "k.cu")], check=True
+        )
         blob = _symbol_bytes(t / "devc.o", "__tvm_ffi__library_bin")
-        for fmt, image in (("ptx", (t / "k.ptx").read_bytes()), ("cubin", (t / "k.cubin").read_bytes()),
-                           ("fatbin", (t / "k.fatbin").read_bytes())):  # fmt: skip
+        for fmt in ("ptx", "cubin", "fatbin"):
+            image = (t / f"k.{fmt}").read_bytes()
             new, info = rewrite_library_bin(blob, fmt, image)
             (t / "devc.c").write_text(_c_array("__tvm_ffi__library_bin", new))
             subprocess.run(

@@ -100,7 +100,7 @@ def test_cuda_without_a_driver_says_why():
     assert runtime.cuda().warp_size is None
     with pytest.raises(DeviceUnavailableError, match="CUDA: cannot load the NVIDIA driver"):
         runtime.cuda().sync()
-    with pytest.raises(DeviceUnavailableError, match="libcuda.so.1"):
+    with pytest.raises(DeviceUnavailableError, match=r"libcuda\.so\.1"):
         runtime.empty((2,), "float32", runtime.cuda())
 
 
