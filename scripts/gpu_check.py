@@ -66,9 +66,8 @@ def check_fixtures(folder: Path) -> bool:
                 err = float(np.max(np.abs(got - expected)))
                 status = "ok" if err <= TOLERANCE else "WRONG"
                 ok &= err <= TOLERANCE
-                print(
-                    f"  {label:24s} {lib.imported_modules[0].image.summary():34s} max err {err:.3g} {status}"
-                )
+                summary = lib.imported_modules[0].image.summary()
+                print(f"  {label:24s} {summary:34s} max err {err:.3g} {status}")
             except TVMError as exc:
                 ok = False
                 print(f"  {label:24s} FAILED: {type(exc).__name__}: {exc}")
