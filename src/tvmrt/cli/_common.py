@@ -45,7 +45,7 @@ def add_artifact_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--device",
         default="cpu",
-        help="cpu (default) or opencl[:N]; tvmrt has no other device backends",
+        help="cpu (default), cuda[:N] or opencl[:N]; tvmrt has no other device backends",
     )
     parser.add_argument(
         "--threads",
@@ -99,7 +99,10 @@ def load(
         set_kernel_threads(args.threads)
     try:
         dev = make_device(args.device)
-        get_device_api(dev)  # a device nothing here can run on is a bad argument, not a failure
+        api = get_device_api(dev)  # a device nothing here can run on is a bad argument
+        if not remote_requested(args) and not api.attribute(dev, "exist"):
+            reason = getattr(api, "reason", None)  # e.g. CUDA without the NVIDIA driver
+            raise DeviceUnavailableError(reason or f"device {dev} does not exist on this machine")
     except (ValueError, DeviceUnavailableError) as exc:
         raise UsageError(str(exc)) from None
     files = find_artifact(args.artifact, args.graph, args.lib, args.params)
