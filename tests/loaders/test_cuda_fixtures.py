@@ -117,3 +117,13 @@ def test_separate_ptx_file_and_meta(fixtures: Path, fake: FakeLog) -> None:
     fake.reset()
     mod["add_one_kernel"](a.data_ptr, a.data_ptr, 8, 1, 8)
     assert fake.lines()[-1].endswith("block=8,1,1 smem=0 stream=0 args= dev dev u32:8")
+
+
+def test_inspect_reports_the_cuda_module(fixtures: Path) -> None:
+    from support.cli import tvmrt
+
+    done = tvmrt("inspect", str(fixtures / "add_one_fatbin.so"))
+    assert (
+        "device code: CUDA kernels ('cuda' module, 1 kernel(s), fatbin: PTX ISA 9.0 for sm_75; "
+        "SASS sm_75): run it with --device cuda"
+    ) in done.stdout
