@@ -183,12 +183,110 @@ def build(
     np.savez(out / f"{name}_golden.npz", *inputs, expected=args[-1].numpy())
 
 
+def cnn_model() -> Any:
+    """A small CNN as ONNX (Conv, Relu, Reshape, Gemm, Softmax), weights from a fixed seed."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(1)
+    inits = [
+        numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype("float32"), "w1"),
+        numpy_helper.from_array(
+            (rng.standard_normal((10, 8 * 14 * 14)) * 0.05).astype("float32"), "w2"
+        ),
+        numpy_helper.from_array(rng.standard_normal(10).astype("float32"), "b2"),
+        numpy_helper.from_array(np.array([1, -1], "int64"), "shape"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c"]),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("Reshape", ["r", "shape"], ["f"]),
+        helper.make_node("Gemm", ["f", "w2", "b2"], ["y"], transB=1),
+        helper.make_node("Softmax", ["y"], ["p"], axis=1),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])
+    p = helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, 10])
+    graph = helper.make_graph(nodes, "cnn", [x], [p], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    return model
+
+
+def build_graph(out: Path) -> None:
+    """``cnn_ptx.so``: a graph-executor factory (tvm-ffi layout) whose kernels are CUDA.
+
+    tvmrt's compile bridge lowers and emits the graph (``frontend.lower``,
+    ``emitter.emit_graph``, as ``tvmrt compile``); the kernels get dlight's default GPU
+    schedules and TVM 0.27 builds them for ``cuda``; the library binary holds the
+    factory (importing the library), ``_lib`` and the ``cuda`` entry with nvcc's PTX.
+    Golden: ``tvmrt compile`` of the same ONNX for the CPU, run by tvmrt on the CPU.
+    """
+    from tvmrt.compiler import compile as tvmrt_compile
+    from tvmrt.compiler import emitter, frontend
+    from tvmrt.compiler.build import FACTORY_KIND
+    from tvmrt.runtime import cpu, load_module
+    from tvmrt.runtime import ndarray as nd
+    from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory, save_factory_binary
+
+    proto = cnn_model()
+    cuda = tvm.target.Target({"kind": "cuda", "arch": "sm_75"}, host={"kind": "llvm"})
+    mod = frontend.lower(frontend.import_onnx(proto, {"x": (1, 3, 16, 16)}), cuda)
+    art = emitter.emit_graph(mod, ["x"], ["p"])
+    funcs = {n: mod[n].with_attr("global_symbol", n) for n in art.kernels}
+    rules = [dlight.gpu.Matmul(), dlight.gpu.GEMV(), dlight.gpu.Reduction(),
+             dlight.gpu.GeneralReduction(), dlight.gpu.Fallback()]  # fmt: skip
+    with cuda:
+        gpu = dlight.ApplyDefaultSchedule(*rules)(tvm.IRModule(funcs))
+    lib = tvm.compile(gpu, target=cuda)
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Path(tmp)
+        lib.export_library(str(t / "x.tar"))
+        with tarfile.open(t / "x.tar") as tar:
+            tar.extractall(t, filter="data")
+        (t / "k.cu").write_text(lib.mod.imports[0].inspect_source())
+        cmd = ["nvcc", "-w", "-O3", "-ptx", f"-arch={ARCH_PTX}", "-o", str(t / "k.ptx")]
+        subprocess.run([*cmd, str(t / "k.cu")], check=True)
+        blob, _ = rewrite_library_bin(
+            _symbol_bytes(t / "devc.o", "__tvm_ffi__library_bin"), "ptx",
+            (t / "k.ptx").read_bytes(),
+        )  # fmt: skip
+        cuda_entry = blob.split(_str(b"cuda"), 1)[1]  # str payload of the cuda module
+        factory = GraphExecutorFactory(art.json, {k: nd.array(v) for k, v in art.params.items()})
+        payload = b"".join([
+            _u64(4) + _u64(0) + _u64(1) + _u64(2) + _u64(2),  # indptr [0, 1, 2, 2]
+            _u64(2) + _u64(1) + _u64(2),  # factory imports _lib, _lib imports cuda
+            _str(FACTORY_KIND.encode()), _str(save_factory_binary(factory)),
+            _str(b"_lib"), _str(b"cuda"), cuda_entry,
+        ])  # fmt: skip
+        new = _u64(len(payload)) + payload
+        (t / "devc.c").write_text(_c_array("__tvm_ffi__library_bin", new))
+        subprocess.run(["cc", "-c", "-fPIC", "-o", str(t / "d.o"), str(t / "devc.c")], check=True)
+        subprocess.run(["cc", "-shared", "-o", str(out / "cnn_ptx.so"), str(t / "lib0.o"),
+                        str(t / "d.o")], check=True)  # fmt: skip
+        cpu_dir = t / "cpu"
+        import onnx
+
+        onnx.save(proto, str(t / "cnn.onnx"))
+        onnx.save(proto, str(out / "cnn.onnx"))
+        tvmrt_compile(str(t / "cnn.onnx"), "x86-64", output_dir=str(cpu_dir), progress=None)
+        golden_lib = load_module(str(cpu_dir / "standalone.so"))
+        from tvmrt.contrib import graph_executor
+
+        gm = graph_executor.GraphModule(golden_lib["default"](cpu()))
+        x = np.random.default_rng(2).standard_normal((1, 3, 16, 16)).astype("float32")
+        gm.set_input("x", x)
+        gm.run()
+        np.savez(out / "cnn_golden.npz", x=x, expected=gm.get_output(0).numpy())
+
+
 def main() -> None:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "build/cuda-fixtures")
     out.mkdir(parents=True, exist_ok=True)
     for name, (mod, shapes) in programs().items():
         build(name, mod, shapes, out)
         print("made", name)
+    build_graph(out)
+    print("made cnn (graph executor factory)")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ CUDA = int(runtime.DLDeviceType.kDLCUDA)
 
 @pytest.fixture(scope="module")
 def fixtures() -> Path:
-    if not (FIXTURES / "dense_relu_golden.npz").exists():
+    if not (FIXTURES / "cnn_golden.npz").exists():
         if shutil.which("nvcc") is None or importlib.util.find_spec("tvm") is None:
             pytest.skip("making the CUDA fixtures needs TVM 0.27 and nvcc")
         script = ROOT / "scripts" / "make_cuda_fixtures.py"
@@ -127,3 +127,19 @@ def test_inspect_reports_the_cuda_module(fixtures: Path) -> None:
         "device code: CUDA kernels ('cuda' module, 1 kernel(s), fatbin: PTX ISA 9.0 for sm_75; "
         "SASS sm_75): run it with --device cuda"
     ) in done.stdout
+
+
+def test_graph_factory_runs_its_cuda_kernels_in_order(fixtures: Path, fake: FakeLog) -> None:
+    from tvmrt.contrib import graph_executor
+
+    lib = runtime.load_module(str(fixtures / "cnn_ptx.so"))
+    golden = np.load(fixtures / "cnn_golden.npz")
+    module = graph_executor.GraphModule(lib["default"](runtime.cuda()))
+    module.set_input("x", golden["x"])
+    fake.reset()
+    module.run()
+    launches = [line.split()[1] for line in fake.lines() if line.startswith("cuLaunchKernel")]
+    assert launches == ["fused_conv2d_relu_kernel", "fused_matmul_add_kernel", "softmax_kernel"]
+    assert not any("Synchronize" in line for line in fake.lines())  # run() does not wait
+    assert module.get_output(0).numpy().shape == golden["expected"].shape
+    assert fake.lines()[-1] == "cuStreamSynchronize 0"  # get_output does
