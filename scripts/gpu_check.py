@@ -159,6 +159,64 @@ def bench(folder: Path, api: CUDADeviceAPI) -> None:
         print(f"  host->device 64 MiB, {label:22s}: {gbs:.2f} GB/s")
 
 
+def check_serve(folder: Path) -> bool:
+    """``tvmrt serve cnn_ptx.so --device cuda`` answers one KServe v2 request correctly."""
+    import http.client
+    import importlib.util
+    import json
+    import os
+    import socket
+    import subprocess
+
+    if importlib.util.find_spec("uvicorn") is None:
+        print("  serve: skipped (uvicorn is not installed here: pip install 'tvmrt[serve]')")
+        return True
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cmd = [sys.executable, "-m", "tvmrt", "serve", str(folder / "cnn_ptx.so"), "--device",
+           "cuda", "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
+    proc = subprocess.Popen(cmd, env=dict(os.environ), stderr=subprocess.PIPE, text=True)
+    golden = np.load(folder / "cnn_golden.npz")
+
+    def request(method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            conn.request(method, path, body=body, headers={"content-type": "application/json"})
+            resp = conn.getresponse()
+            return resp.status, resp.read()
+        finally:
+            conn.close()
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if request("GET", "/v2/health/ready")[0] == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or proc.poll() is not None:
+                print(f"  serve: FAILED to start: {proc.stderr.read() if proc.stderr else ''}")
+                return False
+            time.sleep(0.2)
+        name = "cnn_ptx"  # tvmrt serve names a model after its file
+        x = golden["x"]
+        body = {"inputs": [{"name": "x", "shape": list(x.shape), "datatype": "FP32",
+                            "data": x.reshape(-1).tolist()}]}  # fmt: skip
+        status, reply = request("POST", f"/v2/models/{name}/infer", json.dumps(body).encode())
+        if status != 200:
+            print(f"  serve: FAILED: HTTP {status}: {reply[:300]!r}")
+            return False
+        out = np.array(json.loads(reply)["outputs"][0]["data"], "float32")
+        err = float(np.max(np.abs(out - golden["expected"].reshape(-1))))
+        print(f"  serve --device cuda: HTTP 200 for model {name!r}, max err {err:.3g}")
+        return err <= TOLERANCE
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def main() -> int:
     folder = Path(sys.argv[1] if len(sys.argv) > 1 else "build/gpu-check/fixtures")
     api = _device()
@@ -167,6 +225,7 @@ def main() -> int:
           f"driver CUDA {api.driver.version_text}, {api.count} GPU(s)")  # fmt: skip
     print("fixtures (TVM 0.27 host code; golden: the same TIR on the CPU):")
     ok = check_fixtures(folder)
+    ok &= check_serve(folder)
     print("benchmark:")
     bench(folder, api)
     print("gpu-check:", "PASS" if ok else "FAIL")

@@ -143,3 +143,25 @@ def test_graph_factory_runs_its_cuda_kernels_in_order(fixtures: Path, fake: Fake
     assert not any("Synchronize" in line for line in fake.lines())  # run() does not wait
     assert module.get_output(0).numpy().shape == golden["expected"].shape
     assert fake.lines()[-1] == "cuStreamSynchronize 0"  # get_output does
+
+
+def test_serve_on_cuda_answers_through_the_driver(
+    fixtures: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    import json
+
+    pytest.importorskip("uvicorn")
+    from support.serve import tvmrt_serve
+
+    lib = build(tmp_path_factory.mktemp("fakecuda-serve"))
+    x = np.load(fixtures / "cnn_golden.npz")["x"]
+    body = {"inputs": [{"name": "x", "shape": list(x.shape), "datatype": "FP32",
+                        "data": x.reshape(-1).tolist()}]}  # fmt: skip
+    args = (str(fixtures / "cnn_ptx.so"), "--device", "cuda")
+    with tvmrt_serve(*args, env={_cuda_driver.LIBRARY_ENV: str(lib)}) as served:
+        status, _, reply = served.request(
+            "POST", "/v2/models/cnn_ptx/infer", json.dumps(body).encode()
+        )
+    assert status == 200, reply
+    (out,) = json.loads(reply)["outputs"]
+    assert out["shape"] == [1, 10]  # values: the stand-in runs no kernels
