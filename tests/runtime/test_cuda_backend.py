@@ -24,7 +24,8 @@ from tvmrt.error import ArrayError, DeviceUnavailableError, KernelError, ModuleL
 from tvmrt.runtime.backends import _cuda_driver
 from tvmrt.runtime.backends.cuda import CUDADeviceAPI, backend
 from tvmrt.runtime.device_api import find_storage
-from tvmrt.runtime.launch import FunctionInfo
+from tvmrt.runtime.launch import FunctionInfo, install_device_workspace
+from tvmrt.runtime.loaders.blob import parse_module_blob
 from tvmrt.runtime.loaders.cuda import CUDAModule, kernel_timer, load_cuda_binary
 from tvmrt.runtime.loaders.opencl import set_device
 
@@ -362,3 +363,53 @@ def test_separate_files_with_meta(tmp_path: Path) -> None:
     (tmp_path / "bad.ptx").write_text(PTX)
     with pytest.raises(ModuleLoadError, match=r"'bad\.tvm_meta\.json' is missing"):
         runtime.load_module(str(tmp_path / "bad.ptx"))
+
+
+def test_backend_workspace_calls_reach_the_pool(fake: FakeLog) -> None:
+    import ctypes
+
+    from tvmrt.runtime.kernel_services import native_library
+
+    install_device_workspace()
+    lib = native_library()
+    alloc, free = lib.TVMBackendAllocWorkspace, lib.TVMBackendFreeWorkspace
+    alloc.restype, alloc.argtypes = (
+        ctypes.c_void_p,
+        [ctypes.c_int] * 2 + [ctypes.c_uint64] + [ctypes.c_int] * 2,
+    )
+    free.restype, free.argtypes = ctypes.c_int, [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+    fake.reset()
+    first = alloc(CUDA, 0, 3000, 2, 32)
+    assert first
+    assert free(CUDA, 0, first) == 0
+    again = alloc(CUDA, 0, 100, 2, 32)
+    assert again == first  # reused, not reallocated:
+    assert [line for line in fake.lines() if "cuMem" in line] == ["cuMemAlloc 4096"]
+    assert free(CUDA, 0, again) == 0
+
+
+@pytest.mark.parametrize("extra", [False, True], ids=["tvm<=0.20", "tvm-ffi-0.21"])
+@pytest.mark.parametrize("tree", [False, True], ids=["pre-2020", "import-tree"])
+def test_cuda_entry_inside_a_module_blob(extra: bool, tree: bool) -> None:
+    entry = _entry("ptx", [ADD_ONE, SCALE], PTX.encode(), extra)
+    w = ByteWriter()
+    if tree:  # TVM 0.7-0.20: _lib, the cuda module, then the import tree (_lib imports it)
+        w.u64(3)
+        w.string("_lib")
+        w.string("cuda")
+        w.raw(entry)
+        w.string("_import_tree")
+        for vec in ([0, 1, 1], [1]):
+            w.u64(len(vec))
+            for v in vec:
+                w.u64(v)
+    else:  # before apache/tvm#4532: the imported modules only
+        w.u64(1)
+        w.string("cuda")
+        w.raw(entry)
+    payload = bytes(w.buffer)
+    parsed = parse_module_blob(struct.pack("<Q", len(payload)) + payload, "__tvm_dev_mblob")
+    (mod,) = [m for m in parsed.modules if m is not None]
+    assert isinstance(mod, CUDAModule)
+    assert set(mod.table) == {"add_one_kernel", "scale_kernel"}
+    assert parsed.has_import_tree == tree
