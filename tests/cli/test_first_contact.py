@@ -134,7 +134,9 @@ def test_device_without_a_backend_says_what_runs_here():
 def test_cuda_without_the_driver_is_a_usage_error_naming_it():
     done = tvmrt("run", MODEL, "--device", "cuda")
     assert done.returncode == EXIT_USAGE
-    assert done.stderr.startswith("tvmrt: error: CUDA: cannot load the NVIDIA driver library")
+    assert done.stderr.startswith(
+        "tvmrt: error: device cuda(0) cannot be used: CUDA: cannot load the NVIDIA driver library"
+    )
 
 
 def test_two_served_models_with_one_default_name_are_a_usage_error(tmp_path):

@@ -101,8 +101,8 @@ def load(
         dev = make_device(args.device)
         api = get_device_api(dev)  # a device nothing here can run on is a bad argument
         if not remote_requested(args) and not api.attribute(dev, "exist"):
-            reason = getattr(api, "reason", None)  # e.g. CUDA without the NVIDIA driver
-            raise DeviceUnavailableError(reason or f"device {dev} does not exist on this machine")
+            reason = getattr(api, "reason", None) or "it does not exist on this machine"
+            raise DeviceUnavailableError(f"device {dev} cannot be used: {reason}")
     except (ValueError, DeviceUnavailableError) as exc:
         raise UsageError(str(exc)) from None
     files = find_artifact(args.artifact, args.graph, args.lib, args.params)
