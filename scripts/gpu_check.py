@@ -90,6 +90,16 @@ def check_fixtures(folder: Path) -> bool:
     err = float(np.max(np.abs(module.get_output(0).numpy() - golden["expected"])))
     ok &= err <= TOLERANCE
     print(f"  {'cnn_ptx.so (graph)':24s} {'3 kernels, PTX':34s} max err {err:.3g}")
+    if (folder / "relay019_ptx.so").exists():  # TVM 0.19's host code, legacy blob
+        lib = runtime.load_module(str(folder / "relay019_ptx.so"))
+        relay = graph_executor.GraphModule(lib["default"](runtime.cuda()))
+        golden = np.load(folder / "relay019_golden.npz")
+        relay.set_input("x", golden["x"])
+        relay.run()
+        err = float(np.max(np.abs(relay.get_output(0).numpy() - golden["expected"])))
+        ok &= err <= TOLERANCE
+        print(f"  {'relay019_ptx.so (graph)':24s} {'TVM 0.19 host, 2 kernels, PTX':34s} "
+              f"max err {err:.3g}")  # fmt: skip
     return ok
 
 

@@ -287,6 +287,23 @@ def main() -> None:
         print("made", name)
     build_graph(out)
     print("made cnn (graph executor factory)")
+    build_relay019(out)
+
+
+def build_relay019(out: Path) -> None:
+    """The Relay-era fixture (scripts/make_cuda_relay_fixture.py), where TVM 0.19 is at hand."""
+    import os
+
+    peers = Path(os.environ.get("TVMRT_PEERS_DIR", Path(__file__).parents[1] / "build" / "peers"))
+    python = peers / "tvm019" / "bin" / "python"
+    if not python.exists():
+        print(f"skipped relay019: no TVM 0.19 venv at {python.parent.parent}")
+        return
+    script = Path(__file__).with_name("make_cuda_relay_fixture.py")
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([str(python), str(script), "stage1", tmp], check=True)
+        subprocess.run([sys.executable, str(script), "stage2", tmp, str(out)], check=True)
+    print("made relay019 (TVM 0.19 host code, legacy blob)")
 
 
 if __name__ == "__main__":

@@ -34,11 +34,14 @@ CUDA = int(runtime.DLDeviceType.kDLCUDA)
 
 @pytest.fixture(scope="module")
 def fixtures() -> Path:
-    if not (FIXTURES / "cnn_golden.npz").exists():
+    if not (FIXTURES / "relay019_golden.npz").exists():
         if shutil.which("nvcc") is None or importlib.util.find_spec("tvm") is None:
             pytest.skip("making the CUDA fixtures needs TVM 0.27 and nvcc")
         script = ROOT / "scripts" / "make_cuda_fixtures.py"
-        env = {"PYTHONPATH": str(ROOT / "src"), "PATH": __import__("os").environ["PATH"]}
+        environ = __import__("os").environ
+        env = {"PYTHONPATH": str(ROOT / "src"), "PATH": environ["PATH"]}
+        if "TVMRT_PEERS_DIR" in environ:
+            env["TVMRT_PEERS_DIR"] = environ["TVMRT_PEERS_DIR"]
         subprocess.run([sys.executable, str(script), str(FIXTURES)], check=True, env=env)
     return FIXTURES
 
@@ -165,3 +168,26 @@ def test_serve_on_cuda_answers_through_the_driver(
     assert status == 200, reply
     (out,) = json.loads(reply)["outputs"]
     assert out["shape"] == [1, 10]  # values: the stand-in runs no kernels
+
+
+def test_relay_era_factory_with_a_cuda_blob_entry(fixtures: Path, fake: FakeLog) -> None:
+    from tvmrt.contrib import graph_executor
+
+    if not (fixtures / "relay019_ptx.so").exists():
+        pytest.skip("the Relay-era fixture needs TVM 0.19 (the tvm019 peers venv)")
+    lib = runtime.load_module(str(fixtures / "relay019_ptx.so"))
+    (kernels,) = lib.imported_modules
+    (dev_mod,) = kernels.imported_modules  # _lib imports cuda (TVM 0.19's import tree)
+    assert isinstance(dev_mod, CUDAModule)
+    assert dev_mod.table["tvmgen_default_fused_nn_softmax_kernel"].arg_extra_tags == ()
+    module = graph_executor.GraphModule(lib["default"](runtime.cuda()))
+    module.set_input("x", np.load(fixtures / "relay019_golden.npz")["x"])
+    fake.reset()
+    module.run()  # TVM 0.19's host code: __tvm_set_device, then TVMBackendGetFuncFromEnv
+    launches = [line for line in fake.lines() if line.startswith("cuLaunchKernel")]
+    assert launches == [
+        "cuLaunchKernel tvmgen_default_fused_nn_dense_add_nn_relu_kernel grid=32,1,1 "
+        "block=64,1,1 smem=0 stream=0 args= dev dev dev dev",
+        "cuLaunchKernel tvmgen_default_fused_nn_softmax_kernel grid=1,1,1 block=32,1,1 smem=0 "
+        "stream=0 args= dev dev",
+    ]
