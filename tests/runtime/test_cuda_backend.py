@@ -316,6 +316,7 @@ def test_blob_entry_both_layouts(extra: bool) -> None:
     ("blob", "message"),
     [
         (_entry("cu", [], b"", False), "CUDA C source, which needs the CUDA toolkit"),
+        (_entry("cuda", [], b"", False), "format 'cuda' is CUDA C source"),
         (_entry("ptx", [], b"not ptx", False), "neither PTX"),
         (
             _entry("ptx", [FunctionInfo("k", (T("int8"),), ())], PTX.encode(), False),

@@ -287,7 +287,8 @@ def load_cuda_binary(reader: ByteReader) -> CUDAModule:
     at = reader.offset
     fmt = reader.string("CUDA module format")
     if fmt not in FORMATS:
-        what = "CUDA C source, which needs the CUDA toolkit to compile" if fmt == "cu" else ""
+        source = fmt in ("cu", "cuda")  # TVM built without CUDA keeps the CUDA C source
+        what = "is CUDA C source, which needs the CUDA toolkit to compile" if source else ""
         raise reader.fail(
             f"CUDA module format {fmt!r} {what or 'is not one tvmrt loads'}: expected "
             f"{', '.join(FORMATS)}",
