@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-demo
 
-.PHONY: test demo demo-compile lint typecheck pytest bench wheel-check test-arm clean native
+.PHONY: test demo demo-compile lint typecheck pytest bench wheel-check test-arm clean native gpu-check gpu-check-pack
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -94,6 +94,22 @@ $(NATIVE_DIR)/libtvmrt_runtime.so: $(NATIVE_OBJ)
 
 $(NATIVE_DIR)/libtvmrt_runtime.a: $(NATIVE_OBJ)
 	rm -f $@ && ar rcs $@ $^
+
+# CUDA on a GPU machine: `make gpu-check-pack` here (TVM 0.27 + nvcc make the fixtures),
+# then `make gpu-check` there with build/gpu-check carried (Python 3 + numpy + the driver)
+GPU_PACK := build/gpu-check
+TVM_PYTHON ?= $(BIN)/python
+gpu-check-pack:
+	@test -f build/cuda-fixtures/cnn_golden.npz || PYTHONPATH=src $(TVM_PYTHON) \
+		scripts/make_cuda_fixtures.py build/cuda-fixtures
+	rm -rf $(GPU_PACK) && mkdir -p $(GPU_PACK)/src
+	cp -r src/tvmrt $(GPU_PACK)/src/ && cp -r build/cuda-fixtures $(GPU_PACK)/fixtures
+	find $(GPU_PACK) -name __pycache__ -prune -exec rm -rf {} +
+	du -sh $(GPU_PACK)
+
+gpu-check:
+	@test -d $(GPU_PACK)/src || { echo "gpu-check: run make gpu-check-pack first"; exit 2; }
+	PYTHONPATH=$(GPU_PACK)/src timeout 480 python3 scripts/gpu_check.py $(GPU_PACK)/fixtures
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info

@@ -111,20 +111,32 @@ def test_help_advertises_only_devices_with_a_backend(verb, capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args([verb, "--help"])
     text = capsys.readouterr().out
-    assert "cuda" not in text
+    assert "vulkan" not in text
     if verb != "inspect":  # inspect runs nothing, so it takes no --device
         assert "--device" in text
-        assert "cpu (default) or opencl[:N]" in text
+        assert "cpu (default), cuda[:N] or opencl[:N]" in text
 
 
 def test_device_without_a_backend_says_what_runs_here():
-    done = tvmrt("run", MODEL, "--device", "cuda:0")
+    done = tvmrt("run", MODEL, "--device", "vulkan:0")
     assert done.returncode == EXIT_USAGE
     line = done.stderr.splitlines()[0]
-    assert line.startswith("tvmrt: error: no backend for device cuda(0): ")
+    assert line.startswith("tvmrt: error: no backend for device vulkan(0): ")
     # the sentence ends with the devices it can use, not mid-way
     assert "here tvmrt runs compiled kernels on cpu" in line
-    assert "(it ships backends for cpu, opencl)" in line
+    assert "(it ships backends for cpu, cuda, opencl)" in line
+    assert "runs compiled kernels on cpu" in line
+    if not os.path.exists("/dev/nvidiactl"):  # no NVIDIA driver: CUDA is not usable here
+        assert "kernels on cpu, cuda" not in line
+
+
+@pytest.mark.skipif(os.path.exists("/dev/nvidiactl"), reason="this machine has an NVIDIA driver")
+def test_cuda_without_the_driver_is_a_usage_error_naming_it():
+    done = tvmrt("run", MODEL, "--device", "cuda")
+    assert done.returncode == EXIT_USAGE
+    assert done.stderr.startswith(
+        "tvmrt: error: device cuda(0) cannot be used: CUDA: cannot load the NVIDIA driver library"
+    )
 
 
 def test_two_served_models_with_one_default_name_are_a_usage_error(tmp_path):

@@ -28,6 +28,7 @@ from tvmrt.error import KernelError, ModuleLoadError
 from tvmrt.runtime import kernel_services
 from tvmrt.runtime import ndarray as nd
 from tvmrt.runtime.loaders import FFILibraryModule, link
+from tvmrt.runtime.loaders.opencl import current_device
 from tvmrt.testing import GraphBuilder
 
 BUILD_SCRIPT = r"""
@@ -459,10 +460,25 @@ LOOKUP_C = (
     ANY_C
     + r"""
 __attribute__((weak)) int (*__TVMBackendGetFuncFromEnv)(void*, const char*, void**) = 0;
+__attribute__((weak)) int (*__TVMFFIEnvModLookupFromImports)(void*, const char*, void**) = 0;
+__attribute__((weak)) int (*__TVMFFIFunctionCall)(void*, const Any*, int, Any*) = 0;
 __attribute__((weak)) void* __tvm_ffi__library_ctx = 0;
 int __tvm_ffi_extern(void* self, const Any* args, int n, Any* result) {
   void* handle = 0;
-  return __TVMBackendGetFuncFromEnv(__tvm_ffi__library_ctx, "tvm.contrib.cblas.matmul", &handle);
+  return __TVMBackendGetFuncFromEnv(__tvm_ffi__library_ctx, "tvmrt.test.no_such_function", &handle);
+}
+static int call_set_device(const Any* args, int n, Any* result) {
+  void* handle = 0;
+  if (__TVMFFIEnvModLookupFromImports(__tvm_ffi__library_ctx, "__tvm_set_device", &handle)) return -1;
+  return __TVMFFIFunctionCall(handle, args, n, result);
+}
+int __tvm_ffi_set_device(void* self, const Any* args, int n, Any* result) {
+  Any a[2] = {{1, 0, 2}, {1, 0, args[0].v}}; /* (kDLCUDA, device id) as tvm-ffi ints */
+  return call_set_device(a, 2, result);
+}
+int __tvm_ffi_object_arg(void* self, const Any* args, int n, Any* result) {
+  Any a[2] = {{1, 0, 2}, {64, 0, 0}}; /* a tvm-ffi object: not converted */
+  return call_set_device(a, 2, result);
 }
 """
 )
@@ -522,13 +538,15 @@ def test_tvm_ffi_022_errors_through_the_slot(tmp_path):
         module["check"]()
 
 
-def test_function_lookups_report_an_error(tmp_path):
+def test_function_lookups_and_calls_go_to_the_environment(tmp_path):
     module = rt.load_module(build_c(LOOKUP_C, tmp_path, "lookup"))
-    with pytest.raises(
-        KernelError,
-        match=r"^RuntimeError: TVMBackendGetFuncFromEnv: .*'tvm\.contrib\.cblas\.matmul'",
-    ):
+    with pytest.raises(KernelError, match=r"cannot find function 'tvmrt\.test\.no_such_function'"):
         module["extern"]()
+    module["set_device"](3)  # looked up and called with TVMFFIAny arguments
+    assert current_device(2) == rt.cuda(3)
+    module["set_device"](0)
+    with pytest.raises(KernelError, match="argument 1 is a tvm-ffi object"):
+        module["object_arg"]()
 
 
 @pytest.mark.parametrize(

@@ -385,7 +385,8 @@ def test_old_flat_blob_makes_the_library_root(test_kind):
 @pytest.mark.parametrize(
     ("kind", "message"),
     [
-        ("cuda", r"imports a 'cuda' module \(CUDA GPU kernels\); tvmrt has no CUDA backend"),
+        ("vulkan", r"imports a 'vulkan' module \(Vulkan GPU kernels\); tvmrt has no Vulkan"),
+        ("metal", r"imports a 'metal' module \(Metal GPU kernels\); tvmrt has no Metal backend"),
         ("const_loader", r"'const_loader' module \(constants for external codegen"),
         ("metadata", r"'metadata' module \(constants for external codegen"),
         ("relax.VMExecutable", r"Relax virtual machine program"),

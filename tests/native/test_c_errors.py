@@ -30,7 +30,7 @@ def _python_messages(artifacts: Path) -> dict[str, str]:
         "load_foreign_arch": _python_error(
             lambda: runtime.load_module(str(artifacts / "aarch64" / "deploy_lib.so"))
         ),
-        "alloc_cuda": _python_error(lambda: runtime.nd.empty((2,), "float32", runtime.cuda())),
+        "alloc_vulkan": _python_error(lambda: runtime.nd.empty((2,), "float32", runtime.vulkan())),
         "set_input_unknown_name": _python_error(lambda: m["set_input"]("nope", good)),
         "set_input_wrong_shape": _python_error(lambda: m["set_input"]("data", bad)),
         "get_output_index": _python_error(lambda: m["get_output"](3)),
@@ -59,7 +59,7 @@ def test_errors_use_the_python_runtime_words(
     got = dict(line.split(": ", 1) for line in proc.stdout.splitlines())
     assert "NO ERROR" not in got.values(), proc.stdout
     for case, want in _python_messages(artifacts).items():
-        if case == "alloc_cuda":
+        if case == "alloc_vulkan":
             # the same words up to the list of backends, which is the C runtime's own (cpu)
             # where Python's depends on what is installed (opencl with pyopencl)
             head = want.split(" on ", 1)[0] + " on "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 
 import pytest
@@ -85,11 +86,21 @@ def test_cpu_properties():
 
 
 def test_devices_without_backend():
+    assert not runtime.vulkan().exist
+    assert runtime.vulkan().warp_size is None
+    with pytest.raises(DeviceUnavailableError, match=r"no backend for device vulkan\(0\)"):
+        runtime.vulkan().sync()
+    with pytest.raises(DeviceUnavailableError):
+        runtime.empty((2,), "float32", runtime.vulkan())
+
+
+@pytest.mark.skipif(os.path.exists("/dev/nvidiactl"), reason="this machine has an NVIDIA driver")
+def test_cuda_without_a_driver_says_why():
     assert not runtime.cuda().exist
     assert runtime.cuda().warp_size is None
-    with pytest.raises(DeviceUnavailableError, match=r"no backend for device cuda\(0\)"):
+    with pytest.raises(DeviceUnavailableError, match="CUDA: cannot load the NVIDIA driver"):
         runtime.cuda().sync()
-    with pytest.raises(DeviceUnavailableError):
+    with pytest.raises(DeviceUnavailableError, match=r"libcuda\.so\.1"):
         runtime.empty((2,), "float32", runtime.cuda())
 
 

@@ -1,8 +1,8 @@
 /*
  * The function environment kernels see: TVMBackendGetFuncFromEnv and TVMFuncCall,
  * forwarded to callbacks the host installs (the Python side or the C runtime), the
- * tables of functions implemented in C (sort.c), and the tvm-ffi lookups tvmrt does not
- * serve (see services.c for the whole picture).
+ * tables of functions implemented in C (sort.c), and the tvm-ffi lookups and calls, which
+ * go to the same environment (see services.c for the whole picture).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -85,40 +85,93 @@ TVM_DLL int TVMFuncCall(void* func, TVMValue* args, int* arg_type_codes, int num
 }
 
 /* ------------------------------------------------------------------------------------ */
-/* tvm-ffi function environment: not served                                              */
+/* tvm-ffi function environment                                                           */
 /*                                                                                        */
-/* tvm-ffi kernels look functions up (call_packed externs, device launches) through       */
-/* TVMBackendGetFuncFromEnv / TVMFFIEnvModLookupFromImports and call them through         */
-/* TVMFFIFunctionCall with TVMFFIAny arguments. tvmrt has no tvm-ffi function objects to  */
-/* hand out, so these report a clear error instead of running the legacy ABI's versions   */
-/* (whose handles and argument layout differ).                                             */
+/* tvm-ffi host code looks functions up (device kernels, __tvm_set_device, call_packed    */
+/* externs) through TVMFFIEnvModLookupFromImports / TVMBackendGetFuncFromEnv and calls     */
+/* them through TVMFFIFunctionCall with TVMFFIAny arguments. The lookup goes to the same   */
+/* environment as the legacy ABI's (the library's context token names the module); the    */
+/* call converts each TVMFFIAny to the legacy TVMValue + type code and goes through        */
+/* TVMFuncCall. Only POD arguments are converted (no tvm-ffi objects: kernels pass none   */
+/* to the functions tvmrt provides); the result is None.                                   */
 
-static int ffi_lookup_unsupported(const char* service, const char* func_name) {
-  char buf[320];
-  snprintf(buf, sizeof(buf),
-           "%s: the kernel looks up function '%s' (a call_packed extern or device kernel); "
-           "tvmrt does not provide tvm-ffi functions to kernels",
-           service, func_name != NULL ? func_name : "");
-  tvmrt_fail("RuntimeError", "%s", buf);
-  return -1;
-}
+typedef struct {
+  int32_t type_index;
+  uint32_t zero_padding;
+  union {
+    int64_t v_int64;
+    double v_float64;
+    void* v_ptr;
+  } v;
+} tvmrt_ffi_any; /* TVMFFIAny: 16 bytes */
+
+enum { kFFINone = 0, kFFIInt = 1, kFFIBool = 2, kFFIFloat = 3, kFFIOpaquePtr = 4 };
+enum { kFFIDataType = 5, kFFIDevice = 6, kFFIDLTensorPtr = 7, kFFIRawStr = 8 };
+#define TVMRT_FFI_MAX_ARGS 256
 
 TVM_DLL int tvmrt_ffi_get_func_from_env(void* mod_ctx, const char* func_name, void** out) {
   if (out != NULL) *out = NULL;
-  return ffi_lookup_unsupported("TVMBackendGetFuncFromEnv", func_name);
+  return TVMBackendGetFuncFromEnv(mod_ctx, func_name, out);
 }
 
 TVM_DLL int tvmrt_ffi_env_mod_lookup_from_imports(void* library_ctx, const char* func_name,
                                                   void** out) {
   if (out != NULL) *out = NULL;
-  return ffi_lookup_unsupported("TVMFFIEnvModLookupFromImports", func_name);
+  return TVMBackendGetFuncFromEnv(library_ctx, func_name, out);
+}
+
+/* The legacy type code of a TVMFFIAny type index, or -1 for one tvmrt does not convert. */
+static int legacy_code(int32_t type_index) {
+  switch (type_index) {
+    case kFFINone: return 4;        /* kTVMNullptr */
+    case kFFIInt: return 0;         /* kDLInt */
+    case kFFIBool: return 0;        /* kDLInt */
+    case kFFIFloat: return 2;       /* kDLFloat */
+    case kFFIOpaquePtr: return 3;   /* kTVMOpaqueHandle */
+    case kFFIDataType: return 5;    /* kTVMDataType */
+    case kFFIDevice: return 6;      /* kDLDevice */
+    case kFFIDLTensorPtr: return 7; /* kTVMDLTensorHandle */
+    case kFFIRawStr: return 11;     /* kTVMStr */
+    default: return -1;
+  }
 }
 
 TVM_DLL int tvmrt_ffi_function_call(void* func, void* args, int32_t num_args, void* result) {
-  tvmrt_fail("RuntimeError", "%s",
-             "TVMFFIFunctionCall: tvmrt does not provide tvm-ffi functions to "
-             "kernels");
-  return -1;
+  TVMValue values[TVMRT_FFI_MAX_ARGS];
+  int codes[TVMRT_FFI_MAX_ARGS];
+  const tvmrt_ffi_any* in = (const tvmrt_ffi_any*)args;
+  tvmrt_ffi_any* out = (tvmrt_ffi_any*)result;
+  TVMValue ret;
+  int ret_code = 4;
+  if (num_args < 0 || num_args > TVMRT_FFI_MAX_ARGS || (num_args > 0 && in == NULL)) {
+    tvmrt_fail("RuntimeError", "TVMFFIFunctionCall: %d arguments (at most %d)", (int)num_args,
+               TVMRT_FFI_MAX_ARGS);
+    return -1;
+  }
+  for (int32_t i = 0; i < num_args; ++i) {
+    codes[i] = legacy_code(in[i].type_index);
+    if (codes[i] < 0) {
+      tvmrt_fail("RuntimeError",
+                 "TVMFFIFunctionCall: argument %d is a tvm-ffi object (type index %d); tvmrt "
+                 "passes only numbers, pointers, tensors and strings to the functions it provides",
+                 (int)i, (int)in[i].type_index);
+      return -1;
+    }
+    memcpy(&values[i], &in[i].v, sizeof(TVMValue));
+    if (in[i].type_index == kFFIBool) values[i].v_int64 = in[i].v.v_int64 != 0;
+  }
+  int rc = TVMFuncCall(func, values, codes, num_args, &ret, &ret_code);
+  if (out != NULL) { /* results are not handed back: the callers here use none */
+    memset(out, 0, sizeof(*out));
+    if (rc == 0 && ret_code == 0) {
+      out->type_index = kFFIInt;
+      out->v.v_int64 = ret.v_int64;
+    } else if (rc == 0 && ret_code == 2) {
+      out->type_index = kFFIFloat;
+      out->v.v_float64 = ret.v_float64;
+    }
+  }
+  return rc;
 }
 
 /* TVMFFIHandleInitOnce: run init_func once per handle (thread-safe). */

@@ -19,8 +19,9 @@
  *                                                         the C runtime's object layer);
  *                                                         TVMFuncCall runs the functions
  *                                                         implemented in C (sort.c) directly
- *   tvm-ffi lookups (GetFuncFromEnv, FunctionCall,        report an error: tvmrt has no
- *   EnvModLookupFromImports), TVMFFIHandleInitOnce        tvm-ffi function objects
+ *   tvm-ffi lookups (GetFuncFromEnv,                      the same environment; calls
+ *   EnvModLookupFromImports), FunctionCall,               convert TVMFFIAny arguments to
+ *   TVMFFIHandleInitOnce                                  TVMValues and go through TVMFuncCall
  *
  * The functions carry TVM's exact C names and signatures (tvm/runtime/c_backend_api.h
  * and c_runtime_api.h under src/tvmrt/include). The Python side writes their addresses

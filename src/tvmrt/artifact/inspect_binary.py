@@ -152,9 +152,13 @@ def _read_factory(
             found.library.embedded = "graph executor factory (graph JSON and params)"
         elif getattr(module, "type_key", None) in DEVICE_MODULE_KINDS:
             kind = module.type_key
+            table = getattr(module, "table", {})
+            image = getattr(module, "image", None)  # CUDA: PTX ISA version, SM targets
+            what = f"{kind!r} module" + (
+                f", {len(table)} kernel(s), {module.format}: {image.summary()}" if image else ""
+            )
             found.library.device_code = (
-                f"{DEVICE_MODULE_KINDS[kind]} kernels ({kind!r} module): run it with "
-                f"--device {kind}"
+                f"{DEVICE_MODULE_KINDS[kind]} kernels ({what}): run it with --device {kind}"
             )
 
 

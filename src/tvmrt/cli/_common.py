@@ -45,7 +45,7 @@ def add_artifact_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--device",
         default="cpu",
-        help="cpu (default) or opencl[:N]; tvmrt has no other device backends",
+        help="cpu (default), cuda[:N] or opencl[:N]; tvmrt has no other device backends",
     )
     parser.add_argument(
         "--threads",
@@ -100,7 +100,10 @@ def load(
     try:
         dev = make_device(args.device)
         if not remote:  # a device nothing here can run on is a bad argument, not a failure
-            get_device_api(dev)
+            api = get_device_api(dev)
+            if not api.attribute(dev, "exist"):
+                reason = getattr(api, "reason", None) or "it does not exist on this machine"
+                raise DeviceUnavailableError(f"device {dev} cannot be used: {reason}")
     except (ValueError, DeviceUnavailableError) as exc:
         raise UsageError(str(exc)) from None
     files = find_artifact(args.artifact, args.graph, args.lib, args.params)

@@ -157,7 +157,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--device",
         default="cpu",
-        help="cpu (default) or opencl[:N] (CPU kept too); tvmrt has no other device backends",
+        help="cpu (default), cuda[:N] or opencl[:N] (CPU kept too); no other device backends",
     )
     parser.add_argument("--threads", type=int, metavar="N", help="threads for parallel kernels")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning"))

@@ -21,6 +21,7 @@ LOADFILE_SUFFIXES = ("so", "dll", "dylib", "tar", "o", "obj", "mlf")
 
 _DISPATCH = "tvmrt.runtime.loaders.dispatch:loadfile"
 _GRAPH_FACTORY = "tvmrt.runtime.graph_executor.factory:load_factory_binary"
+_CUDA_FILE = "tvmrt.runtime.loaders.cuda:load_cuda_file"
 _SORT = ("argsort", "argsort_nms", "sort", "topk")
 _BLAS = "tvmrt.runtime.contrib.blas"
 _BLAS_NAMES = [
@@ -44,6 +45,8 @@ BUILTIN_FUNCTIONS: dict[str, str] = {
     ),
     "runtime.module.loadbinary_static_library": ("tvmrt.runtime.static_library:load_static_binary"),
     "runtime.module.loadbinary_opencl": "tvmrt.runtime.loaders.opencl:load_opencl_binary",
+    "runtime.module.loadbinary_cuda": "tvmrt.runtime.loaders.cuda:load_cuda_binary",
+    **{f"runtime.module.loadfile_{k}": _CUDA_FILE for k in ("ptx", "cubin", "fatbin")},
     "runtime.module.loadbinary_VMExecutable": (
         "tvmrt.runtime.vm.executable:load_executable_binary"
     ),

@@ -68,6 +68,7 @@ _backends: dict[int, DeviceAPI] = {}
 _lazy: dict[int, str] = {
     int(DLDeviceType.kDLCPU): "tvmrt.runtime.backends.cpu:backend",
     int(DLDeviceType.kDLOpenCL): "tvmrt.runtime.backends.opencl:backend",
+    int(DLDeviceType.kDLCUDA): "tvmrt.runtime.backends.cuda:backend",
 }
 _SHIPPED = frozenset(_lazy)  # what the message for a missing backend lists
 _lock = threading.Lock()
@@ -114,7 +115,8 @@ def get_device_api(dev: Device) -> DeviceAPI:
         shipped = ", ".join(MASK2STR.get(t, str(t)) for t in sorted(_SHIPPED))
         for device_type in list(_lazy):  # load the others: the message says what works here
             find_device_api(device_type)
-        have = ", ".join(MASK2STR.get(t, str(t)) for t in sorted(_backends)) or "no device"
+        usable = [t for t, a in _backends.items() if getattr(a, "reason", None) is None]
+        have = ", ".join(MASK2STR.get(t, str(t)) for t in sorted(usable)) or "no device"
         hint = ""
         if dev.device_type == DLDeviceType.kDLOpenCL:
             hint = (

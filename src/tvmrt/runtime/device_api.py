@@ -3,7 +3,7 @@
 A backend is a :class:`DeviceAPI` registered for a DLPack device type in the one device
 table of :mod:`tvmrt.runtime.device` (:func:`register_device_api`, :func:`find_device_api`,
 :func:`get_device_api`, re-exported here), one file per backend under
-:mod:`tvmrt.runtime.backends` (``cpu``, ``opencl``, ``null``). ``alloc``
+:mod:`tvmrt.runtime.backends` (``cpu``, ``opencl``, ``cuda``, ``null``). ``alloc``
 returns opaque :class:`Storage` (a handle, a size, a device); arrays move through the
 copy hooks ``copy_from_host`` / ``copy_to_host`` / ``copy_device_to_device``. Only
 *host-visible* backends (the CPU, and :mod:`tvmrt.testing`'s emulated device) expose
@@ -156,6 +156,13 @@ class DeviceAPI:
 
     def free(self, storage: Storage) -> None:
         """Release ``storage`` (called once, when the last array using it goes away)."""
+
+    def alloc_workspace(self, dev: Device, nbytes: int) -> Storage:
+        """Scratch memory for kernels (``TVMBackendAllocWorkspace``); a pool may reuse it."""
+        return self.alloc(dev, nbytes)
+
+    def free_workspace(self, storage: Storage) -> None:
+        """Give back :meth:`alloc_workspace` memory (default: freed when collected)."""
 
     # -- copy hooks --------------------------------------------------------------------
     def copy_from_host(self, dst: Storage, offset: int, src: np.ndarray[Any, Any]) -> None:

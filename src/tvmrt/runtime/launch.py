@@ -39,6 +39,12 @@ __all__ = [
 ]
 
 DYN_SHARED_MEMORY_TAG = "tir.use_dyn_shared_memory"
+# TVM >= 0.24 spells the tags ``tirx.``; launch-flag tags (>= 0.21) carry no value
+_DYN_TAGS = frozenset({DYN_SHARED_MEMORY_TAG, "tirx.use_dyn_shared_memory"})
+FLAG_TAGS = frozenset(
+    f"{p}.{f}" for p in ("tir", "tirx") for f in
+    ("use_programtic_dependent_launch", "use_cooperative_launch")
+)  # fmt: skip
 _RANKS = {"blockIdx": 0, "threadIdx": 1}
 _DIMS = {"x": 0, "y": 1, "z": 2}
 
@@ -50,6 +56,7 @@ class FunctionInfo:
     name: str
     arg_types: tuple[DataType, ...]
     launch_param_tags: tuple[str, ...]
+    arg_extra_tags: tuple[int, ...] = ()  # TVM >= 0.21: per argument, 1 = a TMA tensor map
 
     @property
     def handle_args(self) -> tuple[bool, ...]:
@@ -57,7 +64,7 @@ class FunctionInfo:
         return tuple(t.type_code == 3 for t in self.arg_types)
 
 
-def _read_info(reader: ByteReader, key: str) -> FunctionInfo:
+def _read_info(reader: ByteReader, key: str, extra_tags: bool) -> FunctionInfo:
     name = reader.string(f"FunctionInfo name of {key!r}")
     n = reader.count(f"number of argument types of {key!r}", 4)
     types = []
@@ -70,23 +77,36 @@ def _read_info(reader: ByteReader, key: str) -> FunctionInfo:
     tags = tuple(reader.strings(f"launch param tags of {key!r}"))
     for tag in tags:
         _tag_slot(tag, key)
-    return FunctionInfo(name or key, tuple(types), tags)
+    extra: tuple[int, ...] = ()
+    if extra_tags:
+        at = reader.offset
+        m = reader.count(f"number of argument extra tags of {key!r}", 4)
+        if m != n:
+            raise reader.fail(f"kernel {key!r} has {n} arguments but {m} extra tags", at)
+        extra = tuple(reader.i32("argument extra tag") for _ in range(m))
+        if any(t not in (0, 1) for t in extra):
+            raise reader.fail(f"kernel {key!r}: unknown argument extra tag in {extra}", at)
+    return FunctionInfo(name or key, tuple(types), tags, extra)
 
 
-def read_function_table(reader: ByteReader) -> dict[str, FunctionInfo]:
-    """Read TVM's ``unordered_map<string, FunctionInfo>`` (dmlc stream layout)."""
+def read_function_table(reader: ByteReader, extra_tags: bool = False) -> dict[str, FunctionInfo]:
+    """Read TVM's ``unordered_map<string, FunctionInfo>`` (dmlc stream layout); TVM >= 0.21
+    adds ``vec<i32> arg_extra_tags`` to each entry (``extra_tags``)."""
     n = reader.count("number of kernels", 8 * 4)
     table: dict[str, FunctionInfo] = {}
     for i in range(n):
         key = reader.string(f"kernel name {i}")
-        table[key] = _read_info(reader, key)
+        table[key] = _read_info(reader, key, extra_tags)
     return table
 
 
 def _tag_slot(tag: str, kernel: str) -> int:
-    """Work-size slot of a launch tag: 0-2 grid x/y/z, 3-5 block x/y/z; -1: dyn. shmem."""
-    if tag == DYN_SHARED_MEMORY_TAG:
+    """Work-size slot of a launch tag: 0-2 grid x/y/z, 3-5 block x/y/z; -1: dyn. shmem;
+    -2: a launch flag (no value)."""
+    if tag in _DYN_TAGS:
         return -1
+    if tag in FLAG_TAGS:
+        return -2
     rank, _, dim = tag.partition(".")
     if rank not in _RANKS or dim not in _DIMS:
         raise ModuleLoadError(
@@ -124,16 +144,18 @@ class LaunchConfig:
     slots: tuple[int, ...]
     dyn_shared_memory: bool
     work_dim: int
+    flags: frozenset[str] = frozenset()
 
     @classmethod
     def from_info(cls, info: FunctionInfo, kernel: str) -> LaunchConfig:
         """The launch convention of ``info`` (TVM's ``LaunchParamConfig::Init``)."""
         slots = []
         dyn = False
-        for i, tag in enumerate(info.launch_param_tags):
+        valued = [t for t in info.launch_param_tags if t not in FLAG_TAGS]
+        for i, tag in enumerate(valued):
             slot = _tag_slot(tag, kernel)
             if slot < 0:
-                if i != len(info.launch_param_tags) - 1:
+                if i != len(valued) - 1:
                     raise ModuleLoadError(
                         f"kernel {kernel!r}: {DYN_SHARED_MEMORY_TAG} must be the last tag"
                     )
@@ -142,7 +164,8 @@ class LaunchConfig:
                 slots.append(slot)
         used = {s % 3 for s in slots}
         work_dim = max(used) + 1 if used else 1
-        return cls(len(info.arg_types), tuple(slots), dyn, work_dim)
+        flags = frozenset(t.partition(".")[2] for t in info.launch_param_tags if t in FLAG_TAGS)
+        return cls(len(info.arg_types), tuple(slots), dyn, work_dim, flags)
 
     @property
     def num_launch_args(self) -> int:
@@ -201,7 +224,7 @@ _install_lock = threading.Lock()
 def _alloc_workspace(device_type: int, device_id: int, nbytes: int) -> int | None:
     try:
         dev = Device(device_type, device_id)
-        storage = get_device_api(dev).alloc(dev, int(nbytes))
+        storage = get_device_api(dev).alloc_workspace(dev, int(nbytes))
         _workspaces[storage.handle] = storage
         return storage.handle
     except BaseException as exc:  # a ctypes callback must not raise: report it to the kernel
@@ -210,12 +233,14 @@ def _alloc_workspace(device_type: int, device_id: int, nbytes: int) -> int | Non
 
 
 def _free_workspace(device_type: int, device_id: int, ptr: int | None) -> int:
-    if _workspaces.pop(ptr or 0, None) is None:
+    storage = _workspaces.pop(ptr or 0, None)
+    if storage is None:
         set_last_error(
             f"TVMBackendFreeWorkspace: {ptr or 0:#x} is not workspace of device type "
             f"{device_type} allocated by TVMBackendAllocWorkspace"
         )
         return -1
+    storage.api.free_workspace(storage)
     return 0
 
 

@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   report("load_foreign_arch", TVMModLoadFromFile(argv[2], "", &other));
   report("load_unknown_blob_kind", TVMModLoadFromFile(argv[3], "", &other));
   report("load_tar", TVMModLoadFromFile("deploy.tar", "", &other));
-  report("alloc_cuda", TVMArrayAlloc(good, 4, kDLFloat, 32, 1, kDLCUDA, 0, &x));
+  report("alloc_vulkan", TVMArrayAlloc(good, 4, kDLFloat, 32, 1, kDLVulkan, 0, &x));
 
   if (TVMFuncGetGlobal("no.such.function", &f) != 0 || f != NULL) return 1;
   printf("global_missing: null\n");

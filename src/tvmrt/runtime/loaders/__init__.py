@@ -8,7 +8,8 @@
   :mod:`.ffi` (tvm-ffi ABI, TVM >= 0.21; its kernels are called by :mod:`.ffi_call`),
   :mod:`.packages` (Model Library Format, tvmc); :mod:`.link` is the link/compile step
   for objects, archives and C sources; :mod:`.systemlib` is ``system_lib()``;
-  :mod:`.opencl` holds OpenCL device code.
+  :mod:`.opencl` holds OpenCL device code, :mod:`.cuda` CUDA device code (its images
+  read by :mod:`.cuda_image`).
 * shared pieces: :mod:`.blob` (the module blob), :mod:`._dso` (what every ``dlopen``-ed
   library shares); packed-call values are :mod:`tvmrt.runtime.packed_values`. Reading the
   files themselves (ELF/PE/Mach-O, what the symbols mean for TVM, export archives within

@@ -1,0 +1,246 @@
+"""``make gpu-check``: the CUDA fixtures on a real GPU, against their CPU goldens, and timings.
+
+Run from a packed tree (``make gpu-check-pack`` here; the GPU machine needs only Python 3
+with numpy and the NVIDIA driver)::
+
+    PYTHONPATH=build/gpu-check/src python3 scripts/gpu_check.py build/gpu-check/fixtures
+
+Without a driver or a GPU it prints why and exits 2. Otherwise it prints the device and
+driver, then for every fixture (TVM 0.27 host code + PTX / cubin / fatbin, and the
+separate ``.ptx`` + ``.tvm_meta.json``) the max abs error against the golden the same TIR
+gave on the CPU, then the timings: per call, wall time (call + stream sync) vs the
+kernel's own time from CUDA events, the overhead per call in us and as a share; and
+host->device copy GB/s through tvmrt vs the driver's own ``cuMemcpyHtoD`` on the same
+buffer. Exit 1 if any fixture is off by more than 1e-4.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from tvmrt import runtime
+from tvmrt.contrib import graph_executor
+from tvmrt.error import TVMError
+from tvmrt.runtime.backends.cuda import CUDADeviceAPI, backend
+from tvmrt.runtime.device_api import find_storage, get_device_api
+from tvmrt.runtime.loaders.cuda import kernel_timer
+
+TOLERANCE = 1e-4
+
+
+def _device() -> CUDADeviceAPI:
+    api = backend()
+    if not isinstance(api, CUDADeviceAPI):
+        print(f"gpu-check: no CUDA here: {getattr(api, 'reason', api)}")
+        sys.exit(2)
+    if api.count == 0:
+        print(f"gpu-check: the NVIDIA driver (CUDA {api.driver.version_text}) sees no GPU")
+        sys.exit(2)
+    return api
+
+
+def _run(
+    lib: runtime.Module, name: str, inputs: list[np.ndarray], shape: tuple[int, ...]
+) -> np.ndarray:
+    dev = runtime.cuda()
+    args = [runtime.array(x, dev) for x in inputs]
+    out = runtime.empty(shape, "float32", dev)
+    lib[name](*args, out)
+    return out.numpy()
+
+
+def check_fixtures(folder: Path) -> bool:
+    ok = True
+    for name in ("add_one", "dense_relu"):
+        golden = np.load(folder / f"{name}_golden.npz")
+        inputs = [golden[k] for k in sorted(golden.files) if k.startswith("arr_")]
+        expected = golden["expected"]
+        for fmt in ("ptx", "cubin", "fatbin"):
+            label = f"{name}_{fmt}.so"
+            try:
+                lib = runtime.load_module(str(folder / label))
+                got = _run(lib, name, inputs, expected.shape)
+                err = float(np.max(np.abs(got - expected)))
+                status = "ok" if err <= TOLERANCE else "WRONG"
+                ok &= err <= TOLERANCE
+                summary = lib.imported_modules[0].image.summary()
+                print(f"  {label:24s} {summary:34s} max err {err:.3g} {status}")
+            except TVMError as exc:
+                ok = False
+                print(f"  {label:24s} FAILED: {type(exc).__name__}: {exc}")
+    # separate files: the PTX + tvm_meta.json, launched with TVM's convention by hand
+    mod = runtime.load_module(str(folder / "add_one.ptx"))
+    golden = np.load(folder / "add_one_golden.npz")
+    a = runtime.array(golden["arr_0"], runtime.cuda())
+    b = runtime.empty(golden["expected"].shape, "float32", runtime.cuda())
+    n = golden["arr_0"].shape[0]
+    mod["add_one_kernel"](a.data_ptr, b.data_ptr, n, -(-n // 256), 256)
+    err = float(np.max(np.abs(b.numpy() - golden["expected"])))
+    ok &= err <= TOLERANCE
+    print(f"  {'add_one.ptx + meta':24s} {mod.image.summary():34s} max err {err:.3g}")
+    # a graph-executor factory (Conv, Relu, Gemm, Softmax) on the GPU
+    module = _graph(folder)
+    golden = np.load(folder / "cnn_golden.npz")
+    module.set_input("x", golden["x"])
+    module.run()
+    err = float(np.max(np.abs(module.get_output(0).numpy() - golden["expected"])))
+    ok &= err <= TOLERANCE
+    print(f"  {'cnn_ptx.so (graph)':24s} {'3 kernels, PTX':34s} max err {err:.3g}")
+    if (folder / "relay019_ptx.so").exists():  # TVM 0.19's host code, legacy blob
+        lib = runtime.load_module(str(folder / "relay019_ptx.so"))
+        relay = graph_executor.GraphModule(lib["default"](runtime.cuda()))
+        golden = np.load(folder / "relay019_golden.npz")
+        relay.set_input("x", golden["x"])
+        relay.run()
+        err = float(np.max(np.abs(relay.get_output(0).numpy() - golden["expected"])))
+        ok &= err <= TOLERANCE
+        print(f"  {'relay019_ptx.so (graph)':24s} {'TVM 0.19 host, 2 kernels, PTX':34s} "
+              f"max err {err:.3g}")  # fmt: skip
+    return ok
+
+
+def _graph(folder: Path) -> graph_executor.GraphModule:
+    lib = runtime.load_module(str(folder / "cnn_ptx.so"))
+    return graph_executor.GraphModule(lib["default"](runtime.cuda()))
+
+
+def bench(folder: Path, api: CUDADeviceAPI) -> None:
+    dev = runtime.cuda()
+    module = _graph(folder)
+    module.set_input("x", np.load(folder / "cnn_golden.npz")["x"])
+    for _ in range(20):
+        module.run()
+    dev.sync()
+    runs = 1000
+    start = time.perf_counter()
+    for _ in range(runs):
+        module.run()
+    dev.sync()
+    wall = (time.perf_counter() - start) / runs * 1e6
+    with kernel_timer() as timer:
+        for _ in range(100):
+            module.run()
+    kernels = sum(ms for _, ms in timer.times) / 100 * 1e3
+    print(f"  cnn graph run(): wall {wall:.1f} us/run (back to back), kernels {kernels:.1f} us "
+          f"(events, {len(timer.times) // 100} per run); overhead {wall - kernels:.1f} us = "
+          f"{max(wall - kernels, 0) / wall:.0%} of the run")  # fmt: skip
+    lib = runtime.load_module(str(folder / "dense_relu_ptx.so"))
+    golden = np.load(folder / "dense_relu_golden.npz")
+    x, w = (runtime.array(golden[k], dev) for k in ("arr_0", "arr_1"))
+    out = runtime.empty((8, 32), "float32", dev)
+    func = lib["dense_relu"]
+    for _ in range(20):
+        func(x, w, out)
+    dev.sync()
+    runs = 2000
+    start = time.perf_counter()
+    for _ in range(runs):
+        func(x, w, out)
+    dev.sync()
+    wall = (time.perf_counter() - start) / runs * 1e6
+    with kernel_timer() as timer:
+        for _ in range(200):
+            func(x, w, out)
+    kernel = sum(ms for _, ms in timer.times) / len(timer.times) * 1e3
+    print(f"  dense_relu call: wall {wall:.1f} us/call (back to back, {runs} calls), kernel "
+          f"{kernel:.1f} us (events); overhead {wall - kernel:.1f} us = "
+          f"{max(wall - kernel, 0) / wall:.0%} of the call")  # fmt: skip
+    nbytes = 64 << 20
+    host = np.ones(nbytes, np.uint8)
+    arr = runtime.empty((nbytes,), "uint8", dev)
+    storage = find_storage(2, arr.data_ptr)
+    assert storage is not None
+    dev_api = get_device_api(dev)
+    for label, copy in (
+        ("tvmrt copy_from_host", lambda: dev_api.copy_from_host(storage, 0, host)),
+        ("driver cuMemcpyHtoD", lambda: api.driver.call("cuMemcpyHtoD_v2", arr.data_ptr,
+                                                        host.ctypes.data, nbytes)),
+    ):  # fmt: skip
+        copy()
+        start = time.perf_counter()
+        for _ in range(10):
+            copy()
+        dev.sync()
+        gbs = nbytes * 10 / (time.perf_counter() - start) / 1e9
+        print(f"  host->device 64 MiB, {label:22s}: {gbs:.2f} GB/s")
+
+
+def check_serve(folder: Path) -> bool:
+    """``tvmrt serve cnn_ptx.so --device cuda`` answers one KServe v2 request correctly."""
+    import http.client
+    import importlib.util
+    import json
+    import os
+    import socket
+    import subprocess
+
+    if importlib.util.find_spec("uvicorn") is None:
+        print("  serve: skipped (uvicorn is not installed here: pip install 'tvmrt[serve]')")
+        return True
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    cmd = [sys.executable, "-m", "tvmrt", "serve", str(folder / "cnn_ptx.so"), "--device",
+           "cuda", "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
+    proc = subprocess.Popen(cmd, env=dict(os.environ), stderr=subprocess.PIPE, text=True)
+    golden = np.load(folder / "cnn_golden.npz")
+
+    def request(method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            conn.request(method, path, body=body, headers={"content-type": "application/json"})
+            resp = conn.getresponse()
+            return resp.status, resp.read()
+        finally:
+            conn.close()
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if request("GET", "/v2/health/ready")[0] == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or proc.poll() is not None:
+                print(f"  serve: FAILED to start: {proc.stderr.read() if proc.stderr else ''}")
+                return False
+            time.sleep(0.2)
+        name = "cnn_ptx"  # tvmrt serve names a model after its file
+        x = golden["x"]
+        body = {"inputs": [{"name": "x", "shape": list(x.shape), "datatype": "FP32",
+                            "data": x.reshape(-1).tolist()}]}  # fmt: skip
+        status, reply = request("POST", f"/v2/models/{name}/infer", json.dumps(body).encode())
+        if status != 200:
+            print(f"  serve: FAILED: HTTP {status}: {reply[:300]!r}")
+            return False
+        out = np.array(json.loads(reply)["outputs"][0]["data"], "float32")
+        err = float(np.max(np.abs(out - golden["expected"].reshape(-1))))
+        print(f"  serve --device cuda: HTTP 200 for model {name!r}, max err {err:.3g}")
+        return err <= TOLERANCE
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def main() -> int:
+    folder = Path(sys.argv[1] if len(sys.argv) > 1 else "build/gpu-check/fixtures")
+    api = _device()
+    dev = runtime.cuda()
+    print(f"device: {dev.device_name}, compute capability {dev.compute_version}, "
+          f"driver CUDA {api.driver.version_text}, {api.count} GPU(s)")  # fmt: skip
+    print("fixtures (TVM 0.27 host code; golden: the same TIR on the CPU):")
+    ok = check_fixtures(folder)
+    ok &= check_serve(folder)
+    print("benchmark:")
+    bench(folder, api)
+    print("gpu-check:", "PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""TVM 0.27's own host code calling its CUDA kernels, against the libcuda stand-in.
+
+The fixtures come from scripts/make_cuda_fixtures.py (TVM 0.27 + nvcc, cached under
+build/cuda-fixtures); the stand-in checks the launches' parameter sizes against the PTX
+nvcc wrote and logs them, so these tests prove what TVM's host code and tvmrt hand the
+driver (grid, block, argument values), not what the kernels compute (``make gpu-check``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from support.fake_cuda import FakeLog, build
+from support.paths import REPO as ROOT
+from tvmrt import runtime
+from tvmrt.error import KernelError
+from tvmrt.runtime.backends import _cuda_driver
+from tvmrt.runtime.backends.cuda import CUDADeviceAPI, backend
+from tvmrt.runtime.loaders.cuda import CUDAModule
+
+FIXTURES = ROOT / "build" / "cuda-fixtures"
+device_table = importlib.import_module("tvmrt.runtime.device")
+CUDA = int(runtime.DLDeviceType.kDLCUDA)
+
+
+@pytest.fixture(scope="module")
+def fixtures() -> Path:
+    if not (FIXTURES / "relay019_golden.npz").exists():
+        if shutil.which("nvcc") is None or importlib.util.find_spec("tvm") is None:
+            pytest.skip("making the CUDA fixtures needs TVM 0.27 and nvcc")
+        script = ROOT / "scripts" / "make_cuda_fixtures.py"
+        environ = __import__("os").environ
+        env = {"PYTHONPATH": str(ROOT / "src"), "PATH": environ["PATH"]}
+        if "TVMRT_PEERS_DIR" in environ:
+            env["TVMRT_PEERS_DIR"] = environ["TVMRT_PEERS_DIR"]
+        subprocess.run([sys.executable, str(script), str(FIXTURES)], check=True, env=env)
+    return FIXTURES
+
+
+@pytest.fixture
+def fake(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[FakeLog]:
+    lib = build(tmp_path_factory.mktemp("fakecuda"))
+    log = FakeLog(lib)
+    log.config(sm=90)
+    monkeypatch.setenv(_cuda_driver.LIBRARY_ENV, str(lib))
+    monkeypatch.setattr(_cuda_driver, "_driver", [])
+    api = backend()
+    assert isinstance(api, CUDADeviceAPI)
+    device_table.register_device_api(CUDA, api, override=True)
+    try:
+        yield log
+    finally:
+        device_table.unregister_device_api(CUDA)
+        device_table._lazy[CUDA] = "tvmrt.runtime.backends.cuda:backend"
+
+
+@pytest.mark.parametrize("fmt", ["ptx", "cubin", "fatbin"])
+def test_tvm027_add_one_launch(fixtures: Path, fake: FakeLog, fmt: str) -> None:
+    lib = runtime.load_module(str(fixtures / f"add_one_{fmt}.so"))
+    (dev_mod,) = lib.imported_modules
+    assert isinstance(dev_mod, CUDAModule)
+    assert dev_mod.format == fmt
+    info = dev_mod.table["add_one_kernel"]
+    assert [str(t) for t in info.arg_types] == ["handle", "handle", "int32"]
+    assert info.arg_extra_tags == (0, 0, 0)  # the tvm-ffi era's table layout
+    golden = np.load(fixtures / "add_one_golden.npz")
+    a = runtime.array(golden["arr_0"], runtime.cuda())
+    b = runtime.empty(golden["expected"].shape, "float32", runtime.cuda())
+    fake.reset()
+    lib["add_one"](a, b)
+    launch = [line for line in fake.lines() if line.startswith("cuLaunchKernel")]
+    n = golden["arr_0"].shape[0]
+    block = 1024  # dlight's fallback schedule for n = 1000: one block of 1024 threads
+    args = " dev dev u32:1000" if fmt == "ptx" else ""  # parameter sizes known from PTX only
+    assert launch == [
+        f"cuLaunchKernel add_one_kernel grid={-(-n // block)},1,1 block={block},1,1 smem=0 "
+        f"stream=0 args={args}"
+    ]
+
+
+def test_tvm027_dense_relu_2d_launch(fixtures: Path, fake: FakeLog) -> None:
+    lib = runtime.load_module(str(fixtures / "dense_relu_ptx.so"))
+    golden = np.load(fixtures / "dense_relu_golden.npz")
+    x, w = (runtime.array(golden[k], runtime.cuda()) for k in ("arr_0", "arr_1"))
+    out = runtime.empty((8, 32), "float32", runtime.cuda())
+    fake.reset()
+    lib["dense_relu"](x, w, out)
+    (launch,) = [line for line in fake.lines() if line.startswith("cuLaunchKernel")]
+    assert launch.startswith("cuLaunchKernel dense_relu_kernel grid=")
+    assert launch.endswith("args= dev dev dev")
+    with pytest.raises(KernelError, match="dense_relu"):
+        lib["dense_relu"](x, w)  # TVM's own argument check, in its host code
+
+
+def test_sass_fixture_refused_on_another_gpu(fixtures: Path, fake: FakeLog) -> None:
+    fake.config(sm=75)
+    lib = runtime.load_module(str(fixtures / "add_one_cubin.so"))
+    assert lib.imported_modules[0].image.summary() == "SASS sm_90"
+    a = runtime.empty((4,), "float32", runtime.cuda())
+    with pytest.raises(KernelError, match=r"SASS sm_90 only.*this GPU, sm_75"):
+        lib["add_one"](a, a)
+
+
+def test_separate_ptx_file_and_meta(fixtures: Path, fake: FakeLog) -> None:
+    mod = runtime.load_module(str(fixtures / "add_one.ptx"))
+    assert isinstance(mod, CUDAModule)
+    assert mod.image.summary() == "PTX ISA 9.0 for sm_75"
+    a = runtime.empty((8,), "float32", runtime.cuda())
+    fake.reset()
+    mod["add_one_kernel"](a.data_ptr, a.data_ptr, 8, 1, 8)
+    assert fake.lines()[-1].endswith("block=8,1,1 smem=0 stream=0 args= dev dev u32:8")
+
+
+def test_inspect_reports_the_cuda_module(fixtures: Path) -> None:
+    from support.cli import tvmrt
+
+    done = tvmrt("inspect", str(fixtures / "add_one_fatbin.so"))
+    assert (
+        "device code: CUDA kernels ('cuda' module, 1 kernel(s), fatbin: PTX ISA 9.0 for sm_75; "
+        "SASS sm_75): run it with --device cuda"
+    ) in done.stdout
+
+
+def test_graph_factory_runs_its_cuda_kernels_in_order(fixtures: Path, fake: FakeLog) -> None:
+    from tvmrt.contrib import graph_executor
+
+    lib = runtime.load_module(str(fixtures / "cnn_ptx.so"))
+    golden = np.load(fixtures / "cnn_golden.npz")
+    module = graph_executor.GraphModule(lib["default"](runtime.cuda()))
+    module.set_input("x", golden["x"])
+    fake.reset()
+    module.run()
+    launches = [line.split()[1] for line in fake.lines() if line.startswith("cuLaunchKernel")]
+    assert launches == ["fused_conv2d_relu_kernel", "fused_matmul_add_kernel", "softmax_kernel"]
+    assert not any("Synchronize" in line for line in fake.lines())  # run() does not wait
+    assert module.get_output(0).numpy().shape == golden["expected"].shape
+    assert fake.lines()[-1] == "cuStreamSynchronize 0"  # get_output does
+
+
+def test_serve_on_cuda_answers_through_the_driver(
+    fixtures: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    import json
+
+    pytest.importorskip("uvicorn")
+    from support.serve import tvmrt_serve
+
+    lib = build(tmp_path_factory.mktemp("fakecuda-serve"))
+    x = np.load(fixtures / "cnn_golden.npz")["x"]
+    body = {"inputs": [{"name": "x", "shape": list(x.shape), "datatype": "FP32",
+                        "data": x.reshape(-1).tolist()}]}  # fmt: skip
+    args = (str(fixtures / "cnn_ptx.so"), "--device", "cuda")
+    with tvmrt_serve(*args, env={_cuda_driver.LIBRARY_ENV: str(lib)}) as served:
+        status, _, reply = served.request(
+            "POST", "/v2/models/cnn_ptx/infer", json.dumps(body).encode()
+        )
+    assert status == 200, reply
+    (out,) = json.loads(reply)["outputs"]
+    assert out["shape"] == [1, 10]  # values: the stand-in runs no kernels
+
+
+def test_relay_era_factory_with_a_cuda_blob_entry(fixtures: Path, fake: FakeLog) -> None:
+    from tvmrt.contrib import graph_executor
+
+    if not (fixtures / "relay019_ptx.so").exists():
+        pytest.skip("the Relay-era fixture needs TVM 0.19 (the tvm019 peers venv)")
+    lib = runtime.load_module(str(fixtures / "relay019_ptx.so"))
+    (kernels,) = lib.imported_modules
+    (dev_mod,) = kernels.imported_modules  # _lib imports cuda (TVM 0.19's import tree)
+    assert isinstance(dev_mod, CUDAModule)
+    assert dev_mod.table["tvmgen_default_fused_nn_softmax_kernel"].arg_extra_tags == ()
+    module = graph_executor.GraphModule(lib["default"](runtime.cuda()))
+    module.set_input("x", np.load(fixtures / "relay019_golden.npz")["x"])
+    fake.reset()
+    module.run()  # TVM 0.19's host code: __tvm_set_device, then TVMBackendGetFuncFromEnv
+    launches = [line for line in fake.lines() if line.startswith("cuLaunchKernel")]
+    assert launches == [
+        "cuLaunchKernel tvmgen_default_fused_nn_dense_add_nn_relu_kernel grid=32,1,1 "
+        "block=64,1,1 smem=0 stream=0 args= dev dev dev dev",
+        "cuLaunchKernel tvmgen_default_fused_nn_softmax_kernel grid=1,1,1 block=32,1,1 smem=0 "
+        "stream=0 args= dev dev",
+    ]
