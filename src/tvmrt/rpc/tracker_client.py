@@ -54,8 +54,8 @@ def recv_json(sock: socket.socket) -> Any:
     body = wire.recv_exact(sock, size, "a tracker frame")
     try:
         return json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise RPCProtocolError(f"tracker frame is not JSON: {body[:60]!r}") from exc
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: deep nesting
+        raise RPCProtocolError(f"tracker frame is not JSON: {body[:60]!r}") from None
 
 
 class TrackerConnection:
@@ -94,19 +94,36 @@ class TrackerConnection:
     def pending_matchkeys(self) -> list[str]:
         answer = self.call(TrackerCode.GET_PENDING_MATCHKEYS)
         if not isinstance(answer, list):
-            raise RPCProtocolError(f"tracker answered {answer!r} to GET_PENDING_MATCHKEYS")
+            raise RPCProtocolError(f"tracker answered {answer!r:.200} to GET_PENDING_MATCHKEYS")
         return [str(k) for k in answer]
 
     def summary(self) -> dict[str, Any]:
         answer = self.call(TrackerCode.SUMMARY)
-        if not (isinstance(answer, list) and answer and answer[0] == TrackerCode.SUCCESS):
-            raise RPCProtocolError(f"tracker answered {answer!r} to SUMMARY")
-        return dict(answer[1])
+        if not (
+            isinstance(answer, list)
+            and len(answer) == 2
+            and answer[0] == TrackerCode.SUCCESS
+            and isinstance(answer[1], dict)
+        ):
+            raise RPCProtocolError(f"tracker answered {answer!r:.200} to SUMMARY")
+        return answer[1]
 
     def request(self, key: str, priority: int = 1) -> tuple[str, int, str]:
         """Wait for a free server of ``key``: ``(host, port, matchkey)``."""
         answer = self.call(TrackerCode.REQUEST, key, "", priority)
         if not (isinstance(answer, list) and len(answer) == 2 and answer[0] == TrackerCode.SUCCESS):
-            raise RPCError(f"tracker answered {answer!r} to REQUEST {key!r}")
-        host, port, matchkey = answer[1]
-        return str(host), int(port), str(matchkey)
+            raise RPCError(f"tracker answered {answer!r:.200} to REQUEST {key!r}")
+        slot = answer[1]
+        if not (
+            isinstance(slot, list)
+            and len(slot) == 3
+            and isinstance(slot[0], str)
+            and isinstance(slot[1], int)
+            and not isinstance(slot[1], bool)
+            and 0 < slot[1] < 65536
+            and isinstance(slot[2], str)
+        ):
+            raise RPCProtocolError(
+                f"tracker answered {slot!r:.200} to REQUEST {key!r}: expected [host, port, matchkey]"
+            )
+        return slot[0], slot[1], slot[2]
