@@ -113,7 +113,7 @@ def test_peers_that_never_read_do_not_stall_the_others() -> None:
             s.sendall(struct.pack("<i", wire.TRACKER_MAGIC) + frame * 200)
             sinks.append(s)
         worst = max(_ping_s(t.port) for _ in range(20))
-        assert worst < 1.0, f"an honest PING took {worst:.1f} s"
+        assert worst < 3.0, f"an honest PING took {worst:.1f} s (a stalled tracker: 10 s)"
         assert thread.is_alive()
         for s in sinks + [h.sock for h in holders]:
             s.close()
@@ -192,8 +192,8 @@ def test_the_tracker_survives_running_out_of_file_descriptors() -> None:
         for _ in range(100):
             with contextlib.suppress(OSError):
                 s = socket.create_connection((HOST, port), timeout=10)
-                s.sendall(struct.pack("<i", wire.TRACKER_MAGIC))
                 idle.append(s)
+                s.sendall(struct.pack("<i", wire.TRACKER_MAGIC))
         time.sleep(1.0)
         assert proc.poll() is None, "the tracker exited"
         for s in idle:
