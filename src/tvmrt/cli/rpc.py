@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import logging
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -146,11 +147,19 @@ def run_server(args: argparse.Namespace) -> int:
     )
     server = RPCServer(config)
     print(f"tvmrt rpc server: listening on {args.host}:{server.port}", flush=True)
+    # SIGTERM ends the server as Ctrl-C does: the session is killed, its folder removed
+    signal.signal(signal.SIGTERM, _exit_on_signal)
     try:
         server.serve_forever()
+    except KeyboardInterrupt:
+        pass
     finally:
         server.close()
     return 0
+
+
+def _exit_on_signal(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def add_tracker_arguments(parser: argparse.ArgumentParser) -> None:

@@ -124,6 +124,6 @@ class TrackerConnection:
             and isinstance(slot[2], str)
         ):
             raise RPCProtocolError(
-                f"tracker answered {slot!r:.200} to REQUEST {key!r}: expected [host, port, matchkey]"
+                f"tracker answered {slot!r:.200} to REQUEST {key!r}: expected [host, port, key]"
             )
         return slot[0], slot[1], slot[2]
