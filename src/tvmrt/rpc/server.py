@@ -250,13 +250,13 @@ class RPCServer:
                 self._drop_handshake(conn)
             wait = min([next_ping] + [st.deadline for st in self._handshakes.values()]) - now
             ready, _, _ = select.select([self.sock, *self._handshakes], [], [], max(wait, 0))
-            if self.sock in ready:
-                self._take_connections()
-            for conn in ready:
+            for conn in ready:  # before accepting more, which may drop the oldest
                 if conn is not self.sock and conn in self._handshakes:
                     opts = self._step(conn, matchkey)
                     if opts is not None:
                         return conn, opts
+            if self.sock in ready:
+                self._take_connections()
             if time.monotonic() >= next_ping:
                 next_ping = time.monotonic() + _PING_PERIOD_S
                 if tracker is not None:

@@ -100,6 +100,8 @@ class InferenceApp:
             )
         self.limits = limits
         self.budget = BodyBudget(limits.max_inflight_body_bytes)
+        for model in models:  # a Relay VM request's memory: --max-inflight-mb over the workers
+            model.set_memory_budget(limits.max_inflight_body_bytes)
         self.ready = True
         self.worker_id = f"{os.getpid()}"
         self._pool: ThreadPoolExecutor | None = None
