@@ -58,10 +58,14 @@ GARBAGE = [
 
 
 def _status_kb(pid: int, key: str) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
+    """``key`` of ``/proc/PID/status`` in KiB; 0 once the process is gone (reaped)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except FileNotFoundError:
+        pass
     return 0
 
 
