@@ -56,8 +56,8 @@ class TrackerLimits:
     max_frame: int = 64 << 10
     deadline_s: float = 10.0
     max_out: int = 4 << 20
-    max_info: int = 1024
-    max_key: int = 256
+    max_info: int = 512
+    max_key: int = 128
     max_keys: int = 1024
     max_per_conn: int = 64
 
@@ -315,10 +315,14 @@ class Tracker:
             raise RPCProtocolError(f"tracker message: expected a JSON list, got {msg!r:.80}")
         code = msg[0]
         if code == TrackerCode.PUT:
-            port, matchkey = _int(msg[2][0], "port"), str(msg[2][1])[: self.limits.max_key]
-            host = msg[3] if len(msg) >= 4 and msg[3] is not None else conn.addr[0]
+            port, matchkey = _int(msg[2][0], "port"), str(msg[2][1])
+            host = str(msg[3] if len(msg) >= 4 and msg[3] is not None else conn.addr[0])
+            if max(len(matchkey), len(host)) > self.limits.max_key + 64:  # key:random()
+                raise RPCProtocolError(
+                    f"PUT: match key or host over {self.limits.max_key + 64} characters"
+                )
             key, queue = self._queue(conn, msg[1])
-            slot = _Slot(conn, str(host)[: self.limits.max_key], port, matchkey, key)
+            slot = _Slot(conn, host, port, matchkey, key)
             conn.pending.add(matchkey)
             conn.slots.append(slot)
             queue.slots.append(slot)
