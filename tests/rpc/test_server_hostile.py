@@ -244,3 +244,19 @@ def test_a_timed_out_session_kills_its_compiler(tmp_path: Path) -> None:
         if alive:
             os.kill(pid, signal.SIGKILL)
         assert not alive, "the session's compiler outlived the session"
+
+
+def test_a_session_folder_is_bounded(tmp_path: Path) -> None:
+    with cli_server("--port", "0", "--workdir", str(tmp_path), "--max-workdir-mb", "1") as (
+        _,
+        port,
+    ):
+        session = rpc.connect(HOST, port)
+        session.upload(b"\1" * 600_000, "a.bin")
+        with pytest.raises(RPCError, match=r"may hold 1048576 .*--max-workdir-mb"):
+            session.upload(b"\2" * 600_000, "b.bin")
+        session.upload(b"\3" * 600_000, "a.bin")  # replacing a file frees its bytes
+        session.remove("a.bin")
+        session.upload(b"\4" * 600_000, "b.bin")  # the session went on
+        assert session.listdir(".") == "b.bin,"
+        session.close()

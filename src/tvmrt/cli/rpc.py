@@ -101,6 +101,14 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="MB",
         help="largest single device allocation a client may ask for (4096)",
     )
+    parser.add_argument(
+        "--max-workdir-mb",
+        type=int,
+        default=4096,
+        metavar="MB",
+        help="bytes a session's folder may hold before an upload is refused; libraries "
+        "linked from uploads count (4096)",
+    )
     parser.add_argument("--load-library", help="extra shared libraries to load, ':'-separated")
     parser.add_argument("--silent", action="store_true", help="log warnings only")
 
@@ -131,6 +139,7 @@ def run_server(args: argparse.Namespace) -> int:
     for flag, value in (
         ("--max-packet-mb", args.max_packet_mb),
         ("--max-alloc-mb", args.max_alloc_mb),
+        ("--max-workdir-mb", args.max_workdir_mb),
     ):
         if value <= 0:
             raise UsageError(f"{flag} {value}: expected a positive number")
@@ -143,7 +152,11 @@ def run_server(args: argparse.Namespace) -> int:
         custom_addr=args.custom_addr,
         timeout=args.timeout,
         workdir=Path(args.workdir) if args.workdir else None,
-        limits=Limits(max_packet=args.max_packet_mb << 20, max_alloc=args.max_alloc_mb << 20),
+        limits=Limits(
+            max_packet=args.max_packet_mb << 20,
+            max_alloc=args.max_alloc_mb << 20,
+            max_workdir=args.max_workdir_mb << 20,
+        ),
     )
     server = RPCServer(config)
     print(f"tvmrt rpc server: listening on {args.host}:{server.port}", flush=True)

@@ -82,7 +82,8 @@ class Limits:
 
     ``max_packet`` bounds one packet (an upload is one packet: raise it to upload larger
     libraries); ``max_key`` the handshake key; ``max_args`` an argument sequence;
-    ``max_ndim`` a DLTensor's rank; ``max_alloc`` one device allocation.
+    ``max_ndim`` a DLTensor's rank; ``max_alloc`` one device allocation; ``max_workdir``
+    what a session's folder may hold (its uploads).
     """
 
     max_packet: int = 1 << 30
@@ -90,6 +91,7 @@ class Limits:
     max_args: int = 4096
     max_ndim: int = 64
     max_alloc: int = 1 << 32
+    max_workdir: int = 1 << 32
 
 
 DEFAULT_LIMITS = Limits()
