@@ -190,3 +190,30 @@ def test_a_malformed_tracker_answer_is_an_rpc_error(answer: bytes) -> None:
         with pytest.raises(RPCError, match="Cannot request"):
             tracker.request("k", max_retry=2)
         tracker.close()
+
+
+def test_a_trickled_tracker_answer_hits_the_timeout_in_total() -> None:
+    """The server's tracker connection (30 s by default) is bounded per answer, not per byte."""
+    from tvmrt.rpc.tracker_client import TrackerConnection
+
+    listener = socket.create_server((HOST, 0))
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(4)
+            conn.sendall(struct.pack("<i", TRACKER_MAGIC))
+            conn.recv(4096)  # PING
+            with contextlib.suppress(OSError):
+                _trickle(conn, struct.pack("<i", 1) + b"0" + struct.pack("<i", 1) * 8, 0.4)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    tracker = TrackerConnection((HOST, listener.getsockname()[1]), timeout=1.5)
+    start = time.monotonic()
+    with pytest.raises(TimeoutError):
+        tracker.call(1)
+    assert time.monotonic() - start < 3
+    tracker.close()
+    listener.close()
+    thread.join(20)

@@ -11,6 +11,7 @@ import enum
 import json
 import socket
 import struct
+import time
 from typing import Any
 
 from tvmrt.error import RPCError, RPCProtocolError
@@ -48,10 +49,12 @@ def recv_json(sock: socket.socket) -> Any:
     RPCProtocolError
         On a length outside ``[0, MAX_FRAME]`` or a body that is not JSON.
     """
-    (size,) = struct.unpack("<i", wire.recv_exact(sock, 4, "a tracker frame"))
+    budget = sock.gettimeout()  # counts for the whole frame, however the peer trickles it
+    by = None if budget is None else time.monotonic() + budget
+    (size,) = struct.unpack("<i", wire.recv_exact(sock, 4, "a tracker frame", by))
     if not 0 <= size <= MAX_FRAME:
         raise RPCProtocolError(f"tracker frame of {size} bytes: expected 0 to {MAX_FRAME}")
-    body = wire.recv_exact(sock, size, "a tracker frame")
+    body = wire.recv_exact(sock, size, "a tracker frame", by)
     try:
         return json.loads(body)
     except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: deep nesting
@@ -64,7 +67,8 @@ class TrackerConnection:
     def __init__(self, addr: tuple[str, int], timeout: float | None = 30) -> None:
         self.sock = socket.create_connection(addr, timeout=timeout)
         self.sock.sendall(struct.pack("<i", wire.TRACKER_MAGIC))
-        (magic,) = struct.unpack("<i", wire.recv_exact(self.sock, 4, "the tracker handshake"))
+        by = None if timeout is None else time.monotonic() + timeout
+        (magic,) = struct.unpack("<i", wire.recv_exact(self.sock, 4, "the tracker handshake", by))
         if magic != wire.TRACKER_MAGIC:
             self.sock.close()
             raise RPCProtocolError(f"{addr[0]}:{addr[1]} is not an RPC tracker (magic {magic:#x})")
