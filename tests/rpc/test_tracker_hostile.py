@@ -104,6 +104,7 @@ def test_peers_that_never_read_do_not_stall_the_others() -> None:
         for i, h in enumerate(holders):
             for j in range(60):
                 send_json(h.sock, [4, f"{i}-{j}-" + "x" * 110, "", 1])
+            assert h.call(1) == 0  # its requests are in
         assert len(json.dumps(holders[0].summary())) > 60_000
         sinks = []
         for _ in range(3):
