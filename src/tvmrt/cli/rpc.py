@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import logging
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,14 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="MB",
         help="largest single device allocation a client may ask for (4096)",
     )
+    parser.add_argument(
+        "--max-workdir-mb",
+        type=int,
+        default=4096,
+        metavar="MB",
+        help="bytes a session's folder may hold before an upload is refused; libraries "
+        "linked from uploads count (4096)",
+    )
     parser.add_argument("--load-library", help="extra shared libraries to load, ':'-separated")
     parser.add_argument("--silent", action="store_true", help="log warnings only")
 
@@ -130,6 +139,7 @@ def run_server(args: argparse.Namespace) -> int:
     for flag, value in (
         ("--max-packet-mb", args.max_packet_mb),
         ("--max-alloc-mb", args.max_alloc_mb),
+        ("--max-workdir-mb", args.max_workdir_mb),
     ):
         if value <= 0:
             raise UsageError(f"{flag} {value}: expected a positive number")
@@ -142,15 +152,27 @@ def run_server(args: argparse.Namespace) -> int:
         custom_addr=args.custom_addr,
         timeout=args.timeout,
         workdir=Path(args.workdir) if args.workdir else None,
-        limits=Limits(max_packet=args.max_packet_mb << 20, max_alloc=args.max_alloc_mb << 20),
+        limits=Limits(
+            max_packet=args.max_packet_mb << 20,
+            max_alloc=args.max_alloc_mb << 20,
+            max_workdir=args.max_workdir_mb << 20,
+        ),
     )
     server = RPCServer(config)
     print(f"tvmrt rpc server: listening on {args.host}:{server.port}", flush=True)
+    # SIGTERM ends the server as Ctrl-C does: the session is killed, its folder removed
+    signal.signal(signal.SIGTERM, _exit_on_signal)
     try:
         server.serve_forever()
+    except KeyboardInterrupt:
+        pass
     finally:
         server.close()
     return 0
+
+
+def _exit_on_signal(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def add_tracker_arguments(parser: argparse.ArgumentParser) -> None:

@@ -120,9 +120,9 @@ def register(subparsers: Any) -> None:
     limits.add_argument(
         "--max-json-mb",
         type=float,
-        default=lim.max_json_bytes / MIB,
         metavar="MB",
-        help=f"largest JSON part of a body in MiB; more: 413 ({lim.max_json_bytes // MIB})",
+        help="largest JSON part of a body in MiB; more: 413 "
+        f"({lim.max_json_bytes // MIB}, at most --max-body-mb)",
     )
     limits.add_argument(
         "--body-timeout",
@@ -189,13 +189,24 @@ def _names(args: argparse.Namespace, count: int) -> list[str]:
 
 
 def _limits(args: argparse.Namespace) -> ServeLimits:
+    body, inflight = args.max_body_mb, args.max_inflight_mb
+    json_mb = args.max_json_mb
+    if json_mb is None:  # the default follows a smaller --max-body-mb
+        json_mb = min(ServeLimits().max_json_bytes / MIB, body)
+    for flag, value in (("--max-body-mb", body), ("--max-json-mb", json_mb)):
+        if not value * MIB >= 1:
+            raise UsageError(f"{flag} {value:g}: expected a positive size in MiB")
+    if json_mb > body:
+        raise UsageError(f"--max-json-mb {json_mb:g} must be at most --max-body-mb {body:g}")
+    if inflight < body:
+        raise UsageError(f"--max-inflight-mb {inflight:g} must be at least --max-body-mb {body:g}")
     try:
         return ServeLimits(
             max_connections=args.max_connections,
             max_header_bytes=int(args.max_header_kb * 1024),
             header_timeout=args.header_timeout,
-            max_body_bytes=int(args.max_body_mb * MIB),
-            max_json_bytes=int(args.max_json_mb * MIB),
+            max_body_bytes=int(body * MIB),
+            max_json_bytes=int(json_mb * MIB),
             body_timeout=args.body_timeout,
             max_inflight_body_bytes=int(args.max_inflight_mb * MIB),
             parse_workers=args.parse_workers,

@@ -14,6 +14,7 @@ import math
 import socket
 import struct
 import threading
+import time
 import weakref
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -102,8 +103,9 @@ def open_endpoint(
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.sendall(handshake_bytes(RPC_MAGIC, f"client:{key}"))
+        by = _deadline(sock)  # the whole handshake, however the server trickles it
         # a refusal is the code alone (TVM's servers send 4 bytes and close)
-        (code,) = struct.unpack("<i", recv_exact(sock, 4, "the server's handshake"))
+        (code,) = struct.unpack("<i", recv_exact(sock, 4, "the server's handshake", by))
         if code == RPC_CODE_MISMATCH:
             raise RPCError(f"the RPC server at {url}:{port} has a different key than {key!r}")
         if code == RPC_CODE_DUPLICATE:
@@ -112,13 +114,13 @@ def open_endpoint(
             raise RPCProtocolError(
                 f"{url}:{port} answered the handshake with {code:#x}, not TVM's RPC magic"
             )
-        (length,) = struct.unpack("<i", recv_exact(sock, 4, "the server's handshake"))
+        (length,) = struct.unpack("<i", recv_exact(sock, 4, "the server's handshake", by))
         if not 0 <= length <= DEFAULT_LIMITS.max_key:
             raise RPCProtocolError(
                 f"{url}:{port}: handshake key of {length} bytes, expected 0 to "
                 f"{DEFAULT_LIMITS.max_key}"
             )
-        recv_exact(sock, length, "the server's key")
+        recv_exact(sock, length, "the server's key", by)
         endpoint = ClientEndpoint(sock, table_index, f"{url}:{port}")
         endpoint.init_server()
         sock.settimeout(session_timeout + REPLY_GRACE_S if session_timeout > 0 else None)
@@ -190,7 +192,16 @@ class ClientEndpoint:
 
     # -- devices ---------------------------------------------------------------------------
     def remote_device(self, device_type: int, device_id: int) -> Device:
-        """The device ``device_type``/``device_id`` of this session, with its backend."""
+        """The device ``device_type``/``device_id`` of this session, with its backend.
+
+        Raises
+        ------
+        RPCProtocolError
+            If ``device_type`` is not a device type of a server (1 to 127): the encoded
+            type would name a local device or another session's, whose backend a session
+            must never replace.
+        """
+        _check_device_type(device_type, self.peer)
         encoded = (self.table_index + 1) * RPC_SESS_MASK + int(device_type)
         if encoded not in self._device_apis:
             api = RemoteDeviceAPI(self)
@@ -358,7 +369,7 @@ class ClientEndpoint:
         if sock is None:
             raise RPCError(f"the RPC session with {self.peer} is closed")
         try:
-            packet = recv_packet(sock, self.limits)
+            packet = recv_packet(sock, self.limits, _deadline(sock))
         except TimeoutError as exc:
             self._drop()
             raise RPCSessionTimeoutError(
@@ -497,6 +508,21 @@ class ClientEndpoint:
         if isinstance(value, Handle):
             return value.value
         return value
+
+
+def _deadline(sock: socket.socket) -> float | None:
+    """A reply's total deadline: the socket's timeout counts for the whole packet, so a
+    server trickling bytes cannot stretch it (a per-``recv`` timeout would never fire)."""
+    budget = sock.gettimeout()
+    return None if budget is None else time.monotonic() + budget
+
+
+def _check_device_type(device_type: int, peer: str) -> None:
+    if isinstance(device_type, bool) or not 0 < device_type < RPC_SESS_MASK:
+        raise RPCProtocolError(
+            f"the RPC server at {peer} named device type {device_type}: expected 1 to "
+            f"{RPC_SESS_MASK - 1} (a device type of the server)"
+        )
 
 
 def _handle_value(value: Value, what: str) -> int:

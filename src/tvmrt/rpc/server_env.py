@@ -46,8 +46,9 @@ def cache_flush_cpu_non_first_arg(*args: Any) -> None:
 class ServerEnv:
     """The by-name functions of one session, rooted at ``workdir``."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, max_bytes: int | None = None) -> None:
         self.workdir = workdir.resolve()
+        self.max_bytes = max_bytes
         self.functions: dict[str, Callable[..., Any]] = {
             "tvm.rpc.server.upload": self.upload,
             "tvm.rpc.server.download": self.download,
@@ -86,6 +87,15 @@ class ServerEnv:
 
     def upload(self, name: str, data: bytes) -> None:
         target = self.path(name)
+        if self.max_bytes is not None:
+            held = sum(
+                f.stat().st_size for f in self.workdir.rglob("*") if f.is_file() and f != target
+            )
+            if held + len(data) > self.max_bytes:
+                raise InvalidArgumentError(
+                    f"upload of {name!r} ({len(data)} bytes): the session's folder holds "
+                    f"{held} bytes and may hold {self.max_bytes} (--max-workdir-mb)"
+                )
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
 

@@ -56,7 +56,7 @@ class ServerSession:
     """The state of one session: dialect, handle table, remote memory, work folder."""
 
     def __init__(self, workdir: Path, limits: wire.Limits = wire.DEFAULT_LIMITS) -> None:
-        self.env = ServerEnv(workdir)
+        self.env = ServerEnv(workdir, limits.max_workdir)
         self.limits = limits
         self.dialect: Dialect | None = None
         self.handles: dict[int, Any] = {}

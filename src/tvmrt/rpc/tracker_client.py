@@ -11,6 +11,7 @@ import enum
 import json
 import socket
 import struct
+import time
 from typing import Any
 
 from tvmrt.error import RPCError, RPCProtocolError
@@ -48,14 +49,16 @@ def recv_json(sock: socket.socket) -> Any:
     RPCProtocolError
         On a length outside ``[0, MAX_FRAME]`` or a body that is not JSON.
     """
-    (size,) = struct.unpack("<i", wire.recv_exact(sock, 4, "a tracker frame"))
+    budget = sock.gettimeout()  # counts for the whole frame, however the peer trickles it
+    by = None if budget is None else time.monotonic() + budget
+    (size,) = struct.unpack("<i", wire.recv_exact(sock, 4, "a tracker frame", by))
     if not 0 <= size <= MAX_FRAME:
         raise RPCProtocolError(f"tracker frame of {size} bytes: expected 0 to {MAX_FRAME}")
-    body = wire.recv_exact(sock, size, "a tracker frame")
+    body = wire.recv_exact(sock, size, "a tracker frame", by)
     try:
         return json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise RPCProtocolError(f"tracker frame is not JSON: {body[:60]!r}") from exc
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: deep nesting
+        raise RPCProtocolError(f"tracker frame is not JSON: {body[:60]!r}") from None
 
 
 class TrackerConnection:
@@ -64,7 +67,8 @@ class TrackerConnection:
     def __init__(self, addr: tuple[str, int], timeout: float | None = 30) -> None:
         self.sock = socket.create_connection(addr, timeout=timeout)
         self.sock.sendall(struct.pack("<i", wire.TRACKER_MAGIC))
-        (magic,) = struct.unpack("<i", wire.recv_exact(self.sock, 4, "the tracker handshake"))
+        by = None if timeout is None else time.monotonic() + timeout
+        (magic,) = struct.unpack("<i", wire.recv_exact(self.sock, 4, "the tracker handshake", by))
         if magic != wire.TRACKER_MAGIC:
             self.sock.close()
             raise RPCProtocolError(f"{addr[0]}:{addr[1]} is not an RPC tracker (magic {magic:#x})")
@@ -94,19 +98,36 @@ class TrackerConnection:
     def pending_matchkeys(self) -> list[str]:
         answer = self.call(TrackerCode.GET_PENDING_MATCHKEYS)
         if not isinstance(answer, list):
-            raise RPCProtocolError(f"tracker answered {answer!r} to GET_PENDING_MATCHKEYS")
+            raise RPCProtocolError(f"tracker answered {answer!r:.200} to GET_PENDING_MATCHKEYS")
         return [str(k) for k in answer]
 
     def summary(self) -> dict[str, Any]:
         answer = self.call(TrackerCode.SUMMARY)
-        if not (isinstance(answer, list) and answer and answer[0] == TrackerCode.SUCCESS):
-            raise RPCProtocolError(f"tracker answered {answer!r} to SUMMARY")
-        return dict(answer[1])
+        if not (
+            isinstance(answer, list)
+            and len(answer) == 2
+            and answer[0] == TrackerCode.SUCCESS
+            and isinstance(answer[1], dict)
+        ):
+            raise RPCProtocolError(f"tracker answered {answer!r:.200} to SUMMARY")
+        return answer[1]
 
     def request(self, key: str, priority: int = 1) -> tuple[str, int, str]:
         """Wait for a free server of ``key``: ``(host, port, matchkey)``."""
         answer = self.call(TrackerCode.REQUEST, key, "", priority)
         if not (isinstance(answer, list) and len(answer) == 2 and answer[0] == TrackerCode.SUCCESS):
-            raise RPCError(f"tracker answered {answer!r} to REQUEST {key!r}")
-        host, port, matchkey = answer[1]
-        return str(host), int(port), str(matchkey)
+            raise RPCError(f"tracker answered {answer!r:.200} to REQUEST {key!r}")
+        slot = answer[1]
+        if not (
+            isinstance(slot, list)
+            and len(slot) == 3
+            and isinstance(slot[0], str)
+            and isinstance(slot[1], int)
+            and not isinstance(slot[1], bool)
+            and 0 < slot[1] < 65536
+            and isinstance(slot[2], str)
+        ):
+            raise RPCProtocolError(
+                f"tracker answered {slot!r:.200} to REQUEST {key!r}: expected [host, port, key]"
+            )
+        return slot[0], slot[1], slot[2]

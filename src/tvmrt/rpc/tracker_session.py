@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from tvmrt.error import RPCError
+from tvmrt.error import RPCError, RPCProtocolError
 from tvmrt.rpc.tracker_client import TrackerConnection
 
 __all__ = ["TrackerSession"]
@@ -102,7 +102,7 @@ class TrackerSession(Generic[_S]):
                     session_timeout,
                     session_constructor_args=session_constructor_args,
                 )
-            except OSError as exc:
+            except (OSError, RPCProtocolError) as exc:  # a broken or lying tracker: reconnect
                 self.close()
                 last = exc
             except RPCError as exc:

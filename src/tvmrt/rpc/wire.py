@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 import socket
 import struct
+import time
 from dataclasses import dataclass
 
 from tvmrt.error import RPCError, RPCProtocolError
@@ -81,7 +82,8 @@ class Limits:
 
     ``max_packet`` bounds one packet (an upload is one packet: raise it to upload larger
     libraries); ``max_key`` the handshake key; ``max_args`` an argument sequence;
-    ``max_ndim`` a DLTensor's rank; ``max_alloc`` one device allocation.
+    ``max_ndim`` a DLTensor's rank; ``max_alloc`` one device allocation; ``max_workdir``
+    what a session's folder may hold (its uploads).
     """
 
     max_packet: int = 1 << 30
@@ -89,13 +91,32 @@ class Limits:
     max_args: int = 4096
     max_ndim: int = 64
     max_alloc: int = 1 << 32
+    max_workdir: int = 1 << 32
 
 
 DEFAULT_LIMITS = Limits()
 
 
-def recv_exact(sock: socket.socket, nbytes: int, what: str = "data") -> bytes:
-    """Exactly ``nbytes`` from ``sock``, read in chunks of at most 1 MiB.
+def _recv_by(sock: socket.socket, size: int, deadline: float | None) -> bytes:
+    """One ``recv``; with a ``deadline`` (``time.monotonic()``) it must come by then."""
+    if deadline is None:
+        return sock.recv(size)
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("timed out (the total deadline passed)")
+    previous = sock.gettimeout()
+    sock.settimeout(left)
+    try:
+        return sock.recv(size)
+    finally:
+        sock.settimeout(previous)
+
+
+def recv_exact(
+    sock: socket.socket, nbytes: int, what: str = "data", deadline: float | None = None
+) -> bytes:
+    """Exactly ``nbytes`` from ``sock``, read in chunks of at most 1 MiB, all of them by
+    ``deadline`` (``time.monotonic()``; else ``TimeoutError``) when one is given.
 
     Raises
     ------
@@ -105,7 +126,7 @@ def recv_exact(sock: socket.socket, nbytes: int, what: str = "data") -> bytes:
     if nbytes <= _CHUNK:
         buf = bytearray()
         while len(buf) < nbytes:
-            part = sock.recv(nbytes - len(buf))
+            part = _recv_by(sock, nbytes - len(buf), deadline)
             if not part:
                 raise RPCError(f"peer closed the connection in the middle of {what}")
             buf += part
@@ -113,7 +134,7 @@ def recv_exact(sock: socket.socket, nbytes: int, what: str = "data") -> bytes:
     chunks: list[bytes] = []
     left = nbytes
     while left:
-        part = recv_exact(sock, min(left, _CHUNK), what)
+        part = recv_exact(sock, min(left, _CHUNK), what, deadline)
         chunks.append(part)
         left -= len(part)
     return b"".join(chunks)
@@ -152,8 +173,11 @@ def packet_bytes(code: int, payload: bytes = b"") -> bytes:
     return _HEAD.pack(4 + len(payload), code) + payload
 
 
-def recv_packet(sock: socket.socket, limits: Limits = DEFAULT_LIMITS) -> tuple[int, bytes] | None:
+def recv_packet(
+    sock: socket.socket, limits: Limits = DEFAULT_LIMITS, deadline: float | None = None
+) -> tuple[int, bytes] | None:
     """The next packet as ``(code, payload)``; ``None`` if the peer closed at a boundary.
+    With a ``deadline`` (``time.monotonic()``) the whole packet must come by then.
 
     Raises
     ------
@@ -162,16 +186,16 @@ def recv_packet(sock: socket.socket, limits: Limits = DEFAULT_LIMITS) -> tuple[i
     RPCError
         If the peer closes the connection inside a packet.
     """
-    first = sock.recv(8)
+    first = _recv_by(sock, 8, deadline)
     if not first:
         return None
-    head = first + recv_exact(sock, 8 - len(first), "a packet header")
+    head = first + recv_exact(sock, 8 - len(first), "a packet header", deadline)
     (nbytes,) = struct.unpack("<Q", head)
     if nbytes < 4 or nbytes > limits.max_packet:
         raise RPCProtocolError(
             f"packet of {nbytes} bytes: expected 4 to {limits.max_packet} (the packet limit)"
         )
-    body = recv_exact(sock, nbytes, "a packet")
+    body = recv_exact(sock, nbytes, "a packet", deadline)
     (code,) = struct.unpack_from("<i", body)
     return code, body[4:]
 

@@ -28,7 +28,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from tvmrt.error import InvalidArgumentError
-from tvmrt.serve.body import Reply, read_body
+from tvmrt.serve.body import Reply, read_body, refuse
 from tvmrt.serve.jsondata import short
 from tvmrt.serve.limits import BodyBudget, ServeLimits
 from tvmrt.serve.metrics import JsonLogFormatter, render_prometheus
@@ -100,6 +100,8 @@ class InferenceApp:
             )
         self.limits = limits
         self.budget = BodyBudget(limits.max_inflight_body_bytes)
+        for model in models:  # a Relay VM request's memory: --max-inflight-mb over the workers
+            model.set_memory_budget(limits.max_inflight_body_bytes)
         self.ready = True
         self.worker_id = f"{os.getpid()}"
         self._pool: ThreadPoolExecutor | None = None
@@ -313,7 +315,14 @@ class InferenceApp:
         held = [0]  # body bytes reserved from the budget, given back once answered
         try:
             stopping, _ = self._stop_signals()
-            body = await read_body(headers, receive, self.limits, self.budget, stopping, held)
+            if "transfer-encoding" in headers and "content-length" in headers:
+                # RFC 9112 6.1: framed two ways (request smuggling behind a proxy): answer
+                # and close, so no byte after it is read as another request
+                body: bytearray | Reply | None = refuse(
+                    400, "a request with both Transfer-Encoding and Content-Length is refused"
+                )
+            else:
+                body = await read_body(headers, receive, self.limits, self.budget, stopping, held)
             if body is None:  # the client went away before sending its body: nobody to answer
                 return
             if isinstance(body, Reply):

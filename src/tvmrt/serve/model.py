@@ -26,9 +26,10 @@ import numpy as np
 
 from tvmrt.artifact import ArtifactFiles, Executor, executor_from_graph, load_artifact
 from tvmrt.artifact.output_names import output_aliases
-from tvmrt.error import InvalidArgumentError, KernelError
+from tvmrt.error import DeviceOutOfMemoryError, InvalidArgumentError, KernelError
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.module import Module
+from tvmrt.runtime.vm import VirtualMachine
 from tvmrt.serve.dynamic import input_specs, learned_inputs, output_specs
 from tvmrt.serve.metrics import ModelMetrics
 from tvmrt.serve.protocol import BadRequestError, DeadlineError, OverloadedError, TensorSpec
@@ -199,6 +200,13 @@ class ServedModel:
             )
         raise DeadlineError(f"model {self.name!r} did not answer within {self.timeout:g} s")
 
+    def set_memory_budget(self, total: int) -> None:
+        """Bound what a Relay VM executor holds at once to ``total`` over the workers
+        (``VMLimits.max_live_bytes``), so all requests together stay within ``total``."""
+        for executor in self.executors:
+            if isinstance(executor, VirtualMachine):
+                executor.module.limits.max_live_bytes = max(1, total // self.workers)
+
     def _run(self, arrays: dict[str, np.ndarray[Any, Any]], admitted: float) -> list[Any]:
         executor = self._free.get()  # never blocks: one executor per worker thread
         start = time.perf_counter()
@@ -213,6 +221,11 @@ class ServedModel:
                 executor.run()
             except KernelError as exc:  # unchecked sizes or dtypes a kernel refused
                 raise BadRequestError(f"the inputs do not fit model {self.name!r}: {exc}") from exc
+            except DeviceOutOfMemoryError as exc:  # past the per-request memory budget
+                raise BadRequestError(
+                    f"the request needs more memory than model {self.name!r} may use for one "
+                    f"request: {exc}"
+                ) from exc
             outs = [executor.get_output(i).numpy() for i in range(len(executor.outputs))]
             self.inputs = learned_inputs(self.inputs, arrays)
             self.outputs = output_specs(outs)

@@ -108,6 +108,17 @@ def decode_executable(exe: ExecutableData, what: str) -> list[DecodedFunction]:
     ModuleLoadError
         Naming the function, the instruction and the bad operand.
     """
+    num_devices = len(exe.virtual_devices)
+    if len(exe.const_device_indexes) != len(exe.constants):
+        raise ModuleLoadError(
+            f"{what}: {len(exe.const_device_indexes)} constant device indexes for "
+            f"{len(exe.constants)} constants"
+        )
+    for k, dev in enumerate(exe.const_device_indexes):
+        if not 0 <= dev < num_devices:
+            raise ModuleLoadError(
+                f"{what}: constant {k} is on virtual device {dev}, expected 0 to {num_devices - 1}"
+            )
     return [_decode_function(exe, i, f, what) for i, f in enumerate(exe.functions)]
 
 

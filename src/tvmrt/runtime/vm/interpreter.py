@@ -35,7 +35,7 @@ from tvmrt.runtime.tensor_record import MAX_NDIM
 from tvmrt.runtime.vm import opcodes as op
 from tvmrt.runtime.vm.calls import KernelSite, TensorSite
 from tvmrt.runtime.vm.decode import DecodedFunction
-from tvmrt.runtime.vm.pool import StoragePool
+from tvmrt.runtime.vm.pool import LiveBudget, StoragePool
 
 __all__ = ["VMClosure", "VMLimits", "Interpreter", "KernelHook"]
 
@@ -72,6 +72,9 @@ class VMLimits:
     max_alloc_bytes
         Largest single ``AllocStorage``, or None for whatever the device gives
         (``TVMRT_VM_MAX_ALLOC_BYTES``).
+    max_live_bytes
+        Most bytes the VM's allocations hold at once, its pools' free buffers included, or
+        None (``TVMRT_VM_MAX_LIVE_BYTES``; ``tvmrt serve``: ``--max-inflight-mb``/workers).
     """
 
     max_frames: int = field(default_factory=lambda: _env_int("TVMRT_VM_MAX_FRAMES") or 10000)
@@ -79,6 +82,7 @@ class VMLimits:
     max_alloc_bytes: int | None = field(
         default_factory=lambda: _env_int("TVMRT_VM_MAX_ALLOC_BYTES")
     )
+    max_live_bytes: int | None = field(default_factory=lambda: _env_int("TVMRT_VM_MAX_LIVE_BYTES"))
 
 
 class VMClosure(Object):
@@ -183,6 +187,7 @@ class Interpreter:
             StoragePool(api, dev) if i < len(pooled) and pooled[i] else None
             for i, (api, dev) in enumerate(zip(self.apis, self.devices, strict=True))
         ]
+        self.budget: LiveBudget | None = None
 
     def run(self, index: int, args: Sequence[object]) -> object:
         """Call function ``index`` on ``args`` and return its result (TVM's ``Invoke``)."""
@@ -394,7 +399,14 @@ class Interpreter:
                 f"AllocStorage of {nbytes} bytes is over the limit of {limit} bytes "
                 "(TVMRT_VM_MAX_ALLOC_BYTES)"
             )
+        tracker, budget = self.budget, self.limits.max_live_bytes
+        if budget is not None:
+            if tracker is None or tracker.limit != budget:
+                tracker = self.budget = LiveBudget(budget, self.pools)
+            tracker.charge(nbytes)
         pool = self.pools[dev]
         if pool is not None:
-            return pool.alloc(nbytes, alignment)
-        return self.apis[dev].alloc(self.devices[dev], nbytes, alignment)
+            storage = pool.alloc(nbytes, alignment)
+        else:
+            storage = self.apis[dev].alloc(self.devices[dev], nbytes, alignment)
+        return storage if budget is None or tracker is None else tracker.track(storage, nbytes)
