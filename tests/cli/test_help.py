@@ -37,9 +37,10 @@ VERBS = _verb_parsers()
 
 
 def _shipped_device_types() -> set[int]:
-    cuda = next(mask for mask, name in MASK2STR.items() if name == "cuda")
+    # Vulkan: a device type tvmrt has no backend for, so the refusal lists the shipped ones
+    vulkan = next(mask for mask, name in MASK2STR.items() if name == "vulkan")
     with pytest.raises(DeviceUnavailableError) as info:
-        get_device_api(Device(cuda, 0))
+        get_device_api(Device(vulkan, 0))
     shipped = re.search(r"ships backends for ([^)]*)\)", str(info.value))
     assert shipped, str(info.value)
     return {STR2MASK[name.strip()] for name in shipped.group(1).split(",")}
