@@ -207,7 +207,9 @@ def inspect_code(
             )
         found.exported = None  # kernels in C sources are not known before compiling
     if link.find_compiler() is None:
-        problems.append("loading it links object files with a C compiler, and none was found")
+        problems.append(
+            f"loading it links object files with a C compiler: {link.missing_compiler()}"
+        )
 
 
 _C_BLOB = re.compile(

@@ -105,12 +105,34 @@ def load(
             get_device_api(dev)
     except (ValueError, DeviceUnavailableError) as exc:
         raise UsageError(str(exc)) from None
+    _not_an_artifact(args.artifact)
     files = find_artifact(args.artifact, args.graph, args.lib, args.params)
     start = time.perf_counter()
     if remote:  # --rpc / --rpc-tracker: the server's device; the library goes there
         dev = remote_device(args, dev)
     model = loader(files, dev)
     return model, time.perf_counter() - start
+
+
+def _not_an_artifact(path: str | None) -> None:
+    """Refuse, with what to do instead, a model to compile or one file of a folder."""
+    if path is None or not Path(path).is_file():
+        return
+    file = Path(path)
+    suffix = file.suffix.lower()
+    if suffix == ".onnx":
+        raise UsageError(
+            f"{path!r} is an ONNX model, not a compiled artifact: compile it first "
+            f"(tvmrt compile {path} -o build/{file.stem}; it needs the demo extra: "
+            f"pip install 'tvmrt[demo]'), then run build/{file.stem}"
+        )
+    if suffix in (".json", ".params"):
+        role = "graph JSON" if suffix == ".json" else "params file"
+        folder = str(file.parent) if str(file.parent) != "." else "."
+        raise UsageError(
+            f"{path!r} is a {role}, one file of an artifact: pass the folder that holds it "
+            f"({folder!r}), or name each file with --graph, --lib and --params"
+        )
 
 
 def make_inputs(model: LoadedModel, args: argparse.Namespace) -> dict[str, np.ndarray[Any, Any]]:

@@ -33,7 +33,7 @@ from tvmrt.binfmt.abi import BLOB_SYMBOLS, FFI_PREFIX
 from tvmrt.binfmt.archive import read_members
 from tvmrt.binfmt.binary import ElfFile
 from tvmrt.error import InvalidArgumentError, ModuleLoadError, UnsupportedError
-from tvmrt.runtime.loaders.link import find_compiler, is_source
+from tvmrt.runtime.loaders.link import find_compiler, is_source, missing_compiler
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.pack_imports import (
     BLOB_SYMBOL,
@@ -163,7 +163,7 @@ def _compiler() -> list[str]:
     compiler = find_compiler()
     if compiler is None:
         raise ModuleLoadError(
-            "export_library needs a C compiler to build devc.o; install gcc or clang, or set $CC"
+            f"export_library needs a C compiler to build devc.o: {missing_compiler()}"
         )
     return compiler
 
