@@ -19,11 +19,14 @@ once, in ``src/tvmrt/_native/sources.txt``; both builds compile C11.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import sysconfig
 from glob import glob
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.errors import CompileError
 
 NATIVE = "src/tvmrt/_native"
 # one language level for every C file of both libraries: C11 (pthreads, GNU extensions)
@@ -57,9 +60,35 @@ RUNTIME_SOURCES = native_sources("runtime")
 RUNTIME_CFLAGS = [*_CFLAGS, "-fPIC"]
 
 
+def _check_toolchain(compiler: object) -> None:
+    """Say what is missing before the first compile fails with setuptools' bare error."""
+    command = getattr(compiler, "compiler_so", None)
+    if not command:
+        return  # not a Unix-style compiler (MSVC): let setuptools find its own
+    cc = command[0]
+    if shutil.which(cc) is None:
+        raise CompileError(
+            f"tvmrt builds a small C library (src/tvmrt/_native: the kernel services and the "
+            f"C runtime) and needs a C compiler: {cc!r} (from $CC, or Python's build "
+            "configuration) was not found. Install one (Debian/Ubuntu: apt-get install gcc; "
+            "Fedora/RHEL: dnf install gcc; Alpine: apk add gcc musl-dev) or set $CC to one"
+        )
+    header = os.path.join(sysconfig.get_paths()["include"], "Python.h")
+    if not os.path.isfile(header):
+        raise CompileError(
+            f"tvmrt builds a C extension and needs Python's headers: {header} is missing. "
+            "Install them (Debian/Ubuntu: apt-get install python3-dev; Fedora/RHEL: dnf "
+            "install python3-devel)"
+        )
+
+
 class BuildWithRuntime(build_ext):
     """build_ext, then libtvmrt_runtime.{so,a} into tvmrt/lib (of the build or, in place, of
     the source tree)."""
+
+    def build_extensions(self) -> None:
+        _check_toolchain(self.compiler)
+        super().build_extensions()
 
     def run(self) -> None:
         super().run()

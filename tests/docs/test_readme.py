@@ -144,4 +144,10 @@ def test_every_readme_command_runs_in_a_fresh_clone(tmp_path):
             f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
         )
     assert (clone / "build" / "digits" / "profile.html").is_file()  # make demo's report
-    assert (clone / "profile.html").is_file()  # the walkthrough's
+    assert (clone / "build" / "profile.html").is_file()  # the walkthrough's
+    assert (clone / "build" / "cpp" / "digits").is_file()  # the C++ section's
+    # what the blocks write goes under build/ (ignored): nothing left untracked or changed
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True, check=True
+    )
+    assert status.stdout == "", status.stdout

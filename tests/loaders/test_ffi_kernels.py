@@ -51,7 +51,7 @@ def add(name="add", n=1024, dtype="float32"):
     return named(te.create_prim_func([a, b, c]), name)
 
 
-def conv_relu():  # toolchain.md section 1: parallel outer loop, vectorised inner loop
+def conv_relu():  # a parallel outer loop, a vectorised inner loop
     data = te.placeholder((1, 8, 16, 16), "float32", name="data")
     weight = te.placeholder((16, 8, 3, 3), "float32", name="weight")
     bias = te.placeholder((16,), "float32", name="bias")

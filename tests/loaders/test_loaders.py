@@ -236,8 +236,13 @@ def test_tar_link_is_cached(artifacts):
 
 
 def test_missing_compiler_is_reported(artifacts, tmp_path, monkeypatch):
+    """A $CC that names nothing is named (it was reported as "no C compiler found")."""
     monkeypatch.setenv("TVMRT_CACHE_DIR", str(tmp_path / "empty-cache"))
-    monkeypatch.setenv("CC", "/nonexistent/cc")
+    monkeypatch.setenv("CC", "/nonexistent/cc -O2")
+    with pytest.raises(ModuleLoadError, match=r"\$CC names '/nonexistent/cc', which is not an"):
+        rt.load_module(artifacts / "iris-factory" / "deploy_lib.tar")
+    monkeypatch.delenv("CC")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no cc, gcc or clang there
     with pytest.raises(ModuleLoadError, match=r"no C compiler was found; install gcc"):
         rt.load_module(artifacts / "iris-factory" / "deploy_lib.tar")
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from support.cli import tvmrt
+from support.paths import REPO
 from support.rpc_server import tvmrt_rpc
 from support.tvm016_rpc import HOST, tvm016_rpc_server, tvm016_rpc_tracker
 from tvmrt import rpc
@@ -144,3 +145,31 @@ def test_unreachable_server_is_a_clear_failure(artifacts: Path) -> None:
     )
     assert done.returncode == 1
     assert f"cannot connect to the RPC server at {HOST}:{port}" in done.stderr
+
+
+def test_wrong_tracker_key_says_what_it_waits_for_and_honours_the_timeout() -> None:
+    """A key no server has: the command says it waits, for which key, which keys the
+    tracker has, and gives up after ``--rpc-timeout`` (it used to wait forever, silently)."""
+    model = REPO / "examples" / "digits" / "model"
+    with (
+        tvmrt_rpc("tracker") as (_, tport),
+        tvmrt_rpc("server", "--tracker", f"{HOST}:{tport}", "--key", "board"),
+    ):
+        client = rpc.connect_tracker(HOST, tport)
+        deadline = time.monotonic() + 30
+        while not client.summary()["server_info"]:
+            assert time.monotonic() < deadline, client.summary()
+            time.sleep(0.2)
+        client.close()
+        flags = ["--rpc-tracker", f"{HOST}:{tport}", "--rpc-timeout", "2"]
+        started = time.monotonic()
+        done = tvmrt("run", model, *flags, "--rpc-key", "wrong", timeout=60)
+        took = time.monotonic() - started
+        assert done.returncode == 1, done.stderr
+        assert "waiting up to 2 s for a free RPC server of key 'wrong'" in done.stderr
+        assert "no RPC server of key 'wrong' came free within 2 s" in done.stderr
+        assert "its servers' keys: board" in done.stderr
+        assert took < 30
+        right = tvmrt("run", model, *flags, "--rpc-key", "board", timeout=60)
+        assert right.returncode == 0, right.stderr
+        assert "probabilities_0" in right.stdout

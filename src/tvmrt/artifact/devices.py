@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tvmrt.error import DeviceUnavailableError, InvalidArgumentError
 from tvmrt.runtime import kernel_services
-from tvmrt.runtime.device import Device, DLDeviceType, cpu
+from tvmrt.runtime.device import MASK2STR, Device, DLDeviceType, cpu
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.remote_session import is_remote, local_type, remote_session
 
@@ -31,23 +31,36 @@ def executor_devices(device: Device | None) -> list[Device]:
 
 
 def check_device_code(lib: Module, dev: Device, path: Path) -> None:
-    """Refuse a CPU run of an artifact whose kernels are device code, naming the device.
+    """Refuse a CPU run of an artifact whose kernels are device code, naming the device,
+    and a device run of an artifact without kernels for that device (a CPU-only build on
+    ``opencl``), naming the device it was built for.
 
-    Without this its host code would hand CPU memory to the device's kernel launcher.
+    Without this its host code would hand CPU memory to the device's kernel launcher, or
+    its CPU kernels would get device memory.
 
     Raises
     ------
     DeviceUnavailableError
-        If ``dev`` is the CPU and ``lib`` (or a module it imports) holds device kernels.
+        If ``dev`` is the CPU and ``lib`` (or a module it imports) holds device kernels,
+        or ``dev`` is a device none of its modules has kernels for.
     """
-    if dev.device_type != cpu().device_type:
-        return
     stack, kinds = [lib], set()
     while stack:
         module = stack.pop()
         if module.type_key in DEVICE_MODULE_KINDS:
             kinds.add(module.type_key)
         stack.extend(module.imported_modules)
+    if dev.device_type != cpu().device_type:
+        wanted = MASK2STR.get(dev.device_type, str(dev.device_type))
+        if wanted in DEVICE_MODULE_KINDS and wanted not in kinds:
+            built = ", ".join(f"{DEVICE_MODULE_KINDS[k]} ({k})" for k in sorted(kinds))
+            raise DeviceUnavailableError(
+                f"{path.name!r} was built for {built or 'the CPU only'}: it holds no "
+                f"{DEVICE_MODULE_KINDS[wanted]} kernels, so it cannot run on {wanted}; run it "
+                f"on the device it was built for (tvmrt: drop --device {wanted}), or build it "
+                f"for {wanted}"
+            )
+        return
     if kinds:
         kind = sorted(kinds)[0]
         raise DeviceUnavailableError(

@@ -211,24 +211,34 @@ def inspect_code(
             )
         found.exported = None  # kernels in C sources are not known before compiling
     if link.find_compiler() is None:
-        problems.append("loading it links object files with a C compiler, and none was found")
+        problems.append(
+            f"loading it links object files with a C compiler: {link.missing_compiler()}"
+        )
 
 
-_C_BLOB = re.compile(rb"__tvm_dev_mblob\[\d+\]\s*=\s*\{([0-9a-fA-Fx,\s]*)\}")
+_C_BLOB = re.compile(
+    rb"(__tvm_dev_mblob|__tvm_ffi__library_bin)\[\d+\]\s*=\s*\{([0-9a-fA-Fx,\s]*)\}"
+)
 
 
 def _blob_from_c_source(data: bytes, shown: str, found: Found, problems: list[str]) -> None:
     """The module blob a ``devc.c`` (TVM's C packer) holds as a byte array, parsed."""
     from tvmrt.runtime.loaders.blob import parse_module_blob
+    from tvmrt.runtime.loaders.ffi import parse_library_bin
 
     match = _C_BLOB.search(data)
     if match is None:
         return
+    symbol = match.group(1).decode()
     try:
-        blob = bytes(int(tok, 16) for tok in match.group(1).split(b",") if tok.strip())
-        modules = parse_module_blob(blob, f"__tvm_dev_mblob in {shown!r}").modules
+        blob = bytes(int(tok, 16) for tok in match.group(2).split(b",") if tok.strip())
+        what = f"{symbol} in {shown!r}"
+        if symbol == "__tvm_ffi__library_bin":  # tvm-ffi's layout (a tvm-ffi factory)
+            modules: list[Any] = parse_library_bin(blob, what).entries
+        else:
+            modules = parse_module_blob(blob, what).modules
     except (ValueError, TVMError) as exc:
-        problems.append(f"{shown!r}: its __tvm_dev_mblob array is unreadable: {exc}")
+        problems.append(f"{shown!r}: its {symbol} array is unreadable: {exc}")
         return
     found.embedded.extend(m for m in modules if m is not None)
     for module in modules:

@@ -22,6 +22,7 @@ from tvmrt.artifact.report import (
     StorageReport,
     TensorReport,
 )
+from tvmrt.artifact.subnormals import count_subnormals, subnormal_note
 from tvmrt.error import TVMError
 from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
 from tvmrt.runtime.graph_executor.roles import output_labels, runnability_problems
@@ -52,6 +53,10 @@ def inspect_artifact(files: ArtifactFiles) -> InspectionReport:
     graph_json = files.graph.read_text() if files.graph else found.graph_json
     params = {name: arr.nbytes for name, arr in found.params.items()}
     layouts = {name: (tuple(arr.shape), str(arr.dtype)) for name, arr in found.params.items()}
+    subnormals: dict[str, int] = {}
+    for name, arr in found.params.items():
+        values = arr.numpy()
+        subnormals[name] = count_subnormals(values, values.dtype)
     codes: DtypeCodes = "ffi" if (found.library.abi or "").startswith("tvm-ffi") else "legacy"
     if files.params is not None:
         try:
@@ -59,6 +64,8 @@ def inspect_artifact(files: ArtifactFiles) -> InspectionReport:
                 for record in iter_param_records(view, codes):  # every record checked
                     params[record.name] = record.data.nbytes
                     layouts[record.name] = (record.shape, str(record.dtype))
+                    dtype = record.dtype.numpy_dtype
+                    subnormals[record.name] = count_subnormals(record.data, dtype)
         except (TVMError, OSError) as exc:
             problems.append(str(exc))
     described: GraphReport | None = None
@@ -77,7 +84,12 @@ def inspect_artifact(files: ArtifactFiles) -> InspectionReport:
         form=form.name,
         library=found.library,
         graph=described,
-        params=ParamsReport(count=len(params), bytes=sum(params.values())),
+        params=ParamsReport(
+            count=len(params),
+            bytes=sum(params.values()),
+            subnormals=sum(subnormals.values()) or None,
+            subnormal_note=subnormal_note(subnormals.items()),
+        ),
         host=HostReport(machine=binary.host_machine(), os=binary.host_os()),
         problems=problems,
         runnable=not problems,

@@ -98,10 +98,14 @@ class GraphReport(Section):
 
 @dataclass
 class ParamsReport(Section):
-    """How many weights the artifact carries, and their size."""
+    """How many weights the artifact carries, their size, and the subnormal floats among
+    them (:mod:`tvmrt.artifact.subnormals`; the field is there only when some are)."""
 
+    omitted: ClassVar[frozenset[str]] = frozenset({"subnormals", "subnormal_note"})
     count: int
     bytes: int
+    subnormals: int | None = None
+    subnormal_note: str | None = None
 
 
 @dataclass

@@ -140,7 +140,11 @@ def scan_tvm_symbols(symbols: Iterable[ElfSymbol]) -> TvmSymbols:
         abi = "legacy"
     else:
         abi = "none"
-    blob = next((n for n in BLOB_SYMBOLS if n in defined), "")
+    # a library's own ABI names its blob: an older tvmrt's re-export of a tvm-ffi factory
+    # carried a legacy blob beside tvm-ffi's, which the tvm-ffi loader does not read
+    preferred = {"tvm-ffi": BLOB_SYMBOLS[1], "tvm-ffi-0.21": BLOB_SYMBOLS[2]}.get(abi)
+    order = (preferred, *BLOB_SYMBOLS) if preferred else BLOB_SYMBOLS
+    blob = next((n for n in order if n in defined), "")
     return TvmSymbols(
         abi=abi,
         functions=functions,

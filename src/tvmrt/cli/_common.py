@@ -15,7 +15,7 @@ import numpy as np
 from tvmrt.artifact import ArtifactFiles, LoadedModel, find_artifact, load_artifact
 from tvmrt.artifact.devices import set_kernel_threads
 from tvmrt.artifact.output_names import output_aliases
-from tvmrt.cli._npz import NpzReader
+from tvmrt.cli._npz import NpzReader, npz_member
 from tvmrt.cli.rpc_flags import remote_device, remote_requested
 from tvmrt.error import DeviceUnavailableError, UsageError
 from tvmrt.runtime.device import Device, get_device_api
@@ -63,8 +63,10 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="FILE",
-        help="inputs: a .npz (arrays by input name), a .npy for the only input, or "
-        "NAME=FILE.npy; repeatable",
+        help="inputs: a .npz (arrays by input name; other members are ignored with a "
+        "warning when it gives every input), a .npy for the only input, NAME=FILE.npy, or "
+        "NAME=FILE.npz:MEMBER (one member of a .npz, e.g. image=heldout.npz:image); "
+        "repeatable",
     )
     parser.add_argument(
         "--fill",
@@ -106,6 +108,7 @@ def load(
                 raise DeviceUnavailableError(f"device {dev} cannot be used: {reason}")
     except (ValueError, DeviceUnavailableError) as exc:
         raise UsageError(str(exc)) from None
+    _not_an_artifact(args.artifact)
     files = find_artifact(args.artifact, args.graph, args.lib, args.params)
     start = time.perf_counter()
     if remote:  # --rpc / --rpc-tracker: the server's device; the library goes there
@@ -114,19 +117,42 @@ def load(
     return model, time.perf_counter() - start
 
 
+def _not_an_artifact(path: str | None) -> None:
+    """Refuse, with what to do instead, a model to compile or one file of a folder."""
+    if path is None or not Path(path).is_file():
+        return
+    file = Path(path)
+    suffix = file.suffix.lower()
+    if suffix == ".onnx":
+        raise UsageError(
+            f"{path!r} is an ONNX model, not a compiled artifact: compile it first "
+            f"(tvmrt compile {path} -o build/{file.stem}; it needs the demo extra: "
+            f"pip install 'tvmrt[demo]'), then run build/{file.stem}"
+        )
+    if suffix in (".json", ".params"):
+        role = "graph JSON" if suffix == ".json" else "params file"
+        folder = str(file.parent) if str(file.parent) != "." else "."
+        raise UsageError(
+            f"{path!r} is a {role}, one file of an artifact: pass the folder that holds it "
+            f"({folder!r}), or name each file with --graph, --lib and --params"
+        )
+
+
 def make_inputs(model: LoadedModel, args: argparse.Namespace) -> dict[str, np.ndarray[Any, Any]]:
     """Arrays for every user input: from -i files, else filled per --fill."""
     wanted = model.user_inputs()
     outputs = output_aliases(model.output_names(), [t.name for t in model.executor.outputs])
     given: dict[str, np.ndarray[Any, Any]] = {}
+    ignored: dict[str, str] = {}  # member -> its .npz: neither an input nor an output
     for spec in args.input:
-        given.update(_read_input_spec(spec, wanted, outputs))
+        given.update(_read_input_spec(spec, wanted, outputs, ignored))
     dynamic = {n for n, (_, dtype) in wanted.items() if not dtype}
     unknown = sorted(k for k in given if k not in wanted and k.rpartition(".")[0] not in dynamic)
     if unknown:
         raise UsageError(
             f"input(s) {unknown} are not inputs of the model; inputs are {sorted(wanted)}"
         )
+    _ignore_members(ignored, wanted, given)
     _check_weights(model, given, args)
     rng = np.random.default_rng(args.seed)
     out = {}
@@ -178,17 +204,53 @@ def conversions(model: LoadedModel, inputs: Mapping[str, np.ndarray[Any, Any]]) 
     return out
 
 
+def _ignore_members(
+    ignored: Mapping[str, str],
+    wanted: Mapping[str, tuple[tuple[int, ...], str]],
+    given: Collection[str],
+) -> None:
+    """Warn about .npz members that are neither inputs nor outputs, or refuse them.
+
+    They are ignored (a data set's labels beside its images) when every input has its
+    array; while an input is left to --fill, they are more likely a misspelt input name.
+    """
+    if not ignored:
+        return
+    missing = sorted(
+        n for n in wanted if n not in given and not any(k.startswith(f"{n}.") for k in given)
+    )
+    if missing:
+        raise UsageError(
+            f"input(s) {sorted(ignored)} in {sorted(set(ignored.values()))} are not inputs of "
+            f"the model, and input(s) {missing} have no array; inputs are {sorted(wanted)} "
+            "(pick a member with -i NAME=FILE.npz:MEMBER)"
+        )
+    for key, path in ignored.items():
+        print(
+            f"warning: {path!r}: {key!r} is neither an input nor an output of the model; ignored",
+            file=sys.stderr,
+        )
+
+
 def _read_input_spec(
-    spec: str, wanted: Mapping[str, tuple[tuple[int, ...], str]], outputs: Collection[str] = ()
+    spec: str,
+    wanted: Mapping[str, tuple[tuple[int, ...], str]],
+    outputs: Collection[str] = (),
+    ignored: dict[str, str] | None = None,
 ) -> dict[str, np.ndarray[Any, Any]]:
     name, sep, file = spec.partition("=")
+    picked = npz_member(file, name) if sep else None
+    if picked is not None:
+        path, member = picked
+        with NpzReader(path) as npz:
+            if member not in npz.keys:
+                raise UsageError(f"{spec!r}: {str(path)!r} has no member {member!r}: {npz.keys}")
+            return {name: npz.array(member)}
     path = Path(file if sep else spec)
     if not path.is_file():
         raise UsageError(f"input file {str(path)!r} does not exist")
     if zipfile.is_zipfile(path):
-        if sep:
-            raise UsageError(f"{spec!r}: NAME=FILE takes a .npy file, not a .npz")
-        return _read_npz_inputs(path, wanted, outputs)
+        return _read_npz_inputs(path, wanted, outputs, {} if ignored is None else ignored)
     try:
         loaded = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
@@ -204,12 +266,16 @@ def _read_input_spec(
 
 
 def _read_npz_inputs(
-    path: Path, wanted: Mapping[str, tuple[tuple[int, ...], str]], outputs: Collection[str]
+    path: Path,
+    wanted: Mapping[str, tuple[tuple[int, ...], str]],
+    outputs: Collection[str],
+    ignored: dict[str, str],
 ) -> dict[str, np.ndarray[Any, Any]]:
     """The model's inputs from a .npz: every header is checked first, only inputs are read.
 
     Members named as outputs of the model (a reference run's inputs and outputs in one
-    file) are left unread with a warning; any other unknown name is refused.
+    file) are left unread with a warning; any other name goes into ``ignored`` (member ->
+    file), for :func:`_ignore_members` to judge once every ``-i`` is read.
     """
     # a Relay VM input has no static shape or dtype; a tuple input comes as NAME.0, NAME.1
     dynamic = {n for n, (_, dtype) in wanted.items() if not dtype}
@@ -218,13 +284,10 @@ def _read_npz_inputs(
         return key in wanted or key.rpartition(".")[0] in dynamic
 
     with NpzReader(path) as npz:
-        unknown = [k for k in npz.keys if not is_input(k) and k not in outputs]
-        if unknown:
-            raise UsageError(
-                f"input(s) {sorted(unknown)} in {str(path)!r} are not inputs of the model; "
-                f"inputs are {sorted(wanted)}"
-            )
+        ignored.update((k, str(path)) for k in npz.keys if not is_input(k) and k not in outputs)
         for key in npz.keys:
+            if key in ignored:
+                continue
             if not is_input(key):
                 print(
                     f"warning: {str(path)!r}: {key!r} is an output of the model, not an input; "

@@ -15,7 +15,7 @@ import numpy as np
 
 from tvmrt.error import UsageError
 
-__all__ = ["NpzReader"]
+__all__ = ["NpzReader", "npz_member"]
 
 
 class NpzReader:
@@ -63,3 +63,15 @@ class NpzReader:
         except (OSError, ValueError, zipfile.BadZipFile) as exc:
             raise UsageError(f"{self.path!r}: cannot read member {key!r}: {exc}") from None
         return np.asarray(arr)
+
+
+def npz_member(file: str, default: str) -> tuple[Path, str] | None:
+    """``(path, member)`` for ``FILE.npz:MEMBER``, or ``(path, default)`` for a plain
+    ``FILE.npz``; None when ``file`` names no .npz."""
+    path = Path(file)
+    if path.is_file():
+        return (path, default) if zipfile.is_zipfile(path) else None
+    head, colon, member = file.rpartition(":")
+    if colon and member and Path(head).is_file() and zipfile.is_zipfile(head):
+        return Path(head), member
+    return None

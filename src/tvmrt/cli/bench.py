@@ -7,10 +7,13 @@ import json
 import resource
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
+from tvmrt.artifact.model import LoadedModel
+from tvmrt.artifact.subnormals import model_subnormal_note
 from tvmrt.cli._common import (
     UsageError,
     add_artifact_arguments,
@@ -19,7 +22,8 @@ from tvmrt.cli._common import (
     make_inputs,
 )
 from tvmrt.cli._progress import Progress
-from tvmrt.cli.rpc_flags import add_rpc_arguments
+from tvmrt.cli.rpc_flags import add_rpc_arguments, remote_requested
+from tvmrt.error import TVMError
 from tvmrt.runtime.kernel_services import num_threads
 
 EXAMPLES = """examples:
@@ -73,6 +77,8 @@ def bench(args: argparse.Namespace) -> int:
         raise UsageError(f"--duration must be positive, got {args.duration}")
     model, load_s = load(args)
     inputs = make_inputs(model, args)
+    if not remote_requested(args):  # a server's weights stay there
+        _warn_subnormals(model)
     executor = model.executor
     for name, arr in inputs.items():
         executor.set_input(name, arr)
@@ -126,6 +132,21 @@ def bench(args: argparse.Namespace) -> int:
         print(f"{key:<13} {stats[key]:10.3f} ms")
     print(f"peak memory   {peak_mb:10.1f} MB (RSS)")
     return status
+
+
+def _warn_subnormals(model: LoadedModel) -> None:
+    """Warn when the weights hold subnormal floats (they can dominate the timings)."""
+
+    def weights() -> Iterator[tuple[str, np.ndarray[Any, Any]]]:
+        for name in sorted(model.param_names):
+            try:
+                yield name, model.executor.get_input(name).numpy()
+            except TVMError:
+                continue  # a weight the executor does not hand out (linked, AOT)
+
+    note = model_subnormal_note(weights())
+    if note is not None:
+        print(f"warning: {note}", file=sys.stderr)
 
 
 EXIT_INTERRUPTED = 130  # as for any command a shell's Ctrl-C stopped

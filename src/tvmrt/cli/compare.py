@@ -4,7 +4,8 @@ Each member of REF named as an output of the model (any of its names:
 :mod:`tvmrt.artifact.output_names`, ``output_0`` included) is compared with that output:
 maximum absolute and relative error, and a pass when every element satisfies
 ``|out - ref| <= atol + rtol * |ref|`` (numpy's ``allclose``; NaNs must match). Members
-named as inputs are skipped; only the outputs are read from REF.
+named as inputs are skipped, others are listed as skipped; only the outputs are read from
+REF. ``OUTPUT=REF.npz:MEMBER`` compares one member, whatever its name, with one output.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tvmrt.cli._npz import NpzReader
+from tvmrt.cli._npz import NpzReader, npz_member
 from tvmrt.error import UsageError
 
 __all__ = ["add_compare_arguments", "compare_outputs"]
@@ -31,7 +32,8 @@ def add_compare_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="REF.npz",
         help="compare the outputs with a reference run's (members named as run names the "
         "outputs, e.g. softmax_0, or TVM's softmax:0, or output_0 by position); exit 1 when "
-        "one differs past --rtol/--atol",
+        "one differs past --rtol/--atol); OUTPUT=REF.npz:MEMBER compares one member with one "
+        "output",
     )
     parser.add_argument(
         "--rtol", type=float, default=RTOL, help=f"relative tolerance of --compare ({RTOL:g})"
@@ -56,10 +58,25 @@ def compare_outputs(
     """
     if rtol < 0 or atol < 0:
         raise UsageError(f"--rtol and --atol must be >= 0, got {rtol:g} and {atol:g}")
-    lines = [f"compare with {path} (rtol {rtol:g}, atol {atol:g}):"]
+    spec = path
+    name, sep, file = spec.partition("=")
+    picked = npz_member(file, name) if sep else None
+    if picked is not None:
+        if name not in aliases:
+            raise UsageError(
+                f"--compare {spec!r}: {name!r} is not an output of the model; its outputs are "
+                f"{[n for n, _ in outputs]} (or output_0, output_1, ...)"
+            )
+        path, member = str(picked[0]), picked[1]
+        aliases = {member: aliases[name]}
+    lines = [f"compare with {spec} (rtol {rtol:g}, atol {atol:g}):"]
     ok, compared = True, set()
     with NpzReader(path) as ref:
+        if picked is not None and member not in ref.keys:
+            raise UsageError(f"--compare {spec!r}: {path!r} has no member {member!r}: {ref.keys}")
         for key in ref.keys:
+            if picked is not None and key != member:
+                continue
             if key in inputs:
                 continue
             if key not in aliases:
@@ -83,7 +100,8 @@ def compare_outputs(
     if not compared:
         raise UsageError(
             f"{path!r} holds no output of the model; its members are {ref.keys}, the "
-            f"model's outputs are {[n for n, _ in outputs]} (or output_0, output_1, ...)"
+            f"model's outputs are {[n for n, _ in outputs]} (or output_0, output_1, ...); "
+            "compare one member with one output by --compare OUTPUT=REF.npz:MEMBER"
         )
     missing = [outputs[i][0] for i in range(len(outputs)) if i not in compared]
     if missing:

@@ -129,6 +129,8 @@ def _text(report: InspectionReport) -> str:
             )
     params = report.params
     lines.append(f"params:   {params.count} tensors, {_mb(params.bytes)}")
+    if params.subnormal_note is not None:
+        lines.append(f"  warning: {params.subnormal_note}")
     host = report.host
     if report.problems:
         lines.append(f"cannot run here ({host.machine}, {host.os}):")

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import argparse
 import atexit
-from typing import TYPE_CHECKING
+import sys
+from typing import TYPE_CHECKING, Any
 
-from tvmrt.error import UsageError
+from tvmrt.error import RPCError, UsageError
 
 if TYPE_CHECKING:
     from tvmrt.runtime.device import Device
@@ -37,7 +38,8 @@ def add_rpc_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=0,
         metavar="SECONDS",
-        help="ask the server to end the session after this long (0: no limit)",
+        help="ask the server to end the session after this long, and with --rpc-tracker "
+        "wait at most this long for a free server of --rpc-key (0: no limit)",
     )
 
 
@@ -51,6 +53,12 @@ def _address(text: str, flag: str) -> tuple[str, int]:
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise UsageError(f"{flag} must be HOST:PORT (e.g. 127.0.0.1:9090), got {text!r}")
     return host, int(port)
+
+
+def _tracker_keys(summary: dict[str, Any]) -> list[str]:
+    """The keys of the servers a tracker's summary lists (``server:KEY`` in TVM's)."""
+    keys = {str(item.get("key", "")).split(":")[-1] for item in summary.get("server_info", [])}
+    return sorted(k for k in keys if k)
 
 
 def remote_device(args: argparse.Namespace, device: Device) -> Device:
@@ -82,7 +90,24 @@ def remote_device(args: argparse.Namespace, device: Device) -> Device:
             raise UsageError("--rpc-tracker needs --rpc-key KEY (the device key to request)")
         host, port = _address(args.rpc_tracker, "--rpc-tracker")
         tracker = rpc.connect_tracker(host, port)
-        session = tracker.request(args.rpc_key, session_timeout=args.rpc_timeout)
-        tracker.close()
+        keys = _tracker_keys(tracker.summary())
+        known = ", ".join(keys) if keys else "none"
+        wait = f"up to {args.rpc_timeout:g} s" if args.rpc_timeout else "with no limit"
+        print(
+            f"tvmrt: waiting {wait} for a free RPC server of key {args.rpc_key!r} at the "
+            f"tracker {host}:{port} (its servers' keys: {known})",
+            file=sys.stderr,
+            flush=True,
+        )
+        try:
+            session = tracker.request(
+                args.rpc_key,
+                session_timeout=args.rpc_timeout,
+                wait_timeout=args.rpc_timeout or None,
+            )
+        except RPCError as exc:
+            raise RPCError(f"{exc} (its servers' keys: {known})") from None
+        finally:
+            tracker.close()
     atexit.register(session.close)
     return session.device(device.device_type, device.device_id)

@@ -51,6 +51,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, set inputs, run once, print, save."""
+    if args.output and not args.output.endswith(".npz"):  # before the model runs
+        raise UsageError(f"-o/--output must name a .npz file, got {args.output!r}")
     model, load_s = load(args)
     inputs = make_inputs(model, args)
     executor = model.executor
@@ -71,8 +73,6 @@ def run(args: argparse.Namespace) -> int:
         for line in top_k_lines(arr, args.top_k):
             print(f"    {line}")
     if args.output:
-        if not args.output.endswith(".npz"):
-            raise UsageError(f"-o/--output must name a .npz file, got {args.output!r}")
         arrays: dict[str, Any] = dict(outputs)  # keys as printed above
         np.savez(args.output, **arrays)
         print(f"saved {len(outputs)} output(s) to {args.output}")

@@ -225,7 +225,7 @@ def serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn  # noqa: F401
 
-        from tvmrt.serve.server import serve_forever
+        from tvmrt.serve.server import check_port, serve_forever
     except ImportError:
         raise UsageError(
             "tvmrt serve needs the serve extra: pip install 'tvmrt[serve]' "
@@ -243,6 +243,11 @@ def serve(args: argparse.Namespace) -> int:
     if args.max_queue < 0 or args.timeout <= 0:
         raise UsageError("--max-queue must be >= 0 and --timeout > 0")
     limits = _limits(args)
+    if args.port:  # a busy port is found before the models load, not after "serving"
+        try:
+            check_port(args.host, args.port)
+        except InvalidArgumentError as exc:
+            raise UsageError(str(exc)) from None
     if args.threads is not None:
         if args.threads < 1:
             raise UsageError(f"--threads must be at least 1, got {args.threads}")

@@ -83,18 +83,29 @@ class TrackerSession(Generic[_S]):
         session_timeout: float = 0,
         max_retry: int = 5,
         session_constructor_args: list[object] | None = None,
+        wait_timeout: float | None = None,
     ) -> _S:
         """A session with a free server of ``key``; waits until the tracker has one.
+
+        ``wait_timeout`` (seconds; tvmrt's, TVM has none) bounds that wait: ``None`` waits
+        as long as it takes, as TVM does.
 
         Raises
         ------
         RPCError
-            After ``max_retry`` failed attempts (the last error is named).
+            After ``max_retry`` failed attempts (the last error is named), or when no
+            server of ``key`` came free within ``wait_timeout``.
         """
         last: Exception | None = None
         for _ in range(max(1, max_retry)):
             try:
-                url, port, match_key = (self._conn or self._connect()).request(key, priority)
+                conn = self._conn or self._connect()
+                conn.sock.settimeout(wait_timeout)
+                try:
+                    url, port, match_key = conn.request(key, priority)
+                except TimeoutError:
+                    self.close()
+                    break
                 return self._connect_server(
                     url,
                     port,
@@ -107,4 +118,9 @@ class TrackerSession(Generic[_S]):
                 last = exc
             except RPCError as exc:
                 last = exc
-        raise RPCError(f"Cannot request {key} after {max_retry} retry, last_error:{last}")
+        else:
+            raise RPCError(f"Cannot request {key} after {max_retry} retry, last_error:{last}")
+        raise RPCError(
+            f"no RPC server of key {key!r} came free within {wait_timeout:g} s "
+            f"at the tracker {self._addr[0]}:{self._addr[1]}"
+        )

@@ -29,12 +29,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tvmrt.binfmt.abi import BLOB_SYMBOLS, FFI_PREFIX
 from tvmrt.binfmt.archive import read_members
 from tvmrt.binfmt.binary import ElfFile
 from tvmrt.error import InvalidArgumentError, ModuleLoadError, UnsupportedError
-from tvmrt.runtime.loaders.link import find_compiler, is_source
+from tvmrt.runtime.loaders.link import find_compiler, is_source, missing_compiler
 from tvmrt.runtime.module import Module
-from tvmrt.runtime.pack_imports import BLOB_SYMBOL, module_blob, pack_imports_to_c
+from tvmrt.runtime.pack_imports import (
+    BLOB_SYMBOL,
+    FFI_BLOB_SYMBOL,
+    ffi_module_blob,
+    module_blob,
+    pack_imports_to_c,
+)
 
 __all__ = ["export_library", "kernel_objects", "is_dso_exportable", "export_module"]
 
@@ -105,9 +112,20 @@ def kernel_objects(module: Module) -> list[tuple[str, bytes]] | None:
         if not _is_object(data):
             return None  # sources or foreign members: tvmrt does not rebuild those
         defined, _ = _symbols(data, name)
-        if not any(symbol.endswith(BLOB_SYMBOL) for symbol in defined):
+        # the old blob, legacy (__tvm_dev_mblob) or tvm-ffi's (__tvm_ffi__library_bin): a
+        # new one is written, and a library holding both would be read by its legacy one
+        if not any(symbol.endswith(BLOB_SYMBOLS) for symbol in defined):
             objects.append((Path(name).name, data))
     return objects or None
+
+
+def _ffi_kernels(objects: list[tuple[str, bytes]]) -> bool:
+    """Whether the kernels are tvm-ffi's (TVM >= 0.22: exported as ``__tvm_ffi_<name>``)."""
+    return any(
+        symbol.startswith(FFI_PREFIX)
+        for name, data in objects
+        for symbol in _symbols(data, name)[0]
+    )
 
 
 def _blob_prefix(module: Module) -> str:
@@ -145,7 +163,7 @@ def _compiler() -> list[str]:
     compiler = find_compiler()
     if compiler is None:
         raise ModuleLoadError(
-            "export_library needs a C compiler to build devc.o; install gcc or clang, or set $CC"
+            f"export_library needs a C compiler to build devc.o: {missing_compiler()}"
         )
     return compiler
 
@@ -244,7 +262,13 @@ def export_library(
                 files.append(os.fspath(fpack_imports(module, system_lib, prefix, str(work))))
             else:
                 devc = work / f"{prefix}devc.c"
-                devc.write_text(pack_imports_to_c(module_blob(module), system_lib, prefix))
+                if _ffi_kernels(objects) and not system_lib:  # tvm-ffi's blob, as TVM writes
+                    source = pack_imports_to_c(
+                        ffi_module_blob(module), False, "", symbol=FFI_BLOB_SYMBOL
+                    )
+                else:
+                    source = pack_imports_to_c(module_blob(module), system_lib, prefix)
+                devc.write_text(source)
                 files.append(str(devc))
         if callable(fcompile):
             return fcompile(str(target), files, **kwargs)

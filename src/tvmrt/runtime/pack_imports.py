@@ -15,9 +15,10 @@ from tvmrt.error import UnsupportedError
 from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory, save_factory_binary
 from tvmrt.runtime.module import Module
 
-__all__ = ["BLOB_SYMBOL", "module_blob", "pack_imports_to_c"]
+__all__ = ["BLOB_SYMBOL", "FFI_BLOB_SYMBOL", "ffi_module_blob", "module_blob", "pack_imports_to_c"]
 
 BLOB_SYMBOL = "__tvm_dev_mblob"
+FFI_BLOB_SYMBOL = "__tvm_ffi__library_bin"  # tvm-ffi's (TVM >= 0.22), for tvm-ffi kernels
 _BYTES_PER_ROW = 20  # TVM: 100 columns, 5 characters per "0xab,"
 
 
@@ -39,14 +40,37 @@ def module_blob(module: Module) -> bytes:
     return bytes(writer.buffer)
 
 
-def pack_imports_to_c(payload: bytes, system_lib: bool, prefix: str = "") -> str:
-    """C source defining ``{prefix}__tvm_dev_mblob`` for ``payload`` (a module blob)."""
+def ffi_module_blob(module: Module) -> bytes:
+    """The same factory in tvm-ffi's layout (``ProcessLibraryBin``), for tvm-ffi kernels.
+
+    The import tree comes first in CSR form (``indptr`` ``[0, 1, 1]``, ``children``
+    ``[1]``: the factory imports the library), then each module's kind and, except for
+    the ``_lib`` placeholder, its bytes as a length-prefixed string.
+    """
+    if not isinstance(module, GraphExecutorFactory):
+        raise UnsupportedError(f"cannot export Module[{module.type_key}] with a module blob")
+    writer = ByteWriter()
+    for values in ([0, 1, 1], [1]):
+        writer.u64(len(values))
+        for value in values:
+            writer.u64(value)
+    writer.string("GraphExecutorFactory")
+    writer.string(save_factory_binary(module))
+    writer.string("_lib")
+    return bytes(writer.buffer)
+
+
+def pack_imports_to_c(
+    payload: bytes, system_lib: bool, prefix: str = "", symbol: str = BLOB_SYMBOL
+) -> str:
+    """C source defining ``{prefix}{symbol}`` (``__tvm_dev_mblob``) for ``payload`` (a
+    module blob)."""
     if prefix and not system_lib:
         raise UnsupportedError(
             "a blob symbol prefix is used with system-lib only (got prefix "
             f"{prefix!r} for a build that is not system-lib)"
         )
-    name = prefix + BLOB_SYMBOL
+    name = prefix + symbol
     data = len(payload).to_bytes(8, "little") + payload
     lines = [
         "#ifdef _WIN32",

@@ -15,6 +15,7 @@ client sending a byte a second was never closed). The header size cap is h11's
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import math
 import signal
@@ -24,7 +25,7 @@ import time
 from functools import cache
 from typing import Any
 
-from tvmrt.error import TVMError
+from tvmrt.error import InvalidArgumentError, TVMError
 from tvmrt.serve.app import InferenceApp
 from tvmrt.serve.limits import ServeLimits
 
@@ -167,10 +168,41 @@ def serve_forever(app: InferenceApp, host: str = "127.0.0.1", port: int = 8000) 
     }
     try:
         _server(_config(app, host, port)).run()
+    except SystemExit as exc:  # uvicorn's startup failure (it logged why)
+        raise InvalidArgumentError(
+            f"could not start serving on {host}:{port} (uvicorn exited with {exc.code})"
+        ) from None
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return received[0] if received else 0
+
+
+def check_port(host: str, port: int) -> None:
+    """Refuse a port another process listens on, before anything is loaded.
+
+    Bound as uvicorn binds it (``SO_REUSEADDR``), then released.
+
+    Raises
+    ------
+    InvalidArgumentError
+        If ``host``:``port`` cannot be bound, naming why.
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as exc:
+        raise InvalidArgumentError(f"cannot serve on host {host!r}: {exc}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(address)
+        except OSError as exc:
+            busy = exc.errno == errno.EADDRINUSE
+            why = "is busy: another process listens there" if busy else f"cannot be bound: {exc}"
+            raise InvalidArgumentError(
+                f"port {port} on {host} {why}; choose another --port (0 picks a free one)"
+            ) from None
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -185,6 +185,28 @@ static int check_header(const char* path) {
                     built, here);
 }
 
+/* A tvm-ffi library (TVM >= 0.21) calls and exports its kernels through tvm-ffi, which this
+   runtime does not speak yet: refuse it by name rather than fail on its first kernel. Its
+   markers are binfmt/abi.py's _FFI_MARKERS and _FFI021_MARKERS. The library stays open, as
+   every library this runtime opened does (see the file comment). */
+static int refuse_ffi(void* handle, const char* path) {
+  static const char* const markers[] = {"__tvm_ffi__library_ctx", "__tvm_ffi__library_bin",
+                                        "__tvm_ffi_main", "__tvm_ffi_library_ctx",
+                                        "__tvm_ffi_library_bin"};
+  size_t i;
+  for (i = 0; i < sizeof(markers) / sizeof(markers[0]); ++i) {
+    if (dlsym(handle, markers[i]) != NULL) {
+      return tvmrt_fail("ModuleLoadError",
+                        "cannot load '%s': it is a tvm-ffi library (TVM 0.21 or later; it "
+                        "defines %s); tvmrt's C runtime runs libraries of TVM 0.20 and earlier "
+                        "(the legacy packed-function ABI). Run it from Python (tvmrt run), or "
+                        "build the model with TVM <= 0.20",
+                        path, markers[i]);
+    }
+  }
+  return 0;
+}
+
 tvmrt_module* tvmrt_load_dso(const char* path) {
   char* local = NULL;
   void* handle;
@@ -214,6 +236,7 @@ tvmrt_module* tvmrt_load_dso(const char* path) {
                why != NULL ? why : "");
     return NULL;
   }
+  if (refuse_ffi(handle, path) != 0) return NULL;
   lib = new_library(handle, NULL);
   if (lib == NULL) return NULL;
   fill_slots(dso_symbol, handle, lib);

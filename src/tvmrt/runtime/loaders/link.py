@@ -83,6 +83,18 @@ def find_compiler() -> list[str] | None:
     return None
 
 
+def missing_compiler() -> str:
+    """Why :func:`find_compiler` found none, naming ``$CC`` when it is set."""
+    configured = os.environ.get("CC", "").strip()
+    if configured:
+        command = shlex.split(configured)
+        return (
+            f"$CC names {command[0] if command else configured!r}, which is not an executable "
+            "(nor a program on PATH); fix $CC, or unset it to use cc, gcc or clang"
+        )
+    return "no C compiler was found; install gcc or clang, or set $CC (cc, gcc, clang: not on PATH)"
+
+
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256(_RECIPE.encode())
     with open(path, "rb") as f:
@@ -128,7 +140,7 @@ def link_objects(objects: list[tuple[str, bytes]], key: str, source: str) -> Pat
     if compiler is None:
         raise ModuleLoadError(
             f"cannot load {source!r}: it holds object files that must be linked into a shared "
-            "library, and no C compiler was found; install gcc or clang, or set $CC"
+            f"library, and {missing_compiler()}"
         )
     try:
         partial = temp_entry(directory, key)
