@@ -31,7 +31,11 @@ __all__ = ["BUILT", "FIXTURES_DIR", "ArtifactRoot", "artifact_folder", "built_fi
 FIXTURES_DIR = Path(os.environ.get("TVMRT_FIXTURES_DIR", REPO / "build" / "fixtures"))
 BUILDERS = REPO / "tests" / "fixtures"
 # top-level folder name (as under ../shared/artifacts) -> the builder script that makes it
-BUILT = {"relay016": "build_relay016.py", "iris-factory": "build_relay016.py"}
+BUILT = {
+    "relay016": "build_relay016.py",
+    "iris-factory": "build_relay016.py",
+    "contrib": "build_contrib.py",
+}
 
 
 def built_fixtures(script: str) -> Path:
