@@ -35,6 +35,7 @@ BUILT = {
     "relay016": "build_relay016.py",
     "iris-factory": "build_relay016.py",
     "contrib": "build_contrib.py",
+    "relayvm": "build_relayvm.py",
 }
 
 
