@@ -26,7 +26,14 @@ import pytest
 from support.paths import ARTIFACTS, REPO
 from support.peers import tvm016_python
 
-__all__ = ["BUILT", "FIXTURES_DIR", "ArtifactRoot", "artifact_folder", "built_fixtures"]
+__all__ = [
+    "BUILT",
+    "NOT_BUILT",
+    "FIXTURES_DIR",
+    "ArtifactRoot",
+    "artifact_folder",
+    "built_fixtures",
+]
 
 FIXTURES_DIR = Path(os.environ.get("TVMRT_FIXTURES_DIR", REPO / "build" / "fixtures"))
 BUILDERS = REPO / "tests" / "fixtures"
@@ -36,6 +43,10 @@ BUILT = {
     "iris-factory": "build_relay016.py",
     "contrib": "build_contrib.py",
     "relayvm": "build_relayvm.py",
+}
+# folders TVM could make that `make test` does not build, and why
+NOT_BUILT = {
+    "cross": "ARM builds need Debian's ARM cross compilers; make test-arm builds its own",
 }
 
 
@@ -78,8 +89,8 @@ def artifact_folder(name: str) -> Path:
     folder = ARTIFACTS / name
     if not folder.exists():
         why = (
-            f"third-party artifact '{name}' is not in {ARTIFACTS}: set TVMRT_ARTIFACTS to a "
-            "folder holding it (the project cannot build it)"
+            f"artifact folder '{name}' is not in {ARTIFACTS}: set TVMRT_ARTIFACTS to a folder "
+            f"holding it ({NOT_BUILT.get(name, 'third-party data the project cannot build')})"
         )
         if os.environ.get("TVMRT_REQUIRE_ARTIFACTS"):
             pytest.fail(why)
