@@ -61,3 +61,14 @@ def test_relay016_build_reproduces_the_shared_reference(artifacts: Path) -> None
                 assert sorted(got.files) == sorted(want.files)
                 for key in want.files:
                     assert np.array_equal(got[key], want[key]), (folder, golden, key)
+
+
+def test_data_beside_the_artifacts_skips_naming_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TVMRT_REQUIRE_ARTIFACTS", raising=False)
+    root = fx.ArtifactRoot(tmp_path / "artifacts")
+    with pytest.raises(pytest.skip.Exception, match=r"'rpc' .*TVMRT_ARTIFACTS"):
+        _ = root.parent / "rpc" / "session.jsonl"
+    (tmp_path / "seeds").mkdir()
+    assert root.parent / "seeds" / "a.txt" == tmp_path / "seeds" / "a.txt"

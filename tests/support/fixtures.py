@@ -82,6 +82,12 @@ def built_fixtures(script: str) -> Path:
         return root
 
 
+def _missing(why: str) -> None:
+    if os.environ.get("TVMRT_REQUIRE_ARTIFACTS"):
+        pytest.fail(why)
+    pytest.skip(why)
+
+
 def artifact_folder(name: str) -> Path:
     """``<artifacts>/<name>``: project-built when a builder makes it, else third-party data."""
     if name in BUILT:
@@ -92,9 +98,7 @@ def artifact_folder(name: str) -> Path:
             f"artifact folder '{name}' is not in {ARTIFACTS}: set TVMRT_ARTIFACTS to a folder "
             f"holding it ({NOT_BUILT.get(name, 'third-party data the project cannot build')})"
         )
-        if os.environ.get("TVMRT_REQUIRE_ARTIFACTS"):
-            pytest.fail(why)
-        pytest.skip(why)
+        _missing(why)
     return folder
 
 
@@ -113,3 +117,25 @@ class ArtifactRoot(PosixPath):
             return Path(self)
         first, *rest = Path(parts[0]).parts
         return artifact_folder(first).joinpath(*rest, *parts[1:])
+
+    @property
+    def parent(self) -> Path:
+        """``../shared``: data recorded beside the artifacts (RPC sessions, seeds)."""
+        return _Beside(super().parent)
+
+
+class _Beside(PosixPath):
+    """The folder holding the artifacts: ``/ name`` skips, naming the variable, when missing."""
+
+    def __truediv__(self, key: Any) -> Path:
+        return self.joinpath(key)
+
+    def joinpath(self, *parts: Any) -> Path:
+        path = Path(self).joinpath(*parts)
+        first = Path(self) / Path(parts[0]).parts[0]
+        if not first.exists():
+            _missing(
+                f"recorded data '{first.name}' is not in {Path(self)}: set TVMRT_ARTIFACTS to "
+                f"an artifacts folder with {first.name}/ beside it (recordings kept outside the repository)"
+            )
+        return path
