@@ -59,15 +59,7 @@ LAYOUT_C = r"""
 #include <dlpack/dlpack.h>
 #include <tvm/runtime/c_runtime_api.h>
 #include <tvm/runtime/c_backend_api.h>
-/* the capsule payloads, as dlpack.h (v1.0) declares them; tvmrt's header omits them */
-typedef struct DLManagedTensor {
-  DLTensor dl_tensor; void* manager_ctx; void (*deleter)(struct DLManagedTensor*);
-} DLManagedTensor;
-typedef struct { uint32_t major; uint32_t minor; } DLPackVersion;
-typedef struct DLManagedTensorVersioned {
-  DLPackVersion version; void* manager_ctx;
-  void (*deleter)(struct DLManagedTensorVersioned*); uint64_t flags; DLTensor dl_tensor;
-} DLManagedTensorVersioned;
+/* DLManagedTensor and DLManagedTensorVersioned: dlpack.h (v1.x) as tvmrt ships it */
 #define F(s, f) printf("%s %s %u\n", #s, #f, (unsigned)offsetof(s, f))
 #define S(s) printf("%s - %u\n", #s, (unsigned)sizeof(s))
 int main(void) {

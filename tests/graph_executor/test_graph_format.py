@@ -68,6 +68,11 @@ def test_parses_the_simple_graph():
         ),
         (lambda d: d.update(arg_nodes=[1]), r"arg_nodes\[0\]: node 1 \('add'\) is not a null node"),
         (lambda d: d.update(arg_nodes=[7]), r"arg_nodes\[0\]: node 7 does not exist"),
+        (  # issue 31: a weight nothing can set ran to NaN or garbage
+            lambda d: d.update(arg_nodes=[]),
+            r"arg_nodes: node 0 \('x'\) is an input or param \(op \"null\"\) but arg_nodes "
+            r"does not list it, so nothing could set it",
+        ),
         (lambda d: d.update(heads=[[5, 0, 0]]), r"heads\[0\]: refers to node 5"),
         (
             lambda d: d.update(node_row_ptr=[0, 1, 3]),

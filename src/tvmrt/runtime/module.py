@@ -25,12 +25,18 @@ from tvmrt.error import (
 )
 from tvmrt.runtime.benchmark import BenchmarkResult, time_evaluate
 from tvmrt.runtime.device import Device
+from tvmrt.runtime.module_info import ModulePropertyMask, enabled, find_include_path, num_threads
 from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.registry import get_global_func
 
 __all__ = [
     "Module",
     "PyModule",
+    "BenchmarkResult",
+    "ModulePropertyMask",
+    "enabled",
+    "find_include_path",
+    "num_threads",
     "load_module",
     "load_static_library",
     "python_system_lib",
@@ -136,6 +142,10 @@ class Module:
         """Modules this module imports (a copy of the list)."""
         return list(self._imports)
 
+    def clear_imports(self) -> None:
+        """Remove all imports of the module."""
+        self._imports.clear()
+
     def get_source(self, fmt: str = "") -> str:
         """Source code of the module; only modules that hold source have it.
 
@@ -161,42 +171,17 @@ class Module:
         cache_flush_bytes: int = 0,
         f_preproc: str = "",
     ) -> Callable[..., BenchmarkResult]:
-        """Time the function ``func_name`` (TVM's ``Module.time_evaluator``).
+        """Time the function ``func_name`` (TVM's ``Module.time_evaluator``, same arguments).
 
-        Parameters
-        ----------
-        func_name
-            Function of this module (or its imports) to time.
-        dev
-            Device to synchronise around each measurement.
-        number
-            Calls per measurement (grows under ``min_repeat_ms``).
-        repeat
-            Measurements; the result has one entry per measurement.
-        min_repeat_ms
-            Minimum duration of one measurement, in milliseconds.
-        limit_zero_time_iterations
-            Retries of a measurement that took zero time.
-        cooldown_interval_ms
-            Sleep between measurements, in milliseconds.
-        repeats_to_cooldown
-            Sleep after every this many measurements.
-        cache_flush_bytes
-            Bytes to overwrite before each measurement to flush caches.
-        f_preproc
-            Name of a global function to call before each measurement.
+        ``evaluator(*args)`` returns a :class:`BenchmarkResult`, seconds per call for each
+        of ``repeat`` measurements of ``number`` calls (more under ``min_repeat_ms``), after
+        ``f_preproc`` (a global function's name) and flushing ``cache_flush_bytes``,
+        sleeping ``cooldown_interval_ms`` every ``repeats_to_cooldown`` measurements; a
+        measurement that took no time is retried up to ``limit_zero_time_iterations``.
 
-        Returns
-        -------
-        Callable[..., BenchmarkResult]
-            ``evaluator(*args)`` returns seconds per call for each repeat.
-
-        Examples
-        --------
         >>> import tvmrt.runtime as rt
         >>> mod = rt.PyModule({"noop": lambda: None})
-        >>> res = mod.time_evaluator("noop", rt.cpu(), number=3, repeat=2)()
-        >>> len(res.results)
+        >>> len(mod.time_evaluator("noop", rt.cpu(), number=3, repeat=2)().results)
         2
         """
         func = self.find_function(func_name, True)
@@ -244,15 +229,47 @@ class Module:
         """
         return bool(get_global_func("runtime.ModuleIsDSOExportable")(self))
 
-    def export_library(self, file_name: str | os.PathLike[str], **kwargs: Any) -> Any:
+    def get_property_mask(self) -> int:
+        """:class:`ModulePropertyMask` bits: every module tvmrt holds is ``RUNNABLE``;
+        ``DSO_EXPORTABLE`` as :attr:`is_dso_exportable`; none is ``BINARY_SERIALIZABLE``
+        (tvmrt writes no module to a binary stream but through :meth:`export_library`)."""
+        mask = ModulePropertyMask.RUNNABLE
+        return int(mask | ModulePropertyMask.DSO_EXPORTABLE if self.is_dso_exportable else mask)
+
+    @property
+    def is_binary_serializable(self) -> bool:
+        """The ``BINARY_SERIALIZABLE`` bit of :meth:`get_property_mask`."""
+        return bool(self.get_property_mask() & ModulePropertyMask.BINARY_SERIALIZABLE)
+
+    @property
+    def is_runnable(self) -> bool:
+        """The ``RUNNABLE`` bit of :meth:`get_property_mask`."""
+        return bool(self.get_property_mask() & ModulePropertyMask.RUNNABLE)
+
+    @property
+    def is_device_module(self) -> bool:
+        """Whether this holds device code (TVM's list of device module kinds)."""
+        return self.type_key in ("cuda", "opencl", "metal", "hip", "vulkan", "webgpu")
+
+    def export_library(
+        self,
+        file_name: str | os.PathLike[str],
+        fcompile: Any = None,
+        *,
+        fpack_imports: Any = None,
+        addons: Any = None,
+        workspace_dir: str | None = None,
+        **kwargs: Any,
+    ) -> Any:
         """Export this module as TVM v0.19 does (kernels, module blob, then ``fcompile``).
 
         The kernels are written as ``lib0.o``..., the module blob as ``devc.c``, and
         ``fcompile(file_name, files, **kwargs)`` makes the output.
 
-        Keyword arguments are TVM's: ``fcompile`` (a callable; None or False: a gzip tar for
-        a ``.tar`` name, else a shared library), ``addons``, ``workspace_dir``,
-        ``fpack_imports`` and, for the default shared library, ``cc`` and ``options``. The
+        Arguments are TVM's: ``fcompile`` (a callable; None or False: a gzip tar for a
+        ``.tar`` name, else a shared library; positional too, as before TVM 0.19),
+        ``fpack_imports``, ``addons``, ``workspace_dir`` and, for the default shared
+        library, ``cc`` and ``options``. The
         result loads back with :func:`load_module` (and with TVM); a system-lib build's tar
         links into a C/C++ program with ``libtvmrt_runtime.a``. Exportable: a
         ``GraphExecutorFactory`` or kernel library loaded from an exported ``.tar`` or an
@@ -269,6 +286,9 @@ class Module:
         ModuleLoadError
             If no C compiler is found, or compiling or linking fails.
         """
+        named = {"fcompile": fcompile, "fpack_imports": fpack_imports, "addons": addons}
+        named["workspace_dir"] = workspace_dir
+        kwargs.update((key, value) for key, value in named.items() if value is not None)
         return get_global_func("runtime.ModuleExportLibrary")(self, os.fspath(file_name), kwargs)
 
 

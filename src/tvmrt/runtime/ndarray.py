@@ -20,11 +20,30 @@ from tvmrt.error import ArgumentTypeError, ArrayError, DeviceUnavailableError, I
 from tvmrt.runtime._deprecate import warn_deprecated
 from tvmrt.runtime._transfer import copy_between, copy_numpy_into
 from tvmrt.runtime.array_memory import ArrayMemory, ShapeLike, as_shape, numpy_shape
-from tvmrt.runtime.device import Device, DeviceLike, DLDeviceType, cpu, device
+from tvmrt.runtime.device import (
+    Device,
+    DeviceLike,
+    DLDeviceType,
+    cl,
+    cpu,
+    cuda,
+    device,
+    ext_dev,
+    gpu,
+    hexagon,
+    metal,
+    mtl,
+    opencl,
+    rocm,
+    vpi,
+    vulkan,
+    webgpu,
+)
 from tvmrt.runtime.device_api import ALLOC_ALIGNMENT, get_device_api
 from tvmrt.runtime.dlpack_export import export_capsule
 from tvmrt.runtime.dlpack_import import import_tensor
-from tvmrt.runtime.dtype import DataType, DTypeLike
+from tvmrt.runtime.dtype import DataType, DataTypeCode, DTypeLike
+from tvmrt.runtime.tvm_array import TVMArray, TVMArrayHandle, numpyasarray
 
 __all__ = [
     "NDArray",
@@ -32,7 +51,28 @@ __all__ = [
     "array",
     "from_dlpack",
     "to_dlpack_capsule",
+    "numpyasarray",
     "ShapeLike",
+    # TVM's tvm.runtime.ndarray also holds the device constructors and the ctypes structs
+    "Device",
+    "DataType",
+    "DataTypeCode",
+    "TVMArray",
+    "TVMArrayHandle",
+    "device",
+    "cpu",
+    "cuda",
+    "gpu",
+    "rocm",
+    "opencl",
+    "cl",
+    "vulkan",
+    "metal",
+    "mtl",
+    "vpi",
+    "ext_dev",
+    "hexagon",
+    "webgpu",
 ]
 
 
@@ -263,15 +303,16 @@ def array(
     return empty(arr.shape, dtype, device, mem_scope).copyfrom(arr)
 
 
-def from_dlpack(ext_tensor: object) -> NDArray:
+def from_dlpack(dltensor: object) -> NDArray:
     """Wrap memory of any DLPack producer (numpy, torch, ...) without copying.
 
     Parameters
     ----------
-    ext_tensor
-        An object with ``__dlpack__``/``__dlpack_device__``, or a DLPack capsule.
+    dltensor
+        An object with ``__dlpack__``/``__dlpack_device__``, or a DLPack capsule (TVM's
+        parameter name).
     """
-    imported = import_tensor(ext_tensor)
+    imported = import_tensor(dltensor)
     if imported.view is not None:
         dtype, dev = imported.dtype, imported.device
         return NDArray.from_host_memory(

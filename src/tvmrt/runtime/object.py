@@ -15,6 +15,7 @@ from numbers import Number
 from typing import Any, SupportsIndex
 
 from tvmrt.error import ArgumentTypeError, InvalidArgumentError, UnsupportedError
+from tvmrt.runtime.object_base import Object
 
 __all__ = [
     "Object",
@@ -26,16 +27,6 @@ __all__ = [
     "convert_to_object",
     "const",
 ]
-
-
-class Object:
-    """Base class of the runtime's objects (``tvm.runtime.Object``)."""
-
-    __slots__ = ()
-
-    def same_as(self, other: object) -> bool:
-        """Whether ``other`` is this very object (TVM compares handles)."""
-        return self is other
 
 
 class ObjectGeneric:
@@ -100,6 +91,10 @@ class ShapeTuple(tuple[int, ...], Object):
         return not self == other
 
     __hash__ = tuple.__hash__
+
+    def legacy_repr(self) -> str:
+        """``[1, 3, 224, 224]``, as TVM's legacy printer shows a shape."""
+        return f"[{', '.join(str(d) for d in self)}]"
 
 
 class Constant(Object):

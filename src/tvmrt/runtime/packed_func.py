@@ -11,7 +11,7 @@ from tvmrt.error import ArgumentTypeError
 if TYPE_CHECKING:
     from tvmrt.runtime.ndarray import NDArray
 
-__all__ = ["PackedFunc", "BoundCall", "PreparedCall"]
+__all__ = ["PackedFunc", "BoundCall", "PreparedCall", "convert_to_tvm_func"]
 
 BoundCall = Callable[[], object]
 """A zero-argument callable that runs one function on arguments fixed in advance."""
@@ -77,3 +77,14 @@ class PackedFunc:
 
     def __repr__(self) -> str:
         return f"PackedFunc({self.name!r})"
+
+
+def convert_to_tvm_func(pyfunc: Callable[..., Any]) -> PackedFunc:
+    """A Python callable as a :class:`PackedFunc` (``tvm.runtime.packed_func``'s name).
+
+    Raises
+    ------
+    ArgumentTypeError
+        If ``pyfunc`` is not callable.
+    """
+    return PackedFunc(pyfunc)

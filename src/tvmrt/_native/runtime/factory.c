@@ -47,7 +47,7 @@ static int f_default(void* self, TVMValue* args, int* codes, int n, TVMValue* re
   }
   exec = tvmrt_graph_executor_create(impl->json, impl->json_len, mod->imports[0], dev);
   if (exec == NULL) return -1;
-  if (tvmrt_graph_set_params(exec, &impl->params) != 0) {
+  if (tvmrt_graph_set_params(exec, &impl->params, 1) != 0) {
     tvmrt_release(&exec->hdr);
     return -1;
   }

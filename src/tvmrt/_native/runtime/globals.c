@@ -187,7 +187,7 @@ static int env_lookup(void* mod_ctx, const char* name, void** out) {
     *out = (void*)native;
     return 0;
   }
-  if (mod == NULL || mod->hdr.magic != RT_MAGIC_MODULE) {
+  if (!tvmrt_object_live(mod, RT_MAGIC_MODULE)) {
     return tvmrt_fail("FunctionNotFoundError",
                       "Cannot find %s: the kernel library's module context is not set", name);
   }

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "json.h"
 #include "rt.h"
 
 typedef struct {
@@ -42,6 +43,15 @@ typedef struct {
 
 int tvmrt_graph_parse(const char* json, size_t len, tvmrt_graph* out);
 void tvmrt_graph_free(tvmrt_graph* g);
+/* graph_attrs.c: the attrs tables into g (dtypes, ndims, shapes, storage_ids, num_storage) */
+int tvmrt_graph_read_attrs(const tvmrt_json* attrs, tvmrt_graph* g);
+/* the error for item i of `where` that is not an integer >= 0 */
+int tvmrt_graph_not_index(const char* where, size_t i, const tvmrt_json* v);
+/* graph_checks.c: every node id and entry id in range, input names unique, every null node
+   in arg_nodes (tvmrt_graph_parse calls it); the storage plan (no input's pool written by a
+   kernel or shared with another input, no two live entries in one pool) */
+int tvmrt_graph_check_refs(tvmrt_graph* g);
+int tvmrt_graph_check_plan(const tvmrt_graph* g);
 
 static inline uint32_t tvmrt_graph_eid(const tvmrt_graph* g, uint32_t nid, uint32_t index) {
   return g->row_ptr[nid] + index;

@@ -6,8 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "graph_executor.h"
+
+#define MAX_ENTRY_BYTES (1ULL << 48) /* as the Python runtime's graph_types.MAX_ENTRY_BYTES */
 
 static int entry_nbytes(const tvmrt_graph* g, size_t eid, size_t* out) {
   DLTensor t;
@@ -21,10 +24,35 @@ static int entry_nbytes(const tvmrt_graph* g, size_t eid, size_t* out) {
   t.ndim = g->ndims[eid];
   t.shape = (int64_t*)&g->shapes[eid * RT_MAX_NDIM];
   t.dtype = dt;
-  if (tvmrt_tensor_nbytes(&t, out) != 0) {
-    return tvmrt_fail("GraphFormatError", "graph entry %zu: the shape is too large", eid);
+  if (tvmrt_tensor_nbytes(&t, out) != 0 || *out >= MAX_ENTRY_BYTES) {
+    char shape[256], dtype[64], took[32];
+    tvmrt_ge_shape_text(&t, shape, sizeof(shape));
+    tvmrt_ge_dtype_text(dt, dtype, sizeof(dtype));
+    if (tvmrt_tensor_nbytes(&t, out) != 0) {
+      snprintf(took, sizeof(took), "over 2**64");
+    } else {
+      snprintf(took, sizeof(took), "%zu", *out);
+    }
+    return tvmrt_fail("GraphFormatError",
+                      "graph JSON: attrs['shape'][%zu]: shape %s of %s takes %s bytes; no machine "
+                      "can hold an entry of %llu bytes (2**48) or more",
+                      eid, shape, dtype, took, (unsigned long long)MAX_ENTRY_BYTES);
   }
   return 0;
+}
+
+/* the Python runtime's check_host_memory: pools larger than this machine's memory fail here,
+   not when a lazily committed page is first touched */
+static int host_memory_problem(const size_t* sizes, size_t n) {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  double need = 0, have = (double)pages * (double)page;
+  size_t sid;
+  for (sid = 0; sid < n; ++sid) need += (double)((sizes[sid] + 3) / 4 * 4);
+  if (pages <= 0 || page <= 0 || need <= have) return 0;
+  return tvmrt_fail("DeviceOutOfMemoryError",
+                    "cannot create the graph executor: the storage plan needs %.1f GiB of host "
+                    "memory, more than this machine's %.1f GiB",
+                    need / 1073741824.0, have / 1073741824.0);
 }
 
 static int setup_storage(graph_executor* ge) {
@@ -41,16 +69,22 @@ static int setup_storage(graph_executor* ge) {
     sid = (size_t)g->storage_ids[eid];
     if (n > sizes[sid]) sizes[sid] = n;
   }
-  ge->pool = (void**)calloc(g->num_storage ? g->num_storage : 1, sizeof(void*));
+  if (host_memory_problem(sizes, g->num_storage) != 0) {
+    free(sizes);
+    return -1;
+  }
+  ge->pool = (tvmrt_ndarray**)calloc(g->num_storage ? g->num_storage : 1, sizeof(void*));
   ge->entries = (DLTensor*)calloc(g->num_entries ? g->num_entries : 1, sizeof(DLTensor));
-  if (ge->pool == NULL || ge->entries == NULL) {
+  ge->owners = (tvmrt_object**)calloc(g->num_entries ? g->num_entries : 1, sizeof(void*));
+  if (ge->pool == NULL || ge->entries == NULL || ge->owners == NULL) {
     free(sizes);
     return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate the storage table");
   }
   for (sid = 0; sid < g->num_storage; ++sid) {
-    size_t n = (sizes[sid] + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN;
-    if (n < sizes[sid]) n = SIZE_MAX;
-    ge->pool[sid] = n == SIZE_MAX ? NULL : aligned_alloc(RT_ALIGN, n ? n : RT_ALIGN);
+    int64_t n = (int64_t)sizes[sid];
+    DLDataType u8 = {kDLUInt, 8, 1};
+    /* a refcounted array, so an executor sharing its params keeps the memory, not us */
+    ge->pool[sid] = tvmrt_ndarray_empty(&n, 1, u8);
     if (ge->pool[sid] == NULL) {
       size_t want = sizes[sid];
       free(sizes);
@@ -61,7 +95,8 @@ static int setup_storage(graph_executor* ge) {
   free(sizes);
   for (eid = 0; eid < g->num_entries; ++eid) {
     DLTensor* t = &ge->entries[eid];
-    t->data = ge->pool[g->storage_ids[eid]];
+    t->data = ge->pool[g->storage_ids[eid]]->dl.data;
+    ge->owners[eid] = &ge->pool[g->storage_ids[eid]]->hdr;
     t->device = ge->dev;
     t->ndim = g->ndims[eid];
     t->dtype = g->dtypes[eid];
@@ -136,7 +171,10 @@ graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib,
   ge->dev = dev;
   ge->lib = lib;
   tvmrt_retain(&lib->hdr);
-  if (tvmrt_graph_parse(json, len, &ge->g) != 0 || setup_storage(ge) != 0) goto fail;
+  if (tvmrt_graph_parse(json, len, &ge->g) != 0 || tvmrt_graph_check_plan(&ge->g) != 0 ||
+      setup_storage(ge) != 0) {
+    goto fail;
+  }
   for (nid = 0; nid < ge->g.num_nodes; ++nid) ge->num_ops += ge->g.nodes[nid].is_op;
   ge->ops = (tvmrt_ge_op*)calloc(ge->num_ops ? ge->num_ops : 1, sizeof(tvmrt_ge_op));
   if (ge->ops == NULL) {
@@ -169,10 +207,13 @@ void tvmrt_ge_destroy(graph_executor* ge) {
   }
   free(ge->ops);
   if (ge->pool != NULL) {
-    for (i = 0; i < ge->g.num_storage; ++i) free(ge->pool[i]);
+    for (i = 0; i < ge->g.num_storage; ++i) {
+      if (ge->pool[i] != NULL) tvmrt_release(&ge->pool[i]->hdr);
+    }
   }
   free(ge->pool);
   free(ge->entries);
+  free(ge->owners);
   for (i = 0; i < ge->num_shared; ++i) tvmrt_release(ge->shared[i]);
   free(ge->shared);
   tvmrt_graph_free(&ge->g);
@@ -216,54 +257,20 @@ int tvmrt_ge_run(graph_executor* ge) {
   return 0;
 }
 
-int tvmrt_ge_input_index(const graph_executor* ge, const char* name) {
-  size_t i;
-  int found = -1;
-  for (i = 0; i < ge->g.num_args; ++i) {
-    if (strcmp(ge->g.nodes[ge->g.arg_nodes[i]].name, name) == 0) found = (int)i;
-  }
-  return found;
-}
-
-uint32_t tvmrt_ge_input_eid(const graph_executor* ge, size_t index) {
-  return tvmrt_graph_eid(&ge->g, ge->g.arg_nodes[index], 0);
-}
-
-uint32_t tvmrt_ge_output_eid(const graph_executor* ge, size_t index) {
-  return tvmrt_graph_eid(&ge->g, ge->g.heads[index].nid, ge->g.heads[index].index);
-}
-
-int tvmrt_ge_rebind(graph_executor* ge, uint32_t eid, const DLTensor* ext, int share_storage) {
-  const DLTensor* own = &ge->entries[eid];
-  char* data;
-  int d;
+int tvmrt_ge_rebind(graph_executor* ge, uint32_t eid, const DLTensor* ext, int share_storage,
+                    tvmrt_object* owner) {
+  char* data = (char*)ext->data + ext->byte_offset;
   size_t e;
-  if (ext == NULL) return tvmrt_fail("ArgumentTypeError", "zero copy: expected an array");
-  data = (char*)ext->data + ext->byte_offset;
-  if ((uintptr_t)data % RT_ALIGN != 0) {
-    return tvmrt_fail("ArrayError", "zero copy: the array's data is not aligned to %d bytes",
-                      RT_ALIGN);
-  }
-  if (ext->ndim != own->ndim || ext->device.device_type != own->device.device_type ||
-      ext->device.device_id != own->device.device_id) {
-    return tvmrt_fail("ArrayError",
-                      "zero copy: the array has ndim %d on device (%d, %d); "
-                      "expected ndim %d on device (%d, %d)",
-                      ext->ndim, ext->device.device_type, ext->device.device_id, own->ndim,
-                      own->device.device_type, own->device.device_id);
-  }
-  for (d = 0; d < own->ndim; ++d) {
-    if (ext->shape[d] != own->shape[d]) {
-      return tvmrt_fail("ArrayError", "zero copy: dim %d is %lld, expected %lld", d,
-                        (long long)ext->shape[d], (long long)own->shape[d]);
-    }
-  }
   if (!share_storage) {
     ge->entries[eid].data = data;
+    ge->owners[eid] = owner;
   } else {
     int64_t sid = ge->g.storage_ids[eid];
     for (e = 0; e < ge->g.num_entries; ++e) {
-      if (ge->g.storage_ids[e] == sid) ge->entries[e].data = data;
+      if (ge->g.storage_ids[e] == sid) {
+        ge->entries[e].data = data;
+        ge->owners[e] = owner;
+      }
     }
   }
   tvmrt_ge_refresh(ge);

@@ -26,25 +26,38 @@ typedef struct {
   tvmrt_graph g;
   tvmrt_module* lib;
   DLDevice dev;
-  void** pool;       /* per storage id: 64-byte aligned memory */
-  DLTensor* entries; /* per entry: a view of its storage (data may be rebound) */
+  tvmrt_ndarray** pool;  /* per storage id: 64-byte aligned memory */
+  DLTensor* entries;     /* per entry: a view of its storage (data may be rebound) */
+  tvmrt_object** owners; /* per entry: what keeps its data alive (NULL: the caller's memory) */
   tvmrt_ge_op* ops;
   size_t num_ops;
-  tvmrt_object** shared; /* executors whose parameters this one shares */
+  tvmrt_object** shared; /* the memory of the parameters this one shares (references) */
   size_t num_shared;
+  int running; /* run in progress (another thread's run is refused) */
 } graph_executor;
 
-/* graph_executor.c */
+/* graph_executor.c: create, destroy, run, rebind */
 graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib, DLDevice dev);
 void tvmrt_ge_destroy(graph_executor* ge);
 int tvmrt_ge_run(graph_executor* ge);
-void tvmrt_ge_refresh(
-    graph_executor* ge); /* after rebinding entries: point the kernel args at them */
+/* after rebinding entries: point the kernel args at them */
+void tvmrt_ge_refresh(graph_executor* ge);
+/* zero copy: rebind entry `eid` (and, for inputs, every entry sharing its storage) to a
+   checked `ext`, whose memory `owner` keeps alive (NULL: the caller's) */
+int tvmrt_ge_rebind(graph_executor* ge, uint32_t eid, const DLTensor* ext, int share_storage,
+                    tvmrt_object* owner);
+
+/* graph_arrays.c: keys, texts, array checks, params */
 int tvmrt_ge_input_index(const graph_executor* ge, const char* name); /* -1 if none (last wins) */
 uint32_t tvmrt_ge_input_eid(const graph_executor* ge, size_t index);
 uint32_t tvmrt_ge_output_eid(const graph_executor* ge, size_t index);
-/* zero copy: rebind entry `eid` (and, for inputs, every entry sharing its storage) */
-int tvmrt_ge_rebind(graph_executor* ge, uint32_t eid, const DLTensor* ext, int share_storage);
+/* TVM's and Python's texts: (1, 3, 16, 16) and float32 */
+void tvmrt_ge_shape_text(const DLTensor* t, char* buf, size_t n);
+void tvmrt_ge_dtype_text(DLDataType t, char* buf, size_t n);
+int tvmrt_ge_same_layout(const DLTensor* a, const DLTensor* b); /* shape and dtype */
+/* why `ext` cannot stand in for entry `want` (the Python runtime's check_external, its
+   words, `label` first): -1 with an ArrayError set, or 0 if it can */
+int tvmrt_ge_external_problem(const DLTensor* want, const DLTensor* ext, const char* label);
 
 /* graph_funcs.c */
 tvmrt_func* tvmrt_ge_lookup(tvmrt_module* mod, const char* name);

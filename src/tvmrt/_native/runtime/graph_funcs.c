@@ -14,28 +14,6 @@
 
 #define GE(self) ((graph_executor*)((tvmrt_module*)(self))->impl)
 
-static void shape_text(const DLTensor* t, char* buf, size_t n) {
-  size_t off = 0;
-  int d;
-  off += (size_t)snprintf(buf, n, "(");
-  for (d = 0; d < t->ndim && off < n; ++d) {
-    off += (size_t)snprintf(buf + off, n - off, d + 1 == t->ndim && d == 0 ? "%lld," : "%lld%s",
-                            (long long)t->shape[d], d + 1 == t->ndim ? "" : ", ");
-  }
-  if (off < n) snprintf(buf + off, n - off, ")");
-}
-
-static void dtype_text(DLDataType t, char* buf, size_t n) {
-  static const char* names[] = {"int", "uint", "float", "handle", "bfloat"};
-  if (t.code == kDLUInt && t.bits == 1 && t.lanes == 1) {
-    snprintf(buf, n, "bool");
-  } else if (t.code <= 4) {
-    snprintf(buf, n, t.lanes > 1 ? "%s%dx%d" : "%s%d", names[t.code], t.bits, t.lanes);
-  } else {
-    snprintf(buf, n, "(code %d, bits %d, lanes %d)", t.code, t.bits, t.lanes);
-  }
-}
-
 static void input_names(const graph_executor* ge, char* buf, size_t n) {
   size_t i, off = 0;
   off += (size_t)snprintf(buf, n, "[");
@@ -121,24 +99,12 @@ static int output_index(graph_executor* ge, TVMValue* args, int* codes, const ch
   return (int)args[0].v_int64;
 }
 
-static int same_layout(const DLTensor* a, const DLTensor* b) {
-  int d;
-  if (a->ndim != b->ndim || a->dtype.code != b->dtype.code || a->dtype.bits != b->dtype.bits ||
-      a->dtype.lanes != b->dtype.lanes) {
-    return 0;
-  }
-  for (d = 0; d < a->ndim; ++d) {
-    if (a->shape[d] != b->shape[d]) return 0;
-  }
-  return 1;
-}
-
 static int layout_error(const char* label, const DLTensor* want, const DLTensor* got) {
   char ws[256], wd[64], gs[256], gd[64];
-  shape_text(want, ws, sizeof(ws));
-  shape_text(got, gs, sizeof(gs));
-  dtype_text(want->dtype, wd, sizeof(wd));
-  dtype_text(got->dtype, gd, sizeof(gd));
+  tvmrt_ge_shape_text(want, ws, sizeof(ws));
+  tvmrt_ge_shape_text(got, gs, sizeof(gs));
+  tvmrt_ge_dtype_text(want->dtype, wd, sizeof(wd));
+  tvmrt_ge_dtype_text(got->dtype, gd, sizeof(gd));
   return tvmrt_fail("ArrayError", "%s expects shape %s and dtype %s, got shape %s and dtype %s",
                     label, ws, wd, gs, gd);
 }
@@ -153,7 +119,7 @@ static int f_set_input(void* self, TVMValue* args, int* codes, int n, TVMValue* 
   if ((src = arg_tensor(args, codes, 1, "set_input")) == NULL) return -1;
   dst = &ge->entries[tvmrt_ge_input_eid(ge, (size_t)idx)];
   snprintf(label, sizeof(label), "input '%.200s'", ge->g.nodes[ge->g.arg_nodes[idx]].name);
-  if (!same_layout(src, dst)) return layout_error(label, dst, src);
+  if (!tvmrt_ge_same_layout(src, dst)) return layout_error(label, dst, src);
   return tvmrt_copy_tensor(src, dst);
 }
 
@@ -161,11 +127,17 @@ static int f_set_input_zero_copy(void* self, TVMValue* args, int* codes, int n, 
                                  int* rc) {
   graph_executor* ge = GE(self);
   DLTensor* src;
+  char label[300];
+  uint32_t eid;
   int idx;
   if (nargs("set_input_zero_copy", n, 2, 2) != 0) return -1;
   if ((idx = input_key(ge, args, codes, "set_input_zero_copy", 0)) < 0) return -1;
   if ((src = arg_tensor(args, codes, 1, "set_input_zero_copy")) == NULL) return -1;
-  return tvmrt_ge_rebind(ge, tvmrt_ge_input_eid(ge, (size_t)idx), src, 1);
+  eid = tvmrt_ge_input_eid(ge, (size_t)idx);
+  snprintf(label, sizeof(label), "zero-copy input '%.200s'",
+           ge->g.nodes[ge->g.arg_nodes[idx]].name);
+  if (tvmrt_ge_external_problem(&ge->entries[eid], src, label) != 0) return -1;
+  return tvmrt_ge_rebind(ge, eid, src, 1, NULL);
 }
 
 static int f_set_output_zero_copy(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
@@ -174,22 +146,41 @@ static int f_set_output_zero_copy(void* self, TVMValue* args, int* codes, int n,
   DLTensor* dst;
   uint32_t eid;
   const tvmrt_node* node;
+  char label[64];
   int idx;
   if (nargs("set_output_zero_copy", n, 2, 2) != 0) return -1;
   if ((idx = output_index(ge, args, codes, "set_output_zero_copy")) < 0) return -1;
   if ((dst = arg_tensor(args, codes, 1, "set_output_zero_copy")) == NULL) return -1;
   eid = tvmrt_ge_output_eid(ge, (size_t)idx);
+  snprintf(label, sizeof(label), "zero-copy output %d", idx);
+  if (tvmrt_ge_external_problem(&ge->entries[eid], dst, label) != 0) return -1;
   node = &ge->g.nodes[ge->g.heads[idx].nid];
   if (node->is_op && strcmp(node->func_name, "__nop") == 0 && node->num_inputs == 1) {
     /* a reshape head: the real producer must write into the user's buffer */
     eid = tvmrt_graph_eid(&ge->g, node->inputs[0].nid, node->inputs[0].index);
+    node = &ge->g.nodes[node->inputs[0].nid];
   }
-  return tvmrt_ge_rebind(ge, eid, dst, 0);
+  if (!node->is_op) {
+    return tvmrt_fail("ArrayError",
+                      "zero-copy output %d is a graph input (or a reshape of one), so no kernel "
+                      "writes it; read it with get_output instead",
+                      idx);
+  }
+  return tvmrt_ge_rebind(ge, eid, dst, 0, NULL);
 }
 
 static int f_run(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  graph_executor* ge = GE(self);
+  int status;
   if (nargs("run", n, 0, 0) != 0) return -1;
-  return tvmrt_ge_run(GE(self));
+  if (__atomic_exchange_n(&ge->running, 1, __ATOMIC_ACQUIRE) != 0) { /* as the Python runtime */
+    return tvmrt_fail("TVMError",
+                      "this graph executor is already running in another thread; use one "
+                      "executor per thread (share weights between them with share_params)");
+  }
+  status = tvmrt_ge_run(ge);
+  __atomic_store_n(&ge->running, 0, __ATOMIC_RELEASE);
+  return status;
 }
 
 static int give_array(void* self, const DLTensor* t, TVMValue* ret, int* rc) {
@@ -200,12 +191,25 @@ static int give_array(void* self, const DLTensor* t, TVMValue* ret, int* rc) {
   return 0;
 }
 
+/* the Python runtime's copy_out: `out` must have the entry's shape and dtype */
 static int copy_out(const DLTensor* from, TVMValue* args, int* codes, const char* fn) {
   DLTensor* out = arg_tensor(args, codes, 1, fn);
-  char label[64];
   if (out == NULL) return -1;
-  snprintf(label, sizeof(label), "%s: out", fn);
-  if (!same_layout(from, out)) return layout_error(label, from, out);
+  if (!tvmrt_ge_same_layout(from, out)) {
+    char key[256], os[256], od[64], fs[256], fd[64];
+    if (codes[0] == kTVMStr) {
+      snprintf(key, sizeof(key), "'%.200s'", args[0].v_str);
+    } else {
+      snprintf(key, sizeof(key), "%lld", (long long)args[0].v_int64);
+    }
+    tvmrt_ge_shape_text(out, os, sizeof(os));
+    tvmrt_ge_dtype_text(out->dtype, od, sizeof(od));
+    tvmrt_ge_shape_text(from, fs, sizeof(fs));
+    tvmrt_ge_dtype_text(from->dtype, fd, sizeof(fd));
+    return tvmrt_fail("ArrayError",
+                      "%s(%s): out has shape %s and dtype %s, expected shape %s and dtype %s", fn,
+                      key, os, od, fs, fd);
+  }
   return tvmrt_copy_tensor(from, out);
 }
 
@@ -267,23 +271,6 @@ static const TVMByteArray* arg_bytes(TVMValue* args, int* codes, int i, const ch
   return (const TVMByteArray*)args[i].v_handle;
 }
 
-int tvmrt_graph_set_params(tvmrt_module* executor, const tvmrt_params* params) {
-  graph_executor* ge = (graph_executor*)executor->impl;
-  size_t i;
-  for (i = 0; i < params->count; ++i) {
-    int idx = tvmrt_ge_input_index(ge, params->names[i]);
-    DLTensor* dst;
-    if (idx < 0) continue; /* unknown names are ignored, as TVM */
-    dst = &ge->entries[tvmrt_ge_input_eid(ge, (size_t)idx)];
-    if (tvmrt_copy_tensor(&params->arrays[i]->dl, dst) != 0) {
-      char msg[512];
-      snprintf(msg, sizeof(msg), "%s", tvmrt_peek_last_error());
-      return tvmrt_fail("ArrayError", "param '%.200s': %s", params->names[i], msg);
-    }
-  }
-  return 0;
-}
-
 static int f_load_params(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
   const TVMByteArray* b;
   tvmrt_params params;
@@ -291,7 +278,7 @@ static int f_load_params(void* self, TVMValue* args, int* codes, int n, TVMValue
   if (nargs("load_params", n, 1, 1) != 0) return -1;
   if ((b = arg_bytes(args, codes, 0, "load_params")) == NULL) return -1;
   if (tvmrt_params_parse((const uint8_t*)b->data, b->size, 0, &params) != 0) return -1;
-  status = tvmrt_graph_set_params((tvmrt_module*)self, &params);
+  status = tvmrt_graph_set_params((tvmrt_module*)self, &params, 0);
   tvmrt_params_free(&params);
   return status;
 }
@@ -302,46 +289,57 @@ static int f_share_params(void* self, TVMValue* args, int* codes, int n, TVMValu
   graph_executor* og;
   const TVMByteArray* b;
   tvmrt_params params;
-  size_t i;
+  size_t i, held = 0;
   tvmrt_object** grown;
   if (nargs("share_params", n, 2, 2) != 0) return -1;
   if (codes[0] != kTVMModuleHandle || (other = tvmrt_module_check(args[0].v_handle)) == NULL) {
     return tvmrt_fail("ArgumentTypeError", "share_params: argument 0 must be a Module");
   }
   if (strcmp(other->type_key, "GraphExecutor") != 0) {
-    return tvmrt_fail("ArgumentTypeError", "share_params: expected a GraphExecutor module, got %s",
+    return tvmrt_fail("ArgumentTypeError", "share_params needs a GraphExecutor, got '%s'",
                       other->type_key);
   }
   og = (graph_executor*)other->impl;
   if ((b = arg_bytes(args, codes, 1, "share_params")) == NULL) return -1;
   if (tvmrt_params_parse((const uint8_t*)b->data, b->size, 1, &params) != 0) return -1;
-  grown = (tvmrt_object**)realloc(ge->shared, (ge->num_shared + 1) * sizeof(tvmrt_object*));
+  /* every shared param is checked before any is rebound (as the Python runtime) */
+  for (i = 0; i < params.count; ++i) {
+    int idx = tvmrt_ge_input_index(ge, params.names[i]),
+        oidx = tvmrt_ge_input_index(og, params.names[i]);
+    char label[300];
+    if (idx < 0 || oidx < 0) continue;
+    snprintf(label, sizeof(label), "shared param '%.200s'", params.names[i]);
+    if (tvmrt_ge_external_problem(&ge->entries[tvmrt_ge_input_eid(ge, (size_t)idx)],
+                                  &og->entries[tvmrt_ge_input_eid(og, (size_t)oidx)], label) != 0) {
+      tvmrt_params_free(&params);
+      return -1;
+    }
+    ++held;
+  }
+  grown = (tvmrt_object**)realloc(ge->shared, (ge->num_shared + held + 1) * sizeof(tvmrt_object*));
   if (grown == NULL) {
     tvmrt_params_free(&params);
     return tvmrt_fail("DeviceOutOfMemoryError", "share_params: out of memory");
   }
   ge->shared = grown;
   for (i = 0; i < params.count; ++i) {
-    int idx = tvmrt_ge_input_index(ge, params.names[i]);
+    int idx = tvmrt_ge_input_index(ge, params.names[i]),
+        oidx = tvmrt_ge_input_index(og, params.names[i]);
     uint32_t eid, oeid;
-    if (idx < 0) continue;
-    if ((size_t)idx >= og->g.num_args) {
-      tvmrt_params_free(&params);
-      return tvmrt_fail("InvalidArgumentError", "share_params: the other graph has no input %d",
-                        idx);
-    }
+    tvmrt_object* owner;
+    if (idx < 0 || oidx < 0) continue;
     eid = tvmrt_ge_input_eid(ge, (size_t)idx);
-    oeid = tvmrt_ge_input_eid(og, (size_t)idx);
-    if (!same_layout(&ge->entries[eid], &og->entries[oeid])) {
-      tvmrt_params_free(&params);
-      return layout_error("share_params: param", &ge->entries[eid], &og->entries[oeid]);
+    oeid = tvmrt_ge_input_eid(og, (size_t)oidx);
+    /* keep the memory itself (the other executor's pool), not the other executor: two
+       executors sharing with each other, or one with itself, hold no cycle */
+    owner = og->owners[oeid];
+    if (owner != NULL) {
+      tvmrt_retain(owner);
+      ge->shared[ge->num_shared++] = owner;
     }
-    ge->entries[eid].data = og->entries[oeid].data;
+    tvmrt_ge_rebind(ge, eid, &og->entries[oeid], 1, owner);
   }
   tvmrt_params_free(&params);
-  tvmrt_retain(&other->hdr); /* the shared memory lives as long as this executor */
-  ge->shared[ge->num_shared++] = &other->hdr;
-  tvmrt_ge_refresh(ge);
   return 0;
 }
 

@@ -121,25 +121,39 @@ static int parse_string(parser* p, char** out) {
   return 0;
 }
 
+static size_t digits(parser* p) {
+  size_t start = p->pos;
+  while (p->pos < p->n && p->s[p->pos] >= '0' && p->s[p->pos] <= '9') p->pos++;
+  return p->pos - start;
+}
+
+/* RFC 8259's grammar, as Python's json: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?, so a
+   leading zero (007) is an error, not a number */
 static int parse_number(parser* p, tvmrt_json* v) {
   char tmp[64];
   size_t start = p->pos, k;
   int integral = 1;
   char* end;
   if (peek(p) == '-') p->pos++;
-  while (p->pos < p->n) {
-    char c = p->s[p->pos];
-    if (c >= '0' && c <= '9') {
-      p->pos++;
-    } else if (c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-') {
-      integral = 0;
-      p->pos++;
-    } else {
-      break;
-    }
+  if (peek(p) == '0') {
+    p->pos++;
+    if (peek(p) >= '0' && peek(p) <= '9') return fail_at(p, "bad number (a leading zero)");
+  } else if (digits(p) == 0) {
+    return fail_at(p, "bad number");
+  }
+  if (peek(p) == '.') {
+    p->pos++;
+    integral = 0;
+    if (digits(p) == 0) return fail_at(p, "bad number");
+  }
+  if (peek(p) == 'e' || peek(p) == 'E') {
+    p->pos++;
+    integral = 0;
+    if (peek(p) == '+' || peek(p) == '-') p->pos++;
+    if (digits(p) == 0) return fail_at(p, "bad number");
   }
   k = p->pos - start;
-  if (k == 0 || k >= sizeof(tmp)) return fail_at(p, "bad number");
+  if (k >= sizeof(tmp)) return fail_at(p, "bad number");
   memcpy(tmp, p->s + start, k);
   tmp[k] = '\0';
   v->type = RT_JSON_NUMBER;

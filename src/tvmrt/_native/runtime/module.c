@@ -32,9 +32,10 @@ tvmrt_module* tvmrt_module_new(const char* type_key, void* impl) {
     tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a module");
     return NULL;
   }
-  m->hdr.magic = RT_MAGIC_MODULE;
-  m->hdr.refs = 1;
-  m->hdr.destroy = module_destroy;
+  if (tvmrt_object_init(&m->hdr, RT_MAGIC_MODULE, module_destroy) != 0) {
+    free(m);
+    return NULL;
+  }
   strncpy(m->type_key, type_key, sizeof(m->type_key) - 1);
   m->impl = impl;
   pthread_mutex_init(&m->env_mu, NULL);
@@ -43,8 +44,9 @@ tvmrt_module* tvmrt_module_new(const char* type_key, void* impl) {
 
 tvmrt_module* tvmrt_module_check(void* handle) {
   tvmrt_module* m = (tvmrt_module*)handle;
-  if (m == NULL || m->hdr.magic != RT_MAGIC_MODULE) {
-    tvmrt_fail("ArgumentTypeError", "expected a Module handle, got %p", handle);
+  if (!tvmrt_object_live(m, RT_MAGIC_MODULE)) {
+    tvmrt_fail("ArgumentTypeError",
+               "expected a Module handle, got %p (not a live module: freed already?)", handle);
     return NULL;
   }
   return m;

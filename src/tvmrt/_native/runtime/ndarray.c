@@ -66,9 +66,10 @@ static tvmrt_ndarray* array_new(const int64_t* shape, int ndim, DLDataType dtype
     tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate an array header");
     return NULL;
   }
-  a->hdr.magic = RT_MAGIC_ARRAY;
-  a->hdr.refs = 1;
-  a->hdr.destroy = array_destroy;
+  if (tvmrt_object_init(&a->hdr, RT_MAGIC_ARRAY, array_destroy) != 0) {
+    free(a);
+    return NULL;
+  }
   if (ndim > 0) memcpy(a->shape, shape, (size_t)ndim * sizeof(int64_t));
   a->dl.shape = a->shape;
   a->dl.ndim = ndim;
@@ -110,8 +111,11 @@ tvmrt_ndarray* tvmrt_ndarray_view(const DLTensor* dl, tvmrt_object* owner) {
 
 tvmrt_ndarray* tvmrt_ndarray_from_handle(void* handle) {
   tvmrt_ndarray* a = (tvmrt_ndarray*)handle;
-  if (a == NULL || a->hdr.magic != RT_MAGIC_ARRAY) {
-    tvmrt_fail("ArgumentTypeError", "expected an array handle from TVMArrayAlloc, got %p", handle);
+  if (a == NULL || !tvmrt_object_live(&a->hdr, RT_MAGIC_ARRAY)) {
+    tvmrt_fail("ArgumentTypeError",
+               "expected an array handle from TVMArrayAlloc, got %p (not a live array: freed "
+               "already?)",
+               handle);
     return NULL;
   }
   return a;
@@ -162,6 +166,9 @@ static int bytes_copy(TVMArrayHandle handle, void* data, size_t nbytes, int to_a
     return tvmrt_fail("ArrayError", "%s: data size and array size mismatch (%zu vs %zu bytes)",
                       what, nbytes, have);
   }
+  if (!tvmrt_is_compact(handle)) { /* TVM's words */
+    return tvmrt_fail("ArrayError", "%s: only support contiguous array for now", what);
+  }
   if (nbytes == 0) return 0;
   if (to_array) {
     memcpy((char*)handle->data + handle->byte_offset, data, nbytes);
@@ -177,6 +184,57 @@ TVM_DLL int TVMArrayCopyFromBytes(TVMArrayHandle handle, void* data, size_t nbyt
 
 TVM_DLL int TVMArrayCopyToBytes(TVMArrayHandle handle, void* data, size_t nbytes) {
   return bytes_copy(handle, data, nbytes, 0);
+}
+
+int tvmrt_is_compact(const DLTensor* t) {
+  int64_t expect = 1;
+  int d;
+  if (t->strides == NULL) return 1;
+  for (d = t->ndim - 1; d >= 0; --d) { /* as TVM's IsContiguous: dims of 1 take any stride */
+    if (t->shape[d] == 1) continue;
+    if (t->strides[d] != expect) return 0;
+    expect *= t->shape[d];
+  }
+  return 1;
+}
+
+static int64_t stride_of(const DLTensor* t, int d, const int64_t* compact) {
+  return t->strides != NULL ? t->strides[d] : compact[d];
+}
+
+/* element by element, following each side's strides (a permuted DLPack view, a slice) */
+static int copy_strided(const DLTensor* from, DLTensor* to) {
+  int64_t idx[RT_MAX_NDIM], fc[RT_MAX_NDIM], tc[RT_MAX_NDIM], count = 1, k, step = 1;
+  unsigned bits = (unsigned)from->dtype.bits * from->dtype.lanes;
+  size_t elem = bits / 8;
+  int d;
+  if (from->ndim != to->ndim || bits % 8 != 0 ||
+      bits != (unsigned)to->dtype.bits * to->dtype.lanes) {
+    return tvmrt_fail("ArrayError",
+                      "TVMArrayCopyFromTo: arrays with strides must have one shape and whole-byte "
+                      "elements");
+  }
+  for (d = from->ndim - 1; d >= 0; --d) {
+    if (from->shape[d] != to->shape[d]) {
+      return tvmrt_fail("ArrayError",
+                        "TVMArrayCopyFromTo: arrays with strides must have one shape");
+    }
+    fc[d] = tc[d] = step;
+    step *= from->shape[d];
+    idx[d] = 0;
+    count *= from->shape[d];
+  }
+  for (k = 0; k < count; ++k) {
+    int64_t fo = 0, too = 0;
+    for (d = 0; d < from->ndim; ++d) {
+      fo += idx[d] * stride_of(from, d, fc);
+      too += idx[d] * stride_of(to, d, tc);
+    }
+    memmove((char*)to->data + to->byte_offset + too * (int64_t)elem,
+            (const char*)from->data + from->byte_offset + fo * (int64_t)elem, elem);
+    for (d = from->ndim - 1; d >= 0 && ++idx[d] == from->shape[d]; --d) idx[d] = 0;
+  }
+  return 0;
 }
 
 int tvmrt_copy_tensor(const DLTensor* from, DLTensor* to) {
@@ -196,6 +254,7 @@ int tvmrt_copy_tensor(const DLTensor* from, DLTensor* to) {
                       "TVMArrayCopyFromTo: The size in bytes must exactly match (%zu vs %zu)", a,
                       b);
   }
+  if (a != 0 && (!tvmrt_is_compact(from) || !tvmrt_is_compact(to))) return copy_strided(from, to);
   if (a != 0) {
     memmove((char*)to->data + to->byte_offset, (const char*)from->data + from->byte_offset, a);
   }

@@ -18,9 +18,95 @@ void tvmrt_retain(tvmrt_object* obj) {
   if (obj != NULL) __atomic_add_fetch(&obj->refs, 1, __ATOMIC_RELAXED);
 }
 
+/* Live objects: every object is in this set from tvmrt_object_init until its last release,
+   so a handle freed twice (or used after its free) is found missing here and refused with
+   an error, instead of its freed memory being read. Open addressing on the object's address;
+   a reused address (a new object where a freed one was) cannot be told apart. */
+#define LIVE_TOMB ((uintptr_t)1)
+static pthread_mutex_t g_live_mu = PTHREAD_MUTEX_INITIALIZER;
+static uintptr_t* g_live;
+static size_t g_live_cap, g_live_used, g_live_count; /* used: live objects and tombstones */
+
+static size_t live_slot(uintptr_t key, size_t cap) {
+  return (size_t)(((uint64_t)(key >> 4) * 0x9E3779B97F4A7C15ULL) >> 20) & (cap - 1);
+}
+
+static size_t live_find(uintptr_t key) { /* the slot holding key, or g_live_cap */
+  size_t i, n;
+  if (g_live_cap == 0) return 0;
+  for (i = live_slot(key, g_live_cap), n = 0; n < g_live_cap; i = (i + 1) & (g_live_cap - 1), ++n) {
+    if (g_live[i] == key) return i;
+    if (g_live[i] == 0) break;
+  }
+  return g_live_cap;
+}
+
+/* rebuild without tombstones, at least 4 slots per live object, so the next rebuild is at
+   least cap / 4 registrations away (amortised O(1); the table never outgrows 8 slots per
+   object of the peak, however many objects come and go) */
+static int live_rehash(void) {
+  size_t cap = g_live_cap ? g_live_cap : 1024, i;
+  uintptr_t* table;
+  while ((g_live_count + 1) * 4 > cap) cap *= 2;
+  table = (uintptr_t*)calloc(cap, sizeof(uintptr_t));
+  if (table == NULL) return -1;
+  g_live_used = 0;
+  for (i = 0; i < g_live_cap; ++i) {
+    size_t j;
+    if (g_live[i] <= LIVE_TOMB) continue;
+    for (j = live_slot(g_live[i], cap); table[j] != 0; j = (j + 1) & (cap - 1)) {
+    }
+    table[j] = g_live[i];
+    ++g_live_used;
+  }
+  free(g_live);
+  g_live = table;
+  g_live_cap = cap;
+  return 0;
+}
+
+int tvmrt_object_init(tvmrt_object* obj, uint32_t magic, void (*destroy)(tvmrt_object*)) {
+  uintptr_t key = (uintptr_t)obj;
+  size_t i;
+  obj->magic = magic;
+  obj->refs = 1;
+  obj->destroy = destroy;
+  pthread_mutex_lock(&g_live_mu);
+  if ((g_live_used + 1) * 2 > g_live_cap && live_rehash() != 0) {
+    pthread_mutex_unlock(&g_live_mu);
+    return tvmrt_fail("DeviceOutOfMemoryError", "cannot register an object");
+  }
+  for (i = live_slot(key, g_live_cap); g_live[i] > LIVE_TOMB; i = (i + 1) & (g_live_cap - 1)) {
+  }
+  g_live_used += g_live[i] == 0;
+  g_live[i] = key;
+  ++g_live_count;
+  pthread_mutex_unlock(&g_live_mu);
+  return 0;
+}
+
+int tvmrt_object_live(const void* obj, uint32_t magic) {
+  int live;
+  if (obj == NULL) return 0;
+  pthread_mutex_lock(&g_live_mu);
+  live = live_find((uintptr_t)obj) < g_live_cap && ((const tvmrt_object*)obj)->magic == magic;
+  pthread_mutex_unlock(&g_live_mu);
+  return live;
+}
+
 void tvmrt_release(tvmrt_object* obj) {
   if (obj == NULL) return;
-  if (__atomic_sub_fetch(&obj->refs, 1, __ATOMIC_ACQ_REL) == 0) obj->destroy(obj);
+  if (__atomic_sub_fetch(&obj->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+    size_t i;
+    pthread_mutex_lock(&g_live_mu);
+    i = live_find((uintptr_t)obj);
+    if (i < g_live_cap) {
+      g_live[i] = LIVE_TOMB;
+      --g_live_count;
+    }
+    pthread_mutex_unlock(&g_live_mu);
+    obj->destroy(obj);
+  }
 }
 
 /* The object behind a handle of type code `code` (module, function, array), or NULL. */
@@ -52,9 +138,10 @@ static tvmrt_func* func_alloc(int kind, tvmrt_object* owner) {
     tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a packed function");
     return NULL;
   }
-  f->hdr.magic = RT_MAGIC_FUNC;
-  f->hdr.refs = 1;
-  f->hdr.destroy = func_destroy;
+  if (tvmrt_object_init(&f->hdr, RT_MAGIC_FUNC, func_destroy) != 0) {
+    free(f);
+    return NULL;
+  }
   f->kind = kind;
   f->owner = owner;
   tvmrt_retain(owner);
@@ -78,8 +165,10 @@ tvmrt_func* tvmrt_func_backend(TVMBackendPackedCFunc fn, tvmrt_object* owner) {
 
 tvmrt_func* tvmrt_func_check(void* handle) {
   tvmrt_func* f = (tvmrt_func*)handle;
-  if (f == NULL || f->hdr.magic != RT_MAGIC_FUNC) {
-    tvmrt_fail("ArgumentTypeError", "expected a PackedFunc handle, got %p", handle);
+  if (!tvmrt_object_live(f, RT_MAGIC_FUNC)) {
+    tvmrt_fail("ArgumentTypeError",
+               "expected a PackedFunc handle, got %p (not a live function: freed already?)",
+               handle);
     return NULL;
   }
   return f;
@@ -175,8 +264,9 @@ TVM_DLL int TVMFuncFree(TVMFunctionHandle func) {
 TVM_DLL int TVMObjectRetain(TVMObjectHandle obj) {
   tvmrt_object* o = (tvmrt_object*)obj;
   if (o == NULL) return 0;
-  if (o->magic != RT_MAGIC_FUNC && o->magic != RT_MAGIC_MODULE) {
-    return tvmrt_fail("ArgumentTypeError", "TVMObjectRetain: %p is not a module or function", obj);
+  if (!tvmrt_object_live(o, RT_MAGIC_FUNC) && !tvmrt_object_live(o, RT_MAGIC_MODULE)) {
+    return tvmrt_fail("ArgumentTypeError",
+                      "TVMObjectRetain: %p is not a live module or function (freed already?)", obj);
   }
   tvmrt_retain(o);
   return 0;
@@ -185,8 +275,9 @@ TVM_DLL int TVMObjectRetain(TVMObjectHandle obj) {
 TVM_DLL int TVMObjectFree(TVMObjectHandle obj) {
   tvmrt_object* o = (tvmrt_object*)obj;
   if (o == NULL) return 0;
-  if (o->magic != RT_MAGIC_FUNC && o->magic != RT_MAGIC_MODULE) {
-    return tvmrt_fail("ArgumentTypeError", "TVMObjectFree: %p is not a module or function", obj);
+  if (!tvmrt_object_live(o, RT_MAGIC_FUNC) && !tvmrt_object_live(o, RT_MAGIC_MODULE)) {
+    return tvmrt_fail("ArgumentTypeError",
+                      "TVMObjectFree: %p is not a live module or function (freed already?)", obj);
   }
   tvmrt_release(o);
   return 0;

@@ -6,7 +6,8 @@
  *
  * The files call down only (tests/native/test_c_layers.py fails on a cycle), bottom up:
  *   object (functions, errors' text) -> ndarray, module, registry, reader, json
- *   -> params, graph -> graph_executor -> graph_funcs -> factory -> blob -> dso
+ *   -> params, graph_attrs, graph_checks -> graph -> graph_arrays -> graph_executor
+ *   -> graph_funcs -> factory -> blob -> dso
  *   -> globals (global functions, the kernels' function environment, tvmrt_init)
  *
  * Objects are reference counted (atomics), freed when the count drops to zero:
@@ -50,8 +51,12 @@ typedef struct tvmrt_object {
   void (*destroy)(struct tvmrt_object* self);
 } tvmrt_object;
 
+/* sets magic, one reference and destroy, and registers obj as live (-1 on OOM, error set) */
+int tvmrt_object_init(tvmrt_object* obj, uint32_t magic, void (*destroy)(tvmrt_object*));
+/* whether obj is a live object of this magic (never reads a freed object's memory) */
+int tvmrt_object_live(const void* obj, uint32_t magic);
 void tvmrt_retain(tvmrt_object* obj);
-void tvmrt_release(tvmrt_object* obj);
+void tvmrt_release(tvmrt_object* obj); /* the last release unregisters, then destroys */
 
 /* A packed function implemented inside the runtime: args are borrowed, an object handle
    in *ret is a new reference for the caller; a string in *ret lives as long as `self`. */
@@ -134,7 +139,10 @@ tvmrt_ndarray* tvmrt_ndarray_empty(const int64_t* shape, int ndim, DLDataType dt
 tvmrt_ndarray* tvmrt_ndarray_view(const DLTensor* dl, tvmrt_object* owner);
 int tvmrt_dtype_bytes(DLDataType t, int64_t count, size_t* out); /* 0, or -1 on overflow */
 int tvmrt_tensor_nbytes(const DLTensor* t, size_t* out);
-/* copy with TVM's TVMArrayCopyFromTo checks (CPU, byte sizes equal) */
+/* whether t is dense row-major (no strides, or the compact ones; TVM's IsContiguous) */
+int tvmrt_is_compact(const DLTensor* t);
+/* copy with TVM's TVMArrayCopyFromTo checks (CPU, byte sizes equal); arrays with strides
+   (of one shape) are copied element by element */
 int tvmrt_copy_tensor(const DLTensor* from, DLTensor* to);
 int tvmrt_parse_dtype(const char* s, DLDataType* out);
 
@@ -162,8 +170,10 @@ tvmrt_module* tvmrt_graph_executor_create(const char* json, size_t json_len, tvm
                                           DLDevice dev);
 /* the factory module a "GraphExecutorFactory" blob entry describes */
 tvmrt_module* tvmrt_graph_factory_load(tvmrt_reader* r);
-/* copy every named array into the executor's inputs of that name (unknown names skipped) */
-int tvmrt_graph_set_params(tvmrt_module* executor, const tvmrt_params* params);
+/* copy every named array into the executor's inputs of that name (unknown names skipped);
+   each must have the input's shape and dtype, or, `embedded` in a factory, its dtype and
+   byte count */
+int tvmrt_graph_set_params(tvmrt_module* executor, const tvmrt_params* params, int embedded);
 
 /* factory.c: the device of a packed call (DLDevice, or a (type, id) int pair) at `first` */
 int tvmrt_device_args(TVMValue* args, int* codes, int first, int n, DLDevice* out, const char* fn);

@@ -9,7 +9,9 @@ The JSON is what ``relay.build`` writes as ``graph_json`` (``nodes``, ``arg_node
 Everything TVM's loader reads is checked, and the cross-references TVM leaves
 unchecked (undefined behaviour in C++) are checked too: ``node_row_ptr`` against
 ``num_outputs``, table lengths against the entry count, input references against
-earlier nodes, ``arg_nodes`` against ``null`` nodes. A bad graph raises
+earlier nodes, ``arg_nodes`` against ``null`` nodes (each listed once by name, none left
+out). libtvmrt_runtime makes the same checks with the same words (``_native/runtime/graph.c``,
+``graph_checks.c``). A bad graph raises
 :class:`~tvmrt.error.GraphFormatError` naming the node or field and what was expected.
 
 JSON text is read as a stream (:mod:`.json_stream`): each node and table row is decoded,
@@ -201,6 +203,7 @@ def parse_graph(graph_json: str | bytes | Mapping[str, Any]) -> Graph:
         if nodes[nid].is_op:
             raise fail(f"arg_nodes[{k}]", f"node {nid} ({nodes[nid].name!r}) is not a null node")
     _check_unique_inputs(nodes, arg_nodes)
+    _check_null_nodes_listed(nodes, arg_nodes)
     heads = tuple(
         _parse_entry(h, f"heads[{k}]") for k, h in enumerate(as_list(top["heads"], "heads"))
     )
@@ -273,6 +276,19 @@ def _check_unique_inputs(nodes: Sequence[Node], arg_nodes: Sequence[int]) -> Non
                 "arg_nodes",
                 f"inputs {first} and {nid} are both named {name!r}; input names must be "
                 "unique (only one of them could be set)",
+            )
+
+
+def _check_null_nodes_listed(nodes: Sequence[Node], arg_nodes: Sequence[int]) -> None:
+    """A null node that ``arg_nodes`` leaves out is memory nothing can set: every run would
+    read whatever it holds (TVM runs it so)."""
+    listed = set(arg_nodes)
+    for nid, node in enumerate(nodes):
+        if not node.is_op and nid not in listed:
+            raise fail(
+                "arg_nodes",
+                f'node {nid} ({node.name!r}) is an input or param (op "null") but arg_nodes '
+                "does not list it, so nothing could set it",
             )
 
 

@@ -4,7 +4,8 @@ A :class:`Report` (``report``) holds one dict of metrics per call, per-device to
 the run's configuration, and prints them as a table, CSV or JSON in TVM v0.19's formats
 (``src/runtime/profiling.cc``). :class:`Profiler` (``profiler``) builds a report the way
 TVM's C++ profiler does; the debug executor drives it. The metric types and their text
-are in ``metrics``.
+are in ``metrics``. :func:`profile_function` runs one function with
+:class:`MetricCollector` s around it (``collect``).
 
 Metric values are :class:`Duration`, :class:`Count`, :class:`Percent`, :class:`Ratio` and
 plain ``str``. TVM's string metric is ``tvm.runtime.String``, a ``str`` subclass, so tvmrt
@@ -24,8 +25,25 @@ Where tvmrt departs from TVM's text, on purpose:
 
 from __future__ import annotations
 
+from tvmrt.runtime.device import Device
+from tvmrt.runtime.object_base import Object
+from tvmrt.runtime.profiling.collect import DeviceWrapper, MetricCollector, profile_function
 from tvmrt.runtime.profiling.metrics import Count, Duration, Metric, Percent, Ratio
 from tvmrt.runtime.profiling.profiler import Profiler, device_string
 from tvmrt.runtime.profiling.report import Report
 
-__all__ = ["Count", "Duration", "Percent", "Ratio", "Metric", "Report", "Profiler", "device_string"]
+__all__ = [
+    "Count",
+    "Duration",
+    "Percent",
+    "Ratio",
+    "Metric",
+    "Report",
+    "Profiler",
+    "device_string",
+    "profile_function",
+    "MetricCollector",
+    "DeviceWrapper",
+    "Device",
+    "Object",
+]

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, TypeAlias
 
 from tvmrt.error import ArgumentTypeError, ReadOnlyError, ReportFormatError
+from tvmrt.runtime.object_base import Object
 
 __all__ = [
     "NumericMetric",
@@ -39,8 +40,8 @@ __all__ = [
 ]
 
 
-class NumericMetric:
-    """One number with a unit; immutable, compared by value."""
+class NumericMetric(Object):
+    """One number with a unit (an ``Object``, as TVM's); immutable, compared by value."""
 
     __slots__ = ()
     _field: ClassVar[str]  # attribute holding the value, as TVM names it

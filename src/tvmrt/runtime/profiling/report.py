@@ -9,6 +9,7 @@ import json as _json
 from collections.abc import Mapping, Sequence
 
 from tvmrt.error import ArgumentTypeError, ReportFormatError
+from tvmrt.runtime.object_base import Object
 from tvmrt.runtime.profiling.metrics import (
     DURATION,
     Count,
@@ -138,7 +139,7 @@ def _layout(rows: Sequence[Mapping[str, Metric]]) -> str:
     return "".join(lines)
 
 
-class Report:
+class Report(Object):
     """Metrics of a profiling run: per call, per device, and the run's configuration.
 
     Parameters

@@ -9,7 +9,9 @@ pieces: ``format`` (the file), ``decode`` (operand checks and the decoded code),
 
 from __future__ import annotations
 
-from tvmrt.runtime.vm.api import Executable, VirtualMachine
+from tvmrt.runtime.module import Module
+from tvmrt.runtime.object import Object
+from tvmrt.runtime.vm.api import Executable, VirtualMachine, convert
 from tvmrt.runtime.vm.interpreter import VMClosure, VMLimits
 
-__all__ = ["Executable", "VirtualMachine", "VMClosure", "VMLimits"]
+__all__ = ["Executable", "VirtualMachine", "VMClosure", "VMLimits", "Module", "Object", "convert"]

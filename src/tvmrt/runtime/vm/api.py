@@ -26,9 +26,10 @@ from tvmrt.runtime.device import Device, cpu
 from tvmrt.runtime.executor.protocol import TensorInfo
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, array
-from tvmrt.runtime.vm.executable_api import Executable, convert_input
+from tvmrt.runtime.object import Object
+from tvmrt.runtime.vm.executable_api import Executable, convert, convert_input
 
-__all__ = ["DYNAMIC_DTYPE", "Executable", "VirtualMachine", "convert_input"]
+__all__ = ["DYNAMIC_DTYPE", "Executable", "VirtualMachine", "Module", "Object", "convert"]
 
 DYNAMIC_DTYPE = ""  # TensorInfo.dtype of an input whose shape and dtype the data gives
 _FIELD = re.compile(r"^(?P<param>.+)\.(?P<index>\d+)$")
@@ -164,6 +165,38 @@ class VirtualMachine:
             self.set_input(func_name, *args, **kwargs)
         self._invoke_stateful(func_name)
         self._ran = True
+
+    def invoke_with_outputs(
+        self,
+        func_name: str,
+        input_args: Mapping[str, object] | None,
+        output_args: Sequence[NDArray],
+    ) -> None:
+        """Run ``func_name`` on ``input_args`` (by name; None: the inputs set before) and
+        write its outputs into ``output_args`` (TVM v0.19's call).
+
+        TVM's VM writes into the given tensors directly; tvmrt runs the function and copies
+        each output in, after checking that count, shapes and dtypes match.
+        """
+        if input_args:
+            self.set_input(func_name, **input_args)
+        self._invoke_stateful(func_name)
+        self._ran = True
+        results = self.get_outputs()
+        if len(results) != len(output_args):
+            raise ArgumentTypeError(
+                f"{func_name!r} has {len(results)} outputs; {len(output_args)} output tensors given"
+            )
+        for i, (result, out) in enumerate(zip(results, output_args, strict=True)):
+            if not isinstance(out, NDArray) or (out.shape, out.dtype) != (
+                result.shape,
+                result.dtype,
+            ):
+                raise ArgumentTypeError(
+                    f"output {i} of {func_name!r} is a {result.dtype}{list(result.shape)} "
+                    f"tensor; the output tensor given is {out!r}"
+                )
+            result.copyto(out)
 
     def get_outputs(self) -> list[NDArray]:
         """The fields of the last result, or the result itself."""

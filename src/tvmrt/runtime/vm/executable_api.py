@@ -1,4 +1,4 @@
-"""TVM's ``tvm.runtime.vm.Executable`` face, and ``convert_input`` (TVM's ``_convert``).
+"""TVM's ``tvm.runtime.vm.Executable`` face, and ``convert`` (TVM's ``_convert`` rules).
 
 Thin, as TVM's own ``python/tvm/runtime/vm.py`` (v0.16): each method calls one packed
 function of the ``VMExecutable`` module.
@@ -7,37 +7,49 @@ function of the ``VMExecutable`` module.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
 from tvmrt.error import ArgumentTypeError, InputNotFoundError
-from tvmrt.runtime.container import ADT, tuple_object
+from tvmrt.runtime.container import tuple_object
 from tvmrt.runtime.device import cpu
 from tvmrt.runtime.module import Module
-from tvmrt.runtime.ndarray import NDArray, array, empty
+from tvmrt.runtime.ndarray import NDArray, array
+from tvmrt.runtime.object import Object
 from tvmrt.runtime.registry import get_global_func
 
-__all__ = ["Executable", "convert_input"]
+__all__ = ["Executable", "convert", "convert_input"]
 
 
 def convert_input(value: object) -> object:
-    """TVM's ``_convert``: numpy -> NDArray, tuple/list -> ADT, int/float -> 0-d array."""
-    if isinstance(value, NDArray | ADT):
+    """One VM argument by TVM v0.19's ``_convert`` rules.
+
+    Objects (NDArray, ADT, ...) and ``str`` as they are; numpy arrays -> NDArray on
+    ``cpu(0)``; tuple/list -> ADT of the converted fields; ``None`` -> an empty float64
+    array; ints and bools -> int32 scalars; ``np.float16`` -> float16, other reals ->
+    float32 scalars.
+    """
+    if isinstance(value, Object | NDArray | str):
         return value
+    if value is None:
+        return array(np.array([]), cpu(0))
     if isinstance(value, np.ndarray):
         return array(value, cpu(0))
     if isinstance(value, tuple | list):
         return tuple_object([convert_input(v) for v in value])
     if isinstance(value, bool | numbers.Integral):
-        return array(np.array(value, dtype="int32"))
-    if isinstance(value, np.floating):
-        return array(np.array(value))
+        return array(np.array(value, dtype="int32"), cpu(0))
+    if isinstance(value, np.float16):
+        return array(np.array(value, dtype="float16"), cpu(0))
     if isinstance(value, numbers.Real):
-        return array(np.array(value, dtype="float32"))
-    if value is None:
-        return empty((0,), "float32")
+        return array(np.array(value, dtype="float32"), cpu(0))
     raise ArgumentTypeError(f"unsupported VM input type {type(value).__name__}")
+
+
+def convert(args: Iterable[object]) -> list[object]:
+    """``tvm.runtime.vm.convert``: each argument by :func:`convert_input`'s rules."""
+    return [convert_input(arg) for arg in args]
 
 
 class Executable:
