@@ -30,7 +30,7 @@ def main(report: str, budget_file: str) -> int:
             if child.tag == "skipped":
                 message = child.get("message", "")
                 # group by reason with the paths and numbers taken out
-                reasons[re.sub(r"(/[^\s:']+)+|\d+", "<...>", message)[:160]] += 1
+                reasons[re.sub(r"(/[^\s:']+)+|\b\d+\b", "<...>", message)[:160]] += 1
             elif child.tag in ("failure", "error"):
                 failed.append(name)
     skipped = sum(reasons.values())
