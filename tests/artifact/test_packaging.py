@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from support.paths import ARTIFACTS
+from support.fixtures import artifact_folder
 from tvmrt import runtime
 from tvmrt.artifact import find_artifact, load_artifact
 from tvmrt.binfmt import abi, binary
@@ -327,9 +327,7 @@ def test_system_lib_needing_unknown_tvm_function_is_refused_before_loading(tmp_p
 
 
 def test_inspect_reads_symbols_of_foreign_tar_members(capsys):
-    folder = ARTIFACTS / "wrn-arm32"
-    if not folder.is_dir():
-        pytest.skip("wrn-arm32 artifact not available")
+    folder = artifact_folder("wrn-arm32")
     from tvmrt.cli import main as cli_main
 
     assert cli_main(["inspect", str(folder), "--json"]) == 1
@@ -342,7 +340,7 @@ def test_inspect_reads_symbols_of_foreign_tar_members(capsys):
 
 def test_load_static_library_keeps_the_object(tmp_path):
     members = {}
-    with tarfile.open(ARTIFACTS / "relay016" / "systemlib-tar" / "deploy.tar") as archive:
+    with tarfile.open(artifact_folder("relay016") / "systemlib-tar" / "deploy.tar") as archive:
         for member in archive:
             stream = archive.extractfile(member)
             if stream is not None:
@@ -373,11 +371,8 @@ def _tar_of(path: Path, members: dict[str, bytes]) -> Path:
 
 
 def test_foreign_code_in_mlf_and_tvmc_is_refused_naming_the_form(tmp_path):
-    shared = ARTIFACTS
-    arm_tar = shared / "wrn-arm32" / "wrn_8s_g0-rasp.tar"
-    aarch64_so = shared / "aarch64" / "deploy_lib.so"
-    if not arm_tar.is_file() or not aarch64_so.is_file():
-        pytest.skip("foreign artifacts not available")
+    arm_tar = artifact_folder("wrn-arm32") / "wrn_8s_g0-rasp.tar"
+    aarch64_so = artifact_folder("aarch64") / "deploy_lib.so"
     with tarfile.open(arm_tar) as archive:
         arm_object = next(
             archive.extractfile(m).read()  # type: ignore[union-attr]

@@ -22,15 +22,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from support.paths import ARTIFACTS
+from support.fixtures import artifact_folder
 from tvmrt import runtime
 from tvmrt.cli import main as cli_main
 from tvmrt.contrib import graph_executor
 from tvmrt.error import FunctionNotFoundError, InputNotFoundError, ModuleLoadError
 from tvmrt.runtime.executor import AotModule
 
-ROOT = ARTIFACTS / "relay016"
-pytestmark = pytest.mark.skipif(not ROOT.is_dir(), reason="relay016 artifacts not available")
+
+def _relay016() -> Path:
+    """relay016/, the project's own TVM 0.16 build (tests/fixtures/build_relay016.py)."""
+    return artifact_folder("relay016")
+
 
 # (folder, file, how TVM ran it)
 CASES = [
@@ -58,7 +61,7 @@ def _private_cache(tmp_path_factory, monkeypatch):
 
 
 def _golden(folder: str) -> dict[str, np.ndarray]:
-    with np.load(ROOT / folder / "golden.npz") as data:
+    with np.load(_relay016() / folder / "golden.npz") as data:
         return {k: data[k] for k in data.files}
 
 
@@ -121,7 +124,7 @@ def _run_like_tvm(folder: str, file: str, how: str, path: Path, tmp_path: Path) 
     ("folder", "file", "how"), CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in CASES]
 )
 def test_runs_like_tvm_from_absolute_path(folder, file, how, tmp_path):
-    out = _run_like_tvm(folder, file, how, ROOT / folder / file, tmp_path)
+    out = _run_like_tvm(folder, file, how, _relay016() / folder / file, tmp_path)
     _check(folder, file, out)
 
 
@@ -129,7 +132,7 @@ def test_runs_like_tvm_from_absolute_path(folder, file, how, tmp_path):
     ("folder", "file", "how"), CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in CASES]
 )
 def test_runs_like_tvm_from_relative_path(folder, file, how, tmp_path, monkeypatch):
-    monkeypatch.chdir(ROOT / folder)
+    monkeypatch.chdir(_relay016() / folder)
     out = _run_like_tvm(folder, file, how, Path(file), tmp_path)
     _check(folder, file, out)
 
@@ -144,9 +147,9 @@ def test_tvmrt_run(folder, file, where, tmp_path, monkeypatch, capsys):
     np.savez(inputs, data=_golden(folder)["data"])
     outputs = tmp_path / "out.npz"
     if where == "absolute":
-        target = str(ROOT / folder / file)
+        target = str(_relay016() / folder / file)
     else:
-        monkeypatch.chdir(ROOT / folder)
+        monkeypatch.chdir(_relay016() / folder)
         target = file if where == "relative" else "."
         if where == "dot" and len([p for p in os.listdir(".") if p.endswith((".so", ".tar"))]) > 1:
             target = file  # the folder holds two libraries: `.` asks to pick one
@@ -161,7 +164,7 @@ def test_tvmrt_run(folder, file, where, tmp_path, monkeypatch, capsys):
 
 def test_seed_system_module_flow(tmp_path):
     """Build a tar of lib0.o + devc.c (the blob as C source) → tvmrt links → system_lib()."""
-    members = _members(ROOT / "systemlib-seed-flow" / "deploy_devc_c.tar", tmp_path / "m")
+    members = _members(_relay016() / "systemlib-seed-flow" / "deploy_devc_c.tar", tmp_path / "m")
     devc = members["devc.c"].read_text()
     assert "TVMBackendRegisterSystemLibSymbol" in devc  # registers the blob while loading
     build = tmp_path / "app.tar"
@@ -184,7 +187,7 @@ def test_seed_system_module_flow(tmp_path):
 
 
 def test_system_lib_lookup_rules():
-    runtime.load_module(str(ROOT / "systemlib-so" / "deploy.so"))
+    runtime.load_module(str(_relay016() / "systemlib-so" / "deploy.so"))
     kernel = "tvmgen_default_fused_nn_softmax"
     for getter in (runtime.system_lib, runtime.get_global_func("module._GetSystemLib")):
         library = getter()
@@ -202,7 +205,7 @@ def test_system_lib_lookup_rules():
 
 
 def test_aot_module_api():
-    lib = runtime.load_module(str(ROOT / "aot-so" / "deploy.so"))
+    lib = runtime.load_module(str(_relay016() / "aot-so" / "deploy.so"))
     executor = lib["default"](runtime.cpu(0))
     assert executor.type_key == "AotExecutor"
     m = AotModule(executor)
@@ -237,7 +240,7 @@ def test_opencl_without_pyopencl_says_what_to_install(folder):
         import sys
         sys.modules["pyopencl"] = None  # as if it were not installed
         from tvmrt import runtime
-        lib = runtime.load_module({str(ROOT / folder / "deploy.so")!r})
+        lib = runtime.load_module({str(_relay016() / folder / "deploy.so")!r})
         try:
             lib["default"](runtime.opencl(0), runtime.cpu(0))
         except Exception as exc:
@@ -315,7 +318,7 @@ def test_missing_file_is_value_error_and_bare_names_stay_local(tmp_path, monkeyp
     ],
 )
 def test_inspect_names_the_form(folder, file, form, runnable, capsys):
-    code = cli_main(["inspect", str(ROOT / folder / file), "--json"])
+    code = cli_main(["inspect", str(_relay016() / folder / file), "--json"])
     report = json.loads(capsys.readouterr().out)
     assert report["library"]["form"] == form
     assert report["runnable"] is runnable
@@ -333,7 +336,7 @@ def test_system_lib_object_form(tmp_path):
 
     if shutil.which("ld") is None:
         pytest.skip("no ld")
-    files = _members(ROOT / "systemlib-tar" / "deploy.tar", tmp_path / "m")
+    files = _members(_relay016() / "systemlib-tar" / "deploy.tar", tmp_path / "m")
     merged = tmp_path / "deploy.o"
     subprocess.run(
         ["ld", "-r", "-o", str(merged), str(files["lib0.o"]), str(files["devc.o"])], check=True
@@ -348,10 +351,10 @@ def test_system_lib_object_form(tmp_path):
 
 def test_tvmc_classic_tar_variant(tmp_path):
     """A tvmc package whose library is an export tar (``mod.tar``) instead of ``mod.so``."""
-    files = _members(ROOT / "tvmc-package" / "module.tar", tmp_path / "pkg")
+    files = _members(_relay016() / "tvmc-package" / "module.tar", tmp_path / "pkg")
     package = tmp_path / "module.tar"
     with tarfile.open(package, "w") as archive:
-        archive.add(ROOT / "systemlib-tar" / "deploy.tar", arcname="mod.tar")
+        archive.add(_relay016() / "systemlib-tar" / "deploy.tar", arcname="mod.tar")
         archive.add(files["mod.json"], arcname="mod.json")
         archive.add(files["mod.params"], arcname="mod.params")
     lib = runtime.load_module(package)
@@ -362,7 +365,7 @@ def test_tvmc_classic_tar_variant(tmp_path):
 
 
 def test_aot_cli_bench_and_whole_model_profile(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(ROOT / "aot-so")
+    monkeypatch.chdir(_relay016() / "aot-so")
     assert cli_main(["bench", ".", "--repeat", "3", "--number", "2", "--json"]) == 0
     capsys.readouterr()
     assert cli_main(["profile", "deploy.so", "--json", "--trace", str(tmp_path / "t.json")]) == 0
@@ -377,14 +380,16 @@ def test_aot_cli_bench_and_whole_model_profile(tmp_path, monkeypatch, capsys):
 @pytest.mark.parametrize("folder", ["opencl-factory", "hetero-opencl-cpu"])
 def test_device_code_on_the_cpu_names_the_device(folder, capsys):
     """OpenCL kernels run on the CPU would get host pointers: refused, naming --device."""
-    assert cli_main(["run", str(ROOT / folder / "deploy.so")]) == 2  # a usage error
+    assert cli_main(["run", str(_relay016() / folder / "deploy.so")]) == 2  # a usage error
     err = capsys.readouterr().err
     assert "holds OpenCL kernels ('opencl' device module), which do not run on the CPU" in err
     assert "--device opencl" in err
 
 
 def test_inspect_names_the_device_code(capsys):
-    assert cli_main(["inspect", str(ROOT / "hetero-opencl-cpu" / "deploy.so"), "--json"]) in (0, 1)
+    assert cli_main(
+        ["inspect", str(_relay016() / "hetero-opencl-cpu" / "deploy.so"), "--json"]
+    ) in (0, 1)
     report = json.loads(capsys.readouterr().out)
     assert report["library"]["device_code"].endswith("run it with --device opencl")
     assert report["graph"]["devices"] == [1, 4]  # device_index: CPU and OpenCL

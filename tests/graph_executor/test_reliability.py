@@ -111,9 +111,11 @@ def test_factory_executors_hold_weights_once(artifacts, tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_no_memory_growth_over_many_runs(tmp_path):
+def test_no_memory_growth_over_many_runs(artifacts, tmp_path):
     """The measurement below, in a fresh interpreter: the suite's own process also holds
     whatever earlier tests left running (threads, TVM's pools), whose RSS is not tvmrt's."""
+    for folder in ("iris-factory", "mobilenet_v1"):  # built, or a skip here, not in the child
+        assert (artifacts / folder).is_dir()
     env = {**os.environ, "TVMRT_MEMORY_CHILD": "1", "TVMRT_CACHE_DIR": str(tmp_path)}
     node = f"{__file__}::test_memory_growth_measured_here"
     proc = subprocess.run(

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from support.paths import ARTIFACTS
+from support.fixtures import artifact_folder
 from tvmrt import runtime
 from tvmrt.binfmt.stream import ByteReader, ByteWriter
 from tvmrt.error import KernelError, ModuleLoadError
@@ -14,8 +15,12 @@ from tvmrt.runtime.launch import FunctionInfo, LaunchConfig, read_function_table
 from tvmrt.runtime.loaders.opencl import OpenCLModule, load_opencl_binary
 from tvmrt.runtime.registry import get_global_func
 
-ART = ARTIFACTS / "relay016"
 HANDLE = runtime.DataType("handle")
+
+
+def _relay016() -> Path:
+    """relay016/, the project's own TVM 0.16 build (tests/fixtures/build_relay016.py)."""
+    return artifact_folder("relay016")
 
 
 def _opencl_module(lib: runtime.Module) -> OpenCLModule:
@@ -34,10 +39,10 @@ def _walk(mod: runtime.Module) -> list[runtime.Module]:
 
 @pytest.mark.parametrize(("case", "so"), [("opencl-factory", "deploy.so"), ("opencl-factory", "dense.so"), ("hetero-opencl-cpu", "deploy.so")])  # fmt: skip
 def test_function_table_matches_the_manifest(case: str, so: str) -> None:
-    manifest = json.loads((ART / "manifest.json").read_text())
+    manifest = json.loads((_relay016() / "manifest.json").read_text())
     entries = manifest["cases"][case]["files"][so]["dev_blob"]["entries"]
     (want,) = [e for e in entries if e["key"] == "opencl"]
-    mod = _opencl_module(runtime.load_module(str(ART / case / so)))
+    mod = _opencl_module(runtime.load_module(str(_relay016() / case / so)))
     assert mod.format == want["fmt"] == "cl"
     assert set(mod.table) == {f["key"] for f in want["fmap"]}
     for f in want["fmap"]:
@@ -47,7 +52,7 @@ def test_function_table_matches_the_manifest(case: str, so: str) -> None:
         assert list(info.launch_param_tags) == f["launch_param_tags"]
         assert mod.implements_function(f["key"])
     kernels = "kernels.cl" if so == "deploy.so" else "dense_kernels.cl"
-    assert mod.get_source("cl") == (ART / case / kernels).read_text()
+    assert mod.get_source("cl") == (_relay016() / case / kernels).read_text()
 
 
 def test_repeated_tags_last_value_wins() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from support.paths import ARTIFACTS
+from support.fixtures import artifact_folder
 from tvmrt import runtime
 from tvmrt.contrib import graph_executor
 from tvmrt.error import ArrayError
@@ -21,8 +21,12 @@ cl = pytest.importorskip("pyopencl")
 if not runtime.opencl(0).exist:
     pytest.skip("no OpenCL device (install pocl-binary-distribution)", allow_module_level=True)
 
-ART = ARTIFACTS / "relay016"
 TOL = {"rtol": 1e-5, "atol": 1e-5}
+
+
+def _relay016() -> Path:
+    """relay016/, the project's own TVM 0.16 build (tests/fixtures/build_relay016.py)."""
+    return artifact_folder("relay016")
 
 
 def test_device_properties_come_from_the_opencl_device() -> None:
@@ -45,8 +49,8 @@ def test_device_properties_come_from_the_opencl_device() -> None:
 
 
 def test_cnn_factory_on_opencl() -> None:
-    lib = runtime.load_module(str(ART / "opencl-factory" / "deploy.so"))
-    golden = np.load(ART / "opencl-factory" / "golden.npz")
+    lib = runtime.load_module(str(_relay016() / "opencl-factory" / "deploy.so"))
+    golden = np.load(_relay016() / "opencl-factory" / "golden.npz")
     m = graph_executor.GraphModule(lib["default"](runtime.opencl(0)))
     m.set_input("data", golden["data"])
     assert m.get_input("data").device == runtime.opencl(0)
@@ -60,8 +64,8 @@ def test_cnn_factory_on_opencl() -> None:
 
 
 def test_dense_factory_two_outputs_on_opencl() -> None:
-    lib = runtime.load_module(str(ART / "opencl-factory" / "dense.so"))
-    golden = np.load(ART / "opencl-factory" / "dense_golden.npz")
+    lib = runtime.load_module(str(_relay016() / "opencl-factory" / "dense.so"))
+    golden = np.load(_relay016() / "opencl-factory" / "dense_golden.npz")
     m = graph_executor.GraphModule(lib["default"](runtime.opencl(0)))
     m.set_input("x", runtime.array(golden["x"], runtime.opencl(0)))
     m.run()
@@ -70,8 +74,8 @@ def test_dense_factory_two_outputs_on_opencl() -> None:
 
 
 def test_heterogeneous_cpu_opencl_graph() -> None:
-    lib = runtime.load_module(str(ART / "hetero-opencl-cpu" / "deploy.so"))
-    golden = np.load(ART / "hetero-opencl-cpu" / "golden.npz")
+    lib = runtime.load_module(str(_relay016() / "hetero-opencl-cpu" / "deploy.so"))
+    golden = np.load(_relay016() / "hetero-opencl-cpu" / "golden.npz")
     gmod = lib["default"](runtime.cpu(0), runtime.opencl(0))
     m = graph_executor.GraphModule(gmod)
     m.set_input("data", golden["data"])
@@ -120,8 +124,8 @@ def test_kernels_run_on_a_created_stream() -> None:
     stream = api.create_stream(dev)
     api.set_stream(dev, stream)
     try:
-        lib = runtime.load_module(str(ART / "opencl-factory" / "dense.so"))
-        golden = np.load(ART / "opencl-factory" / "dense_golden.npz")
+        lib = runtime.load_module(str(_relay016() / "opencl-factory" / "dense.so"))
+        golden = np.load(_relay016() / "opencl-factory" / "dense_golden.npz")
         m = graph_executor.GraphModule(lib["default"](dev))
         m.set_input("x", golden["x"])
         m.run()
@@ -143,7 +147,7 @@ def test_cli_run_device_opencl(tmp_path: Path, case: str, so: str, golden: str) 
     import subprocess
     import sys
 
-    ref = np.load(ART / case / golden)
+    ref = np.load(_relay016() / case / golden)
     np.savez(tmp_path / "in.npz", data=ref["data"])
     out = tmp_path / "out.npz"
     proc = subprocess.run(
@@ -152,7 +156,7 @@ def test_cli_run_device_opencl(tmp_path: Path, case: str, so: str, golden: str) 
             "-m",
             "tvmrt",
             "run",
-            str(ART / case / so),
+            str(_relay016() / case / so),
             "--device",
             "opencl",
             "-i",
@@ -172,8 +176,8 @@ def test_cli_run_device_opencl(tmp_path: Path, case: str, so: str, golden: str) 
 def test_debug_executor_times_opencl_kernels(tmp_path: Path) -> None:
     from tvmrt.contrib.debugger import debug_executor
 
-    lib = runtime.load_module(str(ART / "hetero-opencl-cpu" / "deploy.so"))
-    golden = np.load(ART / "hetero-opencl-cpu" / "golden.npz")
+    lib = runtime.load_module(str(_relay016() / "hetero-opencl-cpu" / "deploy.so"))
+    golden = np.load(_relay016() / "hetero-opencl-cpu" / "golden.npz")
     devs = [runtime.cpu(0), runtime.opencl(0)]
     m = debug_executor.create(lib["get_graph_json"](), lib, devs, dump_root=str(tmp_path))
     for name, arr in lib["get_graph_params"]().items():
@@ -194,17 +198,17 @@ def test_opencl_kernels_refuse_host_memory() -> None:
     """An OpenCL factory run on the CPU alone hands kernels host pointers: a clean error."""
     from tvmrt.error import KernelError
 
-    lib = runtime.load_module(str(ART / "opencl-factory" / "dense.so"))
+    lib = runtime.load_module(str(_relay016() / "opencl-factory" / "dense.so"))
     m = graph_executor.GraphModule(lib["default"](runtime.cpu(0)))
-    m.set_input("x", np.load(ART / "opencl-factory" / "dense_golden.npz")["x"])
+    m.set_input("x", np.load(_relay016() / "opencl-factory" / "dense_golden.npz")["x"])
     with pytest.raises(KernelError, match="not the data handle of a live OpenCL array"):
         m.run()
 
 
 def test_zero_copy_device_input() -> None:
     dev = runtime.opencl(0)
-    lib = runtime.load_module(str(ART / "opencl-factory" / "dense.so"))
-    golden = np.load(ART / "opencl-factory" / "dense_golden.npz")
+    lib = runtime.load_module(str(_relay016() / "opencl-factory" / "dense.so"))
+    golden = np.load(_relay016() / "opencl-factory" / "dense_golden.npz")
     m = graph_executor.GraphModule(lib["default"](dev))
     x = runtime.array(golden["x"], dev)
     m.set_input_zero_copy("x", x)

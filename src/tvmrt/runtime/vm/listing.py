@@ -107,6 +107,20 @@ def _shape(shape: tuple[int, ...]) -> str:
     return "(" + ",".join(str(d) for d in shape) + ")"
 
 
+_SHOWN_DTYPES = {"bool", "float32", "float64"} | {
+    f"{kind}{bits}" for kind in ("int", "uint") for bits in (8, 16, 32, 64)
+}
+
+
+def _ostream(value: object, dtype: str) -> str:
+    """``value`` as ``std::ostream << T`` writes it for TVM's C type of ``dtype``."""
+    if dtype in ("int8", "uint8"):
+        return chr(int(value) & 0xFF)  # type: ignore[call-overload]
+    if dtype.startswith("float"):
+        return format(float(value), "g")  # type: ignore[arg-type]
+    return str(int(value))  # type: ignore[call-overload]
+
+
 def constants_text(exe: ExecutableData) -> str:
     """``Executable.constants``: shape, dtype, small values and device of each constant."""
     out = []
@@ -116,8 +130,12 @@ def constants_text(exe: ExecutableData) -> str:
             out.append(f"VM Const[{k}]: late-bound {const!r} on device index {dev}\n")
             continue
         head = f"NDArray[{_shape(const.shape)},{const.dtype},(1,0)]"
-        if const.dtype in ("int32", "int64") and const.nbytes <= 8 * 16:
-            values = ",".join(str(int(v)) for v in const.numpy().reshape(-1))
+        # TVM's AppendNDArray: the values of a scalar or of a vector of at most 10, written
+        # by C++'s ostream (int8/uint8 as characters, floats with 6 significant digits)
+        if (len(const.shape) == 0 or (len(const.shape) == 1 and const.shape[0] <= 10)) and (
+            const.dtype in _SHOWN_DTYPES
+        ):
+            values = ",".join(_ostream(v, str(const.dtype)) for v in const.numpy().reshape(-1))
             head += f"=[{values}]"
         out.append(f"VM Const[{k}]: {head} on device index {dev}\n")
     return "".join(out)

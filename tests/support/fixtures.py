@@ -1,0 +1,141 @@
+"""The real TVM artifacts the tests read: built by the project, or third-party data.
+
+Every artifact TVM can make is built by a script under ``tests/fixtures/`` with TVM 0.16 (the
+peer of :mod:`support.peers`), on first use, under a file lock, into
+``build/fixtures/<builder>/`` (or ``$TVMRT_FIXTURES_DIR``), and rebuilt when the script
+changes (its sha256 is the cache key). TVM's own outputs for them are the goldens.
+
+Only data the project cannot make (models and foreign-OS binaries published by others) comes
+from ``../shared/artifacts`` or ``$TVMRT_ARTIFACTS``; a test that needs it and does not find it
+skips with a reason naming the variable (``TVMRT_REQUIRE_ARTIFACTS=1`` makes that a failure).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path, PosixPath
+from typing import Any
+
+import pytest
+
+from support.paths import ARTIFACTS, REPO
+from support.peers import tvm016_python
+
+__all__ = [
+    "BUILT",
+    "NOT_BUILT",
+    "FIXTURES_DIR",
+    "ArtifactRoot",
+    "artifact_folder",
+    "built_fixtures",
+]
+
+FIXTURES_DIR = Path(os.environ.get("TVMRT_FIXTURES_DIR", REPO / "build" / "fixtures"))
+BUILDERS = REPO / "tests" / "fixtures"
+# top-level folder name (as under ../shared/artifacts) -> the builder script that makes it
+BUILT = {
+    "relay016": "build_relay016.py",
+    "iris-factory": "build_relay016.py",
+    "contrib": "build_contrib.py",
+    "relayvm": "build_relayvm.py",
+}
+# folders TVM could make that `make test` does not build, and why
+NOT_BUILT = {
+    "cross": "ARM builds need Debian's ARM cross compilers; make test-arm builds its own",
+}
+
+
+def built_fixtures(script: str) -> Path:
+    """The output folder of ``tests/fixtures/<script>``, built by TVM 0.16 on first use."""
+    source = BUILDERS / script
+    key = hashlib.sha256(source.read_bytes()).hexdigest()
+    root = FIXTURES_DIR / source.stem.removeprefix("build_")
+    stamp = root / ".built"
+    if stamp.is_file() and stamp.read_text().split()[0] == key:
+        return root
+    FIXTURES_DIR.mkdir(parents=True, exist_ok=True)
+    with open(FIXTURES_DIR / f".{source.stem}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time, across workers and runs
+        if stamp.is_file() and stamp.read_text().split()[0] == key:
+            return root
+        python = tvm016_python()
+        tmp = FIXTURES_DIR / f".{source.stem}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        start = time.monotonic()
+        run = subprocess.run(
+            [str(python), str(source), str(tmp)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "TOPHUB_LOCATION": "NONE"},
+        )
+        if run.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise RuntimeError(f"building the fixtures of {source} failed:\n{run.stderr[-3000:]}")
+        shutil.rmtree(root, ignore_errors=True)
+        tmp.rename(root)
+        stamp.write_text(f"{key} {time.monotonic() - start:.1f}s by TVM 0.16 (hhb-tvm)\n")
+        return root
+
+
+def _missing(why: str) -> None:
+    if os.environ.get("TVMRT_REQUIRE_ARTIFACTS"):
+        pytest.fail(why)
+    pytest.skip(why)
+
+
+def artifact_folder(name: str) -> Path:
+    """``<artifacts>/<name>``: project-built when a builder makes it, else third-party data."""
+    if name in BUILT:
+        return built_fixtures(BUILT[name]) / name
+    folder = ARTIFACTS / name
+    if not folder.exists():
+        why = (
+            f"artifact folder '{name}' is not in {ARTIFACTS}: set TVMRT_ARTIFACTS to a folder "
+            f"holding it ({NOT_BUILT.get(name, 'third-party data the project cannot build')})"
+        )
+        _missing(why)
+    return folder
+
+
+class ArtifactRoot(PosixPath):
+    """``$TVMRT_ARTIFACTS`` whose first path component is resolved by :func:`artifact_folder`.
+
+    ``root / "relay016" / "aot-so"`` is the project's own build; ``root / "mobilenet_v1"``
+    the third-party folder, or a skip naming ``TVMRT_ARTIFACTS``. Only the root redirects.
+    """
+
+    def __truediv__(self, key: Any) -> Path:
+        return self.joinpath(key)
+
+    def joinpath(self, *parts: Any) -> Path:
+        if not parts:
+            return Path(self)
+        first, *rest = Path(parts[0]).parts
+        return artifact_folder(first).joinpath(*rest, *parts[1:])
+
+    @property
+    def parent(self) -> Path:
+        """``../shared``: data recorded beside the artifacts (RPC sessions, seeds)."""
+        return _Beside(super().parent)
+
+
+class _Beside(PosixPath):
+    """The folder holding the artifacts: ``/ name`` skips, naming the variable, when missing."""
+
+    def __truediv__(self, key: Any) -> Path:
+        return self.joinpath(key)
+
+    def joinpath(self, *parts: Any) -> Path:
+        path = Path(self).joinpath(*parts)
+        first = Path(self) / Path(parts[0]).parts[0]
+        if not first.exists():
+            _missing(
+                f"recorded data '{first.name}' is not in {Path(self)}: set TVMRT_ARTIFACTS to "
+                f"an artifacts folder with {first.name}/ beside it (recordings kept outside the repository)"
+            )
+        return path
