@@ -7,8 +7,9 @@
 # ../shared/tools/qemu_setup.sh (Debian's packages in a sysroot, binfmt_misc; needs root and
 # apt; kept under build/qemu/ARCH and reused), pytest in its venv, this checkout's wheel
 # cross-built on the host (scripts/arm_wheel.sh; auditwheel on PATH) installed there, then `pytest -m arm` over tests/arm and every test
-# file that carries the marker. The fixtures beyond ../shared/artifacts/cross are built once
-# on the host by the TVM 0.16 peer (tests/arm/build_fixtures.py, cached in build/arm-fixtures).
+# file that carries the marker. The fixtures (artifacts/cross by tests/fixtures/build_cross.py,
+# the rest by tests/arm/build_fixtures.py, cached in build/fixtures and build/arm-fixtures) are
+# built once on the host by the TVM 0.16 peer.
 # Without ../shared (a fresh clone) the tier says so and exits 0.
 set -euo pipefail
 
@@ -53,6 +54,10 @@ except BaseException as e:  # pytest.skip outside pytest: the index is unreachab
   TOPHUB_LOCATION=NONE "$peer" "$repo/tests/arm/build_fixtures.py" "$fixtures"
   touch "$stamp"
 fi
+# artifacts/cross, which tests/fixtures/build_cross.py makes: built here on the host (cached
+# under build/fixtures), since the emulated Python cannot run the TVM 0.16 peer
+(cd "$repo/tests" && "$BUILD_PYTHON" -c 'from support.fixtures import built_fixtures
+built_fixtures("build_cross.py")')
 
 marked=$(cd "$repo" && grep -rl --include='test_*.py' 'pytest.mark.arm\b' tests | grep -v '^tests/arm/' | sort)
 for arch in "$@"; do

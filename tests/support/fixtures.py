@@ -3,7 +3,9 @@
 Every artifact TVM can make is built by a script under ``tests/fixtures/`` with TVM 0.16 (the
 peer of :mod:`support.peers`), on first use, under a file lock, into
 ``build/fixtures/<builder>/`` (or ``$TVMRT_FIXTURES_DIR``), and rebuilt when the script
-changes (its sha256 is the cache key). TVM's own outputs for them are the goldens.
+changes (its sha256, with the sources it runs, is the cache key). TVM's own outputs for them
+are the goldens. A builder that needs tools the machine lacks (the ARM cross compilers) makes
+its tests skip, naming the packages that provide them (even with ``TVMRT_REQUIRE_ARTIFACTS``).
 
 Only data the project cannot make (models and foreign-OS binaries published by others) comes
 from ``../shared/artifacts`` or ``$TVMRT_ARTIFACTS``; a test that needs it and does not find it
@@ -43,17 +45,42 @@ BUILT = {
     "iris-factory": "build_relay016.py",
     "contrib": "build_contrib.py",
     "relayvm": "build_relayvm.py",
+    "cross": "build_cross.py",
 }
 # folders TVM could make that `make test` does not build, and why
-NOT_BUILT = {
-    "cross": "ARM builds need Debian's ARM cross compilers; make test-arm builds its own",
+NOT_BUILT: dict[str, str] = {}
+# other sources a builder runs (part of its cache key), relative to the repository
+DEPENDS = {"build_cross.py": ["tests/arm/build_fixtures.py"]}
+# tools a folder's builder needs -> what provides them (the folder's tests skip without them)
+TOOLS = {
+    "cross": (
+        ["aarch64-linux-gnu-gcc", "arm-linux-gnueabihf-gcc"],
+        "Debian's ARM cross compilers: apt-get install gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf",
+    ),
 }
+
+
+def cache_key(script: str) -> str:
+    """sha256 of ``tests/fixtures/<script>`` and the sources it runs: its build is rebuilt when it changes."""
+    digest = hashlib.sha256((BUILDERS / script).read_bytes())
+    for other in DEPENDS.get(script, []):
+        digest.update((REPO / other).read_bytes())
+    return digest.hexdigest()
+
+
+def missing_tools(name: str) -> str | None:
+    """Why the builder of folder ``name`` cannot run here (tools not on PATH), or None."""
+    tools, provider = TOOLS.get(name, ([], ""))
+    absent = [tool for tool in tools if shutil.which(tool) is None]
+    if not absent:
+        return None
+    return f"building artifact folder '{name}' needs {', '.join(absent)}, not found ({provider})"
 
 
 def built_fixtures(script: str) -> Path:
     """The output folder of ``tests/fixtures/<script>``, built by TVM 0.16 on first use."""
     source = BUILDERS / script
-    key = hashlib.sha256(source.read_bytes()).hexdigest()
+    key = cache_key(script)
     root = FIXTURES_DIR / source.stem.removeprefix("build_")
     stamp = root / ".built"
     if stamp.is_file() and stamp.read_text().split()[0] == key:
@@ -91,6 +118,9 @@ def _missing(why: str) -> None:
 def artifact_folder(name: str) -> Path:
     """``<artifacts>/<name>``: project-built when a builder makes it, else third-party data."""
     if name in BUILT:
+        why = missing_tools(name)
+        if why is not None:
+            pytest.skip(why)
         return built_fixtures(BUILT[name]) / name
     folder = ARTIFACTS / name
     if not folder.exists():
