@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -113,7 +114,12 @@ def _own_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
 
 
 def test_shared_artifacts(artifacts: Path, tmp_path: Path) -> None:
-    paths = candidates(artifacts)
+    paths = candidates(artifacts) if Path(artifacts).is_dir() else []
+    if not paths:  # third-party data: a user's clone has none
+        why = f"no artifacts in {Path(artifacts)}: set TVMRT_ARTIFACTS to ../shared/artifacts"
+        if os.environ.get("TVMRT_REQUIRE_ARTIFACTS"):
+            pytest.fail(why)
+        pytest.skip(why)
     assert len(paths) >= 60, len(paths)  # every folder and library of ../shared/artifacts
     assert disagreements(paths, tmp_path) == []
 
