@@ -204,11 +204,19 @@ class RPCServer:
         return opts
 
     def serve_forever(self) -> None:
-        tracker: TrackerConnection | None = None
+        tracker: list[TrackerConnection | None] = [None]
+        try:
+            self._serve_loop(tracker)
+        finally:  # stopping closes the tracker connection too
+            if tracker[0] is not None:
+                tracker[0].close()
+
+    def _serve_loop(self, held: list[TrackerConnection | None]) -> None:
+        tracker = held[0]
         while not self._stop:
             try:
                 if self.config.tracker is not None and tracker is None:
-                    tracker = TrackerConnection(self.config.tracker)
+                    tracker = held[0] = TrackerConnection(self.config.tracker)
                     tracker.update_info(self.config.key, self.config.custom_addr, self.port)
                 accepted = self._accept(tracker)
             except (OSError, RPCError) as exc:
@@ -217,7 +225,7 @@ class RPCServer:
                 log.warning("tracker connection lost (%s); reconnecting", exc)
                 if tracker is not None:
                     tracker.close()
-                    tracker = None
+                    tracker = held[0] = None
                 time.sleep(0.5)
                 continue
             if accepted is not None:

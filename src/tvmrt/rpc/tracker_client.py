@@ -66,12 +66,18 @@ class TrackerConnection:
 
     def __init__(self, addr: tuple[str, int], timeout: float | None = 30) -> None:
         self.sock = socket.create_connection(addr, timeout=timeout)
-        self.sock.sendall(struct.pack("<i", wire.TRACKER_MAGIC))
-        by = None if timeout is None else time.monotonic() + timeout
-        (magic,) = struct.unpack("<i", wire.recv_exact(self.sock, 4, "the tracker handshake", by))
-        if magic != wire.TRACKER_MAGIC:
+        try:
+            self.sock.sendall(struct.pack("<i", wire.TRACKER_MAGIC))
+            by = None if timeout is None else time.monotonic() + timeout
+            head = wire.recv_exact(self.sock, 4, "the tracker handshake", by)
+            (magic,) = struct.unpack("<i", head)
+            if magic != wire.TRACKER_MAGIC:
+                raise RPCProtocolError(
+                    f"{addr[0]}:{addr[1]} is not an RPC tracker (magic {magic:#x})"
+                )
+        except BaseException:  # a failed handshake leaves no socket behind
             self.sock.close()
-            raise RPCProtocolError(f"{addr[0]}:{addr[1]} is not an RPC tracker (magic {magic:#x})")
+            raise
 
     def close(self) -> None:
         self.sock.close()
