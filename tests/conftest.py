@@ -14,6 +14,6 @@ from support.paths import ARTIFACTS
 def artifacts() -> Path:
     """The real TVM artifacts, as ``artifacts / "<folder>" / ...``: the project builds every
     folder TVM can make (tests/fixtures/, cached under build/fixtures); third-party folders come
-    from ../shared/artifacts or $TVMRT_ARTIFACTS, and a test skips, naming the variable, without
+    from $TVMRT_ARTIFACTS (tests/support/paths.py), and a test skips, naming the variable, without
     them (support/fixtures.py)."""
     return ArtifactRoot(ARTIFACTS)

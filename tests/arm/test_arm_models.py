@@ -1,6 +1,6 @@
 """Cross-compiled ARM models against TVM's x86-64 outputs, run the ways TVM users run them.
 
-The shared artifacts (``../shared/artifacts/cross/ARCH``: a triple and a factory) and the
+The ``cross/ARCH`` artifacts (a triple and a factory, built by ``tests/fixtures/build_cross.py``) and the
 fixtures ``tests/arm/build_fixtures.py`` builds with TVM 0.16 (factory, triple, system-lib,
 ``.tar`` export linked here with ``$CC``, an int8 QNN model, a model with parallel kernels)
 each carry the outputs TVM gave for the same model built for x86-64. Other machine code for
@@ -75,7 +75,7 @@ def _factory(path: Path) -> graph_executor.GraphModule:
     return graph_executor.GraphModule(lib["default"](runtime.cpu(0)))
 
 
-# -- ../shared/artifacts/cross --------------------------------------------------------------
+# -- artifacts/cross (project-built) --------------------------------------------------------------
 
 
 @on_arm

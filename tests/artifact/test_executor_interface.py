@@ -1,7 +1,7 @@
 """tvmrt.artifact.Executor: every artifact form loads to one interface that runs, replicates
 and profiles the model, and the form loading picks is the form inspection reports.
 
-Artifacts: ../shared/artifacts/relay016 (one small CNN in every packaging form, with TVM's
+Artifacts: relay016, built by tests/fixtures/build_relay016.py (one small CNN in every packaging form, with TVM's
 outputs in golden.npz; CPU forms match bitwise, relay016/README.md).
 """
 

@@ -1,4 +1,4 @@
-"""Every CPU packaging form of ../shared/artifacts/relay016 (TVM 0.16, Relay) against TVM's outputs.
+"""Every CPU packaging form of relay016 (tests/fixtures/build_relay016.py, TVM 0.16, Relay) against TVM's outputs.
 
 Each case runs the way relay016/README.md says TVM ran it (system_lib()["default"],
 lib["default"], AotModule, graph_executor.create over an MLF / tvmc package's members), and

@@ -73,7 +73,7 @@ def test_inspect_output_is_pinned(
     for flags, suffix in (([], "txt"), (["--json"], "json")):
         code, out = _inspect([*args, *flags], capsys)
         text = out
-        for name in BUILT:  # the project's own builds stand where ../shared had them
+        for name in BUILT:  # the project's own builds stand where $TVMRT_ARTIFACTS had them
             if f"/{name}/" in text:
                 text = text.replace(str(artifact_folder(name).parent), "<artifacts>")
         text = text.replace(str(artifacts), "<artifacts>").replace(str(REPO), "<repo>")

@@ -1,6 +1,6 @@
 """TVM's own deployment guide runs on tvmrt with only ``import tvm`` changed.
 
-The guide is TVM's ``docs/deploy/nnvm.md`` (v0.6; ``../shared/seeds/002_*.txt`` is a copy
+The guide is TVM's ``docs/deploy/nnvm.md`` (v0.6; the seeds recording beside $TVMRT_ARTIFACTS is a copy
 whose extraction lost the file names and two lines, checked below). Its Python example
 uses TVM <= 0.6 names that later TVMs keep as aliases or that old scripts still call:
 ``tvm.module.load``, the global ``tvm.graph_runtime.create``, ``tvm.gpu``, ``tvm.nd.empty``

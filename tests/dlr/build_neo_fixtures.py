@@ -1,7 +1,7 @@
 """Build Neo-layout model folders with TVM 0.16 (run by the peer's Python; see conftest.py).
 
 SageMaker Neo's output for a TVM model is the Relay-era triple under other names plus a
-``compiled.meta`` (../shared/docs/dlr.md): this builds a model with ``relay.build`` and
+``compiled.meta`` (DLR 1.10's Neo folder format): this builds a model with ``relay.build`` and
 writes ``compiled.so`` (``export_library``), ``compiled_model.json`` (the graph JSON),
 ``compiled.params`` (``relay.save_param_dict``) and ``compiled.meta`` as Neo writes it,
 plus ``model-shapes.json`` (SageMaker's, which DLR skips). A Relay VM model is

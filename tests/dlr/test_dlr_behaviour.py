@@ -1,7 +1,7 @@
 """DLR 1.10's behaviour, case by case, on Neo folders (tests/dlr/build_neo_fixtures.py).
 
 Each expectation is DLR's own (neo-ai-dlr ``python/dlr/dlr_model.py``, ``src/dlr_common.cc``,
-``src/dlr_tvm.cc``, ``src/dlr_relayvm.cc``; ../shared/docs/dlr.md): suffix discovery, the
+``src/dlr_tvm.cc``, ``src/dlr_relayvm.cc``): suffix discovery, the
 ``compiled.meta`` device check (its message verbatim), names from the meta, float casting,
 the element-count check, list results, and the opt-in ``import dlr`` that never shadows
 a real one.

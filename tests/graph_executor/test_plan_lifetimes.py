@@ -2,7 +2,7 @@
 
 The hostile plans are made here from MobileNet v2's real graph (a kernel's output put in
 its own input's pool; every intermediate in one pool); every real graph in
-../shared/artifacts must still pass. See src/tvmrt/runtime/graph_executor/lifetimes.py.
+the real artifacts (project-built and $TVMRT_ARTIFACTS) must still pass. See src/tvmrt/runtime/graph_executor/lifetimes.py.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from tests.native.conftest import NativeBuild
 
 ITERATIONS = int(os.environ.get("TVMRT_NATIVE_FUZZ_ITERATIONS", "1000"))
 
-# target -> seed: a file of ../shared/artifacts, or "TAR!MEMBER" extracted first
+# target -> seed: a file under the artifacts root, or "TAR!MEMBER" extracted first
 SEEDS = {
     "graph-mobilenet": ("graph", "mobilenet_v1/deploy_graph.json"),
     "graph-cnn": ("graph", "relay016/tvmc-package/module.tar!mod.json"),

@@ -24,7 +24,7 @@ from tests.native.conftest import C_DIR, INCLUDE, NativeBuild, link_shared
 class Case:
     """One artifact: how run_model loads it and where its golden is."""
 
-    folder: str  # under ../shared/artifacts
+    folder: str  # under the artifacts root (tests/support/fixtures.py)
     mode: str  # factory | syslib | files
     lib: str  # a file of the folder, or "<tar>!" to link the tar's objects
     graph: str = ""

@@ -1,7 +1,7 @@
 """tvmrt's RPC client drives TVM 0.16's own RPC server and tracker (hhb-tvm, peer venv),
 and tvmrt's server and tracker: every test runs against both servers.
 
-The session is the one TVM's own client runs in ``../shared/rpc/trace16.jsonl``: upload,
+The session is the one TVM's own client runs in the ``rpc/trace16.jsonl`` recording beside $TVMRT_ARTIFACTS: upload,
 ``load_module``, ``graph_executor.create`` + ``load_params`` + ``set_input`` / ``run`` /
 ``get_output``, the remote time evaluator, then the factory path ``lib["default"](dev)``;
 outputs must equal the goldens TVM computed.

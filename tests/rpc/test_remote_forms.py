@@ -25,7 +25,7 @@ HOST = "127.0.0.1"
 KEY = "board"
 ATOL = {"rtol": 1e-6, "atol": 1e-7}
 
-# form -> the artifact under ../shared/artifacts (each folder holds TVM's golden.npz)
+# form -> the artifact under the artifacts root (each folder holds TVM's golden.npz)
 FORMS = {
     "folder": "mobilenet_v1",  # graph JSON + library + params
     "factory-so": "relay016/linkparams-so/deploy.so",

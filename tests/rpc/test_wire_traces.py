@@ -1,4 +1,4 @@
-"""The codec against sessions recorded between real TVM processes (../shared/rpc).
+"""The codec against sessions recorded between real TVM processes (rpc/ beside $TVMRT_ARTIFACTS).
 
 Each recorded message is rebuilt from its decoded form, encoded in the session's dialect,
 and must have exactly the byte count TVM put on the wire; decoding the encoding must give
@@ -28,7 +28,7 @@ _KINDS = {
 
 
 def _records(artifacts: Path, name: str) -> list[dict[str, Any]]:
-    """The recorded messages of ``../shared/rpc/NAME`` (beside the artifacts folder)."""
+    """The recorded messages of ``rpc/NAME`` (beside the artifacts folder)."""
     path = artifacts.parent / "rpc" / name
     if not path.is_file():
         pytest.fail(f"recorded RPC sessions missing: {path}")

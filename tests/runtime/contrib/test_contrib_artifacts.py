@@ -1,4 +1,4 @@
-"""Every folder of ../shared/artifacts/contrib runs and matches its golden.
+"""Every folder of contrib (tests/fixtures/build_contrib.py) runs and matches its golden.
 
 The kernels of these TVM 0.16 builds call runtime functions by name (sort, top-k, NMS's
 argsort, cblas/mkl/dnnl matmul; runtime/contrib/). Each folder is run the way its README
