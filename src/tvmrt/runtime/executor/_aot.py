@@ -16,12 +16,13 @@ from collections.abc import Callable
 from typing import Any
 
 from tvmrt.binfmt.stream import ByteReader
-from tvmrt.error import InputNotFoundError, InternalError, ModuleLoadError
+from tvmrt.error import InternalError, ModuleLoadError
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.dtype import DataType
+from tvmrt.runtime.executor._aot_io import AotIO
 from tvmrt.runtime.executor.protocol import TensorInfo
 from tvmrt.runtime.module import Module
-from tvmrt.runtime.ndarray import NDArray, empty
+from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.tensor_record import read_ndarray
 
@@ -104,7 +105,7 @@ def read_c_metadata(address: int) -> tuple[str, list[TensorInfo], list[TensorInf
     return name, inputs, outputs
 
 
-class AotExecutor(Module):
+class AotExecutor(AotIO):
     """TVM's ``AotExecutor`` module: inputs and outputs as owned arrays, ``run`` calls main.
 
     Parameters
@@ -116,58 +117,23 @@ class AotExecutor(Module):
     """
 
     def __init__(self, lib: Module, device: Device) -> None:
-        super().__init__()
         if device.device_type != 1 or device.device_id != 0:
             raise InternalError(f"the AOT executor runs on cpu(0) only (as in TVM), got {device}")
-        self.lib = lib
-        self.device = device
         get_metadata = lib.find_function("get_c_metadata", True)
         if get_metadata is None:
             raise ModuleLoadError(
                 "the AOT library has no get_c_metadata function (not an AOT build of the "
                 "C++ runtime interface)"
             )
-        name, self.inputs, self.outputs = read_c_metadata(int(get_metadata() or 0))
-        self.model_name = name
+        name, inputs, outputs = read_c_metadata(int(get_metadata() or 0))
         entry_name = f"{name}___tvm_main__"  # runtime::get_name_mangled(mod_name, main)
         entry = lib.find_function(entry_name, True)
         if entry is None:
             raise ModuleLoadError(f"the AOT library has no entry function {entry_name!r}")
+        super().__init__(inputs, outputs, name, device)
+        self.lib = lib
         self._entry = entry
-        self._args: list[NDArray] = [
-            empty(t.shape, t.dtype, device) for t in (*self.inputs, *self.outputs)
-        ]
         self._call: tuple[Callable[..., Any], tuple[Any, ...]] | None = None
-
-    @property
-    def type_key(self) -> str:
-        return "AotExecutor"
-
-    def input_index(self, key: int | str) -> int:
-        """The index of input ``key`` (a name or an index)."""
-        if isinstance(key, str):
-            for i, info in enumerate(self.inputs):
-                if info.name == key:
-                    return i
-            raise InputNotFoundError(
-                f"Check failed: (false) is false: Invalid input name. (no input {key!r}; "
-                f"inputs are {[t.name for t in self.inputs]})"
-            )
-        if not 0 <= int(key) < len(self.inputs):
-            raise InputNotFoundError(f"input index {key} is out of range ({len(self.inputs)})")
-        return int(key)
-
-    def _output(self, index: int) -> NDArray:
-        if not 0 <= int(index) < len(self.outputs):
-            raise InputNotFoundError(
-                f"output index {index} is out of range ({len(self.outputs)} outputs)"
-            )
-        return self._args[len(self.inputs) + int(index)]
-
-    def output_name(self, index: int) -> str:
-        """The metadata's name of output ``index`` (may be empty)."""
-        self._output(index)  # checks the index
-        return self.outputs[int(index)].name
 
     def run(self) -> None:
         """Call the model's entry function once."""
@@ -176,39 +142,11 @@ class AotExecutor(Module):
         fn, args = self._call
         fn(*args)
 
-    def input_array(self, key: int | str) -> NDArray:
-        """The executor's own array of input ``key`` (``set_input`` copies into it)."""
-        return self._args[self.input_index(key)]
-
-    def get_output(self, index: int, out: NDArray | None = None) -> NDArray | None:
-        """Output ``index`` (copied into ``out`` if given)."""
-        if out is not None:
-            self._output(index).copyto(out)
-            return None
-        return self._output(index)
-
-    def _get_function(self, name: str) -> PackedFunc | None:
-        table: dict[str, Callable[..., Any]] = {
-            "set_input": lambda key, value: self.input_array(key).copyfrom(value),
-            "run": self.run,
-            "get_output": self.get_output,
-            "get_input": self.input_array,
-            "get_num_outputs": lambda: len(self.outputs),
-            "get_num_inputs": lambda: len(self.inputs),
-            "get_input_index": self.input_index,
-            "get_input_name": lambda i: self.inputs[self.input_index(int(i))].name,
-            # tvmrt's: the metadata's output names and model name (a TVM server lacks them)
-            "get_output_name": self.output_name,
-            "get_model_name": lambda: self.model_name,
-            "set_input_zero_copy": self._not_implemented,
-            "set_output_zero_copy": self._not_implemented,
-        }
-        func = table.get(name)
-        return None if func is None else PackedFunc(func, name)
-
-    @staticmethod
-    def _not_implemented(*args: Any) -> None:
-        raise InternalError("Check failed: (false) is false: not implemented")
+    def _functions(self) -> dict[str, Callable[..., Any]]:
+        table = super()._functions()
+        table["set_input_zero_copy"] = self._not_implemented
+        table["set_output_zero_copy"] = self._not_implemented
+        return table
 
 
 class AotExecutorFactory(Module):

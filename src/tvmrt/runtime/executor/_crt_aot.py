@@ -22,12 +22,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from tvmrt.error import InputNotFoundError, InternalError, ModuleLoadError, TVMError
+from tvmrt.error import InternalError, ModuleLoadError, TVMError
 from tvmrt.runtime._ctypes_api import DLTensor, TVMValue
 from tvmrt.runtime.device import Device
+from tvmrt.runtime.executor._aot_io import AotIO
 from tvmrt.runtime.executor.protocol import TensorInfo
 from tvmrt.runtime.module import Module
-from tvmrt.runtime.ndarray import NDArray, empty
+from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.packed_func import PackedFunc
 
 __all__ = ["CrtAotExecutor", "CrtAotFactory", "create_factory"]
@@ -64,37 +65,34 @@ class _Library:
         self.path = path
 
 
-class CrtAotExecutor(Module):
+class CrtAotExecutor(AotIO):
     """An AOT executor over a compiled MLF package (TVM's ``AotExecutor`` functions)."""
 
     def __init__(self, library: _Library, spec: dict[str, Any], device: Device) -> None:
-        super().__init__()
         if device.device_type != 1:
             raise InternalError(f"an MLF AOT package runs on the CPU only, got {device}")
+        super().__init__(
+            [TensorInfo(t["name"], tuple(t["shape"]), t["dtype"]) for t in spec["inputs"]],
+            [TensorInfo(t["name"], tuple(t["shape"]), t["dtype"]) for t in spec["outputs"]],
+            f"tvmgen_{spec['model']}",
+            device,
+        )
         self._library = library
-        self.model_name = f"tvmgen_{spec['model']}"
         self.entry_name = str(spec["entry"])
         self.interface = str(spec["interface"])
-        self.inputs = [TensorInfo(t["name"], tuple(t["shape"]), t["dtype"]) for t in spec["inputs"]]
-        self.outputs = [
-            TensorInfo(t["name"], tuple(t["shape"]), t["dtype"]) for t in spec["outputs"]
-        ]
-        self._arrays: list[NDArray] = [
-            empty(t.shape, t.dtype, device) for t in (*self.inputs, *self.outputs)
-        ]
         self._call = self._prepare()
 
     def _prepare(self) -> Callable[[], int]:
         lib = self._library
-        count = len(self._arrays)
+        count = len(self._args)
         if self.interface == "c":
-            pointers = [ctypes.c_void_p(a.data_ptr) for a in self._arrays]
+            pointers = [ctypes.c_void_p(a.data_ptr) for a in self._args]
             ins = (ctypes.c_void_p * max(len(self.inputs), 1))(*pointers[: len(self.inputs)])
             outs = (ctypes.c_void_p * max(len(self.outputs), 1))(*pointers[len(self.inputs) :])
             self._keep: tuple[Any, ...] = (ins, outs)
             in_address, out_address = ctypes.addressof(ins), ctypes.addressof(outs)
             return lambda: int(lib.call_c(lib.entry, in_address, out_address))
-        tensors: list[DLTensor] = [a.dltensor() for a in self._arrays]
+        tensors: list[DLTensor] = [a.dltensor() for a in self._args]
         values = (TVMValue * count)()
         for i, tensor in enumerate(tensors):
             values[i].v_handle = ctypes.addressof(tensor)
@@ -102,36 +100,6 @@ class CrtAotExecutor(Module):
         self._keep = (tensors, values, codes)
         value_address, code_address = ctypes.addressof(values), ctypes.addressof(codes)
         return lambda: int(lib.call_packed(lib.entry, value_address, code_address, count))
-
-    @property
-    def type_key(self) -> str:
-        return "AotExecutor"
-
-    def input_index(self, key: int | str) -> int:
-        """The index of input ``key`` (a name or an index)."""
-        if isinstance(key, str):
-            for i, info in enumerate(self.inputs):
-                if info.name == key:
-                    return i
-            raise InputNotFoundError(
-                f"Check failed: (false) is false: Invalid input name. (no input {key!r}; "
-                f"inputs are {[t.name for t in self.inputs]})"
-            )
-        if not 0 <= int(key) < len(self.inputs):
-            raise InputNotFoundError(f"input index {key} is out of range ({len(self.inputs)})")
-        return int(key)
-
-    def _output(self, index: int) -> NDArray:
-        if not 0 <= int(index) < len(self.outputs):
-            raise InputNotFoundError(
-                f"output index {index} is out of range ({len(self.outputs)} outputs)"
-            )
-        return self._arrays[len(self.inputs) + int(index)]
-
-    def output_name(self, index: int) -> str:
-        """The name metadata.json gives output ``index``."""
-        self._output(index)  # checks the index
-        return self.outputs[int(index)].name
 
     def run(self) -> None:
         """Call the entry function once (runs of one library take turns)."""
@@ -142,29 +110,6 @@ class CrtAotExecutor(Module):
         if code != 0:
             why = message or "no message"
             raise TVMError(f"{self.entry_name} returned {code}: {why}")
-
-    def get_output(self, index: int, out: NDArray | None = None) -> NDArray | None:
-        """Output ``index`` (copied into ``out`` if given)."""
-        if out is not None:
-            self._output(index).copyto(out)
-            return None
-        return self._output(index)
-
-    def _get_function(self, name: str) -> PackedFunc | None:
-        table: dict[str, Callable[..., Any]] = {
-            "set_input": lambda key, value: self._arrays[self.input_index(key)].copyfrom(value),
-            "run": self.run,
-            "get_output": self.get_output,
-            "get_input": lambda key: self._arrays[self.input_index(key)],
-            "get_num_outputs": lambda: len(self.outputs),
-            "get_num_inputs": lambda: len(self.inputs),
-            "get_input_index": self.input_index,
-            "get_input_name": lambda i: self.inputs[self.input_index(int(i))].name,
-            "get_output_name": self.output_name,
-            "get_model_name": lambda: self.model_name,
-        }
-        func = table.get(name)
-        return None if func is None else PackedFunc(func, name)
 
 
 class CrtAotFactory(Module):
