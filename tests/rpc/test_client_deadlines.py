@@ -12,42 +12,19 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
 
 import tvmrt
+from support.rpc_fake import HOST, Script, fake_server, recv_packet, ret
 from tvmrt import rpc
 from tvmrt.error import RPCError, RPCProtocolError, RPCSessionTimeoutError
 from tvmrt.rpc.client_endpoint import REPLY_GRACE_S, open_endpoint
-from tvmrt.rpc.codec import Dialect, Handle, Kind, WireDevice, encode_args
-from tvmrt.rpc.wire import RPC_MAGIC, TRACKER_MAGIC, RPCCode, handshake_bytes, packet_bytes
+from tvmrt.rpc.codec import Handle, Kind, WireDevice
+from tvmrt.rpc.wire import RPC_MAGIC, TRACKER_MAGIC, handshake_bytes
 from tvmrt.runtime.device import find_device_api, register_device_api
-
-HOST = "127.0.0.1"
-Script = Callable[[socket.socket], None]
-
-
-def _packet(conn: socket.socket) -> bytes:
-    head = b""
-    while len(head) < 8:
-        part = conn.recv(8 - len(head))
-        if not part:
-            raise ConnectionError
-        head += part
-    (size,) = struct.unpack("<Q", head)
-    body = b""
-    while len(body) < size:
-        part = conn.recv(size - len(body))
-        if not part:
-            raise ConnectionError
-        body += part
-    return body
-
-
-def _ret(*values: object) -> bytes:
-    return packet_bytes(RPCCode.kReturn, encode_args(list(values), Dialect.LEGACY))  # type: ignore[arg-type]
 
 
 def _trickle(conn: socket.socket, data: bytes, period: float = 0.5) -> None:
@@ -57,38 +34,12 @@ def _trickle(conn: socket.socket, data: bytes, period: float = 0.5) -> None:
         time.sleep(period)
 
 
-@contextlib.contextmanager
-def fake(script: Script, handshake: bool = True) -> Iterator[int]:
-    listener = socket.create_server((HOST, 0))
-
-    def serve() -> None:
-        conn, _ = listener.accept()
-        with conn:
-            try:
-                conn.recv(4096)
-                if handshake:
-                    conn.sendall(handshake_bytes(RPC_MAGIC, "server:"))
-                    _packet(conn)  # kInitServer
-                    conn.sendall(_ret(None))
-                script(conn)
-            except OSError:
-                pass
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield listener.getsockname()[1]
-    finally:
-        listener.close()
-        thread.join(30)
-
-
 def test_a_trickled_reply_hits_the_timeout_as_a_total_deadline() -> None:
     def script(conn: socket.socket) -> None:
-        _packet(conn)  # kGetGlobalFunc
-        _trickle(conn, _ret(Handle(Kind.OPAQUE, 0x1000)) * 2)  # about 25 s at 0.5 s a byte
+        recv_packet(conn)  # kGetGlobalFunc
+        _trickle(conn, ret(Handle(Kind.OPAQUE, 0x1000)) * 2)  # about 25 s at 0.5 s a byte
 
-    with fake(script) as port:
+    with fake_server(script) as port:
         session = rpc.connect(HOST, port, session_timeout=1)
         start = time.monotonic()
         with pytest.raises(RPCSessionTimeoutError):
@@ -101,7 +52,7 @@ def test_a_trickled_handshake_hits_the_connect_timeout_in_total() -> None:
     def script(conn: socket.socket) -> None:
         _trickle(conn, handshake_bytes(RPC_MAGIC, "server:" + "x" * 40))  # 26 s
 
-    with fake(script, handshake=False) as port:
+    with fake_server(script, handshake=False) as port:
         start = time.monotonic()
         with pytest.raises((RPCError, TimeoutError)):
             open_endpoint(HOST, port, "", 0, timeout=1.5)
@@ -110,10 +61,10 @@ def test_a_trickled_handshake_hits_the_connect_timeout_in_total() -> None:
 
 def _device_reply(device_type: int) -> Script:
     def script(conn: socket.socket) -> None:
-        _packet(conn)  # kGetGlobalFunc
-        conn.sendall(_ret(Handle(Kind.OPAQUE, 0x1000)))
-        _packet(conn)  # kCallFunc
-        conn.sendall(_ret(6, WireDevice(device_type, 0)))  # type code 6: a device
+        recv_packet(conn)  # kGetGlobalFunc
+        conn.sendall(ret(Handle(Kind.OPAQUE, 0x1000)))
+        recv_packet(conn)  # kCallFunc
+        conn.sendall(ret(6, WireDevice(device_type, 0)))  # type code 6: a device
         with contextlib.suppress(OSError):
             conn.recv(1)
 
@@ -124,13 +75,13 @@ def _device_reply(device_type: int) -> Script:
 def test_a_server_cannot_name_a_device_outside_its_mask(device_type: int | str) -> None:
     cpu_api = find_device_api(1)
     try:
-        with fake(_device_reply(0)) as port:  # learn the next session's table index
+        with fake_server(_device_reply(0)) as port:  # learn the next session's table index
             probe = rpc.connect(HOST, port)
             index = probe._tbl_index
             probe.close()
         # the type that the session's encoding maps onto this process's CPU (type 1)
         wire_type = 1 - (index + 1) * 128 if device_type == "local cpu" else int(device_type)
-        with fake(_device_reply(wire_type)) as port:
+        with fake_server(_device_reply(wire_type)) as port:
             session = rpc.connect(HOST, port)
             with pytest.raises(RPCProtocolError, match="device type"):
                 session.get_function("f")()

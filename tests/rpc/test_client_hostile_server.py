@@ -13,75 +13,23 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 
 import numpy as np
 import pytest
 
+from support.rpc_fake import HOST, Script, fake_server, recv_packet, ret
 from tvmrt import nd, rpc
 from tvmrt.error import RPCError, RPCProtocolError, RPCSessionTimeoutError
 from tvmrt.rpc.client_endpoint import REPLY_GRACE_S
 from tvmrt.rpc.codec import Dialect, Handle, Kind, WireDevice, WireDType, WireTensor, encode_args
-from tvmrt.rpc.wire import RPC_MAGIC, RPCCode, handshake_bytes, packet_bytes
-
-HOST = "127.0.0.1"
-Script = Callable[[socket.socket], None]
-
-
-def _recv_packet(conn: socket.socket) -> tuple[int, bytes]:
-    head = b""
-    while len(head) < 8:
-        part = conn.recv(8 - len(head))
-        if not part:
-            raise ConnectionError
-        head += part
-    (size,) = struct.unpack("<Q", head)
-    body = b""
-    while len(body) < size:
-        part = conn.recv(size - len(body))
-        if not part:
-            raise ConnectionError
-        body += part
-    return struct.unpack_from("<i", body)[0], body[4:]
-
-
-def _ret(*values: object) -> bytes:
-    return packet_bytes(RPCCode.kReturn, encode_args(list(values), Dialect.LEGACY))  # type: ignore[arg-type]
-
-
-@contextmanager
-def fake_server(script: Script) -> Iterator[int]:
-    """A one-client server: handshake + kInitServer, then ``script(conn)``."""
-    listener = socket.create_server((HOST, 0))
-    port = listener.getsockname()[1]
-
-    def serve() -> None:
-        conn, _ = listener.accept()
-        with conn:
-            try:
-                conn.recv(4096)  # the client's handshake (small: one recv)
-                conn.sendall(handshake_bytes(RPC_MAGIC, "server:"))
-                _recv_packet(conn)  # kInitServer
-                conn.sendall(_ret(None))
-                script(conn)
-            except (ConnectionError, OSError):
-                pass
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield port
-    finally:
-        listener.close()
-        thread.join(10)
+from tvmrt.rpc.wire import RPCCode, packet_bytes
 
 
 def answer_first(reply: bytes, then_close: bool = True) -> Script:
     """Answer the first request after kInitServer with ``reply``."""
 
     def script(conn: socket.socket) -> None:
-        _recv_packet(conn)
+        recv_packet(conn)
         conn.sendall(reply)
         if not then_close:
             conn.recv(1)
@@ -93,9 +41,9 @@ def upload_then(reply: bytes) -> Script:
     """Give ``upload`` a handle, then answer its kCallFunc with ``reply``."""
 
     def script(conn: socket.socket) -> None:
-        _recv_packet(conn)  # kGetGlobalFunc
-        conn.sendall(_ret(Handle(Kind.OPAQUE, 0x1000)))
-        _recv_packet(conn)  # kCallFunc
+        recv_packet(conn)  # kGetGlobalFunc
+        conn.sendall(ret(Handle(Kind.OPAQUE, 0x1000)))
+        recv_packet(conn)  # kCallFunc
         conn.sendall(reply)
 
     return script
@@ -108,8 +56,8 @@ BAD_REPLIES = {
     "too many arguments": packet_bytes(RPCCode.kReturn, struct.pack("<i", 1 << 30)),
     "unknown type code": packet_bytes(RPCCode.kReturn, struct.pack("<ii", 1, 99)),
     "truncated value": packet_bytes(RPCCode.kReturn, struct.pack("<ii", 1, 3) + b"\x01\x02"),
-    "two values": _ret(Handle(Kind.OPAQUE, 1), Handle(Kind.OPAQUE, 2)),
-    "a string for a handle": _ret("not a handle"),
+    "two values": ret(Handle(Kind.OPAQUE, 1), Handle(Kind.OPAQUE, 2)),
+    "a string for a handle": ret("not a handle"),
     "trailing bytes": packet_bytes(
         RPCCode.kReturn, encode_args([Handle(Kind.OPAQUE, 1)], Dialect.LEGACY) + b"junk"
     ),
@@ -127,8 +75,8 @@ def test_bad_reply_to_get_global_func(name: str) -> None:
 
 
 CALL_REPLIES = {
-    "no type code": _ret(),
-    "ndarray without its handle": _ret(
+    "no type code": ret(),
+    "ndarray without its handle": ret(
         13, WireTensor(1, WireDevice(1, 0), WireDType(2, 32, 1), (4,))
     ),
     "ndarray rank 65": packet_bytes(
@@ -137,7 +85,7 @@ CALL_REPLIES = {
         + struct.pack("<q", 13)
         + struct.pack("<QiiiBBH", 1, 1, 0, 65, 2, 32, 1),
     ),
-    "module without a handle": _ret(9, "x"),
+    "module without a handle": ret(9, "x"),
 }
 
 
@@ -151,12 +99,12 @@ def test_bad_kcallfunc_reply(name: str) -> None:
 
 def test_server_exception_is_an_rpc_error_and_the_session_goes_on() -> None:
     def script(conn: socket.socket) -> None:
-        _recv_packet(conn)
+        recv_packet(conn)
         conn.sendall(
             packet_bytes(RPCCode.kException, encode_args(["boom: no such thing"], Dialect.LEGACY))
         )
-        _recv_packet(conn)
-        conn.sendall(_ret(Handle(Kind.OPAQUE, 0)))
+        recv_packet(conn)
+        conn.sendall(ret(Handle(Kind.OPAQUE, 0)))
 
     with fake_server(script) as port:
         session = rpc.connect(HOST, port)
@@ -167,7 +115,7 @@ def test_server_exception_is_an_rpc_error_and_the_session_goes_on() -> None:
 
 
 def test_server_vanishing_mid_reply() -> None:
-    reply = _ret(Handle(Kind.OPAQUE, 5))
+    reply = ret(Handle(Kind.OPAQUE, 5))
     with fake_server(answer_first(reply[: len(reply) // 2])) as port:
         session = rpc.connect(HOST, port)
         with pytest.raises(RPCError, match="closed"):
@@ -176,13 +124,13 @@ def test_server_vanishing_mid_reply() -> None:
 
 def test_copy_ack_of_the_wrong_size() -> None:
     def script(conn: socket.socket) -> None:
-        _recv_packet(conn)  # kDevGetAttr exist
-        conn.sendall(_ret(1))
-        _recv_packet(conn)  # kDevAllocData
-        conn.sendall(_ret(Handle(Kind.OPAQUE, 0x10000)))
-        _recv_packet(conn)  # kCopyToRemote
-        conn.sendall(_ret(None))
-        _recv_packet(conn)  # kCopyFromRemote: 16 bytes asked, 8 sent
+        recv_packet(conn)  # kDevGetAttr exist
+        conn.sendall(ret(1))
+        recv_packet(conn)  # kDevAllocData
+        conn.sendall(ret(Handle(Kind.OPAQUE, 0x10000)))
+        recv_packet(conn)  # kCopyToRemote
+        conn.sendall(ret(None))
+        recv_packet(conn)  # kCopyFromRemote: 16 bytes asked, 8 sent
         conn.sendall(packet_bytes(RPCCode.kCopyAck, b"\0" * 8))
 
     with fake_server(script) as port:
@@ -214,7 +162,7 @@ def test_fuzzed_replies_never_hang_or_crash() -> None:
     """Fixed-seed random mutations of a valid kCallFunc reply: every outcome is a value or
     an RPCError, within the test's time (a lying length is at most what was sent)."""
     rng = random.Random(19)
-    valid = _ret(9, Handle(Kind.OPAQUE, 0x1234))
+    valid = ret(9, Handle(Kind.OPAQUE, 0x1234))
     for _ in range(60):
         raw = bytearray(valid)
         for _ in range(rng.randint(1, 4)):
@@ -228,7 +176,7 @@ def test_fuzzed_replies_never_hang_or_crash() -> None:
 
 def test_silent_server_is_a_timeout_not_a_hang() -> None:
     def script(conn: socket.socket) -> None:
-        _recv_packet(conn)
+        recv_packet(conn)
         conn.recv(1)  # never answers; returns when the client gives up and closes
 
     with fake_server(script) as port:
