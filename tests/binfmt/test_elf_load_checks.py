@@ -24,6 +24,7 @@ from tvmrt.error import ModuleLoadError
 LINKPARAMS = "relay016/linkparams-so/deploy.so"
 _PT_LOAD, _PT_DYNAMIC = 1, 2
 _DT_PLTGOT, _DT_PLTREL = 3, 20
+_DT_VERNEED, _DT_VERNEEDNUM = 0x6FFFFFFE, 0x6FFFFFFF
 
 
 def _phdr(data: bytes, ptype: int, k: int) -> int:
@@ -53,6 +54,19 @@ def _set(data: bytes, offset: int, value: int) -> bytes:
     return data[:offset] + struct.pack("<Q", value) + data[offset + 8 :]
 
 
+def _verneed_version(data: bytes) -> bytes:
+    """Damage vn_version of the first needed-version entry (2: not the one ELF defines)."""
+    at = struct.unpack_from("<Q", data, _dyn_value(data, _DT_VERNEED))[0]
+    assert at < _phdr_end(data, 0), "DT_VERNEED lies in the first PT_LOAD (vaddr = offset)"
+    return data[:at] + struct.pack("<H", 2) + data[at + 2 :]
+
+
+def _phdr_end(data: bytes, k: int) -> int:
+    at = _phdr(data, _PT_LOAD, k)
+    vaddr, _, filesz = struct.unpack_from("<QQQ", data, at + 16)
+    return int(vaddr + filesz)
+
+
 # (id, field named in the message, how to damage it)
 CASES = [
     ("load1-filesz", "PT_LOAD[1].p_filesz", lambda d: _set(d, _phdr(d, _PT_LOAD, 1) + 32, 0)),
@@ -65,6 +79,8 @@ CASES = [
     ),
     ("pltgot", "DT_PLTGOT", lambda d: _set(d, _dyn_value(d, _DT_PLTGOT), 0)),
     ("pltrel", "DT_PLTREL", lambda d: _set(d, _dyn_value(d, _DT_PLTREL), 0)),
+    ("verneednum", "DT_VERNEEDNUM", lambda d: _set(d, _dyn_value(d, _DT_VERNEEDNUM), 7)),
+    ("vn-version", "DT_VERNEED entry 0.vn_version", _verneed_version),
 ]
 IDS = [c[0] for c in CASES]
 

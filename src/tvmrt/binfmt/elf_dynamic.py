@@ -10,6 +10,7 @@ room for the three words the loader writes when there is a PLT; string offsets i
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tvmrt.binfmt.elf_load import PF_W, PF_X, PT_DYNAMIC, LoadImage
@@ -224,14 +225,35 @@ def _name_at(image: LoadImage, dyn: Dynamic, offset: int, field: str) -> None:
         raise image.bad(field, offset, f"an offset of a string inside DT_STRSZ ({len(dyn.strtab)})")
 
 
-def _check_verneed(image: LoadImage, dyn: Dynamic) -> None:
-    addr = dyn.get(DT_VERNEED)
+def _walk_chain(
+    image: LoadImage,
+    dyn: Dynamic,
+    tags: tuple[int, int, str],
+    visit: Callable[[int, str], int],
+) -> None:
+    """Walk a chained version table (``tags``: address tag, count tag, its name).
+
+    ``visit(address, field)`` checks one entry and returns its offset to the next (0 ends
+    the chain); the chain's length must equal the count tag, as ``ld.so`` assumes.
+    """
+    addr_tag, count_tag, name = tags
+    addr = dyn.get(addr_tag)
     if addr is None:
         return
-    want = dyn.get(DT_VERNEEDNUM)
+    want = dyn.get(count_tag)
     count = 0
     while True:
-        field = f"DT_VERNEED entry {count}"
+        nxt = visit(addr, f"{name} entry {count}")
+        count += 1
+        if nxt == 0 or count > _CHAIN_LIMIT:
+            break
+        addr += nxt
+    if want != count:
+        raise image.bad(f"{name}NUM", want, f"{count}, the entries chained from {name}")
+
+
+def _check_verneed(image: LoadImage, dyn: Dynamic) -> None:
+    def visit(addr: int, field: str) -> int:
         version, cnt, file_off, aux, nxt = struct.unpack(
             image.order + "HHIII", image.read(addr, 16, field, "a needed-version entry")
         )
@@ -250,22 +272,13 @@ def _check_verneed(image: LoadImage, dyn: Dynamic) -> None:
             if aux_next == 0 and j != cnt - 1:
                 raise image.bad(f"{field}.vn_cnt", cnt, f"{j + 1}, the entries chained")
             at += aux_next
-        count += 1
-        if nxt == 0 or count > _CHAIN_LIMIT:
-            break
-        addr += nxt
-    if want != count:
-        raise image.bad("DT_VERNEEDNUM", want, f"{count}, the entries chained from DT_VERNEED")
+        return int(nxt)
+
+    _walk_chain(image, dyn, (DT_VERNEED, DT_VERNEEDNUM, "DT_VERNEED"), visit)
 
 
 def _check_verdef(image: LoadImage, dyn: Dynamic) -> None:
-    addr = dyn.get(DT_VERDEF)
-    if addr is None:
-        return
-    want = dyn.get(DT_VERDEFNUM)
-    count = 0
-    while True:
-        field = f"DT_VERDEF entry {count}"
+    def visit(addr: int, field: str) -> int:
         version, _, ndx, cnt, _, aux, nxt = struct.unpack(
             image.order + "HHHHIII", image.read(addr, 20, field, "a version definition")
         )
@@ -276,9 +289,6 @@ def _check_verdef(image: LoadImage, dyn: Dynamic) -> None:
             _name_at(image, dyn, name[0], f"{field}.vda_name")
         dyn.version_indexes.add(ndx & 0x7FFF)
         dyn.max_version = max(dyn.max_version, ndx & 0x7FFF)
-        count += 1
-        if nxt == 0 or count > _CHAIN_LIMIT:
-            break
-        addr += nxt
-    if want != count:
-        raise image.bad("DT_VERDEFNUM", want, f"{count}, the entries chained from DT_VERDEF")
+        return int(nxt)
+
+    _walk_chain(image, dyn, (DT_VERDEF, DT_VERDEFNUM, "DT_VERDEF"), visit)
