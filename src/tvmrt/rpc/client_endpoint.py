@@ -19,8 +19,6 @@ import weakref
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-import numpy as np
-
 from tvmrt.error import (
     ArgumentTypeError,
     GlobalFunctionNotFoundError,
@@ -29,6 +27,7 @@ from tvmrt.error import (
     RPCProtocolError,
     RPCSessionTimeoutError,
 )
+from tvmrt.rpc.client_values import from_return, single_handle, to_wire
 from tvmrt.rpc.codec import (
     Dialect,
     Handle,
@@ -41,10 +40,9 @@ from tvmrt.rpc.codec import (
     decode_args,
     encode_args,
     encode_tensor,
-    kind_of_code,
     type_code,
 )
-from tvmrt.rpc.remote import RemoteDeviceAPI, RemoteFunc, RemoteObject, RPCModule
+from tvmrt.rpc.remote import RemoteDeviceAPI, RemoteFunc, RPCModule
 from tvmrt.rpc.wire import (
     DEFAULT_LIMITS,
     PROTOCOL_VERSION,
@@ -64,9 +62,6 @@ from tvmrt.runtime.device import (
     register_device_api,
     unregister_device_api,
 )
-from tvmrt.runtime.dtype import DataType
-from tvmrt.runtime.module import Module
-from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.packed_func import PackedFunc
 
 __all__ = ["ClientEndpoint", "open_endpoint"]
@@ -242,7 +237,7 @@ class ClientEndpoint:
         handle = self._globals.get(name)
         if handle is None:
             values = self._syscall(RPCCode.kGetGlobalFunc, [name])
-            handle = _single_handle(values, f"kGetGlobalFunc({name!r})")
+            handle = single_handle(values, f"kGetGlobalFunc({name!r})")
             self._globals[name] = handle
         return None if handle == 0 else RemoteFunc(self, handle, name, owned=False)
 
@@ -271,12 +266,12 @@ class ClientEndpoint:
 
     def call_function(self, handle: int, args: Sequence[object], name: str) -> Any:
         """kCallFunc of ``handle`` on ``args``; the result as a client object."""
-        wire = [self._to_wire(arg, i, name) for i, arg in enumerate(args)]
+        wire = [to_wire(self, arg, i, name) for i, arg in enumerate(args)]
         payload = struct.pack("<Q", handle) + encode_args(wire, self.dialect, ffi_objects=True)
         with self._lock:
             body = self._request(RPCCode.kCallFunc, payload, f"calling {name}")
             values = self._decode(body, f"the reply of {name}")
-        return self._from_return(values, name)
+        return from_return(self, values, name)
 
     def device_attr(self, dev: Device, kind: int) -> Any:
         values = self._syscall(RPCCode.kDevGetAttr, [self._wire_device(dev), kind])
@@ -294,7 +289,7 @@ class ClientEndpoint:
             int(alignment),
             WireDType(1, 8, 1),
         ]
-        return _single_handle(self._syscall(RPCCode.kDevAllocData, args), "kDevAllocData")
+        return single_handle(self._syscall(RPCCode.kDevAllocData, args), "kDevAllocData")
 
     def free_data(self, dev: Device, ptr: int) -> None:
         if self._sock is not None:
@@ -420,95 +415,6 @@ class ClientEndpoint:
             self._drop()
             raise RPCProtocolError(f"{what} from {self.peer}: {exc}") from exc
 
-    # -- values ----------------------------------------------------------------------------
-    def _to_wire(self, value: object, index: int, func: str) -> Value:
-        if isinstance(value, bool | np.bool_):
-            # TVM <= 0.17 has no bool code: an int, as its own clients send
-            return bool(value) if self.dialect is Dialect.FFI else int(value)
-        if isinstance(value, float | np.floating) and float(value).is_integer():
-            # TVM's servers read an int wherever a float is expected, not the reverse
-            # (the debug executor's min_repeat_ms): send whole numbers as ints
-            return int(value)
-        if value is None or isinstance(value, int | float | bytes):
-            return value
-        if isinstance(value, np.integer | np.floating):
-            return value.item()
-        if isinstance(value, str):  # DataType too: servers read strings as dtypes
-            return str(value)
-        if isinstance(value, bytearray | memoryview):
-            return bytes(value)
-        if isinstance(value, Device):
-            return self._wire_device(value)
-        if isinstance(value, NDArray):
-            return self._wire_array(value, index, func)
-        if isinstance(value, RPCModule | RemoteFunc | RemoteObject):
-            if value._endpoint is not self:
-                raise InvalidArgumentError(
-                    f"{func}: argument {index} ({value!r}) belongs to another RPC session"
-                )
-            kind = {RPCModule: Kind.MODULE, RemoteFunc: Kind.FUNC}.get(type(value), Kind.OBJECT)
-            return Handle(kind, value.handle)
-        if isinstance(value, Module | PackedFunc):
-            raise ArgumentTypeError(
-                f"{func}: argument {index} is a local {type(value).__name__}; a remote function "
-                "takes modules and functions of its own session (upload and load_module first)"
-            )
-        raise ArgumentTypeError(
-            f"{func}: argument {index} of type {type(value).__name__} cannot be sent over RPC; "
-            "expected int, float, str, bytes, a Device or NDArray of this session, "
-            "or a remote module or function"
-        )
-
-    def _wire_array(self, arr: NDArray, index: int, func: str) -> WireTensor:
-        dev = arr.device
-        if dev.device_type // RPC_SESS_MASK - 1 != self.table_index:
-            raise InvalidArgumentError(
-                f"{func}: argument {index} is an array on {dev}; a remote function takes arrays "
-                "on its session's devices (copy it there with tvmrt.nd.array(x, remote_dev))"
-            )
-        dtype = DataType(arr.dtype)
-        return WireTensor(
-            arr._device_storage().handle,
-            self._wire_device(dev),
-            WireDType(dtype.type_code, dtype.bits, dtype.lanes),
-            tuple(arr.shape),
-            arr.byte_offset,
-        )
-
-    def _from_return(self, values: list[Value], name: str) -> Any:
-        """A kCallFunc reply ``[type code, value...]`` as a client object."""
-        if not values or not isinstance(values[0], int) or isinstance(values[0], bool):
-            raise RPCProtocolError(f"the reply of {name} does not start with a type code")
-        kind = kind_of_code(self.dialect, values[0])
-        rest = values[1:]
-        if kind is Kind.NDARRAY:
-            if len(rest) != 2 or not isinstance(rest[0], WireTensor):
-                raise RPCProtocolError(
-                    f"the reply of {name}: an NDArray needs a DLTensor and a handle"
-                )
-            handle = _handle_value(rest[1], name)
-            tensor = rest[0]
-            dev = self.remote_device(tensor.device.device_type, tensor.device.device_id)
-            return self._device_apis[dev.device_type].wrap_returned(tensor, dev, handle)
-        if len(rest) != 1:
-            raise RPCProtocolError(
-                f"the reply of {name} has {len(rest)} values after its type code"
-            )
-        value = rest[0]
-        if kind is Kind.MODULE:
-            return RPCModule(self, _handle_value(value, name), f"ret_of({name})")
-        if kind is Kind.FUNC:
-            return RemoteFunc(self, _handle_value(value, name), f"ret_of({name})")
-        if kind is Kind.OBJECT:
-            return RemoteObject(self, _handle_value(value, name))
-        if isinstance(value, WireDevice):
-            return self.remote_device(value.device_type, value.device_id)
-        if isinstance(value, WireDType):
-            return DataType.from_code(value.code, value.bits, value.lanes)
-        if isinstance(value, Handle):
-            return value.value
-        return value
-
 
 def _deadline(sock: socket.socket) -> float | None:
     """A reply's total deadline: the socket's timeout counts for the whole packet, so a
@@ -523,19 +429,3 @@ def _check_device_type(device_type: int, peer: str) -> None:
             f"the RPC server at {peer} named device type {device_type}: expected 1 to "
             f"{RPC_SESS_MASK - 1} (a device type of the server)"
         )
-
-
-def _handle_value(value: Value, what: str) -> int:
-    if isinstance(value, Handle):
-        return value.value
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise RPCProtocolError(f"the reply of {what}: expected a handle, got {value!r}")
-
-
-def _single_handle(values: list[Value], what: str) -> int:
-    if len(values) != 1:
-        raise RPCProtocolError(f"{what}: expected one value in the reply, got {len(values)}")
-    if values[0] is None:
-        return 0
-    return _handle_value(values[0], what)
