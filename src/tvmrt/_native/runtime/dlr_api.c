@@ -210,7 +210,8 @@ DLR_DLL int GetDLRVersion(const char** out) {
 DLR_DLL int SetDLRNumThreads(DLRModelHandle* handle, int threads) {
   MODEL(m);
   (void)m;
-  return threads > 0 ? tvmrt_set_num_threads(threads) : 0; /* as DLR: <= 0 changes nothing */
+  if (threads <= 0) return 0; /* as DLR: nothing changes */
+  return tvmrt_set_num_threads(threads) < 0 ? -1 : 0;
 }
 
 DLR_DLL int UseDLRCPUAffinity(DLRModelHandle* handle, int use) {
