@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.native.conftest import INCLUDE, NativeBuild
+from tests.native.conftest import INCLUDE, NativeBuild, _build
 
 from support.built import built
 from support.paths import REPO
@@ -295,3 +295,33 @@ def test_libdlr_exports_dlrs_api_and_tvms(native: NativeBuild) -> None:
     assert all(n in declared or n.startswith(("TVM", "tvmrt_")) for n in exported)
     elf = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True, check=True)
     assert "Library soname: [libdlr.so]" in elf.stdout
+
+
+@pytest.mark.skipif(shutil.which("pkg-config") is None, reason="pkg-config is not installed")
+def test_pkg_config_dlr_links_a_dlr_program(
+    native_root: Path, neo_root: Path, tmp_path: Path
+) -> None:
+    """The wheel's layout (tvmrt/include, tvmrt/lib with libdlr.so and pkgconfig/dlr.pc):
+    `pkg-config --cflags --libs dlr` is all a DLR program needs."""
+    native = _build("plain", native_root)
+    package = REPO / "src" / "tvmrt"
+    root = tmp_path / "site" / "tvmrt"
+    shutil.copytree(package / "include", root / "include")
+    shutil.copytree(package / "lib" / "pkgconfig", root / "lib" / "pkgconfig")
+    shutil.copy(native.lib_dir / "libdlr.so", root / "lib" / "libdlr.so")
+    env = dict(native.env, PKG_CONFIG_PATH=str(root / "lib" / "pkgconfig"))
+    flags = subprocess.run(
+        ["pkg-config", "--cflags", "--libs", "dlr"], env=env, capture_output=True, text=True
+    ).stdout.split()
+    exe = tmp_path / "dlr_model"
+    source = REPO / "examples" / "cpp" / "dlr_model.c"
+    subprocess.run(["cc", "-std=c11", str(source), *flags, "-o", str(exe)], env=env, check=True)
+    folder = _neo(neo_root, tmp_path)
+    proc = _run(native, exe, folder)
+    assert proc.returncode == 0, proc.stderr
+    golden = np.load(neo_root / "neo-cpu.npz")
+    assert (tmp_path / "output_1.bin").read_bytes() == golden["out_1"].tobytes()
+    ldd = subprocess.run(["ldd", str(exe)], capture_output=True, text=True, check=True).stdout
+    assert str((root / "lib").resolve()) in os.path.realpath(
+        ldd.split("libdlr.so => ")[1].split(" (")[0]
+    )
