@@ -250,6 +250,12 @@ CHECKS = {
     "elements",
     "elems type": "-1 InvalidArgumentError: model element 1 has type 42, expected a "
     "DLRModelElemType (0 to 5)",
+    "bad meta": "0 ok",  # DLR ignores a meta that does not parse (no device check either)
+    "bad meta has metadata": "0",
+    "bad meta name": "-1 DLRError: No metadata file was found! (BAD/compiled.meta is not valid "
+    "JSON (expected ',' or '}' at byte 43))",
+    "bad meta device": "-1 DLRError: No metadata file was found! (BAD/compiled.meta is not "
+    "valid JSON (expected ',' or '}' at byte 43))",
 }
 REFUSED = {
     "affinity 1": "UnsupportedError: UseDLRCPUAffinity: ",
@@ -272,12 +278,15 @@ def test_the_api_refuses_misuse_by_name(
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     folder = _neo(neo_root, tmp_path)
-    run = native.run(exe, folder)
+    bad = tmp_path / "bad-meta"
+    shutil.copytree(folder, bad)
+    (bad / "compiled.meta").write_text('{"Requirements": {"TargetDeviceType": "gpu"')
+    run = native.run(exe, folder, bad)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Sanitizer" not in run.stderr
     lines = dict(line.split(": ", 1) for line in run.stdout.splitlines())
     for label, expected in CHECKS.items():
-        assert lines[label] == expected, label
+        assert lines[label] == expected.replace("BAD", str(bad)), label
     for label, start in REFUSED.items():
         assert lines[label].startswith(f"-1 {start}"), (label, lines[label])
 

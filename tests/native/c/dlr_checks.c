@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   int index = -1, i;
   const void* managed = NULL;
   DLTensor t;
-  if (argc != 2) return 2;
+  if (argc != 2 && argc != 3) return 2;
   for (i = 0; i < 192; ++i) data[i] = (float)i * 0.25f - 3.0f;
   memset(ints, 0, sizeof(ints));
   report("null handle", CreateDLRModel(NULL, argv[1], 1, 0));
@@ -155,5 +155,14 @@ int main(int argc, char** argv) {
     m->deleter(m);
   }
   from_elements(argv[1]);
+  if (argc == 3) { /* a folder whose compiled.meta does not parse: DLR ignores it */
+    bool has = true;
+    report("bad meta", CreateDLRModel(&h, argv[2], 1, 0));
+    report("bad meta has", GetDLRHasMetadata(&h, &has));
+    printf("bad meta has metadata: %d\n", (int)has);
+    report("bad meta name", GetDLROutputName(&h, 0, &name));
+    report("bad meta device", GetDLRDeviceType(argv[2]) == -1 ? -1 : 0);
+    report("bad meta delete", DeleteDLRModel(&h));
+  }
   return 0;
 }

@@ -235,8 +235,8 @@ int dlr_meta_parse(const char* text, size_t len, const char* where, tvmrt_json**
     snprintf(buf, sizeof(buf), "%s is not a JSON object", where);
   } else {
     const char* why = tvmrt_peek_last_error();
-    const char* colon = strstr(why, ": ");
-    snprintf(buf, sizeof(buf), "%s is not valid JSON (%s)", where, colon ? colon + 2 : why);
+    const char* detail = strstr(why, "valid JSON: "); /* json.c speaks of graph JSON */
+    snprintf(buf, sizeof(buf), "%s is not valid JSON (%s)", where, detail ? detail + 12 : why);
     tvmrt_clear_last_error();
   }
   if ((*problem = strdup(buf)) == NULL) return oom("a message");
