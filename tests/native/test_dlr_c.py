@@ -109,6 +109,23 @@ def test_a_dlr_program_runs_a_neo_folder_bitwise(
         assert produced == python[i].tobytes()  # tvmrt.dlr's
 
 
+def test_the_program_builds_as_cxx_too(native_root: Path, neo_root: Path, tmp_path: Path) -> None:
+    """DLR's own dlr.h is C++ only; DLR programs were C++: tvmrt's header serves both."""
+    if shutil.which("g++") is None:
+        pytest.skip("g++ is not installed")
+    native = _build("plain", native_root)
+    exe = tmp_path / "dlr_model_cxx"
+    cmd = ["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-x", "c++", f"-I{INCLUDE}"]
+    cmd += [str(REPO / "examples" / "cpp" / "dlr_model.c"), "-x", "none", "-o", str(exe)]
+    cmd += [f"-L{native.lib_dir}", "-ldlr", f"-Wl,-rpath,{native.lib_dir}"]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    folder = _neo(neo_root, tmp_path)
+    proc = _run(native, exe, folder)
+    assert proc.returncode == 0, proc.stderr
+    golden = np.load(neo_root / "neo-cpu.npz")
+    assert (tmp_path / "output_0.bin").read_bytes() == golden["out_0"].tobytes()
+
+
 def test_the_device_check_keeps_dlrs_words(
     native: NativeBuild, program: Path, neo_root: Path, tmp_path: Path
 ) -> None:
