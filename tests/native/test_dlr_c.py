@@ -254,6 +254,10 @@ CHECKS = {
     "tensor flat": "0 ok",
     "mask count": "-1 DLRError: Mismatch found in input data size. Value read: 1, Expected: 10",
     "run": "0 ok",
+    "zero copy": "0 ok",
+    "zero copy output": "equal",  # the bound buffer, not the zeros set before, was read
+    "zero copy unknown": "-1 DLRError: nope is not a valid input name.",
+    "run again": "0 ok",
     "class_id index": "1",
     "index nope": "-1 DLRError: Couldn't find index for output node nope!",
     "affinity 0": "0 ok",
@@ -282,6 +286,7 @@ REFUSED = {
     "elems relay": "UnsupportedError: Relay VM models need ",
     "elems short params": "ParamsFormatError: params blob: truncated",
     "tensor device": "DeviceUnavailableError: ",
+    "zero copy unaligned": "ArrayError: zero-copy input 'data': data at ",
 }
 
 
