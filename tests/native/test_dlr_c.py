@@ -24,6 +24,7 @@ from support.built import built
 from support.paths import REPO
 from tvmrt import dlr
 from tvmrt.dlr.dlr_model import DLRError
+from tvmrt.error import TVMError
 
 NEO_SCRIPT = REPO / "tests" / "dlr" / "build_neo_fixtures.py"
 DEVICE_ERROR = 'Compiled model requires device type "gpu" but user gave "cpu".'
@@ -188,6 +189,19 @@ def _fifo_lib(folder: Path) -> None:
     os.mkfifo(folder / "compiled.so")
 
 
+def _treelite(folder: Path) -> None:
+    (folder / "compiled.params").unlink()
+
+
+def _saved_model(folder: Path) -> None:
+    (folder / "compiled.params").unlink()
+    (folder / "saved_model.pb").write_bytes(b"\x08\x01")
+
+
+def _tensorrt(folder: Path) -> None:
+    (folder / "compiled.so").rename(folder / "compiled.tensorrt")
+
+
 def _empty(folder: Path) -> None:
     for f in folder.iterdir():
         f.unlink()
@@ -207,6 +221,20 @@ HOSTILE = {
     "junk library": (_junk_lib, "ModuleLoadError: cannot load "),
     "FIFO library": (_fifo_lib, "DLRError: the model library "),
     "empty folder": (_empty, "DLRError: Unable to determine backend from path: "),
+    "no params (Treelite)": (_treelite, "DLR takes it for a Treelite (decision tree) model"),
+    "SavedModel": (_saved_model, "is a TensorFlow 2 SavedModel (DLR's tensorflow backend)"),
+    "TensorRT engine": (_tensorrt, "This model requires DLR release-1.1.0 to run."),
+}
+
+# the refusals of DLR's own rules (files, backend), worded as tvmrt.dlr words them; the
+# others come from the runtimes' parsers and loaders, whose C and Python texts differ
+DLR_WORDS = {
+    "no library",
+    "two graphs",
+    "empty folder",
+    "no params (Treelite)",
+    "SavedModel",
+    "TensorRT engine",
 }
 
 
@@ -232,6 +260,10 @@ def test_hostile_folders_give_clear_errors(
     assert proc.stderr.startswith("CreateDLRModel failed: "), proc.stderr
     assert expected in proc.stderr
     assert "Sanitizer" not in proc.stderr
+    with pytest.raises(TVMError) as python:
+        dlr.DLRModel(str(folder))
+    if case in DLR_WORDS:  # DLR's own checks: the Python tvmrt.dlr says the same
+        assert str(python.value) in proc.stderr
 
 
 CHECKS = {
