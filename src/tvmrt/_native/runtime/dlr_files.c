@@ -1,7 +1,8 @@
 /*
  * A Neo model's files as DLR 1.10 finds them (dlr_common.cc; tvmrt/dlr/_files.py is the
  * Python twin): by suffix, in the folders and files of a colon-separated model_path; the
- * backend; files read whole (regular files only: a FIFO named compiled.so never blocks);
+ * backend; files read whole (regular files only: a FIFO named compiled.so never blocks;
+ * no stat or fstat, whose symbols would raise the wheel's glibc floor to 2.33);
  * compiled.meta's device check, with DLR's message.
  */
 #include <dirent.h>
@@ -10,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dlr_model.h"
@@ -51,6 +51,15 @@ static int by_name(const void* a, const void* b) {
   return strcmp(*(char* const*)a, *(char* const*)b);
 }
 
+/* whether path names a folder (stat and fstat are not used: their symbols would raise
+   the wheel's glibc floor to 2.33, see glibc_floor.h) */
+static int is_folder(const char* path) {
+  DIR* dir = opendir(path);
+  if (dir == NULL) return 0;
+  closedir(dir);
+  return 1;
+}
+
 static int list_folder(const char* folder, dlr_list* out) {
   DIR* dir = opendir(folder);
   struct dirent* ent;
@@ -59,17 +68,19 @@ static int list_folder(const char* folder, dlr_list* out) {
     return tvmrt_fail("DLRError", "cannot list the model folder '%s': %s", folder, strerror(errno));
   }
   while ((ent = readdir(dir)) != NULL) {
-    struct stat st;
+    const char* path;
+    if (ent->d_type == DT_DIR) continue;
     if (list_push(out, folder, ent->d_name) != 0) {
       closedir(dir);
       return -1;
     }
-    if (stat(out->names[out->count - 1], &st) != 0 || S_ISDIR(st.st_mode)) {
-      free(out->names[--out->count]); /* folders (and dangling links) are not model files */
+    path = out->names[out->count - 1];
+    if ((ent->d_type == DT_LNK || ent->d_type == DT_UNKNOWN) && is_folder(path)) {
+      free(out->names[--out->count]); /* a link to a folder is a folder, not a model file */
     }
   }
   closedir(dir);
-  qsort(out->names + first, out->count - first, sizeof(char*), by_name);
+  if (out->count > first) qsort(out->names + first, out->count - first, sizeof(char*), by_name);
   return 0;
 }
 
@@ -81,15 +92,14 @@ int dlr_find_files(const char* model_path, dlr_list* out) {
     const char* end = strchr(part, ':');
     size_t len = end ? (size_t)(end - part) : strlen(part);
     if (len > 0) {
-      struct stat st;
       char* path = (char*)malloc(len + 1);
       int status;
       if (path == NULL) return oom("the model path");
       memcpy(path, part, len);
       path[len] = '\0';
-      if (stat(path, &st) != 0) {
+      if (access(path, F_OK) != 0) {
         status = tvmrt_fail("InvalidArgumentError", "model_path %s doesn't exist", path);
-      } else if (S_ISDIR(st.st_mode)) {
+      } else if (is_folder(path)) {
         status = list_folder(path, out);
       } else {
         status = list_push(out, NULL, path);
@@ -195,25 +205,52 @@ void dlr_paths_free(dlr_paths* p) {
   memset(p, 0, sizeof(*p));
 }
 
-int dlr_read_file(const char* path, const char* role, char** data, size_t* size) {
-  struct stat st;
-  size_t done = 0;
-  char* buf;
+/* an open file's size, or -1 when it is not a regular file (a FIFO, socket or terminal
+   cannot seek; stat is avoided, see is_folder) */
+static off_t regular_size(int fd) {
+  off_t size = lseek(fd, 0, SEEK_END);
+  if (size < 0 || lseek(fd, 0, SEEK_SET) != 0) return -1;
+  return size;
+}
+
+int dlr_regular_file(const char* path, const char* role) {
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  off_t size;
   if (fd < 0) return tvmrt_fail("DLRError", "cannot open %s %s: %s", role, path, strerror(errno));
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  size = is_folder(path) ? -1 : regular_size(fd);
+  close(fd);
+  if (size < 0) return tvmrt_fail("DLRError", "%s %s is not a regular file", role, path);
+  return 0;
+}
+
+int dlr_read_file(const char* path, const char* role, char** data, size_t* size) {
+  size_t done = 0;
+  off_t total;
+  char* buf;
+  int fd;
+  if (dlr_regular_file(path, role) != 0) return -1;
+  if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0) {
+    return tvmrt_fail("DLRError", "cannot open %s %s: %s", role, path, strerror(errno));
+  }
+  if ((total = regular_size(fd)) < 0) {
     close(fd);
     return tvmrt_fail("DLRError", "%s %s is not a regular file", role, path);
   }
-  if ((buf = (char*)malloc((size_t)st.st_size + 1)) == NULL) {
+  if ((buf = (char*)malloc((size_t)total + 1)) == NULL) {
     close(fd);
     return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %lld bytes to read %s %s",
-                      (long long)st.st_size, role, path);
+                      (long long)total, role, path);
   }
-  while (done < (size_t)st.st_size) {
-    ssize_t got = read(fd, buf + done, (size_t)st.st_size - done);
+  while (done < (size_t)total) {
+    ssize_t got = read(fd, buf + done, (size_t)total - done);
     if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) break; /* the file shrank: take what is there */
+    if (got < 0) {
+      int err = errno;
+      close(fd);
+      free(buf);
+      return tvmrt_fail("DLRError", "cannot read %s %s: %s", role, path, strerror(err));
+    }
+    if (got == 0) break; /* the file shrank: take what is there */
     done += (size_t)got;
   }
   close(fd);

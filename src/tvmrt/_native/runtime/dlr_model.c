@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "dlr_model.h"
 
@@ -86,7 +85,6 @@ static int refuse_data_transform(const tvmrt_json* meta, const char* where) {
 int dlr_model_create(const dlr_parts* parts, DLDevice dev, dlr_model** out) {
   dlr_model* m = (dlr_model*)calloc(1, sizeof(dlr_model));
   tvmrt_module* lib;
-  struct stat st;
   if (m == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a DLR model");
   if (tvmrt_object_init(&m->hdr, DLR_MAGIC, model_destroy) != 0) {
     free(m);
@@ -100,10 +98,7 @@ int dlr_model_create(const dlr_parts* parts, DLDevice dev, dlr_model** out) {
       refuse_data_transform(m->meta, parts->meta_where)) {
     goto fail;
   }
-  if (stat(parts->lib_path, &st) != 0 || !S_ISREG(st.st_mode)) {
-    tvmrt_fail("DLRError", "the model library %s is not a regular file", parts->lib_path);
-    goto fail;
-  }
+  if (dlr_regular_file(parts->lib_path, "the model library") != 0) goto fail;
   if ((lib = tvmrt_load_dso(parts->lib_path)) == NULL) goto fail;
   m->executor = tvmrt_graph_executor_create(parts->graph, parts->graph_len, lib, dev);
   tvmrt_release(&lib->hdr);
