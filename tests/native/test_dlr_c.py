@@ -412,3 +412,36 @@ def test_libdlr_keeps_the_wheels_glibc_floor(native_root: Path) -> None:
     versions = {tuple(map(int, v.split("."))) for v in re.findall(r"GLIBC_(\d+\.\d+)", out.stdout)}
     assert versions, out.stdout[:2000]
     assert max(versions) <= (2, 17), sorted(versions)
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed")
+def test_cmake_target_tvmrt_dlr_links_a_dlr_program(
+    native_root: Path, neo_root: Path, tmp_path: Path
+) -> None:
+    """find_package(tvmrt) gives tvmrt::dlr (libdlr.so found in the wheel's lib/)."""
+    native = _build("plain", native_root)
+    package = REPO / "src" / "tvmrt"
+    root = tmp_path / "site" / "tvmrt"
+    shutil.copytree(package / "include", root / "include")
+    shutil.copytree(package / "lib" / "cmake", root / "lib" / "cmake")
+    for name in ("libdlr.so", "libtvmrt_runtime.so"):
+        shutil.copy(native.lib_dir / name, root / "lib" / name)
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(REPO / "examples" / "cpp" / "dlr_model.c", project / "dlr_model.c")
+    (project / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.13)\nproject(app C)\nfind_package(tvmrt REQUIRED)\n"
+        "add_executable(dlr_model dlr_model.c)\ntarget_link_libraries(dlr_model tvmrt::dlr)\n"
+    )
+    build = tmp_path / "build"
+    for cmd in (
+        ["cmake", "-S", str(project), "-B", str(build), f"-Dtvmrt_DIR={root / 'lib/cmake/tvmrt'}"],
+        ["cmake", "--build", str(build)],
+    ):
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+    folder = _neo(neo_root, tmp_path)
+    proc = _run(native, build / "dlr_model", folder)
+    assert proc.returncode == 0, proc.stderr
+    golden = np.load(neo_root / "neo-cpu.npz")
+    assert (tmp_path / "output_0.bin").read_bytes() == golden["out_0"].tobytes()
