@@ -58,6 +58,19 @@ static void from_elements(const char* folder) {
     report("elems delete", DeleteDLRModel(&h));
   }
   {
+    char meta_path[4096];
+    snprintf(meta_path, sizeof(meta_path), "%s/compiled.meta", folder);
+    {
+      DLRModelElem elems[] = {{NEO_METADATA, meta_path, NULL, 0},
+                              {TVM_GRAPH, NULL, graph, 0},
+                              {TVM_PARAMS, NULL, params, params_size},
+                              {TVM_LIB, lib, NULL, 0},
+                              {NEO_METADATA, meta_path, NULL, 0}};
+      report("elems twice", CreateDLRModelFromModelElem(&h, elems, 5, 1, 0));
+      report("elems twice delete", DeleteDLRModel(&h));
+    }
+  }
+  {
     DLRModelElem elems[] = {{TVM_GRAPH, NULL, graph, 0}, {RELAY_EXEC, NULL, params, 1}};
     report("elems relay", CreateDLRModelFromModelElem(&h, elems, 2, 1, 0));
   }

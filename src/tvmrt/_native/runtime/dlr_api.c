@@ -93,9 +93,12 @@ DLR_DLL int CreateDLRModel(DLRModelHandle* handle, const char* model_path, int d
   return status;
 }
 
-/* an element's text or bytes: from its path (read into *owned) or from memory */
+/* an element's text or bytes: from its path (read into *owned) or from memory; a later
+   element of the same type replaces an earlier one, as in DLR */
 static int elem_bytes(const DLRModelElem* el, const char* what, int text, char** owned,
                       const char** data, size_t* len) {
+  free(*owned);
+  *owned = NULL;
   if (el->path != NULL) {
     if (dlr_read_file(el->path, what, owned, len) != 0) return -1;
     *data = *owned;
