@@ -7,6 +7,7 @@ elements, zero-copy inputs)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -80,6 +81,12 @@ def _tensorrt(folder: Path) -> None:
     (folder / "compiled.so").rename(folder / "compiled.tensorrt")
 
 
+def _data_transform(folder: Path) -> None:
+    meta = json.loads((folder / "compiled.meta").read_text())
+    meta["DataTransform"] = {"Input": {"ColumnTransform": []}}
+    (folder / "compiled.meta").write_text(json.dumps(meta))
+
+
 def _empty(folder: Path) -> None:
     for f in folder.iterdir():
         f.unlink()
@@ -105,12 +112,14 @@ HOSTILE = {
     "empty folder": (_empty, "DLRError: Unable to determine backend from path: "),
     "no params (Treelite)": (_treelite, "DLR takes it for a Treelite (decision tree) model"),
     "SavedModel": (_saved_model, "is a TensorFlow 2 SavedModel (DLR's tensorflow backend)"),
+    "DataTransform": (_data_transform, "describes DataTransform (an AutoML model taking JSON"),
     "TensorRT engine": (_tensorrt, "This model requires DLR release-1.1.0 to run."),
 }
 
 # the refusals of DLR's own rules (files, backend), worded as tvmrt.dlr words them; the
 # others come from the runtimes' parsers and loaders, whose C and Python texts differ
 DLR_WORDS = {
+    "DataTransform",
     "dangling link",
     "no library",
     "two graphs",
