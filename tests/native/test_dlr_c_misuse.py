@@ -186,6 +186,8 @@ CHECKS = {
     "index nope": "-1 DLRError: Couldn't find index for output node nope!",
     "affinity 0": "0 ok",
     "threads": "0 ok",
+    "pool threads": "3",  # SetDLRNumThreads sized tvmrt's pool
+    "pool threads after 0": "3",  # n <= 0 changes nothing, as DLR
     "device type": "1",
     "delete again": "0 ok",
     "managed after delete": "2 read",

@@ -11,6 +11,9 @@
 
 #include "dlpack/dlpack.h"
 
+/* the pool size libdlr.so exports (tvmrt's; DLR has no getter) */
+int tvmrt_get_num_threads(void);
+
 static void report(const char* label, int rc) {
   printf("%s: %d %s\n", label, rc, rc == 0 ? "ok" : DLRGetLastError());
 }
@@ -178,7 +181,11 @@ int main(int argc, char** argv) {
   report("managed", GetDLROutputManagedTensorPtr(&h, 0, &managed));
   report("affinity 0", UseDLRCPUAffinity(&h, 0));
   report("affinity 1", UseDLRCPUAffinity(&h, 1));
-  report("threads", SetDLRNumThreads(&h, 2));
+  report("threads", SetDLRNumThreads(&h, 3));
+  printf("pool threads: %d\n", tvmrt_get_num_threads());
+  report("threads 0", SetDLRNumThreads(&h, 0));
+  printf("pool threads after 0: %d\n", tvmrt_get_num_threads());
+  report("threads 2", SetDLRNumThreads(&h, 2));
   report("malloc", SetDLRCustomAllocatorMalloc(malloc));
   report("pipeline", CreateDLRPipeline(&copy, 2, NULL, 1, 0));
   printf("device type: %d\n", GetDLRDeviceType(argv[1]));
