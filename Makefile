@@ -71,8 +71,10 @@ test-arm: $(STAMP) $(WHEEL_STAMP)
 	PATH=$(abspath $(BIN)):$$PATH BUILD_PYTHON=$(abspath $(BIN))/python scripts/test_arm.sh
 
 # libtvmrt_runtime.{so,a}: the C runtime for C/C++ applications (C11; libc, libdl, libpthread,
-# libm only), and libdlr.so: the same with DLR 1.10's C API (dlr.h). Its sources are the `runtime` lines of src/tvmrt/_native/sources.txt, the list
-# setup.py reads too. NATIVE_DIR and NATIVE_FLAGS let the tests build sanitizer variants elsewhere.
+# libm only), and libdlr.so: the same with DLR 1.10's C API (dlr.h). Its sources are the
+# `runtime` lines of src/tvmrt/_native/sources.txt (and the `dlr` lines for libdlr.so), the
+# list setup.py reads too. NATIVE_DIR and NATIVE_FLAGS let the tests build sanitizer variants
+# elsewhere.
 CC ?= cc
 NATIVE_DIR   ?= build/native
 NATIVE_FLAGS ?= -O2
