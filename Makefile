@@ -71,20 +71,25 @@ test-arm: $(STAMP) $(WHEEL_STAMP)
 	PATH=$(abspath $(BIN)):$$PATH BUILD_PYTHON=$(abspath $(BIN))/python scripts/test_arm.sh
 
 # libtvmrt_runtime.{so,a}: the C runtime for C/C++ applications (C11; libc, libdl, libpthread,
-# libm only). Its sources are the `runtime` lines of src/tvmrt/_native/sources.txt, the list
-# setup.py reads too. NATIVE_DIR and NATIVE_FLAGS let the tests build sanitizer variants elsewhere.
+# libm only), and libdlr.so: the same with DLR 1.10's C API (dlr.h). Its sources are the
+# `runtime` lines of src/tvmrt/_native/sources.txt (and the `dlr` lines for libdlr.so), the
+# list setup.py reads too. NATIVE_DIR and NATIVE_FLAGS let the tests build sanitizer variants
+# elsewhere.
 CC ?= cc
 NATIVE_DIR   ?= build/native
 NATIVE_FLAGS ?= -O2
 NATIVE_LIST  := src/tvmrt/_native/sources.txt
 NATIVE_SRC   := $(addprefix src/tvmrt/_native/,$(shell awk '$$1 ~ /[.]c$$/ { for (i = 2; i <= NF; i++) if ($$i == "runtime") print $$1 }' $(NATIVE_LIST)))
-NATIVE_HDR   := $(wildcard src/tvmrt/_native/*.h src/tvmrt/_native/runtime/*.h \
+NATIVE_HDR   := $(wildcard src/tvmrt/_native/*.h src/tvmrt/_native/runtime/*.h src/tvmrt/include/*.h \
                 src/tvmrt/include/*/*.h src/tvmrt/include/tvm/runtime/*.h) $(NATIVE_LIST)
 NATIVE_OBJ   := $(patsubst src/tvmrt/_native/%.c,$(NATIVE_DIR)/obj/%.o,$(NATIVE_SRC))
+# libdlr.so: DLR's C API (the `dlr` lines) over the same runtime objects, for DLR programs (-ldlr)
+DLR_SRC      := $(addprefix src/tvmrt/_native/,$(shell awk '$$1 ~ /[.]c$$/ { for (i = 2; i <= NF; i++) if ($$i == "dlr") print $$1 }' $(NATIVE_LIST)))
+DLR_OBJ      := $(patsubst src/tvmrt/_native/%.c,$(NATIVE_DIR)/obj/%.o,$(DLR_SRC))
 NATIVE_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -Wall -Wextra \
                 -Wno-unused-parameter -Isrc/tvmrt/_native -Isrc/tvmrt/include $(NATIVE_FLAGS)
 
-native: $(NATIVE_DIR)/libtvmrt_runtime.so $(NATIVE_DIR)/libtvmrt_runtime.a
+native: $(NATIVE_DIR)/libtvmrt_runtime.so $(NATIVE_DIR)/libtvmrt_runtime.a $(NATIVE_DIR)/libdlr.so
 
 $(NATIVE_DIR)/obj/%.o: src/tvmrt/_native/%.c $(NATIVE_HDR)
 	@mkdir -p $(dir $@)
@@ -95,6 +100,9 @@ $(NATIVE_DIR)/libtvmrt_runtime.so: $(NATIVE_OBJ)
 
 $(NATIVE_DIR)/libtvmrt_runtime.a: $(NATIVE_OBJ)
 	rm -f $@ && ar rcs $@ $^
+
+$(NATIVE_DIR)/libdlr.so: $(NATIVE_OBJ) $(DLR_OBJ)
+	$(CC) -shared $(NATIVE_FLAGS) -Wl,-soname,libdlr.so -o $@ $^ -ldl -lpthread -lm
 
 # CUDA on a GPU machine: `make gpu-check-pack` here (TVM 0.27 + nvcc make the fixtures),
 # then `make gpu-check` there with build/gpu-check carried (Python 3 + numpy + the driver)

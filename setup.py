@@ -11,7 +11,8 @@ API, so one build serves every CPython version.
 The same build also makes ``libtvmrt_runtime.so`` and ``libtvmrt_runtime.a`` (the C runtime
 for C and C++ applications: ``services.c`` and its neighbours shared with the extension,
 ``sort.c``, and ``_native/runtime/*.c``; no Python inside) and ships them as package data in
-``tvmrt/lib/``, beside the headers in ``tvmrt/include/``. ``make native`` builds the same two
+``tvmrt/lib/``, beside the headers in ``tvmrt/include/``, with ``libdlr.so`` (the same objects
+and DLR's C API, ``dlr.h``, for DLR programs). ``make native`` builds the same three
 files into ``build/native/`` from a checkout. Which file goes into which library is written
 once, in ``src/tvmrt/_native/sources.txt``; both builds compile C11.
 """
@@ -37,7 +38,7 @@ _INCLUDE = [NATIVE, "src/tvmrt/include"]
 
 
 def native_sources(library: str) -> list[str]:
-    """The sources of `library` ("extension" or "runtime") in _native/sources.txt, the list
+    """The sources of `library` ("extension", "runtime" or "dlr") in _native/sources.txt, the list
     the Makefile reads too."""
     with open(os.path.join(NATIVE, "sources.txt"), encoding="utf-8") as f:
         rows = [line.split() for line in f if line.strip() and not line.startswith("#")]
@@ -57,6 +58,7 @@ native_backend = Extension(
 )
 
 RUNTIME_SOURCES = native_sources("runtime")
+DLR_SOURCES = native_sources("dlr")
 RUNTIME_CFLAGS = [*_CFLAGS, "-fPIC"]
 
 
@@ -111,6 +113,19 @@ class BuildWithRuntime(build_ext):
             extra_postargs=["-Wl,-soname,libtvmrt_runtime.so"],
         )
         self.compiler.create_static_lib(objects, "tvmrt_runtime", output_dir=out)
+        dlr_objects = self.compiler.compile(
+            DLR_SOURCES,
+            output_dir=os.path.join(self.build_temp, "tvmrt_runtime"),
+            include_dirs=_INCLUDE,
+            extra_postargs=RUNTIME_CFLAGS,
+        )
+        self.compiler.link_shared_object(
+            [*objects, *dlr_objects],
+            "libdlr.so",
+            output_dir=out,
+            libraries=["dl", "pthread", "m"],
+            extra_postargs=["-Wl,-soname,libdlr.so"],
+        )
 
 
 # Tag wheels abi3 (one wheel per platform for every CPython >= 3.10).

@@ -3,7 +3,9 @@
 #
 # Targets:  tvmrt::runtime         libtvmrt_runtime.so (the program finds it through its rpath)
 #           tvmrt::runtime_static  libtvmrt_runtime.a (nothing to ship beside the program)
-# Variables: tvmrt_INCLUDE_DIRS, tvmrt_LIBRARY, tvmrt_STATIC_LIBRARY, tvmrt_VERSION
+#           tvmrt::dlr             libdlr.so: the runtime with DLR 1.10's C API (dlr.h)
+# Variables: tvmrt_INCLUDE_DIRS, tvmrt_LIBRARY, tvmrt_STATIC_LIBRARY, tvmrt_DLR_LIBRARY,
+#            tvmrt_VERSION
 #
 # The library is looked for in the package's lib/ folder (an installed wheel), then in
 # build/native/ of the source checkout the package lives in (after `make native`).
@@ -16,6 +18,7 @@ set(tvmrt_INCLUDE_DIRS "${_tvmrt_package}/include")
 find_library(tvmrt_LIBRARY NAMES tvmrt_runtime PATHS ${_tvmrt_lib_dirs} NO_DEFAULT_PATH)
 find_library(tvmrt_STATIC_LIBRARY NAMES libtvmrt_runtime.a PATHS ${_tvmrt_lib_dirs}
              NO_DEFAULT_PATH)
+find_library(tvmrt_DLR_LIBRARY NAMES dlr PATHS ${_tvmrt_lib_dirs} NO_DEFAULT_PATH)
 
 if(NOT tvmrt_LIBRARY AND NOT tvmrt_STATIC_LIBRARY)
   set(tvmrt_FOUND FALSE)
@@ -41,6 +44,13 @@ if(tvmrt_STATIC_LIBRARY AND NOT TARGET tvmrt::runtime_static)
   add_library(tvmrt::runtime_static STATIC IMPORTED)
   set_target_properties(tvmrt::runtime_static PROPERTIES
     IMPORTED_LOCATION "${tvmrt_STATIC_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${tvmrt_INCLUDE_DIRS}"
+    INTERFACE_LINK_LIBRARIES "${_tvmrt_system_libs}")
+endif()
+if(tvmrt_DLR_LIBRARY AND NOT TARGET tvmrt::dlr)
+  add_library(tvmrt::dlr SHARED IMPORTED)
+  set_target_properties(tvmrt::dlr PROPERTIES
+    IMPORTED_LOCATION "${tvmrt_DLR_LIBRARY}"
     INTERFACE_INCLUDE_DIRECTORIES "${tvmrt_INCLUDE_DIRS}"
     INTERFACE_LINK_LIBRARIES "${_tvmrt_system_libs}")
 endif()
