@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "rt.h"
+#include "vm.h"
 
 /* ---------------------------------------------------------------------------------- */
 /* the runtime's own global functions                                                  */
@@ -100,6 +101,7 @@ tvmrt_func* tvmrt_registry_get(const char* name) {
   for (i = 0; i < NUM_BUILTINS; ++i) {
     if (strcmp(k_builtins[i].name, name) == 0) return tvmrt_func_new(k_builtins[i].fn, NULL, NULL);
   }
+  if ((f = tvmrt_vm_global(name)) != NULL) return f; /* the Relay VM's (vm_exec.c) */
   native = tvmrt_native_function(name);
   if (native != NULL) return tvmrt_func_new(f_native, (void*)native, NULL);
   return NULL;
