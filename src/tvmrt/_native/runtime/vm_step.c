@@ -262,7 +262,8 @@ int tvmrt_vm_step(vm_state* vm, const vm_ins* ins, tvmrt_object** regs) {
       }
       v = t->fields[ins->imm];
       tvmrt_retain(v);
-      break;
+      tvmrt_vm_set_reg(regs, ins->dst, v); /* a field made from an empty register is empty */
+      return 0;
     }
     case VM_LOAD_CONSTI: v = host_ints(&ins->imm, 1, 64, 1); break;
     case VM_RESHAPE_TENSOR: {
@@ -304,7 +305,7 @@ int tvmrt_vm_step(vm_state* vm, const vm_ins* ins, tvmrt_object** regs) {
       v = &c->hdr;
       break;
     }
-    case VM_FATAL: return tvmrt_fail("", "VM encountered fatal error");
+    case VM_FATAL: return tvmrt_fail("TVMError", "VM encountered fatal error");
     default: return tvmrt_fail("InternalError", "opcode %d reached the run loop", ins->op);
   }
   if (v == NULL) return -1;
