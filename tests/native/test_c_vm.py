@@ -137,3 +137,30 @@ def test_dyn_batch_mlp_at_batch_1_3_and_64_from_c(
     for run in runs:
         (got,) = read_outputs(tmp_path, run.name)
         assert same_bits(got, run.outputs[0]), run.name
+
+
+def test_late_bound_constants_load_from_the_params_file_in_c(
+    artifacts: Path,
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    tmp_path: Path,
+) -> None:
+    folder = artifacts / "relayvm" / "cnn-static"
+    runs = golden_runs(folder, ["data"])
+    exe = compile_c(native, "run_vm", False)
+    late = {
+        "CODE_RO": "code_late_bound.ro",
+        "LATE_PARAMS": str(folder / "late_bound_consts.params"),
+    }
+    proc = subprocess.run(
+        [str(exe), "ro", str(folder), str(write_spec(runs, tmp_path)), str(tmp_path)],
+        env={**native.env, **late},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "before loading: ModuleLoadError: Need to load late-bound-constants" in proc.stdout
+    (got,) = read_outputs(tmp_path, runs[0].name)
+    assert same_bits(got, runs[0].outputs[0])

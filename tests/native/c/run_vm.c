@@ -11,8 +11,10 @@
  * lines (an ADT made with runtime.Tuple). Each run does set_input + invoke and writes
  * OUT_DIR/NAME_K.bin and NAME_K.txt ("CODE BITS NDIM DIMS...") for every tensor of the
  * result (ADT fields in order); then invoke_stateful + get_num_outputs + get_output must give
- * the same bytes. With REPEAT=N in the environment each run also times N invokes and prints
- * "NAME: MEDIAN_NS ns per invoke" (the median of 5 batches).
+ * the same bytes. CODE_RO=NAME reads FOLDER/NAME instead of code.ro; LATE_PARAMS=PATH checks
+ * that init refuses before load_late_bound_consts(PATH) and works after. With REPEAT=N in the
+ * environment each run also times N invokes and prints "NAME: MEDIAN_NS ns per invoke" (the median
+ * of 5 batches).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,7 +84,8 @@ static TVMModuleHandle load_vm(const char* mode, const char* folder) {
     char* code_ro;
     snprintf(path, sizeof(path), "%s/lib.so", folder);
     CHECK(TVMModLoadFromFile(path, "", &lib));
-    snprintf(path, sizeof(path), "%s/code.ro", folder);
+    snprintf(path, sizeof(path), "%s/%s", folder,
+             getenv("CODE_RO") ? getenv("CODE_RO") : "code.ro");
     code_ro = read_file(path, &n);
     bytes.data = code_ro;
     bytes.size = n;
@@ -100,6 +103,22 @@ static TVMModuleHandle load_vm(const char* mode, const char* folder) {
   call_named(exe, "vm_load_executable", args, codes, 0, &ret, &code);
   if (code != kTVMModuleHandle) exit(1);
   vm = ret.v_handle;
+  if (getenv("LATE_PARAMS") != NULL) { /* init must refuse until the constants are loaded */
+    TVMFunctionHandle init = get(vm, "init");
+    args[0].v_int64 = kDLCPU;
+    args[1].v_int64 = 0;
+    args[2].v_int64 = 2;
+    codes[0] = codes[1] = codes[2] = kDLInt;
+    if (TVMFuncCall(init, args, codes, 3, &ret, &code) == 0) {
+      fprintf(stderr, "init ran with late-bound constants not loaded\n");
+      exit(6);
+    }
+    printf("before loading: %s\n", TVMGetLastError());
+    CHECK(TVMFuncFree(init));
+    args[0].v_str = getenv("LATE_PARAMS");
+    codes[0] = kTVMStr;
+    call_named(exe, "load_late_bound_consts", args, codes, 1, &ret, &code);
+  }
   CHECK(TVMModFree(exe)); /* the VM holds it */
   args[0].v_int64 = kDLCPU;
   args[1].v_int64 = 0;
