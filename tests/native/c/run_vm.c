@@ -276,6 +276,16 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: run_vm so|ro FOLDER SPEC OUT_DIR\n");
     return 2;
   }
+  {
+    int num = 0, found = 0;
+    const char** names = NULL;
+    CHECK(TVMFuncListGlobalNames(&num, &names));
+    for (i = 0; i < num; ++i) found += strcmp(names[i], "runtime.Load_Executable") == 0;
+    if (found != 1) {
+      fprintf(stderr, "runtime.Load_Executable is listed %d times\n", found);
+      return 7;
+    }
+  }
   vm = load_vm(argv[1], argv[2]);
   CHECK(TVMFuncGetGlobal("runtime.Tuple", &tuple_f));
   CHECK(TVMFuncGetGlobal("runtime.GetADTSize", &size_f));

@@ -184,5 +184,6 @@ tvmrt_module* tvmrt_vm_exec_load_blob(tvmrt_reader* r); /* blob loader: VMExecut
 /* the globals the VM adds (runtime.Load_Executable, the ADT functions), a new reference or
    NULL (no error) */
 tvmrt_func* tvmrt_vm_global(const char* name);
+const char* const* tvmrt_vm_global_names(size_t* n); /* their names (TVMFuncListGlobalNames) */
 
 #endif /* TVMRT_NATIVE_RUNTIME_VM_H_ */

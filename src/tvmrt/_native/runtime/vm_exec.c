@@ -270,6 +270,15 @@ static int g_adt_read(void* self, TVMValue* args, int* codes, int n, TVMValue* r
   return 0;
 }
 
+static const char* const k_global_names[] = {"runtime.Load_Executable", "runtime.ADT",
+                                             "runtime.Tuple",           "runtime.GetADTSize",
+                                             "runtime.GetADTTag",       "runtime.GetADTFields"};
+
+const char* const* tvmrt_vm_global_names(size_t* n) {
+  *n = sizeof(k_global_names) / sizeof(k_global_names[0]);
+  return k_global_names;
+}
+
 tvmrt_func* tvmrt_vm_global(const char* name) {
   static char adt_tag[] = "ADT";
   if (strcmp(name, "runtime.Load_Executable") == 0)
