@@ -8,8 +8,10 @@
  *   invoke_stateful(func_name)                runs; read the result with get_output
  *   get_output(index) / get_num_outputs()     the last result's fields (1 for a tensor)
  *   get_input_index(input_name, func_name)    the parameter's index, or -1
- * Inputs: arrays (kTVMNDArrayHandle, or kTVMDLTensorHandle: used in place when 64-byte
- * aligned and dense, as TVM, else copied) and ADTs of arrays.
+ * A VM runs one invoke at a time: a call while another thread's runs fails with a TVMError
+ * (give each thread its own VM; they may share the executable). Inputs: arrays (kTVMNDArrayHandle,
+ * or kTVMDLTensorHandle: used in place when 64-byte aligned and dense, as TVM, else copied) and
+ * ADTs of arrays.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,7 @@ typedef struct {
   tvmrt_module* exe_mod; /* borrowed: the module imports it */
   vm_exe* exe;
   int ready;
+  int running; /* one invoke at a time (atomic): a second thread's call is refused */
   vm_state st;
   tvmrt_object*** inputs; /* per function, NULL until set */
   tvmrt_object* result;
@@ -256,9 +259,16 @@ static int run(vm_machine* m, TVMValue* args, int* codes, int n, const char* wha
                         name);
     }
   }
-  if (tvmrt_vm_run(&m->st, k, m->inputs[k], fn->num_params, &out) != 0) return -1;
+  if (__atomic_exchange_n(&m->running, 1, __ATOMIC_ACQUIRE) != 0) {
+    return tvmrt_fail("TVMError", "this VirtualMachine is already running in another thread");
+  }
+  if (tvmrt_vm_run(&m->st, k, m->inputs[k], fn->num_params, &out) != 0) {
+    __atomic_store_n(&m->running, 0, __ATOMIC_RELEASE);
+    return -1;
+  }
   tvmrt_release(m->result);
   m->result = out;
+  __atomic_store_n(&m->running, 0, __ATOMIC_RELEASE);
   return 0;
 }
 
