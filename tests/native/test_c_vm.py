@@ -164,3 +164,33 @@ def test_late_bound_constants_load_from_the_params_file_in_c(
     assert "before loading: ModuleLoadError: Need to load late-bound-constants" in proc.stdout
     (got,) = read_outputs(tmp_path, runs[0].name)
     assert same_bits(got, runs[0].outputs[0])
+
+
+def test_a_live_bytes_budget_is_given_back_between_invokes(
+    artifacts: Path,
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    tmp_path: Path,
+) -> None:
+    # cnn-static holds at most ~11 kB at once: a 20 kB budget lasts 101 invokes (every
+    # storage given back charges the budget back), a 10 kB one fails, naming it
+    folder = artifacts / "relayvm" / "cnn-static"
+    runs = golden_runs(folder, ["data"])
+    exe = compile_c(native, "run_vm", False)
+    spec = write_spec(runs, tmp_path)
+    outcome = {}
+    for budget in ("20000", "10000"):
+        env = {**native.env, "TVMRT_VM_MAX_LIVE_BYTES": budget, "REPEAT": "20"}
+        outcome[budget] = subprocess.run(
+            [str(exe), "so", str(folder), str(spec), str(tmp_path)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert outcome["20000"].returncode == 0, outcome["20000"].stderr
+    (got,) = read_outputs(tmp_path, runs[0].name)
+    assert same_bits(got, runs[0].outputs[0])
+    assert outcome["10000"].returncode == 1
+    assert "over its budget of 10000 bytes (TVMRT_VM_MAX_LIVE_BYTES)" in outcome["10000"].stderr

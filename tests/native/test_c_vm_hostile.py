@@ -79,6 +79,18 @@ HOSTILE: dict[str, tuple[str, Callable[[ExecutableData], None], dict[str, str], 
         {"TVMRT_VM_MAX_STEPS": "100"},
         "ran past its budget of 100 steps",
     ),
+    "live-bytes-over-budget": (
+        "cnn-static",
+        lambda exe: None,
+        {"TVMRT_VM_MAX_LIVE_BYTES": "2000"},
+        "over its budget of 2000 bytes",
+    ),
+    "call-stack-too-deep": (
+        "adt-closure",
+        lambda exe: None,
+        {"TVMRT_VM_MAX_FRAMES": "1"},
+        "the call stack is deeper than 1 frames",
+    ),
     "allocation-over-limit": (
         "cnn-static",
         lambda exe: None,
@@ -98,7 +110,8 @@ def _run(
 ) -> tuple[int, str]:
     shutil.copy(folder / "lib.so", work / "lib.so")
     (work / "code.ro").write_bytes(code)
-    params = {"control-flow": ["x", "n"], "cnn-static": ["data"]}[folder.name]
+    params = {"control-flow": ["x", "n"], "cnn-static": ["data"], "adt-closure": ["a", "b", "c"]}
+    params = params[folder.name]
     spec = write_spec(golden_runs(folder, params), work)  # every branch of control-flow
     exe = compile_c(native, "run_vm", False)
     run_env = {**native.env, **env}
