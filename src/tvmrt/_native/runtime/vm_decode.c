@@ -87,17 +87,16 @@ static int dtype(const checker* ck, const int64_t* f, DLDataType* out) {
 /* a static shape: its dims copied into ins, its byte count into *nbytes */
 static int shape(const checker* ck, const int64_t* dims, int64_t ndim, DLDataType t, vm_ins* ins,
                  int64_t* nbytes) {
-  int64_t i, count = 1;
-  size_t bytes;
-  if (ndim > RT_MAX_NDIM)
+  int64_t i, count = 1, item = (int64_t)((t.bits + 7) / 8) * t.lanes;
+  if (ndim > RT_MAX_NDIM) {
     return ck_fail(ck, "shape has %lld dimensions, more than %d", (long long)ndim, RT_MAX_NDIM);
+  }
   for (i = 0; i < ndim; ++i) {
     if (dims[i] < 0) return ck_fail(ck, "shape has a negative dimension %lld", (long long)dims[i]);
     if (dims[i] != 0 && count > VM_MAX_STATIC_BYTES / dims[i]) count = VM_MAX_STATIC_BYTES + 1;
     else count *= dims[i];
   }
-  if (count > VM_MAX_STATIC_BYTES || tvmrt_dtype_bytes(t, count, &bytes) != 0 ||
-      bytes > (size_t)VM_MAX_STATIC_BYTES) {
+  if (count > VM_MAX_STATIC_BYTES / item) { /* in 64 bits: size_t may have 32 */
     return ck_fail(ck, "a static shape of %lld dimensions needs more than %lld bytes",
                    (long long)ndim, (long long)VM_MAX_STATIC_BYTES);
   }
@@ -105,7 +104,7 @@ static int shape(const checker* ck, const int64_t* dims, int64_t ndim, DLDataTyp
   ins->shape = (int64_t*)malloc((size_t)(ndim ? ndim : 1) * sizeof(int64_t));
   if (ins->shape == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a shape");
   if (ndim > 0) memcpy(ins->shape, dims, (size_t)ndim * sizeof(int64_t));
-  *nbytes = (int64_t)bytes;
+  *nbytes = count * item;
   return 0;
 }
 
