@@ -228,6 +228,28 @@ static void do_run(TVMModuleHandle vm, const char* name, TVMValue* in, int* in_c
   call_named(vm, "invoke", args, codes, 1, &ret, &code);
   collect(ret, code, &o, size_f, field_f);
   for (k = 0; k < o.n; ++k) write_out(dir, name, k, o.t[k]);
+  { /* invoke_return_to_device(main, cpu, 0, inputs...) gives the same tensors */
+    TVMValue dargs[MAX_PARAMS + 3];
+    int dcodes[MAX_PARAMS + 3];
+    outs d = {{NULL}, 0};
+    dargs[0].v_str = "main";
+    dcodes[0] = kTVMStr;
+    dargs[1].v_int64 = kDLCPU;
+    dargs[2].v_int64 = 0;
+    dcodes[1] = dcodes[2] = kDLInt;
+    for (i = 0; i < nin; ++i) dargs[i + 3] = in[i], dcodes[i + 3] = in_codes[i];
+    call_named(vm, "invoke_return_to_device", dargs, dcodes, nin + 3, &ret, &code);
+    collect(ret, code, &d, size_f, field_f);
+    for (k = 0; k < d.n; ++k) {
+      if (k >= o.n || nbytes(d.t[k]) != nbytes(o.t[k]) ||
+          memcmp(d.t[k]->data, o.t[k]->data, nbytes(o.t[k])) != 0) {
+        fprintf(stderr, "%s: invoke_return_to_device's output %d differs\n", name, k);
+        exit(5);
+      }
+      CHECK(TVMArrayFree((TVMArrayHandle)d.t[k]));
+    }
+    if (d.n != o.n) exit(5);
+  }
   /* the stateful path gives the same bytes */
   call_named(vm, "invoke_stateful", args, codes, 1, &ret, &code);
   call_named(vm, "get_num_outputs", args, codes, 0, &ret, &code);

@@ -100,10 +100,10 @@ const char* tvmrt_take_last_error(const char** kind);
    0, or -1 with a ModuleLoadError naming `what` */
 int tvmrt_vm_read(const uint8_t* data, size_t size, const char* what, int check_hash, vm_exe* out);
 void tvmrt_vm_exe_free(vm_exe* exe);
-int tvmrt_vm_find_func(const vm_exe* exe, const char* name); /* index or -1 */
 
 /* vm_decode.c: check every operand and fill each function's code */
 int tvmrt_vm_decode(vm_exe* exe, const char* what);
+int tvmrt_vm_find_func(const vm_exe* exe, const char* name); /* index or -1 */
 
 /* vm_value.c ---------------------------------------------------------------------- */
 enum {
@@ -151,6 +151,9 @@ vm_closure* tvmrt_vm_closure_new(int64_t func, tvmrt_object* const* fields, size
 tvmrt_object* tvmrt_vm_array_obj(tvmrt_ndarray* a);
 tvmrt_ndarray* tvmrt_vm_as_array(tvmrt_object* obj); /* NULL if obj is no array */
 const char* tvmrt_vm_kind(const tvmrt_object* obj);
+/* a packed argument as a VM input (a new reference): an NDArray; a DLTensor, viewed in place
+   when 64-byte aligned and dense (TVM's NDArray::FromExternalDLTensor), else copied; an ADT */
+tvmrt_object* tvmrt_vm_input_value(TVMValue v, int code, int index);
 
 /* a pool of freed buffers (pooled) or none (naive), with a live-bytes budget */
 vm_pool* tvmrt_vm_pool_new(int pooled, const vm_limits* limits);

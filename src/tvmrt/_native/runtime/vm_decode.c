@@ -253,6 +253,16 @@ static int decode_function(vm_exe* exe, vm_func* fn, const char* what) {
   return 0;
 }
 
+int tvmrt_vm_find_func(const vm_exe* exe, const char* name) {
+  size_t i;
+  for (i = 0; i < exe->num_funcs; ++i) {
+    if (exe->funcs[i].name != NULL && strcmp(exe->funcs[i].name, name) == 0) {
+      return (int)i;
+    }
+  }
+  return -1;
+}
+
 int tvmrt_vm_decode(vm_exe* exe, const char* what) {
   size_t i;
   for (i = 0; i < exe->num_consts; ++i) {

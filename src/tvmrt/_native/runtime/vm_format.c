@@ -275,16 +275,6 @@ done:
   return rc;
 }
 
-int tvmrt_vm_find_func(const vm_exe* exe, const char* name) {
-  size_t i;
-  for (i = 0; i < exe->num_funcs; ++i) {
-    if (exe->funcs[i].name != NULL && strcmp(exe->funcs[i].name, name) == 0) {
-      return (int)i;
-    }
-  }
-  return -1;
-}
-
 static int read_body(tvmrt_reader* r, vm_exe* exe, int check_hash) {
   uint64_t magic, n, i;
   size_t at, nglob = 0, j;

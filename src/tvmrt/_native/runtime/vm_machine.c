@@ -6,6 +6,7 @@
  *   set_one_input(func_name, index|name, v)   one input
  *   invoke(func_name)                         -> an NDArray or an ADT (kTVMObjectHandle)
  *   invoke_stateful(func_name)                runs; read the result with get_output
+ *   invoke_return_to_device(func_name, device_type, device_id, inputs...)  (the CPU)
  *   get_output(index) / get_num_outputs()     the last result's fields (1 for a tensor)
  *   get_input_index(input_name, func_name)    the parameter's index, or -1
  * A VM runs one invoke at a time: a call while another thread's runs fails with a TVMError
@@ -147,42 +148,6 @@ static int f_init(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, 
   return 0;
 }
 
-/* one input value as the VM holds it (a new reference) */
-static tvmrt_object* input_value(TVMValue v, int code, int index) {
-  if (code == kTVMNDArrayHandle) {
-    tvmrt_ndarray* a = tvmrt_ndarray_from_handle(v.v_handle);
-    if (a == NULL) return NULL;
-    tvmrt_retain(&a->hdr);
-    return &a->hdr;
-  }
-  if (code == kTVMDLTensorHandle && v.v_handle != NULL) {
-    const DLTensor* dl = (const DLTensor*)v.v_handle;
-    tvmrt_ndarray* a;
-    if (dl->device.device_type != kDLCPU || dl->ndim < 0 || dl->ndim > RT_MAX_NDIM) {
-      tvmrt_fail("ArgumentTypeError", "input %d is not a CPU tensor of at most %d dims", index,
-                 RT_MAX_NDIM);
-      return NULL;
-    }
-    if (tvmrt_is_compact(dl) && ((uintptr_t)dl->data + dl->byte_offset) % RT_ALIGN == 0) {
-      a = tvmrt_ndarray_view(dl, NULL); /* TVM: NDArray::FromExternalDLTensor */
-    } else {
-      a = tvmrt_ndarray_empty(dl->shape, dl->ndim, dl->dtype);
-      if (a != NULL && tvmrt_copy_tensor(dl, &a->dl) != 0) {
-        tvmrt_release(&a->hdr);
-        a = NULL;
-      }
-    }
-    return a == NULL ? NULL : &a->hdr;
-  }
-  if (code == kTVMObjectHandle && tvmrt_vm_adt_check(v.v_handle) != NULL) {
-    tvmrt_retain((tvmrt_object*)v.v_handle);
-    return (tvmrt_object*)v.v_handle;
-  }
-  tvmrt_fail("ArgumentTypeError",
-             "input %d must be an NDArray, a DLTensor or an ADT, got type code %d", index, code);
-  return NULL;
-}
-
 static int bind(vm_machine* m, int k, int index, TVMValue v, int code) {
   const vm_func* fn = &m->exe->funcs[k];
   tvmrt_object* value;
@@ -190,7 +155,7 @@ static int bind(vm_machine* m, int k, int index, TVMValue v, int code) {
     m->inputs[k] = (tvmrt_object**)calloc(fn->num_params + 1, sizeof(void*));
     if (m->inputs[k] == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot hold inputs");
   }
-  value = input_value(v, code, index);
+  value = tvmrt_vm_input_value(v, code, index);
   if (value == NULL) return -1;
   tvmrt_release(m->inputs[k][index]);
   m->inputs[k][index] = value;
@@ -295,6 +260,41 @@ static int f_invoke_stateful(void* self, TVMValue* args, int* codes, int n, TVMV
   return run((vm_machine*)self, args, codes, n, "invoke_stateful");
 }
 
+/* (func_name, device_type, device_id, inputs...): set_input, invoke, the result on that
+   device (the CPU: as it is) */
+static int f_invoke_to_device(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
+                              int* rc) {
+  vm_machine* m = (vm_machine*)self;
+  if (n < 3 || codes[0] != kTVMStr || codes[1] != kDLInt || codes[2] != kDLInt) {
+    return tvmrt_fail("ArgumentTypeError",
+                      "invoke_return_to_device takes (func_name, "
+                      "device_type, device_id, inputs...)");
+  }
+  if (args[1].v_int64 != kDLCPU) {
+    return tvmrt_fail("DeviceUnavailableError",
+                      "invoke_return_to_device: device type %lld; "
+                      "libtvmrt_runtime's VM returns results on the CPU (type 1) only",
+                      (long long)args[1].v_int64);
+  }
+  TVMValue* in = (TVMValue*)malloc((size_t)(n - 2) * sizeof(TVMValue));
+  int* in_codes = (int*)malloc((size_t)(n - 2) * sizeof(int));
+  int result = -1;
+  if (in == NULL || in_codes == NULL) {
+    free(in);
+    free(in_codes);
+    return tvmrt_fail("DeviceOutOfMemoryError", "cannot hold %d inputs", n - 3);
+  }
+  in[0] = args[0]; /* set_input's (func_name, inputs...), the caller's arrays untouched */
+  in_codes[0] = kTVMStr;
+  memcpy(in + 1, args + 3, (size_t)(n - 3) * sizeof(TVMValue));
+  memcpy(in_codes + 1, codes + 3, (size_t)(n - 3) * sizeof(int));
+  if (f_set_input(self, in, in_codes, n - 2, ret, rc) == 0)
+    result = f_invoke(m, in, in_codes, 1, ret, rc);
+  free(in);
+  free(in_codes);
+  return result;
+}
+
 static int f_get_num_outputs(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
                              int* rc) {
   vm_machine* m = (vm_machine*)self;
@@ -347,6 +347,7 @@ static const struct {
     {"set_one_input", f_set_one_input},
     {"invoke", f_invoke},
     {"invoke_stateful", f_invoke_stateful},
+    {"invoke_return_to_device", f_invoke_to_device},
     {"get_output", f_get_output},
     {"get_num_outputs", f_get_num_outputs},
     {"get_input_index", f_get_input_index},

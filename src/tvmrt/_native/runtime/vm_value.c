@@ -1,6 +1,7 @@
 /*
  * The values Relay VM registers hold besides arrays: ADTs (tuples and constructors; handed
  * to C callers as kTVMObjectHandle), closures and storages, all reference counted objects;
+ * a packed argument as an input value;
  * the VM's limits from the environment; and the allocator: a pool of freed host buffers
  * reused by (page-rounded size, alignment) as TVM's PooledAllocator, or none (naive), with
  * a budget on the bytes the VM holds at once, its free buffers included.
@@ -120,6 +121,44 @@ const char* tvmrt_vm_kind(const tvmrt_object* obj) {
     case RT_MAGIC_VM_STORAGE: return "a storage";
     default: return "an object";
   }
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* inputs                                                                              */
+
+tvmrt_object* tvmrt_vm_input_value(TVMValue v, int code, int index) {
+  if (code == kTVMNDArrayHandle) {
+    tvmrt_ndarray* a = tvmrt_ndarray_from_handle(v.v_handle);
+    if (a == NULL) return NULL;
+    tvmrt_retain(&a->hdr);
+    return &a->hdr;
+  }
+  if (code == kTVMDLTensorHandle && v.v_handle != NULL) {
+    const DLTensor* dl = (const DLTensor*)v.v_handle;
+    tvmrt_ndarray* a;
+    if (dl->device.device_type != kDLCPU || dl->ndim < 0 || dl->ndim > RT_MAX_NDIM) {
+      tvmrt_fail("ArgumentTypeError", "input %d is not a CPU tensor of at most %d dims", index,
+                 RT_MAX_NDIM);
+      return NULL;
+    }
+    if (tvmrt_is_compact(dl) && ((uintptr_t)dl->data + dl->byte_offset) % RT_ALIGN == 0) {
+      a = tvmrt_ndarray_view(dl, NULL); /* TVM: NDArray::FromExternalDLTensor */
+    } else {
+      a = tvmrt_ndarray_empty(dl->shape, dl->ndim, dl->dtype);
+      if (a != NULL && tvmrt_copy_tensor(dl, &a->dl) != 0) {
+        tvmrt_release(&a->hdr);
+        a = NULL;
+      }
+    }
+    return a == NULL ? NULL : &a->hdr;
+  }
+  if (code == kTVMObjectHandle && tvmrt_vm_adt_check(v.v_handle) != NULL) {
+    tvmrt_retain((tvmrt_object*)v.v_handle);
+    return (tvmrt_object*)v.v_handle;
+  }
+  tvmrt_fail("ArgumentTypeError",
+             "input %d must be an NDArray, a DLTensor or an ADT, got type code %d", index, code);
+  return NULL;
 }
 
 /* ---------------------------------------------------------------------------------- */
