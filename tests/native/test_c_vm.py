@@ -194,3 +194,18 @@ def test_a_live_bytes_budget_is_given_back_between_invokes(
     assert same_bits(got, runs[0].outputs[0])
     assert outcome["10000"].returncode == 1
     assert "over its budget of 10000 bytes (TVMRT_VM_MAX_LIVE_BYTES)" in outcome["10000"].stderr
+
+
+def test_vms_sharing_one_executable_run_in_threads(
+    artifacts: Path,
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+) -> None:
+    # tests/native/c/vm_threads.c: 4 VMs over one vm.so, each thread its own batch, every
+    # output the single-thread bytes; then one VM called by two threads: each call runs
+    # (same bytes) or is refused as busy, nothing else
+    exe = compile_c(native, "vm_threads", False)
+    folder = artifacts / "relayvm" / "dyn-batch-mlp"
+    proc = native.run(exe, folder / "vm.so", "16", "4", "2000")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("ok: 4 threads x 2000 rounds"), proc.stdout
