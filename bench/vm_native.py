@@ -37,8 +37,6 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
-sys.path.insert(0, str(REPO))
 ARTIFACTS = Path(os.environ.get("TVMRT_ARTIFACTS", REPO.parent / "shared" / "artifacts"))
 SOURCE = REPO / "tests" / "native" / "c" / "run_vm.c"
 
@@ -68,9 +66,14 @@ def _build(work: Path, tvm016: Path) -> dict[str, Path]:
     return exes
 
 
-def _spec(work: Path, name: str, inputs: list[np.ndarray]) -> Path:
-    from tests.native.test_c_vm import _tensor_line
+def _tensor_line(path: Path, arr: np.ndarray) -> str:
+    """run_vm's line for a float32 input (its bytes written to `path`)."""
+    arr = np.array(arr, dtype="float32", order="C")
+    path.write_bytes(arr.tobytes())
+    return " ".join(["tensor 2 32", str(arr.ndim), *map(str, arr.shape), str(path)])
 
+
+def _spec(work: Path, name: str, inputs: list[np.ndarray]) -> Path:
     lines = [f"run {name}"]
     lines += [_tensor_line(work / f"{name}_{i}.in", x) for i, x in enumerate(inputs)]
     spec = work / f"{name}.spec"
