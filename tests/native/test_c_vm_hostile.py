@@ -16,7 +16,7 @@ from tests.native.test_c_vm import write_spec
 
 from support.relayvm_cases import golden_runs
 from tvmrt.runtime.vm import opcodes as op
-from tvmrt.runtime.vm.format import ExecutableData, read_executable, write_executable
+from tvmrt.runtime.vm.format import ExecutableData, VMFunction, read_executable, write_executable
 
 
 def _find(exe: ExecutableData, func: str, opcode: int, nth: int = 0) -> int:
@@ -180,3 +180,34 @@ def test_a_wrong_instruction_hash_is_refused(
     rc, out = _run(native, compile_c, folder, bytes(bad), tmp_path, {})
     assert rc == 1, out
     assert "(Ret): hash mismatch" in out, out
+
+
+def test_a_closure_in_the_result_is_refused_by_name(
+    artifacts: Path,
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    tmp_path: Path,
+) -> None:
+    # main returns (closure,): reading the ADT's field names what it holds, no crash
+    main = VMFunction(
+        "main", 2, [], [], [(op.ALLOC_CLOSURE, 1, 0, 0), (op.ALLOC_ADT, 0, 1, 1, 0), (op.RET, 1)]
+    )
+    f = VMFunction("f", 1, [], [], [(op.LOAD_CONSTI, 1, 0), (op.RET, 0)])
+    data = ExecutableData("0.16.dev0", [(1, 0, "")], 0, ["main", "f"], [], [], [], {}, [main, f])
+    shutil.copy(artifacts / "relayvm" / "cnn-static" / "lib.so", tmp_path / "lib.so")
+    (tmp_path / "code.ro").write_bytes(write_executable(data))
+    (tmp_path / "spec.txt").write_text("run one\nend\n", encoding="utf-8")
+    exe = compile_c(native, "run_vm", False)
+    env = dict(native.env)
+    if native.variant == "asan":
+        env["ASAN_OPTIONS"] = env["ASAN_OPTIONS"].replace("detect_leaks=1", "detect_leaks=0")
+    proc = subprocess.run(
+        [str(exe), "ro", str(tmp_path), str(tmp_path / "spec.txt"), str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "GetADTFields: field 0 holds a closure, expected a tensor or an ADT" in proc.stderr

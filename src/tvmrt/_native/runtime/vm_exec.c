@@ -259,6 +259,11 @@ static int g_adt_read(void* self, TVMValue* args, int* codes, int n, TVMValue* r
     return tvmrt_fail("ArrayError", "runtime.GetADTFields: the ADT has %zu fields", t->size);
   }
   f = t->fields[args[1].v_int64];
+  if (f == NULL || (f->magic != RT_MAGIC_ARRAY && f->magic != RT_MAGIC_ADT)) {
+    return tvmrt_fail("ArgumentTypeError",
+                      "runtime.GetADTFields: field %lld holds %s, expected a tensor or an ADT",
+                      (long long)args[1].v_int64, tvmrt_vm_kind(f));
+  }
   tvmrt_retain(f);
   if (f->magic == RT_MAGIC_ARRAY) {
     ret->v_handle = &tvmrt_vm_as_array(f)->dl;
