@@ -209,3 +209,25 @@ def test_vms_sharing_one_executable_run_in_threads(
     proc = native.run(exe, folder / "vm.so", "16", "4", "2000")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.startswith("ok: 4 threads x 2000 rounds"), proc.stdout
+
+
+def test_a_dltensor_input_without_shape_or_data_is_refused(
+    artifacts: Path,
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    tmp_path: Path,
+) -> None:
+    folder = artifacts / "relayvm" / "dyn-batch-mlp"
+    runs = golden_runs(folder, ["x"])
+    exe = compile_c(native, "run_vm", False)
+    proc = subprocess.run(
+        [str(exe), "so", str(folder), str(write_spec(runs, tmp_path)), str(tmp_path)],
+        env={**native.env, "BAD_INPUT": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for k in (0, 1):
+        assert f"bad input {k}: ArgumentTypeError: input 0: a DLTensor needs a shape" in proc.stdout

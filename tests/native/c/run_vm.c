@@ -12,7 +12,8 @@
  * OUT_DIR/NAME_K.bin and NAME_K.txt ("CODE BITS NDIM DIMS...") for every tensor of the
  * result (ADT fields in order); then invoke_stateful + get_num_outputs + get_output must give
  * the same bytes. CODE_RO=NAME reads FOLDER/NAME instead of code.ro; LATE_PARAMS=PATH checks
- * that init refuses before load_late_bound_consts(PATH) and works after. With REPEAT=N in the
+ * that init refuses before load_late_bound_consts(PATH) and works after; BAD_INPUT=1 checks
+ * that set_input refuses DLTensors without a shape or data first. With REPEAT=N in the
  * environment each run also times N invokes and prints "NAME: MEDIAN_NS ns per invoke" (the median
  * of 5 batches).
  */
@@ -309,6 +310,27 @@ int main(int argc, char** argv) {
     }
   }
   vm = load_vm(argv[1], argv[2]);
+  if (getenv("BAD_INPUT") != NULL) { /* DLTensors without a shape or without data */
+    DLTensor bad;
+    int64_t shape[2] = {1, 16};
+    TVMValue a[2];
+    int c[2] = {kTVMStr, kTVMDLTensorHandle}, k;
+    TVMFunctionHandle set_input = get(vm, "set_input");
+    memset(&bad, 0, sizeof(bad));
+    bad.device.device_type = kDLCPU;
+    bad.dtype.code = kDLFloat;
+    bad.dtype.bits = 32;
+    bad.dtype.lanes = 1;
+    bad.ndim = 2;
+    a[0].v_str = "main";
+    a[1].v_handle = &bad;
+    for (k = 0; k < 2; ++k) {
+      bad.shape = k == 0 ? NULL : shape;
+      if (TVMFuncCall(set_input, a, c, 2, &ret, &code) == 0) return 8;
+      printf("bad input %d: %s\n", k, TVMGetLastError());
+    }
+    CHECK(TVMFuncFree(set_input));
+  }
   CHECK(TVMFuncGetGlobal("runtime.Tuple", &tuple_f));
   CHECK(TVMFuncGetGlobal("runtime.GetADTSize", &size_f));
   CHECK(TVMFuncGetGlobal("runtime.GetADTFields", &field_f));

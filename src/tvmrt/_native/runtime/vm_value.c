@@ -141,6 +141,15 @@ tvmrt_object* tvmrt_vm_input_value(TVMValue v, int code, int index) {
                  RT_MAX_NDIM);
       return NULL;
     }
+    size_t nbytes;
+    if ((dl->ndim > 0 && dl->shape == NULL) || tvmrt_tensor_nbytes(dl, &nbytes) != 0 ||
+        (dl->data == NULL && nbytes > 0)) {
+      tvmrt_fail("ArgumentTypeError",
+                 "input %d: a DLTensor needs a shape (ndim %d) with no negative or too large "
+                 "dimension, and data",
+                 index, dl->ndim);
+      return NULL;
+    }
     if (tvmrt_is_compact(dl) && ((uintptr_t)dl->data + dl->byte_offset) % RT_ALIGN == 0) {
       a = tvmrt_ndarray_view(dl, NULL); /* TVM: NDArray::FromExternalDLTensor */
     } else {
