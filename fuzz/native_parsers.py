@@ -26,6 +26,10 @@ TARGETS = {
     "params-cnn": ("params", "relay016/tvmc-package/module.tar!mod.params"),
     "blob-factory": ("blob", "relay016/linkparams-so/deploy.so"),
     "blob-system-lib": ("blob", "relay016/systemlib-so/deploy.so"),
+    "blob-relayvm": ("blob", "relayvm/control-flow/vm.so"),
+    "vmcode-control-flow": ("vmcode", "relayvm/control-flow/code.ro"),
+    "vmcode-dyn-shape-op": ("vmcode", "relayvm/dyn-shape-op/code.ro"),
+    "vmcode-adt-closure": ("vmcode", "relayvm/adt-closure/code.ro"),
 }
 
 

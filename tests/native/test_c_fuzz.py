@@ -1,4 +1,5 @@
-"""The C parsers of outside bytes (graph JSON, params blobs, the module blob), fuzzed with a
+"""The C parsers of outside bytes (graph JSON, params blobs, the module blob, the Relay VM's
+code.ro), fuzzed with a
 fixed seed under ASan + UBSan (tests/native/c/fuzz_parsers.c, linked with the static
 library): every mutated input parses or fails with an error message; no crash, leak or
 undefined behaviour. TVMRT_NATIVE_FUZZ_ITERATIONS sets the inputs per target (default
@@ -23,6 +24,10 @@ SEEDS = {
     "params-cnn": ("params", "relay016/tvmc-package/module.tar!mod.params"),
     "blob-factory": ("blob", "relay016/linkparams-so/deploy.so"),
     "blob-system-lib": ("blob", "relay016/systemlib-so/deploy.so"),
+    "blob-relayvm": ("blob", "relayvm/control-flow/vm.so"),
+    "vmcode-control-flow": ("vmcode", "relayvm/control-flow/code.ro"),
+    "vmcode-dyn-shape-op": ("vmcode", "relayvm/dyn-shape-op/code.ro"),
+    "vmcode-adt-closure": ("vmcode", "relayvm/adt-closure/code.ro"),
 }
 
 

@@ -1,12 +1,14 @@
 /*
  * Mutation fuzzer for libtvmrt_runtime's parsers of outside bytes: graph JSON (parsed, then
- * planned and bound by a graph executor over no-op kernels), params blobs, and the module
- * blob `__tvm_dev_mblob`. Linked with libtvmrt_runtime.a to reach the parsers directly;
- * built with ASan + UBSan by the tests, so any out-of-bounds access, leak or undefined
- * behaviour fails the run. The rule checked here: every input either parses or fails with
+ * planned and bound by a graph executor over no-op kernels), params blobs, the module
+ * blob `__tvm_dev_mblob`, and the Relay VM's code.ro (read with the instruction hashes
+ * unchecked, so that mutations reach the operand checks; then decoded and, when it loads,
+ * `main` run over no-op kernels under small limits). Linked with libtvmrt_runtime.a to reach the
+ * parsers directly; built with ASan + UBSan by the tests, so any out-of-bounds access, leak or
+ * undefined behaviour fails the run. The rule checked here: every input either parses or fails with
  * an error message; nothing else.
  *
- *   fuzz_parsers graph|params|blob SEED_FILE ITERATIONS RNG_SEED
+ *   fuzz_parsers graph|params|blob|vmcode SEED_FILE ITERATIONS RNG_SEED
  *
  * For `blob` the seed file is a factory .so; its __tvm_dev_mblob is the seed.
  */
@@ -18,6 +20,7 @@
 
 #include "runtime/graph.h"
 #include "runtime/rt.h"
+#include "runtime/vm.h"
 
 static uint64_t g_rng;
 
@@ -106,8 +109,72 @@ static int run_graph(const uint8_t* data, size_t size, tvmrt_module* lib) {
   return rc;
 }
 
+/* code.ro: read and decode (0 when it loads), then run `main` over no-op kernels, each input
+   a float32 array of one element */
+static int run_vmcode(const uint8_t* data, size_t size, tvmrt_module* lib) {
+  vm_exe exe;
+  vm_state st;
+  tvmrt_object* args[64];
+  tvmrt_object* out = NULL;
+  size_t i, nargs = 0;
+  int rc = -1, k;
+  if (tvmrt_vm_read(data, size, "code.ro", 0, &exe) != 0) return -1;
+  memset(&st, 0, sizeof(st));
+  if (tvmrt_vm_decode(&exe, "code.ro") != 0) goto done;
+  st.exe = &exe;
+  st.limits.max_frames = 64;
+  st.limits.max_steps = 1000;
+  st.limits.max_alloc_bytes = 1 << 20;
+  st.limits.max_live_bytes = 1 << 22;
+  st.pool = tvmrt_vm_pool_new(1, &st.limits);
+  st.consts = (tvmrt_ndarray**)calloc(exe.num_consts + 1, sizeof(void*));
+  st.kernels = (tvmrt_func**)calloc(exe.num_prims + 1, sizeof(void*));
+  if (st.pool == NULL || st.consts == NULL || st.kernels == NULL) goto done;
+  for (i = 0; i < exe.num_consts; ++i) {
+    if ((st.consts[i] = exe.consts[i]) == NULL) {
+      rc = tvmrt_fail("ModuleLoadError", "a late-bound constant");
+      goto done;
+    }
+  }
+  for (i = 0; i < exe.num_prims; ++i) st.kernels[i] = noop_lookup(lib, exe.prims[i]);
+  k = tvmrt_vm_find_func(&exe, "main");
+  if (k < 0 || exe.funcs[k].num_params > 64) {
+    rc = tvmrt_fail("InputNotFoundError", "no main of at most 64 params");
+    goto done;
+  }
+  for (nargs = 0; nargs < exe.funcs[k].num_params; ++nargs) {
+    int64_t one = 1;
+    DLDataType f32 = {kDLFloat, 32, 1};
+    tvmrt_ndarray* a = tvmrt_ndarray_empty(&one, 1, f32);
+    if (a == NULL) goto done;
+    memset(a->dl.data, 0, 4);
+    args[nargs] = &a->hdr;
+  }
+  /* kernels that compute nothing leave sizes unset: running may fail, with a message */
+  if (tvmrt_vm_run(&st, k, args, nargs, &out) != 0) {
+    const char* msg = TVMGetLastError();
+    if (msg == NULL || strchr(msg, ':') == NULL) {
+      fprintf(stderr, "a run failed without an error message: %s\n", msg != NULL ? msg : "(none)");
+      exit(1);
+    }
+  }
+  tvmrt_release(out);
+  rc = 0;
+done:
+  for (i = 0; i < nargs; ++i) tvmrt_release(args[i]);
+  for (i = 0; st.kernels != NULL && i < exe.num_prims; ++i) {
+    if (st.kernels[i] != NULL) tvmrt_release(&st.kernels[i]->hdr);
+  }
+  free(st.kernels);
+  free(st.consts); /* borrowed from exe */
+  tvmrt_vm_pool_release(st.pool);
+  tvmrt_vm_exe_free(&exe);
+  return rc;
+}
+
 static int run_one(const char* kind, const uint8_t* data, size_t size, tvmrt_module* lib) {
   if (strcmp(kind, "graph") == 0) return run_graph(data, size, lib);
+  if (strcmp(kind, "vmcode") == 0) return run_vmcode(data, size, lib);
   if (strcmp(kind, "params") == 0) {
     tvmrt_params p;
     int rc = tvmrt_params_parse(data, size, 0, &p);
@@ -155,7 +222,7 @@ int main(int argc, char** argv) {
   size_t seed_size, cap, i, iterations, parsed = 0, refused = 0;
   tvmrt_module* lib;
   if (argc != 5) {
-    fprintf(stderr, "usage: fuzz_parsers graph|params|blob SEED_FILE ITERATIONS RNG_SEED\n");
+    fprintf(stderr, "usage: fuzz_parsers graph|params|blob|vmcode SEED_FILE ITERATIONS RNG_SEED\n");
     return 2;
   }
   kind = argv[1];

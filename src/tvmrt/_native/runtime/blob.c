@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "rt.h"
+#include "vm.h"
 
 #define MAX_BLOB_MODULES 4096
 
@@ -20,6 +21,7 @@ static const struct {
 } k_loaders[] = {
     {"GraphExecutorFactory", tvmrt_graph_factory_load},
     {"GraphRuntimeFactory", tvmrt_graph_factory_load}, /* its name before TVM 0.8 */
+    {"VMExecutable", tvmrt_vm_exec_load_blob},         /* a Relay VM executable (vm_exec.c) */
 };
 #define NUM_LOADERS (sizeof(k_loaders) / sizeof(k_loaders[0]))
 
@@ -30,8 +32,8 @@ static tvmrt_module* load_entry(const char* key, tvmrt_reader* r) {
   }
   tvmrt_fail("ModuleLoadError",
              "Binary was created using {%.100s} but a loader of that name is not registered. "
-             "libtvmrt_runtime loads GraphExecutorFactory (and GraphRuntimeFactory) modules "
-             "of CPU kernels.",
+             "libtvmrt_runtime loads GraphExecutorFactory (and GraphRuntimeFactory) and "
+             "VMExecutable modules of CPU kernels.",
              key);
   return NULL;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "rt.h"
+#include "vm.h"
 
 /* ---------------------------------------------------------------------------------- */
 /* the runtime's own global functions                                                  */
@@ -100,6 +101,7 @@ tvmrt_func* tvmrt_registry_get(const char* name) {
   for (i = 0; i < NUM_BUILTINS; ++i) {
     if (strcmp(k_builtins[i].name, name) == 0) return tvmrt_func_new(k_builtins[i].fn, NULL, NULL);
   }
+  if ((f = tvmrt_vm_global(name)) != NULL) return f; /* the Relay VM's (vm_exec.c) */
   native = tvmrt_native_function(name);
   if (native != NULL) return tvmrt_func_new(f_native, (void*)native, NULL);
   return NULL;
@@ -115,13 +117,15 @@ TVM_DLL int TVMFuncGetGlobal(const char* name, TVMFunctionHandle* out) {
 }
 
 TVM_DLL int TVMFuncListGlobalNames(int* out_size, const char*** out_array) {
-  const char* builtin_names[NUM_BUILTINS];
-  size_t i;
+  const char* builtin_names[NUM_BUILTINS + 16];
+  size_t i, num_vm = 0;
+  const char* const* vm_names = tvmrt_vm_global_names(&num_vm);
   if (out_size == NULL || out_array == NULL) {
     return tvmrt_fail("InvalidArgumentError", "TVMFuncListGlobalNames: outputs are required");
   }
   for (i = 0; i < NUM_BUILTINS; ++i) builtin_names[i] = k_builtins[i].name;
-  return tvmrt_registry_names(builtin_names, NUM_BUILTINS, out_size, out_array);
+  for (i = 0; i < num_vm && i < 16; ++i) builtin_names[NUM_BUILTINS + i] = vm_names[i];
+  return tvmrt_registry_names(builtin_names, NUM_BUILTINS + i, out_size, out_array);
 }
 
 /* ---------------------------------------------------------------------------------- */

@@ -264,9 +264,11 @@ TVM_DLL int TVMFuncFree(TVMFunctionHandle func) {
 TVM_DLL int TVMObjectRetain(TVMObjectHandle obj) {
   tvmrt_object* o = (tvmrt_object*)obj;
   if (o == NULL) return 0;
-  if (!tvmrt_object_live(o, RT_MAGIC_FUNC) && !tvmrt_object_live(o, RT_MAGIC_MODULE)) {
+  if (!tvmrt_object_live(o, RT_MAGIC_FUNC) && !tvmrt_object_live(o, RT_MAGIC_MODULE) &&
+      !tvmrt_object_live(o, RT_MAGIC_ADT)) {
     return tvmrt_fail("ArgumentTypeError",
-                      "TVMObjectRetain: %p is not a live module or function (freed already?)", obj);
+                      "TVMObjectRetain: %p is not a live module, function or ADT (freed already?)",
+                      obj);
   }
   tvmrt_retain(o);
   return 0;
@@ -275,9 +277,11 @@ TVM_DLL int TVMObjectRetain(TVMObjectHandle obj) {
 TVM_DLL int TVMObjectFree(TVMObjectHandle obj) {
   tvmrt_object* o = (tvmrt_object*)obj;
   if (o == NULL) return 0;
-  if (!tvmrt_object_live(o, RT_MAGIC_FUNC) && !tvmrt_object_live(o, RT_MAGIC_MODULE)) {
+  if (!tvmrt_object_live(o, RT_MAGIC_FUNC) && !tvmrt_object_live(o, RT_MAGIC_MODULE) &&
+      !tvmrt_object_live(o, RT_MAGIC_ADT)) {
     return tvmrt_fail("ArgumentTypeError",
-                      "TVMObjectFree: %p is not a live module or function (freed already?)", obj);
+                      "TVMObjectFree: %p is not a live module, function or ADT (freed already?)",
+                      obj);
   }
   tvmrt_release(o);
   return 0;

@@ -7,7 +7,7 @@
  * The files call down only (tests/native/test_c_layers.py fails on a cycle), bottom up:
  *   object (functions, errors' text) -> ndarray, module, registry, reader, json
  *   -> params, graph_attrs, graph_checks -> graph -> graph_arrays -> graph_executor
- *   -> graph_funcs -> factory -> blob -> dso
+ *   -> graph_funcs -> factory -> the Relay VM (vm_*.c, vm.h) -> blob -> dso
  *   -> globals (global functions, the kernels' function environment, tvmrt_init)
  *
  * Objects are reference counted (atomics), freed when the count drops to zero:
@@ -43,6 +43,8 @@ void tvmrt_init(void);
 /* objects                                                                             */
 
 enum { RT_MAGIC_MODULE = 0x4d4f4431, RT_MAGIC_FUNC = 0x46554e31, RT_MAGIC_ARRAY = 0x41525231 };
+/* an ADT of the Relay VM (vm_value.c): handed to C callers as kTVMObjectHandle */
+enum { RT_MAGIC_ADT = 0x41445431 };
 
 typedef struct tvmrt_object {
   uint32_t magic;

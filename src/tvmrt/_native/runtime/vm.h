@@ -1,0 +1,192 @@
+/*
+ * The Relay VM of the C runtime (TVM 0.14-0.19 executables): internal header.
+ *
+ * The files, bottom up (each calls only the ones before it):
+ *   vm_format.c   code.ro: the header, constants, kernel names and the code, every count
+ *                 checked against the bytes left, every instruction's hash and field count
+ *   vm_decode.c   every operand checked (registers, indexes, jumps, dtypes, static sizes)
+ *                 and decoded into vm_ins once
+ *   vm_value.c    the values registers hold besides arrays: ADTs, closures, storages; the
+ *                 pooled allocator and the live-bytes budget
+ *   vm_step.c     one instruction that neither calls, returns nor jumps
+ *   vm_interp.c   the run loop (TVM's VirtualMachine::RunLoop): calls, returns, jumps
+ *   vm_machine.c  the `VirtualMachine` module and its packed functions
+ *   vm_exec.c     the `VMExecutable` module, its blob loader and runtime.Load_Executable
+ */
+#ifndef TVMRT_NATIVE_RUNTIME_VM_H_
+#define TVMRT_NATIVE_RUNTIME_VM_H_
+
+#include "rt.h"
+
+#define VM_MAGIC 0xD225DE2F4214151DULL /* kTVMVMBytecodeMagic */
+#define VM_MAX_REGISTERS (1 << 20)     /* per frame */
+#define VM_MAX_STATIC_BYTES (1LL << 48)
+
+enum {
+  VM_MOVE,
+  VM_RET,
+  VM_INVOKE,
+  VM_INVOKE_CLOSURE,
+  VM_INVOKE_PACKED,
+  VM_ALLOC_TENSOR,
+  VM_ALLOC_TENSOR_REG,
+  VM_ALLOC_ADT,
+  VM_ALLOC_CLOSURE,
+  VM_GET_FIELD,
+  VM_IF,
+  VM_LOAD_CONST,
+  VM_GOTO,
+  VM_GET_TAG,
+  VM_LOAD_CONSTI,
+  VM_FATAL,
+  VM_ALLOC_STORAGE,
+  VM_SHAPE_OF,
+  VM_RESHAPE_TENSOR,
+  VM_DEVICE_COPY,
+  VM_KILL_REGISTER,
+  VM_NUM_OPCODES
+};
+
+extern const char* const tvmrt_vm_opcode_names[VM_NUM_OPCODES];
+
+/* One decoded instruction: operands in the order the run loop uses them. */
+typedef struct {
+  int32_t op;
+  int32_t dst;        /* destination register, -1 if none */
+  int32_t r0, r1, r2; /* source registers (-1 if unused) */
+  int32_t dev;        /* virtual device index */
+  int64_t imm;        /* index, tag, field, offset, value or static byte count */
+  int64_t imm2;       /* If's false offset, alignment, output count */
+  DLDataType dtype;
+  int32_t nargs, ndim;
+  int32_t* args;  /* argument / field registers */
+  int64_t* shape; /* static shape */
+} vm_ins;
+
+typedef struct {
+  char* name;
+  int64_t num_regs;
+  size_t num_params;
+  char** params;
+  int64_t* param_devs;
+  size_t num_code;
+  int64_t* words;  /* the raw fields of every instruction, back to back */
+  size_t* starts;  /* starts[pc]: where instruction pc's words begin (opcode first) */
+  size_t* lengths; /* lengths[pc]: its field count, opcode excluded */
+  vm_ins* code;    /* after decoding */
+} vm_func;
+
+typedef struct {
+  char* version;
+  size_t num_devs;
+  int32_t* dev_types;
+  int32_t* dev_ids;
+  char** dev_scopes;
+  int32_t host;
+  size_t num_funcs; /* = globals, in function-index order */
+  vm_func* funcs;
+  size_t num_consts;
+  tvmrt_ndarray** consts; /* NULL where late-bound and not loaded */
+  char** const_names;     /* the late-bound name, NULL for an immediate */
+  int64_t* const_devs;
+  size_t num_prims;
+  char** prims;
+} vm_exe;
+
+/* services.c: the thread's last error, taken (kind and message apart) */
+const char* tvmrt_take_last_error(const char** kind);
+
+/* vm_format.c: parse code.ro (check_hash 0: skip the hashes, for fuzzing the operand checks);
+   0, or -1 with a ModuleLoadError naming `what` */
+int tvmrt_vm_read(const uint8_t* data, size_t size, const char* what, int check_hash, vm_exe* out);
+void tvmrt_vm_exe_free(vm_exe* exe);
+
+/* vm_decode.c: check every operand and fill each function's code */
+int tvmrt_vm_decode(vm_exe* exe, const char* what);
+int tvmrt_vm_find_func(const vm_exe* exe, const char* name); /* index or -1 */
+
+/* vm_value.c ---------------------------------------------------------------------- */
+enum {
+  RT_MAGIC_VM_CLOSURE = 0x434c4f31,
+  RT_MAGIC_VM_STORAGE = 0x53544f31,
+  RT_MAGIC_VM_POOL = 0x504f4f31
+};
+
+typedef struct {
+  tvmrt_object hdr;
+  int32_t tag;
+  size_t size;
+  tvmrt_object** fields; /* each a reference */
+} vm_adt;
+
+typedef struct {
+  tvmrt_object hdr;
+  int64_t func;
+  size_t size;
+  tvmrt_object** fields;
+} vm_closure;
+
+typedef struct vm_pool vm_pool;
+
+typedef struct {
+  tvmrt_object hdr;
+  void* data;
+  size_t nbytes;   /* usable bytes */
+  size_t capacity; /* the buffer's size */
+  size_t align;
+  size_t charged; /* bytes charged to the pool's budget */
+  vm_pool* pool;  /* a reference, or NULL */
+} vm_storage;
+
+typedef struct {
+  int64_t max_frames, max_steps;           /* steps: 0 is no limit */
+  int64_t max_alloc_bytes, max_live_bytes; /* -1: no limit */
+} vm_limits;
+
+void tvmrt_vm_limits_from_env(vm_limits* out);
+vm_adt* tvmrt_vm_adt_new(int32_t tag, tvmrt_object* const* fields, size_t n);
+vm_adt* tvmrt_vm_adt_check(void* handle); /* NULL (no error) if not a live ADT */
+vm_closure* tvmrt_vm_closure_new(int64_t func, tvmrt_object* const* fields, size_t n);
+/* an array's object from its handle, and back */
+tvmrt_object* tvmrt_vm_array_obj(tvmrt_ndarray* a);
+tvmrt_ndarray* tvmrt_vm_as_array(tvmrt_object* obj); /* NULL if obj is no array */
+const char* tvmrt_vm_kind(const tvmrt_object* obj);
+/* a packed argument as a VM input (a new reference): an NDArray; a DLTensor, viewed in place
+   when 64-byte aligned and dense (TVM's NDArray::FromExternalDLTensor), else copied; an ADT */
+tvmrt_object* tvmrt_vm_input_value(TVMValue v, int code, int index);
+
+/* a pool of freed buffers (pooled) or none (naive), with a live-bytes budget */
+vm_pool* tvmrt_vm_pool_new(int pooled, const vm_limits* limits);
+void tvmrt_vm_pool_release(vm_pool* pool);
+vm_storage* tvmrt_vm_storage_alloc(vm_pool* pool, int64_t nbytes, int64_t align);
+
+/* vm_interp.c ---------------------------------------------------------------------- */
+typedef struct {
+  const vm_exe* exe;
+  tvmrt_ndarray** consts; /* exe's constants, referenced */
+  tvmrt_func** kernels;   /* one per primitive */
+  vm_pool* pool;
+  vm_limits limits;
+} vm_state;
+
+/* vm_step.c: one instruction that neither calls, returns nor jumps (0, or -1 with an error
+   set); the register write that releases what the register held; LoadScalarInt */
+int tvmrt_vm_step(vm_state* vm, const vm_ins* ins, tvmrt_object** regs);
+void tvmrt_vm_set_reg(tvmrt_object** regs, int32_t r, tvmrt_object* value);
+int tvmrt_vm_scalar_int(tvmrt_object* v, const char* role, int32_t r, int64_t* out);
+
+/* vm_interp.c: run function `index` on `args` (borrowed); *out is a new reference */
+int tvmrt_vm_run(vm_state* vm, int64_t index, tvmrt_object* const* args, size_t nargs,
+                 tvmrt_object** out);
+
+/* vm_machine.c: a new `VirtualMachine` module over an executable module (retained) */
+tvmrt_module* tvmrt_vm_machine_new(tvmrt_module* exe_mod, vm_exe* exe);
+
+/* vm_exec.c -------------------------------------------------------------------------- */
+tvmrt_module* tvmrt_vm_exec_load_blob(tvmrt_reader* r); /* blob loader: VMExecutable */
+/* the globals the VM adds (runtime.Load_Executable, the ADT functions), a new reference or
+   NULL (no error) */
+tvmrt_func* tvmrt_vm_global(const char* name);
+const char* const* tvmrt_vm_global_names(size_t* n); /* their names (TVMFuncListGlobalNames) */
+
+#endif /* TVMRT_NATIVE_RUNTIME_VM_H_ */

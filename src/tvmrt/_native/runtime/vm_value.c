@@ -1,0 +1,335 @@
+/*
+ * The values Relay VM registers hold besides arrays: ADTs (tuples and constructors; handed
+ * to C callers as kTVMObjectHandle), closures and storages, all reference counted objects;
+ * a packed argument as an input value;
+ * the VM's limits from the environment; and the allocator: a pool of freed host buffers
+ * reused by (page-rounded size, alignment) as TVM's PooledAllocator, or none (naive), with
+ * a budget on the bytes the VM holds at once, its free buffers included.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "vm.h"
+
+#define PAGE 4096
+
+static int64_t env_int(const char* name, int64_t fallback) {
+  const char* s = getenv(name);
+  char* end = NULL;
+  long long v;
+  if (s == NULL || *s == '\0') return fallback;
+  v = strtoll(s, &end, 10);
+  return (end != NULL && *end == '\0' && v >= 0) ? (int64_t)v : fallback;
+}
+
+void tvmrt_vm_limits_from_env(vm_limits* out) {
+  out->max_frames = env_int("TVMRT_VM_MAX_FRAMES", 10000);
+  if (out->max_frames == 0) out->max_frames = 10000;
+  out->max_steps = env_int("TVMRT_VM_MAX_STEPS", 10000000); /* 0: no limit */
+  out->max_alloc_bytes = env_int("TVMRT_VM_MAX_ALLOC_BYTES", -1);
+  out->max_live_bytes = env_int("TVMRT_VM_MAX_LIVE_BYTES", -1);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* ADTs and closures                                                                   */
+
+static void fields_release(tvmrt_object** fields, size_t n) {
+  size_t i;
+  for (i = 0; i < n; ++i) tvmrt_release(fields[i]);
+  free(fields);
+}
+
+static tvmrt_object** fields_copy(tvmrt_object* const* fields, size_t n) {
+  tvmrt_object** out = (tvmrt_object**)calloc(n ? n : 1, sizeof(tvmrt_object*));
+  size_t i;
+  if (out == NULL) {
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %zu fields", n);
+    return NULL;
+  }
+  for (i = 0; i < n; ++i) {
+    out[i] = fields[i];
+    tvmrt_retain(out[i]);
+  }
+  return out;
+}
+
+static void adt_destroy(tvmrt_object* obj) {
+  vm_adt* a = (vm_adt*)obj;
+  fields_release(a->fields, a->size);
+  a->hdr.magic = 0;
+  free(a);
+}
+
+vm_adt* tvmrt_vm_adt_new(int32_t tag, tvmrt_object* const* fields, size_t n) {
+  vm_adt* a = (vm_adt*)calloc(1, sizeof(vm_adt));
+  if (a == NULL || (a->fields = fields_copy(fields, n)) == NULL) {
+    free(a);
+    if (a == NULL) tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate an ADT");
+    return NULL;
+  }
+  a->tag = tag;
+  a->size = n;
+  if (tvmrt_object_init(&a->hdr, RT_MAGIC_ADT, adt_destroy) != 0) {
+    fields_release(a->fields, n);
+    free(a);
+    return NULL;
+  }
+  return a;
+}
+
+vm_adt* tvmrt_vm_adt_check(void* handle) {
+  return tvmrt_object_live(handle, RT_MAGIC_ADT) ? (vm_adt*)handle : NULL;
+}
+
+static void closure_destroy(tvmrt_object* obj) {
+  vm_closure* c = (vm_closure*)obj;
+  fields_release(c->fields, c->size);
+  c->hdr.magic = 0;
+  free(c);
+}
+
+vm_closure* tvmrt_vm_closure_new(int64_t func, tvmrt_object* const* fields, size_t n) {
+  vm_closure* c = (vm_closure*)calloc(1, sizeof(vm_closure));
+  if (c == NULL || (c->fields = fields_copy(fields, n)) == NULL) {
+    free(c);
+    if (c == NULL) tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a closure");
+    return NULL;
+  }
+  c->func = func;
+  c->size = n;
+  if (tvmrt_object_init(&c->hdr, RT_MAGIC_VM_CLOSURE, closure_destroy) != 0) {
+    fields_release(c->fields, n);
+    free(c);
+    return NULL;
+  }
+  return c;
+}
+
+tvmrt_object* tvmrt_vm_array_obj(tvmrt_ndarray* a) { return &a->hdr; }
+
+tvmrt_ndarray* tvmrt_vm_as_array(tvmrt_object* obj) {
+  if (obj == NULL || obj->magic != RT_MAGIC_ARRAY) return NULL;
+  return (tvmrt_ndarray*)((char*)obj - offsetof(tvmrt_ndarray, hdr));
+}
+
+const char* tvmrt_vm_kind(const tvmrt_object* obj) {
+  if (obj == NULL) return "nothing";
+  switch (obj->magic) {
+    case RT_MAGIC_ARRAY: return "a tensor";
+    case RT_MAGIC_ADT: return "an ADT";
+    case RT_MAGIC_VM_CLOSURE: return "a closure";
+    case RT_MAGIC_VM_STORAGE: return "a storage";
+    default: return "an object";
+  }
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* inputs                                                                              */
+
+tvmrt_object* tvmrt_vm_input_value(TVMValue v, int code, int index) {
+  if (code == kTVMNDArrayHandle) {
+    tvmrt_ndarray* a = tvmrt_ndarray_from_handle(v.v_handle);
+    if (a == NULL) return NULL;
+    tvmrt_retain(&a->hdr);
+    return &a->hdr;
+  }
+  if (code == kTVMDLTensorHandle && v.v_handle != NULL) {
+    const DLTensor* dl = (const DLTensor*)v.v_handle;
+    tvmrt_ndarray* a;
+    if (dl->device.device_type != kDLCPU || dl->ndim < 0 || dl->ndim > RT_MAX_NDIM) {
+      tvmrt_fail("ArgumentTypeError", "input %d is not a CPU tensor of at most %d dims", index,
+                 RT_MAX_NDIM);
+      return NULL;
+    }
+    size_t nbytes;
+    if ((dl->ndim > 0 && dl->shape == NULL) || tvmrt_tensor_nbytes(dl, &nbytes) != 0 ||
+        (dl->data == NULL && nbytes > 0)) {
+      tvmrt_fail("ArgumentTypeError",
+                 "input %d: a DLTensor needs a shape (ndim %d) with no negative or too large "
+                 "dimension, and data",
+                 index, dl->ndim);
+      return NULL;
+    }
+    if (tvmrt_is_compact(dl) && ((uintptr_t)dl->data + dl->byte_offset) % RT_ALIGN == 0) {
+      a = tvmrt_ndarray_view(dl, NULL); /* TVM: NDArray::FromExternalDLTensor */
+    } else {
+      a = tvmrt_ndarray_empty(dl->shape, dl->ndim, dl->dtype);
+      if (a != NULL && tvmrt_copy_tensor(dl, &a->dl) != 0) {
+        tvmrt_release(&a->hdr);
+        a = NULL;
+      }
+    }
+    return a == NULL ? NULL : &a->hdr;
+  }
+  if (code == kTVMObjectHandle && tvmrt_vm_adt_check(v.v_handle) != NULL) {
+    tvmrt_retain((tvmrt_object*)v.v_handle);
+    return (tvmrt_object*)v.v_handle;
+  }
+  tvmrt_fail("ArgumentTypeError",
+             "input %d must be an NDArray, a DLTensor or an ADT, got type code %d", index, code);
+  return NULL;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* the allocator                                                                       */
+
+typedef struct {
+  void* data;
+  size_t size, align;
+} free_buf;
+
+struct vm_pool {
+  tvmrt_object hdr;
+  pthread_mutex_t mu;
+  int pooled;
+  int64_t max_alloc, max_live;
+  size_t live, free_bytes;
+  free_buf* free_list;
+  size_t num_free, cap_free;
+};
+
+static void pool_trim(vm_pool* p) { /* under p->mu */
+  size_t i;
+  for (i = 0; i < p->num_free; ++i) free(p->free_list[i].data);
+  p->num_free = 0;
+  p->free_bytes = 0;
+}
+
+static void pool_destroy(tvmrt_object* obj) {
+  vm_pool* p = (vm_pool*)obj;
+  pool_trim(p);
+  free(p->free_list);
+  pthread_mutex_destroy(&p->mu);
+  p->hdr.magic = 0;
+  free(p);
+}
+
+vm_pool* tvmrt_vm_pool_new(int pooled, const vm_limits* limits) {
+  vm_pool* p = (vm_pool*)calloc(1, sizeof(vm_pool));
+  if (p == NULL) {
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate the VM's allocator");
+    return NULL;
+  }
+  if (tvmrt_object_init(&p->hdr, RT_MAGIC_VM_POOL, pool_destroy) != 0) {
+    free(p);
+    return NULL;
+  }
+  pthread_mutex_init(&p->mu, NULL);
+  p->pooled = pooled;
+  p->max_alloc = limits->max_alloc_bytes;
+  p->max_live = limits->max_live_bytes;
+  return p;
+}
+
+void tvmrt_vm_pool_release(vm_pool* pool) {
+  if (pool != NULL) tvmrt_release(&pool->hdr);
+}
+
+static void storage_destroy(tvmrt_object* obj) {
+  vm_storage* s = (vm_storage*)obj;
+  vm_pool* p = s->pool;
+  int kept = 0;
+  pthread_mutex_lock(&p->mu);
+  p->live -= s->charged;
+  if (p->pooled) {
+    if (p->num_free == p->cap_free) {
+      size_t cap = p->cap_free ? p->cap_free * 2 : 16;
+      free_buf* grown = (free_buf*)realloc(p->free_list, cap * sizeof(free_buf));
+      if (grown != NULL) p->free_list = grown, p->cap_free = cap;
+    }
+    if (p->num_free < p->cap_free) {
+      free_buf b = {s->data, s->capacity, s->align};
+      p->free_list[p->num_free++] = b;
+      p->free_bytes += s->capacity;
+      kept = 1;
+    }
+  }
+  pthread_mutex_unlock(&p->mu);
+  if (!kept) free(s->data);
+  tvmrt_release(&p->hdr);
+  s->hdr.magic = 0;
+  free(s);
+}
+
+/* a buffer of `size` bytes (a pooled one of that size and alignment when free); under mu */
+static void* take_buffer(vm_pool* p, size_t size, size_t align) {
+  size_t i;
+  for (i = p->num_free; i-- > 0;) {
+    if (p->free_list[i].size == size && p->free_list[i].align == align) {
+      void* data = p->free_list[i].data;
+      p->free_list[i] = p->free_list[--p->num_free];
+      p->free_bytes -= size;
+      return data;
+    }
+  }
+  return aligned_alloc(align, size ? size : align);
+}
+
+vm_storage* tvmrt_vm_storage_alloc(vm_pool* p, int64_t nbytes, int64_t align) {
+  vm_storage* s;
+  size_t size;
+  if (nbytes < 0) {
+    tvmrt_fail("ArrayError", "AllocStorage of %lld bytes", (long long)nbytes);
+    return NULL;
+  }
+  if (p->max_alloc >= 0 && nbytes > p->max_alloc) {
+    tvmrt_fail("DeviceOutOfMemoryError",
+               "AllocStorage of %lld bytes is over the limit of %lld bytes "
+               "(TVMRT_VM_MAX_ALLOC_BYTES)",
+               (long long)nbytes, (long long)p->max_alloc);
+    return NULL;
+  }
+  if ((uint64_t)nbytes > SIZE_MAX - 2 * PAGE) {
+    tvmrt_fail("DeviceOutOfMemoryError", "AllocStorage of %lld bytes", (long long)nbytes);
+    return NULL;
+  }
+  size = p->pooled ? ((size_t)nbytes + PAGE - 1) / PAGE * PAGE
+                   : ((size_t)nbytes + (size_t)align - 1) / (size_t)align * (size_t)align;
+  s = (vm_storage*)calloc(1, sizeof(vm_storage));
+  if (s == NULL) {
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a storage");
+    return NULL;
+  }
+  pthread_mutex_lock(&p->mu);
+  if (p->max_live >= 0) {
+    if (p->live + (size_t)nbytes > (size_t)p->max_live) {
+      size_t live = p->live;
+      pthread_mutex_unlock(&p->mu);
+      free(s);
+      tvmrt_fail("DeviceOutOfMemoryError",
+                 "AllocStorage of %lld bytes: the VM would hold %zu bytes at once, over its "
+                 "budget of %lld bytes (TVMRT_VM_MAX_LIVE_BYTES)",
+                 (long long)nbytes, live + (size_t)nbytes, (long long)p->max_live);
+      return NULL;
+    }
+    if (p->live + p->free_bytes + (size_t)nbytes > (size_t)p->max_live) pool_trim(p);
+    s->charged = (size_t)nbytes;
+    p->live += s->charged;
+  }
+  s->data = take_buffer(p, size, (size_t)align);
+  if (s->data == NULL) {
+    p->live -= s->charged;
+    pthread_mutex_unlock(&p->mu);
+    free(s);
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %lld bytes for AllocStorage",
+               (long long)nbytes);
+    return NULL;
+  }
+  pthread_mutex_unlock(&p->mu);
+  s->nbytes = (size_t)nbytes;
+  s->capacity = size;
+  s->align = (size_t)align;
+  s->pool = p;
+  tvmrt_retain(&p->hdr);
+  if (tvmrt_object_init(&s->hdr, RT_MAGIC_VM_STORAGE, storage_destroy) != 0) {
+    s->charged = 0; /* storage_destroy's work, by hand: nothing was charged that stays */
+    pthread_mutex_lock(&p->mu);
+    p->live -= (size_t)(p->max_live >= 0 ? nbytes : 0);
+    pthread_mutex_unlock(&p->mu);
+    free(s->data);
+    tvmrt_release(&p->hdr);
+    free(s);
+    return NULL;
+  }
+  return s;
+}

@@ -1,0 +1,213 @@
+"""Hostile code.ro files, made here from the relayvm fixtures, given to the C runtime's Relay
+VM through tests/native/c/run_vm.c (runtime.Load_Executable + lib.so), plain and under
+ASan + UBSan: each fails with a clear error naming what is wrong, never a crash or a hang.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from tests.native.conftest import NativeBuild
+from tests.native.test_c_vm import write_spec
+
+from support.relayvm_cases import golden_runs
+from tvmrt.runtime.vm import opcodes as op
+from tvmrt.runtime.vm.format import ExecutableData, VMFunction, read_executable, write_executable
+
+
+def _find(exe: ExecutableData, func: str, opcode: int, nth: int = 0) -> int:
+    main = next(f for f in exe.functions if f.name == func)
+    hits = [pc for pc, ins in enumerate(main.instructions) if ins[0] == opcode]
+    return hits[nth]
+
+
+def _edit(exe: ExecutableData, func: str, pc: int, field: int, value: int) -> None:
+    fn = next(f for f in exe.functions if f.name == func)
+    ins = list(fn.instructions[pc])
+    ins[1 + field] = value
+    fn.instructions[pc] = tuple(ins)
+
+
+def _bad_register(exe: ExecutableData) -> None:
+    _edit(exe, "main", _find(exe, "main", op.LOAD_CONST), 2, 1 << 19)
+
+
+def _jump_out(exe: ExecutableData) -> None:
+    _edit(exe, "main", _find(exe, "main", op.GOTO), 0, 1000)
+
+
+def _huge_static(exe: ExecutableData) -> None:
+    fn = next(f for f in exe.functions if f.name == "main")
+    pc = next(
+        i for i, ins in enumerate(fn.instructions) if ins[0] == op.ALLOC_STORAGE and ins[7] > 0
+    )
+    _edit(exe, "main", pc, 8, 1 << 61)
+
+
+def _bad_kernel(exe: ExecutableData) -> None:
+    _edit(exe, "main", _find(exe, "main", op.INVOKE_PACKED), 0, 999)
+
+
+def _endless_loop(exe: ExecutableData) -> None:
+    pc = _find(exe, "main", op.GOTO)
+    _edit(exe, "main", pc, 0, -1)  # back to the Move before it, forever
+
+
+def _bad_dtype(exe: ExecutableData) -> None:
+    _edit(exe, "main", _find(exe, "main", op.ALLOC_STORAGE), 2, 77)
+
+
+# name -> (case, edit of the parsed executable or None, env, what the error must say)
+HOSTILE: dict[str, tuple[str, Callable[[ExecutableData], None], dict[str, str], str]] = {
+    "register-out-of-range": (
+        "control-flow",
+        _bad_register,
+        {},
+        "destination register 524288 is out of range",
+    ),
+    "jump-out-of-range": ("control-flow", _jump_out, {}, "jump offset 1000 lands on instruction"),
+    "huge-static-allocation": ("control-flow", _huge_static, {}, "needs more than"),
+    "kernel-index": ("cnn-static", _bad_kernel, {}, "kernel index 999 is out of range"),
+    "dtype": ("cnn-static", _bad_dtype, {}, "dtype (code=77, bits=32, lanes=1) is invalid"),
+    "endless-loop": (
+        "control-flow",
+        _endless_loop,
+        {"TVMRT_VM_MAX_STEPS": "100"},
+        "ran past its budget of 100 steps",
+    ),
+    "live-bytes-over-budget": (
+        "cnn-static",
+        lambda exe: None,
+        {"TVMRT_VM_MAX_LIVE_BYTES": "2000"},
+        "over its budget of 2000 bytes",
+    ),
+    "call-stack-too-deep": (
+        "adt-closure",
+        lambda exe: None,
+        {"TVMRT_VM_MAX_FRAMES": "1"},
+        "the call stack is deeper than 1 frames",
+    ),
+    "allocation-over-limit": (
+        "cnn-static",
+        lambda exe: None,
+        {"TVMRT_VM_MAX_ALLOC_BYTES": "64"},
+        "is over the limit of 64 bytes",
+    ),
+}
+
+
+def _run(
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    folder: Path,
+    code: bytes,
+    work: Path,
+    env: dict[str, str],
+) -> tuple[int, str]:
+    shutil.copy(folder / "lib.so", work / "lib.so")
+    (work / "code.ro").write_bytes(code)
+    params = {"control-flow": ["x", "n"], "cnn-static": ["data"], "adt-closure": ["a", "b", "c"]}
+    params = params[folder.name]
+    spec = write_spec(golden_runs(folder, params), work)  # every branch of control-flow
+    exe = compile_c(native, "run_vm", False)
+    run_env = {**native.env, **env}
+    if native.variant == "asan":  # the program exits at the error, holding its handles
+        run_env["ASAN_OPTIONS"] = run_env["ASAN_OPTIONS"].replace(
+            "detect_leaks=1", "detect_leaks=0"
+        )
+    proc = subprocess.run(
+        [str(exe), "ro", str(work), str(spec), str(work)],
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_code_ro_fails_with_a_clear_error(
+    artifacts: Path,
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    tmp_path: Path,
+    name: str,
+) -> None:
+    case, edit, env, want = HOSTILE[name]
+    folder = artifacts / "relayvm" / case
+    exe = read_executable((folder / "code.ro").read_bytes(), "code.ro")
+    edit(exe)
+    rc, out = _run(native, compile_c, folder, write_executable(exe), tmp_path, env)
+    assert rc == 1, out  # an error exit, not a signal
+    assert want in out, out
+    assert "runtime error" not in out
+    assert "AddressSanitizer" not in out
+
+
+@pytest.mark.parametrize("cut", [0, 7, 40, 1000, -1])
+def test_truncated_code_ro_fails_with_a_clear_error(
+    artifacts: Path,
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    tmp_path: Path,
+    cut: int,
+) -> None:
+    folder = artifacts / "relayvm" / "cnn-static"
+    code = (folder / "code.ro").read_bytes()
+    rc, out = _run(native, compile_c, folder, code[:cut], tmp_path, {})
+    assert rc == 1, out
+    assert "ModuleLoadError: Relay VM executable:" in out, out
+    assert any(w in out for w in ("truncated", "bytes left can hold", "magic is 0x")), out
+
+
+def test_a_wrong_instruction_hash_is_refused(
+    artifacts: Path,
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    tmp_path: Path,
+) -> None:
+    folder = artifacts / "relayvm" / "cnn-static"
+    code = bytearray((folder / "code.ro").read_bytes())
+    good = write_executable(read_executable(bytes(code), "code.ro"))
+    # the last instruction (Ret) starts 8 bytes before its 3 words end: change its register
+    bad = bytearray(good)
+    bad[-8] ^= 1
+    rc, out = _run(native, compile_c, folder, bytes(bad), tmp_path, {})
+    assert rc == 1, out
+    assert "(Ret): hash mismatch" in out, out
+
+
+def test_a_closure_in_the_result_is_refused_by_name(
+    artifacts: Path,
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    tmp_path: Path,
+) -> None:
+    # main returns (closure,): reading the ADT's field names what it holds, no crash
+    main = VMFunction(
+        "main", 2, [], [], [(op.ALLOC_CLOSURE, 1, 0, 0), (op.ALLOC_ADT, 0, 1, 1, 0), (op.RET, 1)]
+    )
+    f = VMFunction("f", 1, [], [], [(op.LOAD_CONSTI, 1, 0), (op.RET, 0)])
+    data = ExecutableData("0.16.dev0", [(1, 0, "")], 0, ["main", "f"], [], [], [], {}, [main, f])
+    shutil.copy(artifacts / "relayvm" / "cnn-static" / "lib.so", tmp_path / "lib.so")
+    (tmp_path / "code.ro").write_bytes(write_executable(data))
+    (tmp_path / "spec.txt").write_text("run one\nend\n", encoding="utf-8")
+    exe = compile_c(native, "run_vm", False)
+    env = dict(native.env)
+    if native.variant == "asan":
+        env["ASAN_OPTIONS"] = env["ASAN_OPTIONS"].replace("detect_leaks=1", "detect_leaks=0")
+    proc = subprocess.run(
+        [str(exe), "ro", str(tmp_path), str(tmp_path / "spec.txt"), str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "GetADTFields: field 0 holds a closure, expected a tensor or an ADT" in proc.stderr
