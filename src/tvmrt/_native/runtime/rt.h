@@ -9,6 +9,7 @@
  *   -> params, graph_attrs, graph_checks -> graph -> graph_arrays -> graph_executor
  *   -> graph_funcs -> factory -> blob -> dso
  *   -> globals (global functions, the kernels' function environment, tvmrt_init)
+ *   dlpack, object_types: the rest of TVM's C API, over object and ndarray
  *
  * Objects are reference counted (atomics), freed when the count drops to zero:
  *   tvmrt_module   a module: a type key, a lookup function, imports
