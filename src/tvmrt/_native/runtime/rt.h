@@ -7,7 +7,7 @@
  * The files call down only (tests/native/test_c_layers.py fails on a cycle), bottom up:
  *   object (functions, errors' text) -> ndarray, module, registry, reader, json
  *   -> params, graph_attrs, graph_checks -> graph -> graph_arrays -> graph_executor
- *   -> graph_funcs -> factory -> blob -> dso
+ *   -> graph_funcs -> factory -> blob -> ffi_lib -> dso
  *   -> globals (global functions, the kernels' function environment, tvmrt_init)
  *   dlpack, object_types: the rest of TVM's C API, over object and ndarray
  *
@@ -115,6 +115,16 @@ int tvmrt_module_import(tvmrt_module* mod, tvmrt_module* dep);
 /* the function `name` of mod (then of its imports if query_imports), a new reference or
    NULL (no error set) */
 tvmrt_func* tvmrt_module_get(tvmrt_module* mod, const char* name, int query_imports);
+
+/* ffi_lib.c: tvm-ffi kernel libraries (TVM >= 0.21). Whether a dlopen-ed library is one
+   (and, TVM 0.21's, exports its kernels under plain names); link its imports and slots to
+   the runtime's services (-1, error set, when it needs one the runtime lacks); point its
+   context slots at `module` (only where they hold `only_if`, unless that is NULL); a
+   kernel as a packed function `owner` keeps alive. */
+int tvmrt_ffi_is_ffi_library(void* handle, int* plain_names);
+int tvmrt_ffi_link(void* handle, const char* path);
+void tvmrt_ffi_set_context(void* handle, void* module, void* only_if);
+tvmrt_func* tvmrt_ffi_func(void* fn, tvmrt_object* owner);
 
 /* dso.c */
 tvmrt_module* tvmrt_load_dso(const char* path);
