@@ -26,6 +26,8 @@ TARGETS = {
     "params-cnn": ("params", "relay016/tvmc-package/module.tar!mod.params"),
     "blob-factory": ("blob", "relay016/linkparams-so/deploy.so"),
     "blob-system-lib": ("blob", "relay016/systemlib-so/deploy.so"),
+    "blob-aot": ("blob", "relay016/aot-so/deploy.so"),
+    "aotmeta-cnn": ("aotmeta", "relay016/aot-so/deploy.so"),
 }
 
 

@@ -50,7 +50,8 @@ def test_an_unknown_tvm_ffi_import_is_refused_at_load(
 def test_digits_model_runs_bitwise_as_in_python(
     native: NativeBuild, compile_c: Callable[..., Path], tmp_path: Path
 ) -> None:
-    image = np.load(MODEL / "heldout.npz")["image"].astype(np.float32)
+    with np.load(MODEL / "heldout.npz") as npz:
+        image = npz["image"].astype(np.float32)
     image.tofile(tmp_path / "image.bin")
     proc = native.run(
         compile_c(native, "run_model"),

@@ -1,6 +1,6 @@
-"""The C parsers of outside bytes (graph JSON, params blobs, the module blob), fuzzed with a
-fixed seed under ASan + UBSan (tests/native/c/fuzz_parsers.c, linked with the static
-library): every mutated input parses or fails with an error message; no crash, leak or
+"""The C parsers of outside bytes (graph JSON, params blobs, the module blob, AOT metadata),
+fuzzed with a fixed seed under ASan + UBSan (tests/native/c/fuzz_parsers.c, linked with the
+static library): every mutated input parses or fails with an error message; no crash, leak or
 undefined behaviour. TVMRT_NATIVE_FUZZ_ITERATIONS sets the inputs per target (default
 1000); `fuzz/native_parsers.py` runs longer."""
 
@@ -23,6 +23,8 @@ SEEDS = {
     "params-cnn": ("params", "relay016/tvmc-package/module.tar!mod.params"),
     "blob-factory": ("blob", "relay016/linkparams-so/deploy.so"),
     "blob-system-lib": ("blob", "relay016/systemlib-so/deploy.so"),
+    "blob-aot": ("blob", "relay016/aot-so/deploy.so"),
+    "aotmeta-cnn": ("aotmeta", "relay016/aot-so/deploy.so"),
 }
 
 

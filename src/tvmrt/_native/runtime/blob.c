@@ -20,6 +20,8 @@ static const struct {
 } k_loaders[] = {
     {"GraphExecutorFactory", tvmrt_graph_factory_load},
     {"GraphRuntimeFactory", tvmrt_graph_factory_load}, /* its name before TVM 0.8 */
+    {"AotExecutorFactory", tvmrt_aot_factory_load},
+    {"metadata_module", tvmrt_aot_metadata_load},
 };
 #define NUM_LOADERS (sizeof(k_loaders) / sizeof(k_loaders[0]))
 
@@ -30,8 +32,8 @@ static tvmrt_module* load_entry(const char* key, tvmrt_reader* r) {
   }
   tvmrt_fail("ModuleLoadError",
              "Binary was created using {%.100s} but a loader of that name is not registered. "
-             "libtvmrt_runtime loads GraphExecutorFactory (and GraphRuntimeFactory) modules "
-             "of CPU kernels.",
+             "libtvmrt_runtime loads GraphExecutorFactory (and GraphRuntimeFactory), "
+             "AotExecutorFactory and metadata_module modules of CPU kernels.",
              key);
   return NULL;
 }

@@ -8,6 +8,7 @@
  *   object (functions, errors' text) -> ndarray, module, registry, reader, json
  *   -> params, graph_attrs, graph_checks -> graph -> graph_arrays -> graph_executor
  *   -> graph_funcs -> factory -> blob -> ffi_lib -> dso
+ *   aot_meta -> aot -> aot_factory (under blob, over params and factory's device args)
  *   -> globals (global functions, the kernels' function environment, tvmrt_init)
  *   dlpack, object_types: the rest of TVM's C API, over object and ndarray
  *
@@ -185,6 +186,37 @@ tvmrt_module* tvmrt_graph_factory_load(tvmrt_reader* r);
    each must have the input's shape and dtype, or, `embedded` in a factory, its dtype and
    byte count */
 int tvmrt_graph_set_params(tvmrt_module* executor, const tvmrt_params* params, int embedded);
+
+/* ---------------------------------------------------------------------------------- */
+/* AOT executor                                                                        */
+
+/* aot_meta.c: an AOT build's TVMMetadata (what get_c_metadata returns), checked, copied */
+typedef struct {
+  char* name;
+  int ndim;
+  int64_t shape[RT_MAX_NDIM];
+  DLDataType dtype;
+} tvmrt_aot_tensor;
+
+typedef struct {
+  char* mod_name;
+  size_t num_inputs, num_outputs;
+  tvmrt_aot_tensor* tensors; /* inputs, then outputs */
+} tvmrt_aot_meta;
+
+int tvmrt_aot_read_metadata(const void* address, tvmrt_aot_meta* out);
+void tvmrt_aot_meta_free(tvmrt_aot_meta* m);
+
+/* aot.c: an executor over the library holding get_c_metadata and the entry (a new
+   module); the factory's params copied into the inputs of their names */
+tvmrt_module* tvmrt_aot_executor_create(tvmrt_module* lib, DLDevice dev);
+int tvmrt_aot_set_params(tvmrt_module* exec, const tvmrt_params* params);
+
+/* aot_factory.c: the "AotExecutorFactory" and "metadata_module" blob entries, and the
+   global tvm.aot_executor.create */
+tvmrt_module* tvmrt_aot_factory_load(tvmrt_reader* r);
+tvmrt_module* tvmrt_aot_metadata_load(tvmrt_reader* r);
+int tvmrt_aot_global_create(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc);
 
 /* factory.c: the device of a packed call (DLDevice, or a (type, id) int pair) at `first` */
 int tvmrt_device_args(TVMValue* args, int* codes, int first, int n, DLDevice* out, const char* fn);
