@@ -28,6 +28,7 @@ TARGETS = {
     "blob-system-lib": ("blob", "relay016/systemlib-so/deploy.so"),
     "blob-aot": ("blob", "relay016/aot-so/deploy.so"),
     "aotmeta-cnn": ("aotmeta", "relay016/aot-so/deploy.so"),
+    "ffibin-digits": ("ffibin", "examples/digits/model/standalone.so"),  # in the repository
 }
 
 
@@ -45,6 +46,8 @@ def build(out: Path) -> Path:
 
 
 def seed_file(spec: str, work: Path) -> Path:
+    if spec.startswith("examples/"):  # a file of the repository
+        return REPO / spec
     if "!" not in spec:
         return ARTIFACTS / spec
     tar_name, member = spec.split("!")

@@ -2,7 +2,8 @@
 the repository's digits model as `tvmrt compile` built it (graph JSON + tvm-ffi deploy.so)
 runs from a C program bitwise equal to the Python runtime, a kernel's own error comes back
 with the Python runtime's words, and a library this test builds (tests/native/c/ffi_toy.c)
-shows how arguments reach a kernel and that an unknown tvm-ffi import is refused at load."""
+shows how arguments reach a kernel and that an unknown tvm-ffi import is refused at load;
+the single-file build (standalone.so, its modules in __tvm_ffi__library_bin) runs too."""
 
 from __future__ import annotations
 
@@ -85,10 +86,20 @@ def test_a_kernel_error_has_the_python_runtimes_words(
     assert proc.stdout.startswith("ValueError: Mismatched param_1.ndim on argument #2")
 
 
-def test_a_single_file_build_is_refused_by_name(
-    native: NativeBuild, compile_c: Callable[..., Path]
+def test_a_single_file_build_runs_from_its_factory(
+    native: NativeBuild, compile_c: Callable[..., Path], tmp_path: Path
 ) -> None:
-    proc = native.run(compile_c(native, "ffi_calls"), "load", MODEL / "standalone.so")
+    """standalone.so: kernels and the graph factory in __tvm_ffi__library_bin, one file."""
+    with np.load(MODEL / "heldout.npz") as npz:
+        image = npz["image"].astype(np.float32)
+    image.tofile(tmp_path / "image.bin")
+    exe = compile_c(native, "run_model")
+    proc = native.run(
+        exe, "factory", MODEL / "standalone.so", "image", tmp_path / "image.bin", tmp_path / "o"
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.startswith("ModuleLoadError: cannot load ")
-    assert "it defines __tvm_ffi__library_bin" in proc.stdout
+    module = runtime.load_module(str(MODEL / "standalone.so"))["default"](runtime.cpu())
+    module["set_input"]("image", runtime.nd.array(image))
+    module["run"]()
+    expected = module["get_output"](0).numpy()
+    assert (tmp_path / "o0.bin").read_bytes() == expected.astype("<f4").tobytes()

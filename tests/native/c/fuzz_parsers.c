@@ -2,14 +2,16 @@
  * Mutation fuzzer for libtvmrt_runtime's parsers of outside bytes: graph JSON (parsed, then
  * planned and bound by a graph executor over no-op kernels), params blobs, the module
  * blob `__tvm_dev_mblob`, and an AOT build's TVMMetadata (aotmeta: the struct is flattened
- * into bytes, mutated, and rebuilt with its pointers before each parse). Linked with
+ * into bytes, mutated, and rebuilt with its pointers before each parse), and a single-file
+ * tvm-ffi build's `__tvm_ffi__library_bin` (ffibin). Linked with
  * libtvmrt_runtime.a to reach the parsers directly; built with ASan + UBSan by the tests, so any
  * out-of-bounds access, leak or undefined behaviour fails the run. The rule checked here: every
  * input either parses or fails with an error message; nothing else.
  *
- *   fuzz_parsers graph|params|blob|aotmeta SEED_FILE ITERATIONS RNG_SEED
+ *   fuzz_parsers graph|params|blob|aotmeta|ffibin SEED_FILE ITERATIONS RNG_SEED
  *
- * For `blob` the seed file is a factory .so; its __tvm_dev_mblob is the seed. For `aotmeta`
+ * For `blob` the seed file is a factory .so; its __tvm_dev_mblob is the seed (`ffibin`: a
+ * single-file tvm-ffi .so, its __tvm_ffi__library_bin). For `aotmeta`
  * it is an AOT build's .so; what its get_c_metadata returns, flattened, is the seed.
  */
 #include <dlfcn.h>
@@ -230,6 +232,12 @@ static int run_aotmeta(const uint8_t* data, size_t size) {
 static int run_one(const char* kind, const uint8_t* data, size_t size, tvmrt_module* lib) {
   if (strcmp(kind, "graph") == 0) return run_graph(data, size, lib);
   if (strcmp(kind, "aotmeta") == 0) return run_aotmeta(data, size);
+  if (strcmp(kind, "ffibin") == 0) {
+    tvmrt_module* root = tvmrt_ffi_library_bin(data, size, lib);
+    if (root == NULL) return -1;
+    tvmrt_release(&root->hdr);
+    return 0;
+  }
   if (strcmp(kind, "params") == 0) {
     tvmrt_params p;
     int rc = tvmrt_params_parse(data, size, 0, &p);
@@ -245,13 +253,14 @@ static int run_one(const char* kind, const uint8_t* data, size_t size, tvmrt_mod
 
 static uint8_t* load_seed(const char* kind, const char* path, size_t* size) {
   uint8_t* buf;
-  if (strcmp(kind, "blob") == 0) {
+  if (strcmp(kind, "blob") == 0 || strcmp(kind, "ffibin") == 0) {
+    const char* symbol = kind[0] == 'b' ? "__tvm_dev_mblob" : "__tvm_ffi__library_bin";
     void* h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
-    const uint8_t* blob = h != NULL ? (const uint8_t*)dlsym(h, "__tvm_dev_mblob") : NULL;
+    const uint8_t* blob = h != NULL ? (const uint8_t*)dlsym(h, symbol) : NULL;
     Dl_info info;
     const ElfW(Sym)* sym = NULL;
     if (blob == NULL || dladdr1(blob, &info, (void**)&sym, RTLD_DL_SYMENT) == 0 || sym == NULL) {
-      fprintf(stderr, "no __tvm_dev_mblob in %s\n", path);
+      fprintf(stderr, "no %s in %s\n", symbol, path);
       exit(2);
     }
     *size = sym->st_size;
@@ -288,7 +297,7 @@ int main(int argc, char** argv) {
   tvmrt_module* lib;
   if (argc != 5) {
     fprintf(stderr,
-            "usage: fuzz_parsers graph|params|blob|aotmeta SEED_FILE ITERATIONS RNG_SEED\n");
+            "usage: fuzz_parsers graph|params|blob|aotmeta|ffibin SEED_FILE ITERATIONS RNG_SEED\n");
     return 2;
   }
   kind = argv[1];

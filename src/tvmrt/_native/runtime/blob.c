@@ -25,11 +25,17 @@ static const struct {
 };
 #define NUM_LOADERS (sizeof(k_loaders) / sizeof(k_loaders[0]))
 
-static tvmrt_module* load_entry(const char* key, tvmrt_reader* r) {
+tvmrt_blob_loader_fn tvmrt_blob_loader(const char* key) {
   size_t i;
   for (i = 0; i < NUM_LOADERS; ++i) {
-    if (strcmp(k_loaders[i].type_key, key) == 0) return k_loaders[i].load(r);
+    if (strcmp(k_loaders[i].type_key, key) == 0) return k_loaders[i].load;
   }
+  return NULL;
+}
+
+static tvmrt_module* load_entry(const char* key, tvmrt_reader* r) {
+  tvmrt_blob_loader_fn load = tvmrt_blob_loader(key);
+  if (load != NULL) return load(r);
   tvmrt_fail("ModuleLoadError",
              "Binary was created using {%.100s} but a loader of that name is not registered. "
              "libtvmrt_runtime loads GraphExecutorFactory (and GraphRuntimeFactory), "

@@ -202,24 +202,21 @@ static int check_header(const char* path) {
                     built, here);
 }
 
-/* The module tree of a single-file tvm-ffi build (TVM >= 0.22) is not read yet. */
-static int refuse_library_bin(void* handle, const char* path) {
-  if (dlsym(handle, "__tvm_ffi__library_bin") == NULL) return 0;
-  return tvmrt_fail("ModuleLoadError",
-                    "cannot load '%s': it is a single-file tvm-ffi build (it defines "
-                    "__tvm_ffi__library_bin, the modules TVM >= 0.22 embeds), which tvmrt's C "
-                    "runtime does not read yet; load the kernel library beside its graph JSON "
-                    "(tvmrt compile's deploy.so and deploy.json), or run it from Python (tvmrt "
-                    "run)",
-                    path);
+/* the bytes a data symbol holds (its ELF size), or SIZE_MAX when the size is unknown */
+static size_t symbol_limit(const void* p) {
+  Dl_info info;
+  const ElfW(Sym)* sym = NULL;
+  if (dladdr1(p, &info, (void**)&sym, RTLD_DL_SYMENT) != 0 && sym != NULL && sym->st_size != 0) {
+    return (size_t)sym->st_size; /* a blob cannot claim more than its symbol holds */
+  }
+  return SIZE_MAX;
 }
 
 tvmrt_module* tvmrt_load_dso(const char* path) {
   char* local = NULL;
   void* handle;
   tvmrt_module* lib;
-  const uint8_t* blob;
-  size_t limit = SIZE_MAX;
+  const uint8_t *blob, *ffi_bin;
   if (access(path, R_OK) != 0) {
     tvmrt_fail("ModuleFileNotFoundError", "module file '%s' does not exist", path);
     return NULL;
@@ -243,22 +240,20 @@ tvmrt_module* tvmrt_load_dso(const char* path) {
                why != NULL ? why : "");
     return NULL;
   }
-  if (refuse_library_bin(handle, path) != 0 || tvmrt_ffi_link(handle, path) != 0) return NULL;
+  if (tvmrt_ffi_link(handle, path) != 0) return NULL;
   lib = new_library(handle, NULL);
   if (lib == NULL) return NULL;
   tvmrt_ffi_is_ffi_library(handle, &((dso_impl*)lib->impl)->plain_ffi);
   fill_slots(dso_symbol, handle, lib);
   tvmrt_ffi_set_context(handle, lib, NULL);
-  blob = (const uint8_t*)dlsym(handle, "__tvm_dev_mblob");
-  if (blob != NULL) {
-    Dl_info info;
-    const ElfW(Sym)* sym = NULL;
-    if (dladdr1(blob, &info, (void**)&sym, RTLD_DL_SYMENT) != 0 && sym != NULL &&
-        sym->st_size != 0) {
-      limit = (size_t)sym->st_size; /* the blob cannot claim more than its symbol holds */
-    }
+  ffi_bin = (const uint8_t*)dlsym(handle, "__tvm_ffi__library_bin");
+  if (ffi_bin != NULL) { /* a single-file tvm-ffi build (TVM >= 0.22) */
+    tvmrt_module* root = tvmrt_ffi_library_bin(ffi_bin, symbol_limit(ffi_bin), lib);
+    tvmrt_release(&lib->hdr);
+    return root;
   }
-  return with_blob(lib, blob, limit);
+  blob = (const uint8_t*)dlsym(handle, "__tvm_dev_mblob");
+  return with_blob(lib, blob, blob != NULL ? symbol_limit(blob) : SIZE_MAX);
 }
 
 /* ---------------------------------------------------------------------------------- */

@@ -7,7 +7,7 @@
  * The files call down only (tests/native/test_c_layers.py fails on a cycle), bottom up:
  *   object (functions, errors' text) -> ndarray, module, registry, reader, json
  *   -> params, graph_attrs, graph_checks -> graph -> graph_arrays -> graph_executor
- *   -> graph_funcs -> factory -> blob -> ffi_lib -> dso
+ *   -> graph_funcs -> factory -> blob -> ffi_bin, ffi_lib -> dso
  *   aot_meta -> aot -> aot_factory (under blob, over params and factory's device args)
  *   -> globals (global functions, the kernels' function environment, tvmrt_init)
  *   dlpack, object_types: the rest of TVM's C API, over object and ndarray
@@ -130,8 +130,14 @@ tvmrt_func* tvmrt_ffi_func(void* fn, tvmrt_object* owner);
 /* dso.c */
 tvmrt_module* tvmrt_load_dso(const char* path);
 tvmrt_module* tvmrt_system_lib(const char* prefix);
-/* blob.c: the module tree a `__tvm_dev_mblob` describes, with `lib` as its "_lib" */
+/* blob.c: the module tree a `__tvm_dev_mblob` describes, with `lib` as its "_lib"; the
+   loader of a blob entry's type key (NULL: none) */
 tvmrt_module* tvmrt_process_blob(const uint8_t* blob, size_t limit, tvmrt_module* lib);
+typedef tvmrt_module* (*tvmrt_blob_loader_fn)(tvmrt_reader* r);
+tvmrt_blob_loader_fn tvmrt_blob_loader(const char* key);
+/* ffi_bin.c: the module tree of a tvm-ffi `__tvm_ffi__library_bin` (TVM >= 0.22), with
+   `lib` as its "_lib" (a new reference; modules of kinds without a loader are skipped) */
+tvmrt_module* tvmrt_ffi_library_bin(const uint8_t* data, size_t limit, tvmrt_module* lib);
 
 /* ---------------------------------------------------------------------------------- */
 /* arrays                                                                              */
