@@ -36,6 +36,9 @@ typedef struct {
   const char* mod_name;
 } meta_struct;
 
+/* (a function: on 32-bit machines a size_t is never this big, and a comparison says so) */
+static int too_big(uint64_t nbytes) { return nbytes >= MAX_TENSOR_BYTES; }
+
 static int copy_name(const char* name, char** out, const char* what, int64_t i) {
   size_t n;
   if (name == NULL) name = "";
@@ -83,7 +86,7 @@ static int read_tensor(const meta_tensor_info* info, const char* what, int64_t i
   t.ndim = out->ndim;
   t.shape = out->shape;
   t.dtype = dt;
-  if (tvmrt_tensor_nbytes(&t, &nbytes) != 0 || (unsigned long long)nbytes >= MAX_TENSOR_BYTES) {
+  if (tvmrt_tensor_nbytes(&t, &nbytes) != 0 || too_big(nbytes)) {
     return tvmrt_fail("ModuleLoadError", "AOT metadata: %s %lld needs 2^48 bytes or more", what,
                       (long long)i);
   }

@@ -44,14 +44,6 @@ static const struct {
 };
 #define NUM_SERVICES (sizeof(k_services) / sizeof(k_services[0]))
 
-static void* service(const char* name) {
-  size_t i;
-  for (i = 0; i < NUM_SERVICES; ++i) {
-    if (strcmp(k_services[i].name, name) == 0) return k_services[i].fn;
-  }
-  return NULL;
-}
-
 int tvmrt_ffi_is_ffi_library(void* handle, int* plain_names) {
   static const char* const markers[] = {"__tvm_ffi__library_ctx", "__tvm_ffi__library_bin",
                                         "__tvm_ffi_main"};
@@ -77,6 +69,14 @@ int tvmrt_ffi_is_ffi_library(void* handle, int* plain_names) {
 #define R_SLOT R_AARCH64_JUMP_SLOT
 #define R_GLOB R_AARCH64_GLOB_DAT
 #endif
+
+static void* service(const char* name) {
+  size_t i;
+  for (i = 0; i < NUM_SERVICES; ++i) {
+    if (strcmp(k_services[i].name, name) == 0) return k_services[i].fn;
+  }
+  return NULL;
+}
 
 typedef struct {
   ElfW(Addr) base, relro_lo, relro_hi;
