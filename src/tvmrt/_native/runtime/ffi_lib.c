@@ -187,10 +187,18 @@ static int link_imports(void* handle, const char* path) {
 }
 #endif
 
+/* one library linked at a time: two threads loading the same file get the same handle, and
+   one must not make a GOT page read-only again while the other writes it */
+static pthread_mutex_t g_link_mu = PTHREAD_MUTEX_INITIALIZER;
+
 int tvmrt_ffi_link(void* handle, const char* path) {
   char slot[64];
   size_t i;
-  if (link_imports(handle, path) != 0) return -1;
+  int status;
+  pthread_mutex_lock(&g_link_mu);
+  status = link_imports(handle, path);
+  pthread_mutex_unlock(&g_link_mu);
+  if (status != 0) return -1;
   for (i = 0; i < NUM_SERVICES; ++i) {
     void** p;
     snprintf(slot, sizeof(slot), "__%s", k_services[i].name);
