@@ -30,6 +30,9 @@ TARGETS = {
     "vmcode-control-flow": ("vmcode", "relayvm/control-flow/code.ro"),
     "vmcode-dyn-shape-op": ("vmcode", "relayvm/dyn-shape-op/code.ro"),
     "vmcode-adt-closure": ("vmcode", "relayvm/adt-closure/code.ro"),
+    "blob-aot": ("blob", "relay016/aot-so/deploy.so"),
+    "aotmeta-cnn": ("aotmeta", "relay016/aot-so/deploy.so"),
+    "ffibin-digits": ("ffibin", "examples/digits/model/standalone.so"),  # in the repository
 }
 
 
@@ -47,6 +50,8 @@ def build(out: Path) -> Path:
 
 
 def seed_file(spec: str, work: Path) -> Path:
+    if spec.startswith("examples/"):  # a file of the repository
+        return REPO / spec
     if "!" not in spec:
         return ARTIFACTS / spec
     tar_name, member = spec.split("!")

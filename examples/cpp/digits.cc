@@ -1,5 +1,6 @@
 // The digits model the repository ships (examples/digits/tvm016: an MLP built by TVM 0.16,
-// legacy ABI), run from C++ with tvmrt's C runtime and no Python: the deployment guide's
+// legacy ABI; examples/digits/model: the same built by `tvmrt compile`, tvm-ffi kernels),
+// run from C++ with tvmrt's C runtime and no Python: the deployment guide's
 // flow (load the library, create the graph executor, load params, set the input, run, get
 // the output) on the 360 held-out digits, then the accuracy against their labels.
 //
@@ -7,8 +8,8 @@
 //
 // IMAGES.bin: float32 360x64 (8x8 pixels, 0..1), LABELS.bin: int64 360, the members of
 // examples/digits/model/heldout.npz as raw bytes (`make run-digits` writes them); PROBS.bin,
-// if named, receives the 360x10 float32 output. C programs run TVM <= 0.20 builds (the
-// legacy packed-function ABI); a tvm-ffi library (TVM >= 0.21) is refused at load.
+// if named, receives the 360x10 float32 output. C programs run legacy-ABI builds (TVM <= 0.20)
+// and tvm-ffi kernel libraries (TVM 0.21 to 0.27) beside their graph JSON.
 #include <dlpack/dlpack.h>
 #include <tvm/runtime/module.h>
 #include <tvm/runtime/ndarray.h>

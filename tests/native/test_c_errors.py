@@ -52,7 +52,7 @@ def test_errors_use_the_python_runtime_words(
         exe,
         artifacts / "relay016" / "systemlib-so" / "deploy.so",
         artifacts / "aarch64" / "deploy_lib.so",
-        artifacts / "relay016" / "aot-so" / "deploy.so",
+        artifacts / "relay016" / "opencl-factory" / "deploy.so",  # blob: an "opencl" module
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -77,5 +77,5 @@ def test_errors_use_the_python_runtime_words(
     assert got["graph_create_arity"].endswith(
         "The expected number of arguments for graph_executor.create is at least 4, but it has 2"
     )
-    assert "{AotExecutorFactory}" in got["load_unknown_blob_kind"]
+    assert "{opencl}" in got["load_unknown_blob_kind"]
     assert got["load_tar"].startswith("ModuleLoadError: Cannot load deploy.tar: format 'tar'")

@@ -1,7 +1,7 @@
-"""The C parsers of outside bytes (graph JSON, params blobs, the module blob, the Relay VM's
-code.ro), fuzzed with a
-fixed seed under ASan + UBSan (tests/native/c/fuzz_parsers.c, linked with the static
-library): every mutated input parses or fails with an error message; no crash, leak or
+"""The C parsers of outside bytes (graph JSON, params blobs, the module blob, AOT metadata,
+the Relay VM's code.ro), fuzzed with a fixed seed under ASan + UBSan
+(tests/native/c/fuzz_parsers.c, linked with the static library): every mutated input
+parses or fails with an error message; no crash, leak or
 undefined behaviour. TVMRT_NATIVE_FUZZ_ITERATIONS sets the inputs per target (default
 1000); `fuzz/native_parsers.py` runs longer."""
 
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from tests.native.conftest import NativeBuild
+from tests.support.paths import REPO
 
 ITERATIONS = int(os.environ.get("TVMRT_NATIVE_FUZZ_ITERATIONS", "1000"))
 
@@ -28,6 +29,9 @@ SEEDS = {
     "vmcode-control-flow": ("vmcode", "relayvm/control-flow/code.ro"),
     "vmcode-dyn-shape-op": ("vmcode", "relayvm/dyn-shape-op/code.ro"),
     "vmcode-adt-closure": ("vmcode", "relayvm/adt-closure/code.ro"),
+    "blob-aot": ("blob", "relay016/aot-so/deploy.so"),
+    "aotmeta-cnn": ("aotmeta", "relay016/aot-so/deploy.so"),
+    "ffibin-digits": ("ffibin", "examples/digits/model/standalone.so"),  # in the repository
 }
 
 
@@ -46,7 +50,7 @@ def test_parser_survives_mutations(
             tar.extract(member, tmp_path, filter="data")
         path = tmp_path / member
     else:
-        path = artifacts / seed
+        path = REPO / seed if seed.startswith("examples/") else artifacts / seed
     exe = compile_c(native_asan, "fuzz_parsers", True)
     proc = native_asan.run(exe, kind, path, str(ITERATIONS), "0", timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]

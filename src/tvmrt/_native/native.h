@@ -42,6 +42,16 @@ typedef struct {
 typedef int (*TVMFFISafeCallType)(void* self, const TVMFFIAny* args, int32_t num_args,
                                   TVMFFIAny* result);
 
+/* the services tvm-ffi kernels import, under private names (services.c, func_env.c) */
+TVM_DLL void tvmrt_ffi_error_set_raised_from_cstr(const char* kind, const char* msg);
+TVM_DLL void tvmrt_ffi_error_set_raised_from_cstr_parts(const char* kind, const char** parts,
+                                                        int32_t num_parts);
+TVM_DLL int tvmrt_ffi_handle_init_once(void** handle_addr, int (*init_func)(void** result));
+TVM_DLL int tvmrt_ffi_get_func_from_env(void* mod_ctx, const char* func_name, void** out);
+TVM_DLL int tvmrt_ffi_env_mod_lookup_from_imports(void* library_ctx, const char* func_name,
+                                                  void** out);
+TVM_DLL int tvmrt_ffi_function_call(void* func, void* args, int32_t num_args, void* result);
+
 /* ------------------------------------------------------------------------------------ */
 /* the function environment (func_env.c)                                                 */
 

@@ -1,16 +1,21 @@
 /*
  * Mutation fuzzer for libtvmrt_runtime's parsers of outside bytes: graph JSON (parsed, then
  * planned and bound by a graph executor over no-op kernels), params blobs, the module
- * blob `__tvm_dev_mblob`, and the Relay VM's code.ro (read with the instruction hashes
- * unchecked, so that mutations reach the operand checks; then decoded and, when it loads,
- * `main` run over no-op kernels under small limits). Linked with libtvmrt_runtime.a to reach the
- * parsers directly; built with ASan + UBSan by the tests, so any out-of-bounds access, leak or
- * undefined behaviour fails the run. The rule checked here: every input either parses or fails with
- * an error message; nothing else.
+ * blob `__tvm_dev_mblob`, an AOT build's TVMMetadata (aotmeta: the struct is flattened
+ * into bytes, mutated, and rebuilt with its pointers before each parse), a single-file
+ * tvm-ffi build's `__tvm_ffi__library_bin` (ffibin), and the Relay VM's code.ro (vmcode:
+ * read with the instruction hashes unchecked, so that mutations reach the operand checks;
+ * then decoded and, when it loads, `main` run over no-op kernels under small limits).
+ * Linked with libtvmrt_runtime.a to reach the parsers directly; built with ASan + UBSan by
+ * the tests, so any out-of-bounds access, leak or undefined behaviour fails the run. The
+ * rule checked here: every input either parses or fails with an error message; nothing
+ * else.
  *
- *   fuzz_parsers graph|params|blob|vmcode SEED_FILE ITERATIONS RNG_SEED
+ *   fuzz_parsers graph|params|blob|aotmeta|ffibin|vmcode SEED_FILE ITERATIONS RNG_SEED
  *
- * For `blob` the seed file is a factory .so; its __tvm_dev_mblob is the seed.
+ * For `blob` the seed file is a factory .so; its __tvm_dev_mblob is the seed (`ffibin`: a
+ * single-file tvm-ffi .so, its __tvm_ffi__library_bin). For `aotmeta`
+ * it is an AOT build's .so; what its get_c_metadata returns, flattened, is the seed.
  */
 #include <dlfcn.h>
 #include <link.h>
@@ -172,9 +177,135 @@ done:
   return rc;
 }
 
+/* ---------------------------------------------------------------------------------- */
+/* aotmeta: TVM's TVMMetadata flattened into int64 fields:                               */
+/*   version, num_inputs, num_outputs, num_workspace_pools, null_flags, then per tensor  */
+/*   (inputs, then outputs; at most FLAT_TENSORS) num_shape, code, bits, lanes, 8 dims, */
+/*   a 32-byte name; then a 32-byte model name. Rebuilt with memory for every count and */
+/*   rank the parser accepts, so only the parser's checks stand between it and a bad    */
+/*   read.                                                                              */
+
+#define FLAT_TENSORS 8
+#define FLAT_TENSOR_BYTES (12 * 8 + 32)
+#define FLAT_BYTES (5 * 8 + FLAT_TENSORS * FLAT_TENSOR_BYTES + 32)
+#define META_CAP ((1 << 16) + 1)
+
+typedef struct {
+  const char* name;
+  const int64_t* shape;
+  int64_t num_shape;
+  DLDataType dtype;
+} meta_info;
+
+typedef struct {
+  int64_t version;
+  const meta_info* inputs;
+  int64_t num_inputs;
+  const meta_info* outputs;
+  int64_t num_outputs;
+  const meta_info* pools;
+  int64_t num_pools;
+  const void* constants;
+  int64_t num_constants;
+  const char* mod_name;
+} meta_struct;
+
+static int64_t flat_get(const uint8_t* data, size_t size, size_t at) {
+  int64_t v = 0;
+  if (at + 8 <= size) memcpy(&v, data + at, 8);
+  return v;
+}
+
+static void flat_put(uint8_t* data, size_t at, int64_t v) { memcpy(data + at, &v, 8); }
+
+static uint8_t* flatten_metadata(const meta_struct* m, size_t* size) {
+  uint8_t* out = (uint8_t*)calloc(1, FLAT_BYTES);
+  int64_t t, d, n = m->num_inputs + m->num_outputs;
+  flat_put(out, 0, m->version);
+  flat_put(out, 8, m->num_inputs);
+  flat_put(out, 16, m->num_outputs);
+  flat_put(out, 24, m->num_pools);
+  for (t = 0; t < n && t < FLAT_TENSORS; ++t) {
+    const meta_info* info = t < m->num_inputs ? &m->inputs[t] : &m->outputs[t - m->num_inputs];
+    size_t at = 40 + (size_t)t * FLAT_TENSOR_BYTES;
+    flat_put(out, at, info->num_shape);
+    flat_put(out, at + 8, info->dtype.code);
+    flat_put(out, at + 16, info->dtype.bits);
+    flat_put(out, at + 24, info->dtype.lanes);
+    for (d = 0; d < info->num_shape && d < 8; ++d) flat_put(out, at + 32 + 8 * d, info->shape[d]);
+    strncpy((char*)out + at + 96, info->name, 31);
+  }
+  strncpy((char*)out + FLAT_BYTES - 32, m->mod_name, 31);
+  *size = FLAT_BYTES;
+  return out;
+}
+
+static int run_aotmeta(const uint8_t* data, size_t size) {
+  static meta_info infos[2][META_CAP]; /* inputs, outputs: every slot a count may reach */
+  static int64_t shapes[FLAT_TENSORS][RT_MAX_NDIM], zeros[RT_MAX_NDIM];
+  static char names[FLAT_TENSORS][33], mod_name[33];
+  static int ready;
+  meta_struct m;
+  tvmrt_aot_meta out;
+  int64_t flags = flat_get(data, size, 32), t, d, n_in;
+  int rc, list;
+  if (!ready) {
+    for (t = 0; t < META_CAP * 2; ++t) {
+      infos[t / META_CAP][t % META_CAP].shape = zeros;
+      infos[t / META_CAP][t % META_CAP].name = "";
+    }
+    ready = 1;
+  }
+  m.version = flat_get(data, size, 0);
+  m.num_inputs = flat_get(data, size, 8);
+  m.num_outputs = flat_get(data, size, 16);
+  m.num_pools = flat_get(data, size, 24);
+  m.pools = infos[0];
+  m.constants = NULL;
+  m.num_constants = 0;
+  n_in = m.num_inputs < 0 ? 0 : m.num_inputs > FLAT_TENSORS ? FLAT_TENSORS : m.num_inputs;
+  for (list = 0; list < 2; ++list) {
+    for (t = 0; t < FLAT_TENSORS; ++t) {
+      memset(&infos[list][t], 0, sizeof(meta_info));
+      infos[list][t].shape = zeros;
+      infos[list][t].name = "";
+    }
+  }
+  for (t = 0; t < FLAT_TENSORS; ++t) {
+    size_t at = 40 + (size_t)t * FLAT_TENSOR_BYTES;
+    meta_info* info = t < n_in ? &infos[0][t] : &infos[1][t - n_in];
+    info->num_shape = flat_get(data, size, at);
+    info->dtype.code = (uint8_t)flat_get(data, size, at + 8);
+    info->dtype.bits = (uint8_t)flat_get(data, size, at + 16);
+    info->dtype.lanes = (uint16_t)flat_get(data, size, at + 24);
+    for (d = 0; d < RT_MAX_NDIM; ++d) {
+      shapes[t][d] = d < 8 ? flat_get(data, size, at + 32 + 8 * (size_t)d) : 0;
+    }
+    info->shape = shapes[t];
+    memset(names[t], 0, sizeof(names[t]));
+    if (at + 96 + 32 <= size) memcpy(names[t], data + at + 96, 32);
+    info->name = (flags & 8) ? NULL : names[t];
+  }
+  memset(mod_name, 0, sizeof(mod_name));
+  if (size >= 32) memcpy(mod_name, data + size - 32, 32);
+  m.inputs = (flags & 1) ? NULL : infos[0];
+  m.outputs = (flags & 2) ? NULL : infos[1];
+  m.mod_name = (flags & 4) ? NULL : mod_name;
+  rc = tvmrt_aot_read_metadata(&m, &out);
+  if (rc == 0) tvmrt_aot_meta_free(&out);
+  return rc;
+}
+
 static int run_one(const char* kind, const uint8_t* data, size_t size, tvmrt_module* lib) {
   if (strcmp(kind, "graph") == 0) return run_graph(data, size, lib);
   if (strcmp(kind, "vmcode") == 0) return run_vmcode(data, size, lib);
+  if (strcmp(kind, "aotmeta") == 0) return run_aotmeta(data, size);
+  if (strcmp(kind, "ffibin") == 0) {
+    tvmrt_module* root = tvmrt_ffi_library_bin(data, size, lib);
+    if (root == NULL) return -1;
+    tvmrt_release(&root->hdr);
+    return 0;
+  }
   if (strcmp(kind, "params") == 0) {
     tvmrt_params p;
     int rc = tvmrt_params_parse(data, size, 0, &p);
@@ -190,19 +321,30 @@ static int run_one(const char* kind, const uint8_t* data, size_t size, tvmrt_mod
 
 static uint8_t* load_seed(const char* kind, const char* path, size_t* size) {
   uint8_t* buf;
-  if (strcmp(kind, "blob") == 0) {
+  if (strcmp(kind, "blob") == 0 || strcmp(kind, "ffibin") == 0) {
+    const char* symbol = kind[0] == 'b' ? "__tvm_dev_mblob" : "__tvm_ffi__library_bin";
     void* h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
-    const uint8_t* blob = h != NULL ? (const uint8_t*)dlsym(h, "__tvm_dev_mblob") : NULL;
+    const uint8_t* blob = h != NULL ? (const uint8_t*)dlsym(h, symbol) : NULL;
     Dl_info info;
     const ElfW(Sym)* sym = NULL;
     if (blob == NULL || dladdr1(blob, &info, (void**)&sym, RTLD_DL_SYMENT) == 0 || sym == NULL) {
-      fprintf(stderr, "no __tvm_dev_mblob in %s\n", path);
+      fprintf(stderr, "no %s in %s\n", symbol, path);
       exit(2);
     }
     *size = sym->st_size;
     buf = (uint8_t*)malloc(*size);
     memcpy(buf, blob, *size);
     return buf; /* the library stays loaded: the blob's factory imports it */
+  } else if (strcmp(kind, "aotmeta") == 0) {
+    void* h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+    void* get = h != NULL ? dlsym(h, "get_c_metadata") : NULL;
+    TVMValue ret;
+    int code = 0;
+    if (get == NULL || ((TVMBackendPackedCFunc)get)(NULL, NULL, 0, &ret, &code, NULL) != 0) {
+      fprintf(stderr, "no get_c_metadata in %s\n", path);
+      exit(2);
+    }
+    return flatten_metadata((const meta_struct*)ret.v_handle, size);
   } else {
     FILE* f = fopen(path, "rb");
     long n;
@@ -222,7 +364,9 @@ int main(int argc, char** argv) {
   size_t seed_size, cap, i, iterations, parsed = 0, refused = 0;
   tvmrt_module* lib;
   if (argc != 5) {
-    fprintf(stderr, "usage: fuzz_parsers graph|params|blob|vmcode SEED_FILE ITERATIONS RNG_SEED\n");
+    fprintf(stderr,
+            "usage: fuzz_parsers graph|params|blob|aotmeta|ffibin|vmcode SEED_FILE "
+            "ITERATIONS RNG_SEED\n");
     return 2;
   }
   kind = argv[1];

@@ -83,6 +83,18 @@ int main(int argc, char** argv) {
   NDArray c = b;
   CHECK_TRUE(c.use_count() == 2);
 
+  // DLPack out and back in: one tensor, no copy; the memory stays until the last owner goes
+  DLManagedTensor* exported = a.ToDLPack();
+  CHECK_TRUE(exported->dl_tensor.data == a->data);
+  {
+    NDArray again = NDArray::FromDLPack(exported);  // owns `exported` now
+    CHECK_TRUE(again->data == a->data && again->shape[0] == 4);
+    a = NDArray();  // `again` keeps the memory alive through the DLPack tensor
+    float through[4] = {0, 0, 0, 0};
+    again.CopyToBytes(through, sizeof(through));
+    CHECK_TRUE(std::memcmp(host, through, sizeof(host)) == 0);
+  }  // the last owner: the exported tensor's deleter frees it (ASan: no leak)
+
   // errors from C++ bodies and from the runtime come back as tvm::runtime::Error
   bool threw = false;
   try {

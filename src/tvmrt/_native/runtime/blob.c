@@ -22,18 +22,26 @@ static const struct {
     {"GraphExecutorFactory", tvmrt_graph_factory_load},
     {"GraphRuntimeFactory", tvmrt_graph_factory_load}, /* its name before TVM 0.8 */
     {"VMExecutable", tvmrt_vm_exec_load_blob},         /* a Relay VM executable (vm_exec.c) */
+    {"AotExecutorFactory", tvmrt_aot_factory_load},
+    {"metadata_module", tvmrt_aot_metadata_load},
 };
 #define NUM_LOADERS (sizeof(k_loaders) / sizeof(k_loaders[0]))
 
-static tvmrt_module* load_entry(const char* key, tvmrt_reader* r) {
+tvmrt_blob_loader_fn tvmrt_blob_loader(const char* key) {
   size_t i;
   for (i = 0; i < NUM_LOADERS; ++i) {
-    if (strcmp(k_loaders[i].type_key, key) == 0) return k_loaders[i].load(r);
+    if (strcmp(k_loaders[i].type_key, key) == 0) return k_loaders[i].load;
   }
+  return NULL;
+}
+
+static tvmrt_module* load_entry(const char* key, tvmrt_reader* r) {
+  tvmrt_blob_loader_fn load = tvmrt_blob_loader(key);
+  if (load != NULL) return load(r);
   tvmrt_fail("ModuleLoadError",
              "Binary was created using {%.100s} but a loader of that name is not registered. "
-             "libtvmrt_runtime loads GraphExecutorFactory (and GraphRuntimeFactory) and "
-             "VMExecutable modules of CPU kernels.",
+             "libtvmrt_runtime loads GraphExecutorFactory (and GraphRuntimeFactory), "
+             "AotExecutorFactory, metadata_module and VMExecutable modules of CPU kernels.",
              key);
   return NULL;
 }

@@ -23,8 +23,9 @@
 typedef void* (*symbol_fn)(void* ctx, const char* name);
 
 typedef struct {
-  void* handle; /* dlopen handle, or NULL for the system library */
-  char* prefix; /* system library: the symbol prefix */
+  void* handle;  /* dlopen handle, or NULL for the system library */
+  char* prefix;  /* system library: the symbol prefix */
+  int plain_ffi; /* TVM 0.21's tvm-ffi library: kernels under plain names */
 } dso_impl;
 
 static void* dso_symbol(void* ctx, const char* name) { return dlsym(ctx, name); }
@@ -64,6 +65,16 @@ static void fill_slots(symbol_fn sym, void* ctx, tvmrt_module* mod) {
   if (ctx_slot != NULL) *ctx_slot = mod;
 }
 
+/* A kernel exported as __tvm_ffi_<name> (TVM >= 0.22), tvm-ffi's calling convention. */
+static tvmrt_func* ffi_lookup(tvmrt_module* mod, void* handle, const char* name) {
+  char buf[RT_MAX_NAME + 16];
+  void* f;
+  if (strlen(name) >= RT_MAX_NAME) return NULL;
+  snprintf(buf, sizeof(buf), "__tvm_ffi_%s", name);
+  f = dlsym(handle, buf);
+  return f != NULL ? tvmrt_ffi_func(f, &mod->hdr) : NULL;
+}
+
 static tvmrt_func* dso_lookup(tvmrt_module* mod, const char* name) {
   dso_impl* impl = (dso_impl*)mod->impl;
   symbol_fn sym = impl->handle != NULL ? dso_symbol : syslib_symbol;
@@ -71,12 +82,17 @@ static tvmrt_func* dso_lookup(tvmrt_module* mod, const char* name) {
   void* f;
   if (strcmp(name, "__tvm_main__") == 0) {
     const char* entry = (const char*)sym(ctx, "__tvm_main__"); /* a char array: the name */
+    if (entry == NULL && impl->handle != NULL) return ffi_lookup(mod, impl->handle, "main");
     if (entry == NULL || memchr(entry, '\0', RT_MAX_NAME) == NULL) return NULL;
     f = sym(ctx, entry);
   } else {
     f = sym(ctx, name);
   }
+  if (f == NULL && impl->handle != NULL && strncmp(name, "__", 2) != 0) {
+    return ffi_lookup(mod, impl->handle, name);
+  }
   if (f == NULL) return NULL;
+  if (impl->plain_ffi) return tvmrt_ffi_func(f, &mod->hdr);
   return tvmrt_func_backend((TVMBackendPackedCFunc)f, &mod->hdr);
 }
 
@@ -88,6 +104,7 @@ static void dso_finalize(tvmrt_module* mod) {
   /* the library outlives this module: its kernels must not look functions up through a
      freed module (a NULL context is an error, see TVMBackendGetFuncFromEnv) */
   if (ctx_slot != NULL && *ctx_slot == mod) *ctx_slot = NULL;
+  if (impl->handle != NULL) tvmrt_ffi_set_context(impl->handle, NULL, mod);
   free(impl->prefix);
   free(impl); /* the library stays open (see the file comment) */
 }
@@ -185,34 +202,21 @@ static int check_header(const char* path) {
                     built, here);
 }
 
-/* A tvm-ffi library (TVM >= 0.21) calls and exports its kernels through tvm-ffi, which this
-   runtime does not speak yet: refuse it by name rather than fail on its first kernel. Its
-   markers are binfmt/abi.py's _FFI_MARKERS and _FFI021_MARKERS. The library stays open, as
-   every library this runtime opened does (see the file comment). */
-static int refuse_ffi(void* handle, const char* path) {
-  static const char* const markers[] = {"__tvm_ffi__library_ctx", "__tvm_ffi__library_bin",
-                                        "__tvm_ffi_main", "__tvm_ffi_library_ctx",
-                                        "__tvm_ffi_library_bin"};
-  size_t i;
-  for (i = 0; i < sizeof(markers) / sizeof(markers[0]); ++i) {
-    if (dlsym(handle, markers[i]) != NULL) {
-      return tvmrt_fail("ModuleLoadError",
-                        "cannot load '%s': it is a tvm-ffi library (TVM 0.21 or later; it "
-                        "defines %s); tvmrt's C runtime runs libraries of TVM 0.20 and earlier "
-                        "(the legacy packed-function ABI). Run it from Python (tvmrt run), or "
-                        "build the model with TVM <= 0.20",
-                        path, markers[i]);
-    }
+/* the bytes a data symbol holds (its ELF size), or SIZE_MAX when the size is unknown */
+static size_t symbol_limit(const void* p) {
+  Dl_info info;
+  const ElfW(Sym)* sym = NULL;
+  if (dladdr1(p, &info, (void**)&sym, RTLD_DL_SYMENT) != 0 && sym != NULL && sym->st_size != 0) {
+    return (size_t)sym->st_size; /* a blob cannot claim more than its symbol holds */
   }
-  return 0;
+  return SIZE_MAX;
 }
 
 tvmrt_module* tvmrt_load_dso(const char* path) {
   char* local = NULL;
   void* handle;
   tvmrt_module* lib;
-  const uint8_t* blob;
-  size_t limit = SIZE_MAX;
+  const uint8_t *blob, *ffi_bin;
   if (access(path, R_OK) != 0) {
     tvmrt_fail("ModuleFileNotFoundError", "module file '%s' does not exist", path);
     return NULL;
@@ -236,20 +240,20 @@ tvmrt_module* tvmrt_load_dso(const char* path) {
                why != NULL ? why : "");
     return NULL;
   }
-  if (refuse_ffi(handle, path) != 0) return NULL;
+  if (tvmrt_ffi_link(handle, path) != 0) return NULL;
   lib = new_library(handle, NULL);
   if (lib == NULL) return NULL;
+  tvmrt_ffi_is_ffi_library(handle, &((dso_impl*)lib->impl)->plain_ffi);
   fill_slots(dso_symbol, handle, lib);
-  blob = (const uint8_t*)dlsym(handle, "__tvm_dev_mblob");
-  if (blob != NULL) {
-    Dl_info info;
-    const ElfW(Sym)* sym = NULL;
-    if (dladdr1(blob, &info, (void**)&sym, RTLD_DL_SYMENT) != 0 && sym != NULL &&
-        sym->st_size != 0) {
-      limit = (size_t)sym->st_size; /* the blob cannot claim more than its symbol holds */
-    }
+  tvmrt_ffi_set_context(handle, lib, NULL);
+  ffi_bin = (const uint8_t*)dlsym(handle, "__tvm_ffi__library_bin");
+  if (ffi_bin != NULL) { /* a single-file tvm-ffi build (TVM >= 0.22) */
+    tvmrt_module* root = tvmrt_ffi_library_bin(ffi_bin, symbol_limit(ffi_bin), lib);
+    tvmrt_release(&lib->hdr);
+    return root;
   }
-  return with_blob(lib, blob, limit);
+  blob = (const uint8_t*)dlsym(handle, "__tvm_dev_mblob");
+  return with_blob(lib, blob, blob != NULL ? symbol_limit(blob) : SIZE_MAX);
 }
 
 /* ---------------------------------------------------------------------------------- */

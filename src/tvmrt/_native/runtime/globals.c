@@ -8,6 +8,7 @@
  *   tvm.graph_executor.create / tvm.graph_runtime.create   (graph_json, lib, devices...)
  *   runtime.SystemLib / module._GetSystemLib               ([prefix])
  *   runtime.ModuleLoadFromFile                             (path[, format])
+ *   tvm.aot_executor.create                                (lib, device[, model name])
  *   tvm.contrib.sort.* and the other C-implemented contrib functions (sort.c)
  */
 #include <stdlib.h>
@@ -90,6 +91,7 @@ static const struct {
     {"runtime.SystemLib", f_system_lib},
     {"module._GetSystemLib", f_system_lib},
     {"runtime.ModuleLoadFromFile", f_load_from_file},
+    {"tvm.aot_executor.create", tvmrt_aot_global_create},
 };
 #define NUM_BUILTINS (sizeof(k_builtins) / sizeof(k_builtins[0]))
 

@@ -105,24 +105,10 @@ static int setup_storage(graph_executor* ge) {
   return 0;
 }
 
-/* A kernel the library lacks; when it exports the kernel as __tvm_ffi_<name>, the library
-   is a tvm-ffi build (TVM >= 0.21), which this runtime refuses by name. */
+/* A kernel the library lacks (a tvm-ffi library's __tvm_ffi_<name> is found by its name:
+   dso.c) */
 static int missing_kernel(graph_executor* ge, const char* name) {
-  char ffi_name[RT_MAX_NAME + 16];
-  tvmrt_func* ffi = NULL;
-  if (strlen(name) < RT_MAX_NAME) {
-    snprintf(ffi_name, sizeof(ffi_name), "__tvm_ffi_%s", name);
-    ffi = tvmrt_module_get(ge->lib, ffi_name, 1);
-  }
-  if (ffi != NULL) {
-    tvmrt_release(&ffi->hdr);
-    return tvmrt_fail("ModuleLoadError",
-                      "the kernel library is a tvm-ffi build (TVM 0.21 or later: it exports "
-                      "%.200s as %.210s); tvmrt's C runtime runs libraries of TVM 0.20 and "
-                      "earlier (the legacy packed-function ABI). Run it from Python (tvmrt "
-                      "run), or build the model with TVM <= 0.20",
-                      name, ffi_name);
-  }
+  (void)ge;
   return tvmrt_fail("FunctionNotFoundError", "no such function in module: %.200s", name);
 }
 

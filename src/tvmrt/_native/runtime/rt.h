@@ -7,8 +7,10 @@
  * The files call down only (tests/native/test_c_layers.py fails on a cycle), bottom up:
  *   object (functions, errors' text) -> ndarray, module, registry, reader, json
  *   -> params, graph_attrs, graph_checks -> graph -> graph_arrays -> graph_executor
- *   -> graph_funcs -> factory -> the Relay VM (vm_*.c, vm.h) -> blob -> dso
+ *   -> graph_funcs -> factory -> the Relay VM (vm_*.c, vm.h) -> blob -> ffi_bin, ffi_lib -> dso
+ *   aot_meta -> aot -> aot_factory (under blob, over params and factory's device args)
  *   -> globals (global functions, the kernels' function environment, tvmrt_init)
+ *   dlpack, object_types: the rest of TVM's C API, over object and ndarray
  *
  * Objects are reference counted (atomics), freed when the count drops to zero:
  *   tvmrt_module   a module: a type key, a lookup function, imports
@@ -117,11 +119,27 @@ int tvmrt_module_import(tvmrt_module* mod, tvmrt_module* dep);
    NULL (no error set) */
 tvmrt_func* tvmrt_module_get(tvmrt_module* mod, const char* name, int query_imports);
 
+/* ffi_lib.c: tvm-ffi kernel libraries (TVM >= 0.21). Whether a dlopen-ed library is one
+   (and, TVM 0.21's, exports its kernels under plain names); link its imports and slots to
+   the runtime's services (-1, error set, when it needs one the runtime lacks); point its
+   context slots at `module` (only where they hold `only_if`, unless that is NULL); a
+   kernel as a packed function `owner` keeps alive. */
+int tvmrt_ffi_is_ffi_library(void* handle, int* plain_names);
+int tvmrt_ffi_link(void* handle, const char* path);
+void tvmrt_ffi_set_context(void* handle, void* module, void* only_if);
+tvmrt_func* tvmrt_ffi_func(void* fn, tvmrt_object* owner);
+
 /* dso.c */
 tvmrt_module* tvmrt_load_dso(const char* path);
 tvmrt_module* tvmrt_system_lib(const char* prefix);
-/* blob.c: the module tree a `__tvm_dev_mblob` describes, with `lib` as its "_lib" */
+/* blob.c: the module tree a `__tvm_dev_mblob` describes, with `lib` as its "_lib"; the
+   loader of a blob entry's type key (NULL: none) */
 tvmrt_module* tvmrt_process_blob(const uint8_t* blob, size_t limit, tvmrt_module* lib);
+typedef tvmrt_module* (*tvmrt_blob_loader_fn)(tvmrt_reader* r);
+tvmrt_blob_loader_fn tvmrt_blob_loader(const char* key);
+/* ffi_bin.c: the module tree of a tvm-ffi `__tvm_ffi__library_bin` (TVM >= 0.22), with
+   `lib` as its "_lib" (a new reference; modules of kinds without a loader are skipped) */
+tvmrt_module* tvmrt_ffi_library_bin(const uint8_t* data, size_t limit, tvmrt_module* lib);
 
 /* ---------------------------------------------------------------------------------- */
 /* arrays                                                                              */
@@ -176,6 +194,37 @@ tvmrt_module* tvmrt_graph_factory_load(tvmrt_reader* r);
    each must have the input's shape and dtype, or, `embedded` in a factory, its dtype and
    byte count */
 int tvmrt_graph_set_params(tvmrt_module* executor, const tvmrt_params* params, int embedded);
+
+/* ---------------------------------------------------------------------------------- */
+/* AOT executor                                                                        */
+
+/* aot_meta.c: an AOT build's TVMMetadata (what get_c_metadata returns), checked, copied */
+typedef struct {
+  char* name;
+  int ndim;
+  int64_t shape[RT_MAX_NDIM];
+  DLDataType dtype;
+} tvmrt_aot_tensor;
+
+typedef struct {
+  char* mod_name;
+  size_t num_inputs, num_outputs;
+  tvmrt_aot_tensor* tensors; /* inputs, then outputs */
+} tvmrt_aot_meta;
+
+int tvmrt_aot_read_metadata(const void* address, tvmrt_aot_meta* out);
+void tvmrt_aot_meta_free(tvmrt_aot_meta* m);
+
+/* aot.c: an executor over the library holding get_c_metadata and the entry (a new
+   module); the factory's params copied into the inputs of their names */
+tvmrt_module* tvmrt_aot_executor_create(tvmrt_module* lib, DLDevice dev);
+int tvmrt_aot_set_params(tvmrt_module* exec, const tvmrt_params* params);
+
+/* aot_factory.c: the "AotExecutorFactory" and "metadata_module" blob entries, and the
+   global tvm.aot_executor.create */
+tvmrt_module* tvmrt_aot_factory_load(tvmrt_reader* r);
+tvmrt_module* tvmrt_aot_metadata_load(tvmrt_reader* r);
+int tvmrt_aot_global_create(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc);
 
 /* factory.c: the device of a packed call (DLDevice, or a (type, id) int pair) at `first` */
 int tvmrt_device_args(TVMValue* args, int* codes, int first, int n, DLDevice* out, const char* fn);

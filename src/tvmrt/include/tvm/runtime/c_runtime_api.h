@@ -101,6 +101,11 @@ typedef void (*TVMPackedCFuncFinalizer)(void* resource_handle);
 /* -- errors -- */
 TVM_DLL void TVMAPISetLastError(const char* msg);
 TVM_DLL const char* TVMGetLastError(void);
+/* NULL: the C runtime's errors carry no C++ stack trace (TVM gives one for InternalError) */
+TVM_DLL const char* TVMGetLastBacktrace(void);
+/* C has no exceptions: prints the last error to stderr and aborts (an uncaught throw);
+   C++ code throws tvm::runtime::Error itself (tvm/runtime/logging.h) */
+TVM_DLL void TVMThrowLastError(void);
 
 /* -- modules -- */
 TVM_DLL int TVMModLoadFromFile(const char* file_name, const char* format, TVMModuleHandle* out);
@@ -129,6 +134,12 @@ TVM_DLL int TVMArrayFree(TVMArrayHandle handle);
 TVM_DLL int TVMArrayCopyFromBytes(TVMArrayHandle handle, void* data, size_t nbytes);
 TVM_DLL int TVMArrayCopyToBytes(TVMArrayHandle handle, void* data, size_t nbytes);
 TVM_DLL int TVMArrayCopyFromTo(TVMArrayHandle from, TVMArrayHandle to, TVMStreamHandle stream);
+TVM_DLL int TVMArrayGetTypeIndex(TVMArrayHandle handle, unsigned* out_tindex);
+
+/* -- DLPack: an array over another framework's tensor, and back -- */
+TVM_DLL int TVMArrayFromDLPack(DLManagedTensor* from, TVMArrayHandle* out);
+TVM_DLL int TVMArrayToDLPack(TVMArrayHandle from, DLManagedTensor** out);
+TVM_DLL void TVMDLManagedTensorCallDeleter(DLManagedTensor* dltensor);
 
 /* -- streams (the CPU has none: these succeed and do nothing there) -- */
 TVM_DLL int TVMStreamCreate(int device_type, int device_id, TVMStreamHandle* out);
@@ -142,10 +153,19 @@ TVM_DLL int TVMStreamStreamSynchronize(int device_type, int device_id, TVMStream
 TVM_DLL int TVMObjectRetain(TVMObjectHandle obj);
 TVM_DLL int TVMObjectFree(TVMObjectHandle obj);
 TVM_DLL int TVMByteArrayFree(TVMByteArray* arr);
+TVM_DLL int TVMObjectGetTypeIndex(TVMObjectHandle obj, unsigned* out_tindex);
+TVM_DLL int TVMObjectTypeKey2Index(const char* type_key, unsigned* out_tindex);
+/* *out_type_key is malloc'ed: the caller frees it */
+TVM_DLL int TVMObjectTypeIndex2Key(unsigned tindex, char** out_type_key);
+TVM_DLL int TVMObjectDerivedFrom(uint32_t child_type_index, uint32_t parent_type_index,
+                                 int* is_derived);
 
 /* -- raw device memory (CPU) -- */
 TVM_DLL int TVMDeviceAllocDataSpace(DLDevice dev, size_t nbytes, size_t alignment,
                                     DLDataType type_hint, void** out_data);
+TVM_DLL int TVMDeviceAllocDataSpaceWithScope(DLDevice dev, int ndim, const int64_t* shape,
+                                             DLDataType dtype, const char* mem_scope,
+                                             void** out_data);
 TVM_DLL int TVMDeviceFreeDataSpace(DLDevice dev, void* ptr);
 TVM_DLL int TVMDeviceCopyDataFromTo(DLTensor* from, DLTensor* to, TVMStreamHandle stream);
 

@@ -1,6 +1,7 @@
 /*
  * tvmrt's tvm/runtime/ndarray.h: TVM <= 0.19's runtime::NDArray for C++ programs,
- * header-only over the C API (TVMArrayAlloc/Free/CopyFromBytes/CopyToBytes/CopyFromTo).
+ * header-only over the C API (TVMArrayAlloc/Free/CopyFromBytes/CopyToBytes/CopyFromTo,
+ * TVMArrayFromDLPack/ToDLPack).
  * An NDArray shares one reference-counted tensor; the last copy frees it.
  */
 #ifndef TVMRT_TVM_RUNTIME_NDARRAY_H_
@@ -70,6 +71,21 @@ class NDArray {
     detail::CheckCall(TVMArrayAlloc(shape.data(), static_cast<int>(shape.size()), dtype.code,
                                     dtype.bits, dtype.lanes, dev.device_type, dev.device_id, &out));
     return NDArray(out, true);
+  }
+
+  /*! \brief A tensor over another framework's DLPack tensor, no copy: it owns `tensor`
+   *  (its deleter runs once, when the last copy goes); on an error the caller keeps it. */
+  static NDArray FromDLPack(DLManagedTensor* tensor) {
+    TVMArrayHandle out = nullptr;
+    detail::CheckCall(TVMArrayFromDLPack(tensor, &out));
+    return NDArray(out, true);
+  }
+
+  /*! \brief A DLPack tensor viewing this one, keeping it alive until its deleter runs. */
+  DLManagedTensor* ToDLPack() const {
+    DLManagedTensor* out = nullptr;
+    detail::CheckCall(TVMArrayToDLPack(get_tensor(), &out));
+    return out;
   }
 
   bool defined() const { return holder_ != nullptr; }

@@ -1,0 +1,282 @@
+/*
+ * The rest of TVM v0.19's C API over the object layer (src/runtime/object.cc,
+ * c_runtime_api.cc, registry.cc, relax_vm/builtin.cc):
+ *   - type indices: TVMObjectGetTypeIndex, TVMObjectTypeKey2Index, TVMObjectTypeIndex2Key,
+ *     TVMObjectDerivedFrom over TVM's static type table (indices 0 to 11, TVM's keys);
+ *     the types TVM numbers at start-up (12 and up, per build) are not in this runtime;
+ *   - errors: TVMGetLastBacktrace (no C++ stack trace here: NULL), TVMThrowLastError (C has
+ *     no exceptions: the error on stderr, then abort, as an uncaught throw ends a program);
+ *   - backend: TVMBackendRunOnce, TVMBackendRegisterEnvCAPI (TVM's Python hooks, refused:
+ *     no Python runs here), the TVMBackendAnyList* helpers.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+/* TVM's TypeIndex (include/tvm/runtime/object.h): index -> key; every type's parent is the
+   root (0). The root's key is not found by name in TVM (TypeKey2Index("runtime.Object")
+   fails), so the search starts at 1. */
+static const char* const k_type_keys[] = {"runtime.Object",
+                                          "runtime.Module",
+                                          "runtime.NDArray",
+                                          "runtime.String",
+                                          "Array",
+                                          "Map",
+                                          "runtime.ShapeTuple",
+                                          "runtime.PackedFunc",
+                                          "runtime.disco.DRef",
+                                          "runtime.RPCObjectRef",
+                                          "runtime.Closure",
+                                          "runtime.ADT"};
+#define NUM_TYPES ((unsigned)(sizeof(k_type_keys) / sizeof(k_type_keys[0])))
+
+static int unknown_index(unsigned tindex, const char* fn) {
+  return tvmrt_fail("TypeError",
+                    "%s: unknown type index %u; this runtime has TVM's static types 0 to %u "
+                    "(runtime.Object to runtime.ADT)",
+                    fn, tindex, NUM_TYPES - 1);
+}
+
+TVM_DLL int TVMObjectGetTypeIndex(TVMObjectHandle obj, unsigned* out_tindex) {
+  if (out_tindex == NULL) {
+    return tvmrt_fail("InvalidArgumentError", "TVMObjectGetTypeIndex: out_tindex is required");
+  }
+  if (tvmrt_object_live(obj, RT_MAGIC_MODULE)) {
+    *out_tindex = 1; /* kRuntimeModule */
+  } else if (tvmrt_object_live(obj, RT_MAGIC_FUNC)) {
+    *out_tindex = 7; /* kRuntimePackedFunc */
+  } else if (tvmrt_object_live(obj, RT_MAGIC_ADT)) {
+    *out_tindex = 11; /* kRuntimeADT: a Relay VM tuple or constructor value */
+  } else {
+    return tvmrt_fail("ArgumentTypeError",
+                      "TVMObjectGetTypeIndex: %p is not a live module, function or ADT (freed "
+                      "already? an array's type index comes from TVMArrayGetTypeIndex)",
+                      obj);
+  }
+  return 0;
+}
+
+TVM_DLL int TVMObjectTypeKey2Index(const char* type_key, unsigned* out_tindex) {
+  unsigned i;
+  if (type_key == NULL || out_tindex == NULL) {
+    return tvmrt_fail("InvalidArgumentError",
+                      "TVMObjectTypeKey2Index: type_key and out_tindex are required");
+  }
+  for (i = 1; i < NUM_TYPES; ++i) {
+    if (strcmp(type_key, k_type_keys[i]) == 0) {
+      *out_tindex = i;
+      return 0;
+    }
+  }
+  return tvmrt_fail("TypeError",
+                    "Cannot find type %.128s; this runtime has TVM's static types "
+                    "(runtime.Module, runtime.NDArray, runtime.String, Array, Map, "
+                    "runtime.ShapeTuple, runtime.PackedFunc, runtime.disco.DRef, "
+                    "runtime.RPCObjectRef, runtime.Closure, runtime.ADT)",
+                    type_key);
+}
+
+TVM_DLL int TVMObjectTypeIndex2Key(unsigned tindex, char** out_type_key) {
+  size_t n;
+  if (out_type_key == NULL) {
+    return tvmrt_fail("InvalidArgumentError", "TVMObjectTypeIndex2Key: out_type_key is required");
+  }
+  if (tindex >= NUM_TYPES) return unknown_index(tindex, "TVMObjectTypeIndex2Key");
+  n = strlen(k_type_keys[tindex]) + 1;
+  *out_type_key = (char*)malloc(n); /* the caller's to free, as TVM's */
+  if (*out_type_key == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot copy a type key");
+  memcpy(*out_type_key, k_type_keys[tindex], n);
+  return 0;
+}
+
+TVM_DLL int TVMObjectDerivedFrom(uint32_t child_type_index, uint32_t parent_type_index,
+                                 int* is_derived) {
+  if (is_derived == NULL) {
+    return tvmrt_fail("InvalidArgumentError", "TVMObjectDerivedFrom: is_derived is required");
+  }
+  /* TVM: a child's index is never below its parent's, so these two need no table */
+  if (child_type_index < parent_type_index) {
+    *is_derived = 0;
+    return 0;
+  }
+  if (child_type_index == parent_type_index) {
+    *is_derived = 1;
+    return 0;
+  }
+  if (child_type_index >= NUM_TYPES) return unknown_index(child_type_index, "TVMObjectDerivedFrom");
+  *is_derived = parent_type_index == 0;
+  return 0;
+}
+
+TVM_DLL const char* TVMGetLastBacktrace(void) { return NULL; }
+
+TVM_DLL void TVMThrowLastError(void) {
+  fprintf(stderr,
+          "TVMThrowLastError: C has no exceptions; the last error was: %s\n"
+          "(libtvmrt_runtime aborts, as an uncaught throw would)\n",
+          tvmrt_peek_last_error());
+  fflush(stderr);
+  abort();
+}
+
+TVM_DLL int TVMBackendRunOnce(void** handle, int (*f)(void*), void* cdata, int nbytes) {
+  void* expected = NULL;
+  (void)nbytes;
+  if (handle == NULL || f == NULL) {
+    return tvmrt_fail("InvalidArgumentError", "TVMBackendRunOnce: handle and f are required");
+  }
+  /* TVM: the first call marks *handle and runs f; atomically here, so two threads racing
+     on one handle run f once */
+  if (__atomic_compare_exchange_n(handle, &expected, (void*)1, 0, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE)) {
+    return f(cdata);
+  }
+  return 0;
+}
+
+TVM_DLL int TVMBackendRegisterEnvCAPI(const char* name, void* ptr) {
+  static const char* const known[] = {"PyErr_CheckSignals", "Py_IncRef", "Py_DecRef",
+                                      "PyGILState_Ensure", "PyGILState_Release"};
+  size_t i;
+  (void)ptr;
+  for (i = 0; name != NULL && i < sizeof(known) / sizeof(known[0]); ++i) {
+    if (strcmp(name, known[i]) == 0) {
+      return tvmrt_fail("UnsupportedError",
+                        "TVMBackendRegisterEnvCAPI: %s is one of TVM's Python environment hooks "
+                        "(signals, the GIL, Python errors); the C runtime runs no Python and "
+                        "calls none of them",
+                        name);
+    }
+  }
+  return tvmrt_fail("InvalidArgumentError",
+                    "Unknown env API %.128s; TVM's are PyErr_CheckSignals, Py_IncRef, Py_DecRef, "
+                    "PyGILState_Ensure, PyGILState_Release",
+                    name != NULL ? name : "(null)");
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* any-lists: arrays of values, each TVMRetValue's layout (a TVMValue, then its type code);
+   an item owns what it holds: a reference to an object, a copy of a string               */
+
+typedef struct {
+  TVMValue value;
+  int32_t code;
+  int32_t pad;
+} any_item;
+
+static int item_index(void* anylist, int index, const char* fn) {
+  if (anylist == NULL || index < 0) {
+    return tvmrt_fail("InvalidArgumentError",
+                      "%s: anylist %p, index %d: expected a list and an "
+                      "index >= 0",
+                      fn, anylist, index);
+  }
+  return 0;
+}
+
+/* the object behind an owned handle, or NULL for a value that owns nothing */
+static tvmrt_object* item_object(const any_item* it) {
+  switch (it->code) {
+    case kTVMModuleHandle:
+    case kTVMPackedFuncHandle:
+    case kTVMObjectHandle: return (tvmrt_object*)it->value.v_handle;
+    case kTVMNDArrayHandle:
+      return it->value.v_handle != NULL ? &((tvmrt_ndarray*)it->value.v_handle)->hdr : NULL;
+    default: return NULL;
+  }
+}
+
+static void item_clear(any_item* it) {
+  if (it->code == kTVMStr || it->code == kTVMBytes) {
+    free(it->value.v_handle);
+  } else {
+    tvmrt_release(item_object(it));
+  }
+  it->code = kTVMNullptr;
+  it->value.v_handle = NULL;
+}
+
+TVM_DLL int TVMBackendAnyListResetItem(void* anylist, int index) {
+  if (item_index(anylist, index, "TVMBackendAnyListResetItem") != 0) return -1;
+  item_clear((any_item*)anylist + index);
+  return 0;
+}
+
+TVM_DLL int TVMBackendAnyListSetPackedArg(void* anylist, int index, TVMValue* args, int* type_codes,
+                                          int arg_offset) {
+  any_item* it;
+  if (item_index(anylist, index, "TVMBackendAnyListSetPackedArg") != 0) return -1;
+  if (args == NULL || type_codes == NULL || arg_offset < 0) {
+    return tvmrt_fail("InvalidArgumentError",
+                      "TVMBackendAnyListSetPackedArg: the argument arrays and an offset >= 0 "
+                      "are required");
+  }
+  it = (any_item*)anylist + index;
+  if (it->code == kTVMBytes) { /* TVM's TVMArgsSetter: "not handled" */
+    return tvmrt_fail("UnsupportedError",
+                      "TVMBackendAnyListSetPackedArg: item %d holds bytes, which TVM does not pass "
+                      "as an argument",
+                      index);
+  }
+  args[arg_offset] = it->value; /* borrowed: the item keeps it */
+  type_codes[arg_offset] = it->code;
+  return 0;
+}
+
+TVM_DLL int TVMBackendAnyListMoveFromPackedReturn(void* anylist, int index, TVMValue* args,
+                                                  int* type_codes, int ret_offset) {
+  any_item* it;
+  any_item in;
+  if (item_index(anylist, index, "TVMBackendAnyListMoveFromPackedReturn") != 0) return -1;
+  if (args == NULL || type_codes == NULL || ret_offset < 0) {
+    return tvmrt_fail("InvalidArgumentError",
+                      "TVMBackendAnyListMoveFromPackedReturn: the return arrays and an offset >= 0 "
+                      "are required");
+  }
+  it = (any_item*)anylist + index;
+  memset(&in, 0, sizeof(in));
+  in.value = args[ret_offset];
+  in.code = type_codes[ret_offset];
+  if (in.code == kTVMStr || in.code == kTVMBytes) { /* copied, as TVM's TVMArgValue */
+    const TVMByteArray* b = (const TVMByteArray*)in.value.v_handle;
+    const char* src = in.code == kTVMStr ? in.value.v_str : b != NULL ? b->data : NULL;
+    size_t n = src == NULL ? 0 : in.code == kTVMStr ? strlen(src) : b->size;
+    char* copy;
+    if (src == NULL) {
+      return tvmrt_fail("InvalidArgumentError", "TVMBackendAnyListMoveFromPackedReturn: null text");
+    }
+    if (in.code == kTVMStr) {
+      copy = (char*)malloc(n + 1);
+      if (copy != NULL) in.value.v_handle = copy;
+    } else { /* one block: the TVMByteArray, then its bytes */
+      TVMByteArray* held = (TVMByteArray*)malloc(sizeof(TVMByteArray) + n + 1);
+      copy = held != NULL ? (char*)(held + 1) : NULL;
+      if (held != NULL) {
+        held->data = copy;
+        held->size = n;
+        in.value.v_handle = held;
+      }
+    }
+    if (copy == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot copy a return value");
+    memcpy(copy, src, n);
+    copy[n] = '\0';
+  } else {
+    tvmrt_object* obj = item_object(&in);
+    uint32_t magic = in.code == kTVMModuleHandle    ? RT_MAGIC_MODULE
+                     : in.code == kTVMNDArrayHandle ? RT_MAGIC_ARRAY
+                                                    : RT_MAGIC_FUNC;
+    if (obj != NULL && !tvmrt_object_live(obj, magic) &&
+        !(in.code == kTVMObjectHandle &&
+          (tvmrt_object_live(obj, RT_MAGIC_MODULE) || tvmrt_object_live(obj, RT_MAGIC_ADT)))) {
+      return tvmrt_fail("ArgumentTypeError",
+                        "TVMBackendAnyListMoveFromPackedReturn: return value %p (type code %d) is "
+                        "not a live object of this runtime",
+                        in.value.v_handle, in.code);
+    }
+  }
+  item_clear(it);
+  *it = in; /* the return value's reference moves into the item */
+  return 0;
+}

@@ -1,0 +1,76 @@
+"""The C programs of examples/cpp, one per form the C runtime runs, built by its Makefile
+against this checkout's runtime and run plain and under ASan + UBSan: graph_model.c on the
+digits model's legacy build (TVM 0.16) and its tvm-ffi build (`tvmrt compile`), equal byte
+for byte to the Python runtime, and aot_model.c on TVM 0.16's AOT export, equal to TVM's
+golden."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from support.cxx import SANITIZE, cxx_env, native_lib_dir, shell
+from support.paths import REPO
+from tvmrt import runtime
+from tvmrt.contrib import graph_executor
+
+EXAMPLES = REPO / "examples" / "cpp"
+DIGITS = REPO / "examples" / "digits"
+CFLAGS = {"plain": "-O2 -Wall -Wextra -Werror", "asan": f"-O1 -g {SANITIZE} -Wall -Wextra"}
+
+
+@pytest.fixture(scope="module", params=sorted(CFLAGS))
+def built(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, dict[str, str]]:
+    variant = request.param
+    env = cxx_env(native_lib_dir(tmp_path_factory, variant))
+    build = tmp_path_factory.mktemp(f"c-examples-{variant}")
+    shell(
+        f"make -C {EXAMPLES} graph_model aot_model BUILD={build} CFLAGS='{CFLAGS[variant]}' "
+        f"TVMRT_CONFIG='{sys.executable} -m tvmrt.config'",
+        env,
+        build,
+    )
+    return build, env
+
+
+@pytest.mark.parametrize(
+    ("folder", "files"),
+    [
+        ("tvm016", ("deploy_lib.so", "deploy_graph.json", "deploy_param.params")),
+        ("model", ("deploy.so", "deploy.json", "deploy.params")),  # tvm-ffi kernels
+    ],
+)
+def test_graph_model_matches_the_python_runtime(
+    built: tuple[Path, dict[str, str]], folder: str, files: tuple[str, str, str]
+) -> None:
+    build, env = built
+    lib, graph, params = (DIGITS / folder / name for name in files)
+    with np.load(DIGITS / "model" / "heldout.npz") as npz:
+        image = npz["image"].astype(np.float32)
+    image.tofile(build / "image.bin")
+    out = build / f"out-{folder}.bin"
+    text = shell(
+        f"{build / 'graph_model'} {lib} {graph} {params} image image.bin {out}", env, build
+    )
+    assert text == f"output 0: shape (360, 10), 14400 bytes written to {out}\n"
+    module = graph_executor.create(graph.read_text(), runtime.load_module(str(lib)), runtime.cpu())
+    module.load_params(params.read_bytes())
+    module.run(image=image)
+    assert out.read_bytes() == module.get_output(0).numpy().astype("<f4").tobytes()
+
+
+def test_aot_model_matches_tvms_golden(built: tuple[Path, dict[str, str]], artifacts: Path) -> None:
+    build, env = built
+    case = artifacts / "relay016" / "aot-so"
+    with np.load(case / "golden.npz") as npz:
+        data, expected = npz["data"], npz["output_0"]
+    data.astype(np.float32).tofile(build / "data.bin")
+    out = build / "aot.bin"
+    text = shell(f"{build / 'aot_model'} {case / 'deploy.so'} data.bin {out}", env, build)
+    assert text.splitlines()[0] == "input 0: data"
+    assert out.read_bytes() == expected.astype("<f4").tobytes()
