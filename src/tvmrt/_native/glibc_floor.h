@@ -38,6 +38,8 @@ TVMRT_OLD_VERSION(dlsym);
 TVMRT_OLD_VERSION(dlerror);
 TVMRT_OLD_VERSION(dlclose);
 __asm__(".symver dladdr1,dladdr1@" TVMRT_GLIBC_DLADDR1);
+/* dlinfo came with dladdr1 (the tvm-ffi loader reads a library's link map through it) */
+__asm__(".symver dlinfo,dlinfo@" TVMRT_GLIBC_DLADDR1);
 #endif
 
 #endif /* TVMRT_GLIBC_FLOOR_H_ */
