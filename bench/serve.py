@@ -176,11 +176,15 @@ def load(server: Server, name: str, concurrency: int, per_client: int) -> tuple[
     latencies: list[float] = []
     failures: list[str] = []
     lock = threading.Lock()
+    # every client warms up, then all start together: the timed window holds only the
+    # counted requests (a warm-up inside it undercounted the rate by concurrency/(total))
+    ready = threading.Barrier(concurrency + 1)
 
     def client() -> None:
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
         conn.request("POST", f"/v2/models/{name}/infer", body, headers)  # warm-up
         conn.getresponse().read()
+        ready.wait(300)
         mine = []
         for _ in range(per_client):
             t = time.perf_counter()
@@ -195,9 +199,10 @@ def load(server: Server, name: str, concurrency: int, per_client: int) -> tuple[
         conn.close()
 
     threads = [threading.Thread(target=client) for _ in range(concurrency)]
-    start = time.perf_counter()
     for t in threads:
         t.start()
+    ready.wait(300)
+    start = time.perf_counter()
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - start
@@ -263,7 +268,7 @@ def main() -> None:
         server = Server([args.artifact, "--name", "m", "--workers", str(workers)])
         try:
             for conc in (1, 4, 16):
-                per_client = max(2, args.requests * 2 // conc)
+                per_client = max(4, args.requests * 2 // conc)
                 rate, lat = load(server, "m", conc, per_client)
                 print(row(f"tvmrt serve, K={workers}, concurrency {conc}", rate, lat), flush=True)
             if workers == 1:
