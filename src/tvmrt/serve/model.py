@@ -12,6 +12,7 @@ already running finishes (a kernel cannot be interrupted) and its executor is re
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import queue
 import threading
@@ -30,11 +31,14 @@ from tvmrt.error import DeviceOutOfMemoryError, InvalidArgumentError, KernelErro
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.vm import VirtualMachine
+from tvmrt.serve.batching import choose_batch
 from tvmrt.serve.dynamic import input_specs, learned_inputs, output_specs
 from tvmrt.serve.metrics import ModelMetrics
 from tvmrt.serve.protocol import BadRequestError, DeadlineError, OverloadedError, TensorSpec
 
 __all__ = ["ServedModel", "load_model", "model_from_graph", "serve_executors"]
+
+_INLINE_RUN = 100e-6  # seconds: shorter runs are done on the event loop (see _try_inline)
 
 
 class ServedModel:
@@ -54,10 +58,15 @@ class ServedModel:
     timeout
         Seconds a request may take from admission to answer before a 504.
     batch_delay
-        Dynamic batching, off (None) by default: for a model compiled with batch B > 1 (every
-        input and output has leading dimension B), requests carry 1..B rows; an executor
-        waits up to ``batch_delay`` seconds to fill B rows from the queue, pads the rest
-        with zeros, runs once and splits the outputs back by request. Not for a model with
+        Seconds an executor waits for more queued requests to fill a batch (None: 0, run
+        what is queued). Given, batching is required: a model that cannot batch raises.
+    max_batch
+        Dynamic batching (:mod:`tvmrt.serve.batching`). None (the default): on where safe,
+        i.e. for a model compiled with batch B > 1 (every input and output has leading
+        dimension B) whose rows the load-time check finds independent; requests then carry
+        1..B rows, an executor takes queued requests up to B rows, pads the rest with
+        zeros, runs once and splits the outputs back by request. 0 or 1: off. N: at most N
+        rows per run (N <= B; raises if the model cannot batch). Never for a model with
         dynamic inputs (a Relay VM model), whose requests carry any batch themselves.
     """
 
@@ -71,6 +80,7 @@ class ServedModel:
         timeout: float = 30.0,
         batch_delay: float | None = None,
         aliases: Mapping[str, int] | None = None,
+        max_batch: int | None = None,
     ) -> None:
         if not executors:
             raise InvalidArgumentError(f"model {name!r} needs at least one executor")
@@ -89,12 +99,19 @@ class ServedModel:
         self.metrics = ModelMetrics(name)
         self.executors = list(executors)
         self.dynamic = any(s.dynamic for s in self.inputs)  # shapes come with requests
-        if self.dynamic and batch_delay is not None:
+        asked = batch_delay is not None or (max_batch is not None and max_batch > 1)
+        if self.dynamic and asked:
             raise InvalidArgumentError(
                 f"model {name!r} has dynamic inputs (a Relay VM model): each request sends "
                 "its own batch, so server-side batching (batch_delay) is not offered"
             )
-        self.batch = 0 if batch_delay is None else _batch_size(name, self.inputs, self.outputs)
+        if batch_delay is not None and batch_delay < 0:
+            raise InvalidArgumentError(f"batch_delay must be >= 0 seconds, got {batch_delay}")
+        self.batch = 0
+        if not self.dynamic:
+            self.batch = choose_batch(
+                name, executors[0], self.inputs, self.outputs, max_batch, batch_delay is not None
+            )
         if self.batch:
             self.inputs = [replace(t, max_batch=self.batch) for t in self.inputs]
             self.outputs = [replace(t, max_batch=self.batch) for t in self.outputs]
@@ -109,6 +126,7 @@ class ServedModel:
         self._lock = threading.Lock()
         self._pending = 0
         self._closed = False
+        self._run_estimate = math.inf  # seconds per run, a moving average (_try_inline)
 
     # -- metadata ----------------------------------------------------------------------
     def metadata(self) -> dict[str, Any]:
@@ -182,6 +200,9 @@ class ServedModel:
         :class:`OverloadedError`: a queued request is dropped unrun, a running one finishes
         in its thread unanswered.
         """
+        outs = self._try_inline(arrays)
+        if outs is not None:
+            return outs
         future = self.submit(arrays)
         result = asyncio.wrap_future(future)
         waiters: set[asyncio.Future[Any]] = {result} if abort is None else {result, abort}
@@ -206,6 +227,43 @@ class ServedModel:
         for executor in self.executors:
             if isinstance(executor, VirtualMachine):
                 executor.module.limits.max_live_bytes = max(1, total // self.workers)
+
+    def _try_inline(self, arrays: Mapping[str, np.ndarray[Any, Any]]) -> list[Any] | None:
+        """Run on the calling thread (the event loop) when nothing else is pending and this
+        model's runs take under ``_INLINE_RUN`` seconds, about what the hop to a worker
+        thread and back costs; else None (the caller queues the request)."""
+        if self.batch or self.dynamic or self._run_estimate >= _INLINE_RUN:
+            return None
+        with self._lock:
+            if self._closed or self._pending:
+                return None
+            self._pending += 1
+        try:
+            executor = self._free.get_nowait()  # all free: nothing was pending
+        except queue.Empty:
+            with self._lock:
+                self._pending -= 1
+            return None
+        start = time.perf_counter()
+        self.metrics.add_depth(0, 1)
+        try:
+            for name, arr in arrays.items():
+                executor.set_input(name, arr)
+            executor.run()
+            return [executor.get_output(i).numpy() for i in range(len(self.outputs))]
+        finally:
+            self._free.put(executor)
+            end = time.perf_counter()
+            self._note_run(end - start)
+            self.metrics.add_depth(0, -1)
+            self.metrics.observe_execution(0.0, end - start)
+            with self._lock:
+                self._pending -= 1
+
+    def _note_run(self, seconds: float) -> None:
+        """Fold a run's duration into the estimate that decides :meth:`_try_inline`."""
+        old = self._run_estimate
+        self._run_estimate = seconds if old == math.inf else 0.75 * old + 0.25 * seconds
 
     def _run(self, arrays: dict[str, np.ndarray[Any, Any]], admitted: float) -> list[Any]:
         executor = self._free.get()  # never blocks: one executor per worker thread
@@ -233,6 +291,7 @@ class ServedModel:
         finally:
             self._free.put(executor)
             end = time.perf_counter()
+            self._note_run(end - start)
             self.metrics.add_depth(0, -1)
             self.metrics.observe_execution(start - admitted, end - start)
 
@@ -267,8 +326,8 @@ class ServedModel:
             total = sum(item.rows for item in taken)
             for spec in self.inputs:
                 parts = [item.arrays[spec.name] for item in taken]
-                if total < self.batch:
-                    pad = (self.batch - total, *spec.shape[1:])
+                if total < spec.shape[0]:  # the compiled batch (max_batch may be less)
+                    pad = (spec.shape[0] - total, *spec.shape[1:])
                     parts.append(np.zeros(pad, parts[0].dtype))
                 executor.set_input(spec.name, np.concatenate(parts))
             executor.run()
@@ -330,18 +389,6 @@ class _Item:
         return int(next(iter(self.arrays.values())).shape[0])
 
 
-def _batch_size(name: str, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec]) -> int:
-    """The compiled batch size B > 1 shared by every input and output, for batching."""
-    leading = {t.name: (t.shape[0] if t.shape else None) for t in (*inputs, *outputs)}
-    sizes = set(leading.values())
-    if len(sizes) != 1 or None in sizes or next(iter(sizes)) in (None, 0, 1):
-        raise InvalidArgumentError(
-            f"model {name!r} cannot batch dynamically: every input and output needs the same "
-            f"leading (batch) dimension > 1, got {leading}"
-        )
-    return int(next(iter(sizes)))  # type: ignore[arg-type]
-
-
 def serve_executors(
     name: str,
     executors: Sequence[Executor],
@@ -349,6 +396,7 @@ def serve_executors(
     timeout: float = 30.0,
     batch_delay: float | None = None,
     signature: Sequence[TensorSpec] = (),
+    max_batch: int | None = None,
 ) -> ServedModel:
     """Serve executors of one model; the first one's inputs and outputs are the model's.
 
@@ -365,7 +413,9 @@ def serve_executors(
         for s, label in zip(input_specs(name, first.outputs), labels, strict=True)
     ]
     aliases = output_aliases(labels, [t.name for t in first.outputs])
-    return ServedModel(name, executors, inputs, outputs, max_queue, timeout, batch_delay, aliases)
+    return ServedModel(
+        name, executors, inputs, outputs, max_queue, timeout, batch_delay, aliases, max_batch
+    )
 
 
 def _replicated(first: Executor, workers: int) -> list[Executor]:
@@ -383,6 +433,7 @@ def load_model(
     timeout: float = 30.0,
     batch_delay: float | None = None,
     signature: Sequence[TensorSpec] = (),
+    max_batch: int | None = None,
 ) -> ServedModel:
     """Load an artifact (from :func:`tvmrt.artifact.find_artifact`) as K executors.
 
@@ -395,7 +446,7 @@ def load_model(
         raise InvalidArgumentError(f"workers must be at least 1, got {workers}")
     first = load_artifact(files, device).executor
     executors = _replicated(first, workers)
-    return serve_executors(name, executors, max_queue, timeout, batch_delay, signature)
+    return serve_executors(name, executors, max_queue, timeout, batch_delay, signature, max_batch)
 
 
 def model_from_graph(
@@ -408,10 +459,12 @@ def model_from_graph(
     max_queue: int = 64,
     timeout: float = 30.0,
     batch_delay: float | None = None,
+    max_batch: int | None = None,
 ) -> ServedModel:
     """Serve a graph JSON over a kernel module (a loaded library or a ``PyModule``)."""
     first = executor_from_graph(graph_json, lib, device, params)
-    return serve_executors(name, _replicated(first, workers), max_queue, timeout, batch_delay)
+    executors = _replicated(first, workers)
+    return serve_executors(name, executors, max_queue, timeout, batch_delay, (), max_batch)
 
 
 def default_workers() -> int:
