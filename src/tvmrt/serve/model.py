@@ -12,7 +12,6 @@ already running finishes (a kernel cannot be interrupted) and its executor is re
 from __future__ import annotations
 
 import asyncio
-import math
 import os
 import queue
 import threading
@@ -126,7 +125,7 @@ class ServedModel:
         self._lock = threading.Lock()
         self._pending = 0
         self._closed = False
-        self._run_estimate = math.inf  # seconds per run, a moving average (_try_inline)
+        self._runs: deque[float] = deque(maxlen=8)  # recent runs' seconds (_try_inline)
 
     # -- metadata ----------------------------------------------------------------------
     def metadata(self) -> dict[str, Any]:
@@ -232,7 +231,9 @@ class ServedModel:
         """Run on the calling thread (the event loop) when nothing else is pending and this
         model's runs take under ``_INLINE_RUN`` seconds, about what the hop to a worker
         thread and back costs; else None (the caller queues the request)."""
-        if self.batch or self.dynamic or self._run_estimate >= _INLINE_RUN:
+        if self.batch or self.dynamic or not self._runs:
+            return None
+        if sorted(self._runs)[len(self._runs) // 2] >= _INLINE_RUN:  # the median recent run
             return None
         with self._lock:
             if self._closed or self._pending:
@@ -261,9 +262,8 @@ class ServedModel:
                 self._pending -= 1
 
     def _note_run(self, seconds: float) -> None:
-        """Fold a run's duration into the estimate that decides :meth:`_try_inline`."""
-        old = self._run_estimate
-        self._run_estimate = seconds if old == math.inf else 0.75 * old + 0.25 * seconds
+        """Keep a run's duration among the recent ones that decide :meth:`_try_inline`."""
+        self._runs.append(seconds)
 
     def _run(self, arrays: dict[str, np.ndarray[Any, Any]], admitted: float) -> list[Any]:
         executor = self._free.get()  # never blocks: one executor per worker thread
