@@ -10,6 +10,9 @@ for bit. Models whose rows mix (made here from numpy kernels) must not be batche
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from support.paths import REPO
+from support.serve import tvmrt_serve
 from tvmrt.artifact import find_artifact
 from tvmrt.error import InvalidArgumentError
 from tvmrt.serve import BackgroundServer, InferenceApp, load_model, model_from_graph
@@ -129,3 +134,33 @@ def test_a_model_that_fails_on_random_rows_is_not_batched() -> None:
     assert _mixing_model(refuse, None).batch == 0
     with pytest.raises(InvalidArgumentError, match="a check run on random rows failed"):
         _mixing_model(refuse, 2)
+
+
+def test_tvmrt_serve_batches_by_default_and_refuses_bad_batch_flags(batched: Path) -> None:
+    b4 = str(batched / "cnn-b4")
+    with tvmrt_serve(b4, "--name", "cnn") as served:
+        status, _, body = served.request("GET", "/v2/models/cnn")
+        assert status == 200
+        assert json.loads(body)["inputs"][0]["shape"] == [-1, 1, 8, 8]
+    with tvmrt_serve(b4, "--name", "cnn", "--max-batch", "1") as served:
+        status, _, body = served.request("GET", "/v2/models/cnn")
+        assert json.loads(body)["inputs"][0]["shape"] == [4, 1, 8, 8]
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    for flags, message in [
+        (["--max-batch", "0"], "--max-batch must be >= 1 (1: no batching), got 0"),
+        (["--batch-wait-us", "-5"], "--batch-wait-us must be >= 0, got -5.0"),
+        (
+            ["--batch-wait-us", "5", "--batch-delay-ms", "1"],
+            "give --batch-wait-us or --batch-delay-ms, not both",
+        ),
+        (["--max-batch", "8"], "model 'cnn' cannot batch dynamically: max_batch 8 exceeds"),
+    ]:
+        done = subprocess.run(
+            [sys.executable, "-m", "tvmrt", "serve", b4, "--name", "cnn", *flags],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 2, done.stderr
+        assert message in done.stderr
