@@ -5,8 +5,9 @@ past that :class:`~tvmrt.serve.protocol.OverloadedError` (HTTP 503) is raised at
 the queue cannot grow without bound (the bytes a request holds before it gets here are
 bounded by :class:`tvmrt.serve.limits.ServeLimits`). Each admitted request runs on the first free
 executor in one of K worker threads; compiled kernels run without the GIL, so K executors
-use K cores. A request that waits past its timeout is dropped from the queue unrun; one
-already running finishes (a kernel cannot be interrupted) and its executor is reused.
+use K cores (a model whose runs take microseconds runs on the event loop when idle:
+``_try_inline``). A request that waits past its timeout is dropped from the queue unrun;
+one already running finishes (a kernel cannot be interrupted); its executor is reused.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,7 @@ from tvmrt.error import DeviceOutOfMemoryError, InvalidArgumentError, KernelErro
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.vm import VirtualMachine
-from tvmrt.serve.batching import choose_batch
+from tvmrt.serve.batching import BatchItem, BatchRuns, choose_batch
 from tvmrt.serve.dynamic import input_specs, learned_inputs, output_specs
 from tvmrt.serve.metrics import ModelMetrics
 from tvmrt.serve.protocol import BadRequestError, DeadlineError, OverloadedError, TensorSpec
@@ -40,7 +41,7 @@ __all__ = ["ServedModel", "load_model", "model_from_graph", "serve_executors"]
 _INLINE_RUN = 100e-6  # seconds: shorter runs are done on the event loop (see _try_inline)
 
 
-class ServedModel:
+class ServedModel(BatchRuns):
     """K executors of one model, a bounded queue and the model's metrics.
 
     Parameters
@@ -116,7 +117,7 @@ class ServedModel:
             self.outputs = [replace(t, max_batch=self.batch) for t in self.outputs]
         self._batch_delay = batch_delay or 0.0
         self.batch_delay = self._batch_delay  # seconds; the Triton config reports it
-        self._waiting: deque[_Item] = deque()
+        self._waiting: deque[BatchItem] = deque()
         self._arrived = threading.Condition()
         self._free: queue.SimpleQueue[Executor] = queue.SimpleQueue()
         for ex in executors:
@@ -171,7 +172,7 @@ class ServedModel:
             future: Future[list[Any]] = Future()
             future.add_done_callback(self._finished)
             with self._arrived:
-                self._waiting.append(_Item(dict(arrays), future, time.perf_counter()))
+                self._waiting.append(BatchItem(dict(arrays), future, time.perf_counter()))
                 self._arrived.notify()
             self._pool.submit(self._run_batch)  # one drain per request; extra ones find none
             return future
@@ -295,58 +296,6 @@ class ServedModel:
             self.metrics.add_depth(0, -1)
             self.metrics.observe_execution(start - admitted, end - start)
 
-    def _take_batch(self) -> list[_Item]:
-        """Queued requests filling up to ``batch`` rows, waiting up to the batch delay."""
-        taken: list[_Item] = []
-        rows = 0
-        deadline = time.perf_counter() + self._batch_delay
-        with self._arrived:
-            while True:
-                while self._waiting and rows + self._waiting[0].rows <= self.batch:
-                    item = self._waiting.popleft()
-                    if item.future.set_running_or_notify_cancel():  # False: timed out
-                        taken.append(item)
-                        rows += item.rows
-                head_blocked = bool(self._waiting)  # the next request does not fit
-                remaining = deadline - time.perf_counter()
-                if not taken or rows == self.batch or head_blocked or remaining <= 0:
-                    return taken
-                self._arrived.wait(remaining)
-
-    def _run_batch(self) -> None:
-        executor = self._free.get()
-        taken: list[_Item] = []
-        start = time.perf_counter()
-        try:
-            taken = self._take_batch()
-            if not taken:
-                return
-            start = time.perf_counter()
-            self.metrics.add_depth(-len(taken), len(taken))
-            total = sum(item.rows for item in taken)
-            for spec in self.inputs:
-                parts = [item.arrays[spec.name] for item in taken]
-                if total < spec.shape[0]:  # the compiled batch (max_batch may be less)
-                    pad = (spec.shape[0] - total, *spec.shape[1:])
-                    parts.append(np.zeros(pad, parts[0].dtype))
-                executor.set_input(spec.name, np.concatenate(parts))
-            executor.run()
-            outs = [executor.get_output(i).numpy() for i in range(len(self.outputs))]
-            offset = 0
-            for item in taken:
-                item.future.set_result([o[offset : offset + item.rows] for o in outs])
-                offset += item.rows
-        except BaseException as exc:
-            for item in taken:
-                if not item.future.done():
-                    item.future.set_exception(exc)
-        finally:
-            self._free.put(executor)
-            if taken:
-                self.metrics.add_depth(0, -len(taken))
-                end = time.perf_counter()
-                self.metrics.observe_execution(start - taken[0].admitted, end - start)
-
     def _finished(self, future: Future[list[Any]]) -> None:
         with self._lock:
             self._pending -= 1
@@ -374,19 +323,6 @@ class ServedModel:
         if not wait:
             self.cancel_queued()
         self._pool.shutdown(wait=wait, cancel_futures=not wait)
-
-
-@dataclass
-class _Item:
-    """A request waiting for dynamic batching."""
-
-    arrays: dict[str, np.ndarray[Any, Any]]
-    future: Future[list[Any]]
-    admitted: float
-
-    @property
-    def rows(self) -> int:
-        return int(next(iter(self.arrays.values())).shape[0])
 
 
 def serve_executors(
