@@ -129,18 +129,9 @@ class Server:
         self.port = free_port()
         env = {**os.environ, "PYTHONPATH": str(src)}
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop)
+        command = [sys.executable, "-m", "tvmrt", "serve", *args, "--port", str(self.port)]
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tvmrt",
-                "serve",
-                *args,
-                "--port",
-                str(self.port),
-                "--log-level",
-                "warning",
-            ],
+            [*command, "--log-level", "warning"],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=self.log,
@@ -159,10 +150,10 @@ class Server:
                 raise RuntimeError(f"server did not start: {self.log.read().decode()}")
             time.sleep(0.1)
 
-    def metadata(self, name: str) -> dict[str, Any]:
+    def get(self, path: str) -> Any:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        conn.request("GET", f"/v2/models/{name}")
-        return json.loads(conn.getresponse().read())  # type: ignore[no-any-return]
+        conn.request("GET", path)
+        return json.loads(conn.getresponse().read())
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -172,7 +163,7 @@ class Server:
 
 def load(server: Server, name: str, concurrency: int, per_client: int) -> tuple[float, list[float]]:
     """(requests/s, latencies in s) of ``concurrency`` clients, ``per_client`` requests each."""
-    meta = server.metadata(name)
+    meta = server.get(f"/v2/models/{name}")
     rng = np.random.default_rng(1)
     for i in meta["inputs"]:  # a batched model's -1: requests of one row
         i["shape"] = [1 if d == -1 else d for d in i["shape"]]
@@ -258,12 +249,6 @@ def paired_overhead(server: Server, name: str, artifact: str, count: int) -> lis
     return diffs
 
 
-def stats(server: Server, name: str) -> dict[str, Any]:
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
-    conn.request("GET", f"/v2/models/{name}/stats")
-    return json.loads(conn.getresponse().read())["model_stats"][0]  # type: ignore[no-any-return]
-
-
 def check_batched(server: Server, name: str, single: str, count: int) -> str:
     """Send ``count`` different 1-row requests at once; compare every answer with an
     unbatched in-process run of the batch-1 build ``single``; say how they compared."""
@@ -271,7 +256,7 @@ def check_batched(server: Server, name: str, single: str, count: int) -> str:
     module, spec = model.executors[0], model.inputs[0]
     rng = np.random.default_rng(2)
     xs = [rng.standard_normal(spec.shape).astype("<f4") for _ in range(count)]
-    before = stats(server, name)["execution_count"]
+    before = server.get(f"/v2/models/{name}/stats")["model_stats"][0]["execution_count"]
     item = {"name": spec.name, "shape": list(spec.shape), "datatype": "FP32"}
 
     def ask(x: np.ndarray[Any, Any]) -> bytes:
@@ -290,7 +275,7 @@ def check_batched(server: Server, name: str, single: str, count: int) -> str:
 
     with ThreadPoolExecutor(count) as pool:
         answers = list(pool.map(ask, xs))
-    runs = stats(server, name)["execution_count"] - before
+    runs = server.get(f"/v2/models/{name}/stats")["model_stats"][0]["execution_count"] - before
     equal = 0
     for x, got in zip(xs, answers, strict=True):
         module.set_input(spec.name, x)
@@ -314,12 +299,12 @@ def paired_rounds(
     per_client = max(4, args.requests * 2 // conc)
     per_thread = max(1, per_client * conc // workers)
     pooled: dict[str, tuple[list[float], list[float]]] = {}
-    for _ in range(args.rounds):
+    for k in range(args.rounds):
         rate, lat = in_process(artifact, workers, per_thread)
         ref = pooled.setdefault("", ([], []))
         ref[0].append(rate)
         ref[1].extend(lat)
-        for tag, server in servers:
+        for tag, server in servers if k % 2 == 0 else servers[::-1]:  # no order bias
             got = load(server, "m", conc, per_client)
             mine = pooled.setdefault(tag, ([], []))
             mine[0].append(got[0] / rate)
