@@ -9,7 +9,13 @@ Overhead per request: an HTTP request and an in-process run alternated pairwise 
 from other processes on a shared machine hits both alike), median of the differences; for
 MobileNet v1 and for the iris MLP factory (4 -> 10 -> 3), whose run costs microseconds.
 
+With ``--compare OTHER/src`` every server also runs from another source tree (the code
+before a change), alternated with this one in the same run. With ``--batched DIR`` (made
+by ``bench/build_mobilenet_batch.py``) a batch-4 build served with dynamic batching is
+compared with in-process runs of the batch-1 build, and its answers with theirs, bitwise.
+
     python bench/serve.py [--artifact DIR] [--tiny deploy_lib.tar] [--requests 24]
+                          [--compare SRC] [--batched DIR]
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -118,22 +125,13 @@ def binary_body(
 class Server:
     """``python -m tvmrt serve`` in a child process."""
 
-    def __init__(self, args: list[str]) -> None:
+    def __init__(self, args: list[str], src: Path = ROOT / "src") -> None:
         self.port = free_port()
-        env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+        env = {**os.environ, "PYTHONPATH": str(src)}
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop)
+        command = [sys.executable, "-m", "tvmrt", "serve", *args, "--port", str(self.port)]
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tvmrt",
-                "serve",
-                *args,
-                "--port",
-                str(self.port),
-                "--log-level",
-                "warning",
-            ],
+            [*command, "--log-level", "warning"],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=self.log,
@@ -152,10 +150,10 @@ class Server:
                 raise RuntimeError(f"server did not start: {self.log.read().decode()}")
             time.sleep(0.1)
 
-    def metadata(self, name: str) -> dict[str, Any]:
+    def get(self, path: str) -> Any:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        conn.request("GET", f"/v2/models/{name}")
-        return json.loads(conn.getresponse().read())  # type: ignore[no-any-return]
+        conn.request("GET", path)
+        return json.loads(conn.getresponse().read())
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -165,8 +163,10 @@ class Server:
 
 def load(server: Server, name: str, concurrency: int, per_client: int) -> tuple[float, list[float]]:
     """(requests/s, latencies in s) of ``concurrency`` clients, ``per_client`` requests each."""
-    meta = server.metadata(name)
+    meta = server.get(f"/v2/models/{name}")
     rng = np.random.default_rng(1)
+    for i in meta["inputs"]:  # a batched model's -1: requests of one row
+        i["shape"] = [1 if d == -1 else d for d in i["shape"]]
     arrays = [rng.standard_normal(i["shape"]).astype("<f4") for i in meta["inputs"]]
     inputs = [
         {"name": i["name"], "shape": i["shape"], "datatype": i["datatype"]} for i in meta["inputs"]
@@ -176,11 +176,15 @@ def load(server: Server, name: str, concurrency: int, per_client: int) -> tuple[
     latencies: list[float] = []
     failures: list[str] = []
     lock = threading.Lock()
+    # every client warms up, then all start together: the timed window holds only the
+    # counted requests (a warm-up inside it undercounted the rate by concurrency/(total))
+    ready = threading.Barrier(concurrency + 1)
 
     def client() -> None:
         conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
         conn.request("POST", f"/v2/models/{name}/infer", body, headers)  # warm-up
         conn.getresponse().read()
+        ready.wait(300)
         mine = []
         for _ in range(per_client):
             t = time.perf_counter()
@@ -195,9 +199,10 @@ def load(server: Server, name: str, concurrency: int, per_client: int) -> tuple[
         conn.close()
 
     threads = [threading.Thread(target=client) for _ in range(concurrency)]
-    start = time.perf_counter()
     for t in threads:
         t.start()
+    ready.wait(300)
+    start = time.perf_counter()
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - start
@@ -244,6 +249,75 @@ def paired_overhead(server: Server, name: str, artifact: str, count: int) -> lis
     return diffs
 
 
+def check_batched(server: Server, name: str, single: str, count: int) -> str:
+    """Send ``count`` different 1-row requests at once; compare every answer with an
+    unbatched in-process run of the batch-1 build ``single``; say how they compared."""
+    model = load_model("ref", find_artifact(single), workers=1)
+    module, spec = model.executors[0], model.inputs[0]
+    rng = np.random.default_rng(2)
+    xs = [rng.standard_normal(spec.shape).astype("<f4") for _ in range(count)]
+    before = server.get(f"/v2/models/{name}/stats")["model_stats"][0]["execution_count"]
+    item = {"name": spec.name, "shape": list(spec.shape), "datatype": "FP32"}
+
+    def ask(x: np.ndarray[Any, Any]) -> bytes:
+        body, header_len = binary_body([dict(item)], [x])
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+        conn.request(
+            "POST",
+            f"/v2/models/{name}/infer",
+            body,
+            {"Inference-Header-Content-Length": str(header_len)},
+        )
+        resp = conn.getresponse()
+        data = resp.read()
+        start = int(resp.getheader("Inference-Header-Content-Length") or len(data))
+        return data[start:]
+
+    with ThreadPoolExecutor(count) as pool:
+        answers = list(pool.map(ask, xs))
+    runs = server.get(f"/v2/models/{name}/stats")["model_stats"][0]["execution_count"] - before
+    equal = 0
+    for x, got in zip(xs, answers, strict=True):
+        module.set_input(spec.name, x)
+        module.run()
+        equal += module.get_output(0).numpy().tobytes() == got
+    model.close()
+    return f"{equal}/{count} answers bitwise equal to unbatched in-process runs, in {runs} runs"
+
+
+def paired_rounds(
+    args: argparse.Namespace,
+    artifact: str,
+    servers: list[tuple[str, Server]],
+    workers: int,
+    conc: int,
+) -> None:
+    """``args.rounds`` rounds of: the in-process reference (``artifact``, K threads), then
+    each server (model ``m``), the same number of requests each; rows pool the rounds, and
+    ``vs in-process`` is the median over rounds of (server rate / reference rate in the
+    same round)."""
+    per_client = max(4, args.requests * 2 // conc)
+    per_thread = max(1, per_client * conc // workers)
+    pooled: dict[str, tuple[list[float], list[float]]] = {}
+    for k in range(args.rounds):
+        rate, lat = in_process(artifact, workers, per_thread)
+        ref = pooled.setdefault("", ([], []))
+        ref[0].append(rate)
+        ref[1].extend(lat)
+        for tag, server in servers if k % 2 == 0 else servers[::-1]:  # no order bias
+            got = load(server, "m", conc, per_client)
+            mine = pooled.setdefault(tag, ([], []))
+            mine[0].append(got[0] / rate)
+            mine[1].extend(got[1])
+    ref_rates, ref_lat = pooled.pop("")
+    label = f"in-process GraphModule.run, K={workers} threads (paired with c={conc})"
+    print(f"{row(label, statistics.median(ref_rates), ref_lat)} 1 |")
+    for tag, (ratios, lat) in pooled.items():
+        rate = statistics.median(ratios) * statistics.median(ref_rates)
+        label = f"tvmrt serve{tag}, K={workers}, concurrency {conc}"
+        print(f"{row(label, rate, lat)} {statistics.median(ratios):.2f} |", flush=True)
+
+
 def main() -> None:
     """Measure and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -252,22 +326,49 @@ def main() -> None:
         "--tiny", default=str(ROOT.parent / "shared/artifacts/iris-factory/deploy_lib.tar")
     )
     parser.add_argument("--requests", type=int, default=24, help="requests per client (c=1)")
+    parser.add_argument("--rounds", type=int, default=3, help="paired rounds per row (3)")
+    parser.add_argument(
+        "--compare",
+        metavar="SRC",
+        help="another tvmrt source tree (its src/): each server "
+        "is also run from it, alternated with this one",
+    )
+    parser.add_argument(
+        "--batched",
+        metavar="DIR",
+        help="b1/ and b4/ of bench/build_mobilenet_batch.py: "
+        "serve b4 with dynamic batching against in-process runs of b1",
+    )
     args = parser.parse_args()
+    trees = [("", ROOT / "src")]
+    if args.compare:
+        trees = [(" [base]", Path(args.compare)), (" [this]", ROOT / "src")]
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print("| configuration | req/s | p50 ms | p99 ms |")
-    print("|---|---:|---:|---:|")
+    print("| configuration | req/s | p50 ms | p99 ms | vs in-process |")
+    print("|---|---:|---:|---:|---:|")
     overhead = {}
     for workers in (1, 2):
-        rate, lat = in_process(args.artifact, workers, args.requests)
-        print(row(f"in-process GraphModule.run, K={workers} threads", rate, lat), flush=True)
-        server = Server([args.artifact, "--name", "m", "--workers", str(workers)])
+        servers = [
+            (tag, Server([args.artifact, "--name", "m", "--workers", str(workers)], src))
+            for tag, src in trees
+        ]
         try:
             for conc in (1, 4, 16):
-                per_client = max(2, args.requests * 2 // conc)
-                rate, lat = load(server, "m", conc, per_client)
-                print(row(f"tvmrt serve, K={workers}, concurrency {conc}", rate, lat), flush=True)
+                paired_rounds(args, args.artifact, servers, workers, conc)
             if workers == 1:
-                overhead["MobileNet v1"] = paired_overhead(server, "m", args.artifact, 20)
+                for tag, server in servers:
+                    overhead[f"MobileNet v1{tag}"] = paired_overhead(server, "m", args.artifact, 20)
+        finally:
+            for _, server in servers:
+                server.stop()
+    if args.batched:
+        single, batched = str(Path(args.batched) / "b1"), str(Path(args.batched) / "b4")
+        print("| *batch-4 build served with dynamic batching; reference: batch-1 build* ||||")
+        server = Server([batched, "--name", "m"])  # batching on by default: rows independent
+        try:
+            for conc in (1, 4, 16):
+                paired_rounds(args, single, [(" (batch-4 build, batching)", server)], 1, conc)
+            print(f"batched answers: {check_batched(server, 'm', single, 16)}")
         finally:
             server.stop()
     # a model whose run costs microseconds: what the server adds per request
@@ -275,13 +376,14 @@ def main() -> None:
     print(row("in-process GraphModule.run, iris MLP, K=1", rate, lat))
     rate, lat = handle_only(args.tiny, 2000)
     print(row("InferenceApp.handle (protocol + queue, no HTTP), iris MLP", rate, lat))
-    server = Server([args.tiny, "--name", "tiny", "--workers", "1"])
-    try:
-        rate, lat = load(server, "tiny", 1, 1000)
-        print(row("tvmrt serve, iris MLP, K=1, concurrency 1", rate, lat))
-        overhead["iris MLP"] = paired_overhead(server, "tiny", args.tiny, 500)
-    finally:
-        server.stop()
+    for tag, src in trees:
+        server = Server([args.tiny, "--name", "tiny", "--workers", "1"], src)
+        try:
+            rate, lat = load(server, "tiny", 1, 1000)
+            print(row(f"tvmrt serve{tag}, iris MLP, K=1, concurrency 1", rate, lat))
+            overhead[f"iris MLP{tag}"] = paired_overhead(server, "tiny", args.tiny, 500)
+        finally:
+            server.stop()
     print()
     print("server overhead per request, K=1, concurrency 1 (HTTP request minus in-process run,")
     print("alternated pairwise): ", end="")

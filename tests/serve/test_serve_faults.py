@@ -204,7 +204,10 @@ def batched_model(batch_delay):
     (y,) = b.op("add1", "add1", [x], [(4, 3)])
     b.output(y)
     lib = numpy_op_library(add1=add1)
-    return model_from_graph("b4", b.to_json(), lib, batch_delay=batch_delay), calls
+    model = model_from_graph("b4", b.to_json(), lib, batch_delay=batch_delay)
+    assert len(calls) == 3  # the load-time row check ran the model three times
+    calls.clear()
+    return model, calls
 
 
 def test_dynamic_batching_pads_splits_and_answers_each_request():

@@ -46,6 +46,7 @@ BUILT = {
     "contrib": "build_contrib.py",
     "relayvm": "build_relayvm.py",
     "cross": "build_cross.py",
+    "batched": "build_batched.py",
 }
 # folders TVM could make that `make test` does not build, and why
 NOT_BUILT: dict[str, str] = {}

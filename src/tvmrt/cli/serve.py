@@ -70,11 +70,25 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request (30)")
     parser.add_argument(
+        "--max-batch",
+        type=int,
+        metavar="N",
+        help="dynamic batching: rows per run, for an artifact compiled with batch B > 1 "
+        "whose rows are independent (checked at load); requests send 1..N rows. Default: B "
+        "where the check passes, else off; 1: off (docs/serving.md, Dynamic batching)",
+    )
+    parser.add_argument(
+        "--batch-wait-us",
+        type=float,
+        metavar="US",
+        help="microseconds an executor waits for more requests to fill a batch (0: run what "
+        "is queued); given, batching is required",
+    )
+    parser.add_argument(
         "--batch-delay-ms",
         type=float,
         metavar="MS",
-        help="dynamic batching (off by default), for artifacts compiled with a batch "
-        "dimension B > 1: requests send 1..B rows; wait up to MS to fill a batch",
+        help="--batch-wait-us in milliseconds (the older flag)",
     )
     parser.add_argument(
         "--input",
@@ -269,6 +283,14 @@ def serve(args: argparse.Namespace) -> int:
     delay = None if args.batch_delay_ms is None else args.batch_delay_ms / 1e3
     if delay is not None and delay < 0:
         raise UsageError(f"--batch-delay-ms must be >= 0, got {args.batch_delay_ms}")
+    if args.batch_wait_us is not None:
+        if delay is not None:
+            raise UsageError("give --batch-wait-us or --batch-delay-ms, not both")
+        if args.batch_wait_us < 0:
+            raise UsageError(f"--batch-wait-us must be >= 0, got {args.batch_wait_us}")
+        delay = args.batch_wait_us / 1e6
+    if args.max_batch is not None and args.max_batch < 1:
+        raise UsageError(f"--max-batch must be >= 1 (1: no batching), got {args.max_batch}")
     sources = args.artifact or [None]
     if args.signature and len(sources) > 1:
         raise UsageError("--input describes one model's inputs; give at most one ARTIFACT")
@@ -281,14 +303,29 @@ def serve(args: argparse.Namespace) -> int:
         files = find_artifact(source, args.graph, args.lib, args.params)
         try:
             model = load_model(
-                name, files, args.workers, dev, args.max_queue, args.timeout, delay, signature
+                name,
+                files,
+                args.workers,
+                dev,
+                args.max_queue,
+                args.timeout,
+                delay,
+                signature,
+                args.max_batch,
             )
         except InvalidArgumentError as exc:
             raise UsageError(str(exc)) from None
         models.append(model)
         log.info(
             "loaded",
-            extra={"fields": {"model": name, "lib": str(files.lib), "workers": args.workers}},
+            extra={
+                "fields": {
+                    "model": name,
+                    "lib": str(files.lib),
+                    "workers": args.workers,
+                    "max_batch": model.batch or 1,
+                }
+            },
         )
     app = InferenceApp(models, limits=limits)
     log.info(

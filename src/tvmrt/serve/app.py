@@ -7,7 +7,7 @@ is nine fixed paths, and the ASGI layer is the only thing a framework would add.
 
 The ASGI layer enforces the body limits of :class:`tvmrt.serve.limits.ServeLimits`: a
 body is read with a byte cap and a deadline (413, 408), within a budget of bytes held by
-all requests at once (503), and large requests are parsed and answered in worker
+all requests at once (503), and requests with large JSON are parsed and answered in worker
 threads, so the event loop keeps answering health probes. Every answer has a
 ``Content-Length`` (no chunked encoding, which HTTP/1.0 clients cannot read).
 """
@@ -54,7 +54,7 @@ T = TypeVar("T")
 _MODEL_PATH = re.compile(
     r"^/v2/models/([^/]+)(?:/versions/([^/]+))?(/ready|/infer|/stats|/config)?$"
 )
-_INLINE_BYTES = 64 << 10  # bodies this small are parsed on the loop: a thread hop costs more
+_INLINE_BYTES = 64 << 10  # JSON this small is parsed on the loop: a thread hop costs more
 _INLINE_VALUES = 16 << 10  # outputs with fewer elements are encoded on the loop
 _MAX_ERROR = 1000  # characters of an error message; longer ones are cut
 
@@ -264,7 +264,7 @@ class InferenceApp:
         # any name of an output (artifact/output_names.py); a dynamic model's after it ran
         names = None if model.dynamic else list(model.output_aliases)
         request = await self._offload(
-            len(body) <= _INLINE_BYTES,
+            _json_bytes(headers, body) <= _INLINE_BYTES,
             parse_infer_request,
             body,
             headers,
@@ -363,6 +363,14 @@ class InferenceApp:
             await asyncio.wait_for(asyncio.gather(*joining), max(0.0, end - loop.time()))
         except asyncio.TimeoutError:  # a kernel still runs: it cannot be interrupted
             log.warning("a kernel was still running at the end of the grace period")
+
+
+def _json_bytes(headers: Mapping[str, str], body: bytes | bytearray) -> int:
+    """The bytes of a request's JSON part: what parsing costs time in proportion to (binary
+    tensors after it are taken as they are, without a copy)."""
+    declared = headers.get("inference-header-content-length", "")
+    ok = declared.isascii() and declared.isdigit()
+    return min(len(body), int(declared)) if ok else len(body)
 
 
 def short_text(text: str, limit: int = _MAX_ERROR) -> str:

@@ -72,35 +72,50 @@ async def read_body(
     if not budget.take(size):
         return refuse(503, busy, retry_after=1)
     held[0] = size
+    # One timer and one callback for the whole body, not a task and a wait per piece: each
+    # cancels this task, and the reason says which answer that means.
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + limits.body_timeout
+    task = asyncio.current_task()
+    assert task is not None  # called from the ASGI coroutine
+    reason: list[str] = []
+
+    def stop(why: str) -> None:
+        if not reason:
+            reason.append(why)
+            task.cancel()
+
+    timer = loop.call_later(limits.body_timeout, stop, "timeout")
+    on_stop = lambda _: stop("stopping")  # noqa: E731
+    stopping.add_done_callback(on_stop)
     body = bytearray()
-    while True:
+    try:
         if stopping.done():
+            reason.append("stopping")
+            raise asyncio.CancelledError
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            if len(body) + len(chunk) > limits.max_body_bytes:
+                limit = limits.max_body_bytes
+                return refuse(413, f"request body exceeds the limit of {limit} bytes")
+            extra = len(body) + len(chunk) - held[0]
+            if extra > 0:  # no (or a short) Content-Length: reserve as the bytes come
+                if not budget.take(extra):
+                    return refuse(503, busy, retry_after=1)
+                held[0] += extra
+            body += chunk
+            if not message.get("more_body", False):
+                return body
+    except asyncio.CancelledError:
+        if not reason:
+            raise  # cancelled from outside: not ours to answer
+        if hasattr(task, "uncancel"):  # Python 3.11+: count our cancel as handled
+            task.uncancel()
+        if reason[0] == "stopping":
             return refuse(503, "the server is shutting down; retry elsewhere", retry_after=1)
-        getting = asyncio.ensure_future(receive())
-        waiters: set[asyncio.Future[Any]] = {getting, stopping}
-        done, _ = await asyncio.wait(
-            waiters,
-            timeout=max(0.0, deadline - loop.time()),
-            return_when=asyncio.FIRST_COMPLETED,
-        )
-        if getting not in done:
-            getting.cancel()
-            if stopping.done():
-                continue
-            return refuse(408, f"the request body did not arrive within {limits.body_timeout:g} s")
-        message = getting.result()
-        if message["type"] == "http.disconnect":
-            return None
-        chunk = message.get("body", b"")
-        if len(body) + len(chunk) > limits.max_body_bytes:
-            return refuse(413, f"request body exceeds the limit of {limits.max_body_bytes} bytes")
-        extra = len(body) + len(chunk) - held[0]
-        if extra > 0:  # no (or a short) Content-Length: reserve as the bytes come
-            if not budget.take(extra):
-                return refuse(503, busy, retry_after=1)
-            held[0] += extra
-        body += chunk
-        if not message.get("more_body", False):
-            return body
+        return refuse(408, f"the request body did not arrive within {limits.body_timeout:g} s")
+    finally:
+        timer.cancel()
+        stopping.remove_done_callback(on_stop)

@@ -5,8 +5,9 @@ past that :class:`~tvmrt.serve.protocol.OverloadedError` (HTTP 503) is raised at
 the queue cannot grow without bound (the bytes a request holds before it gets here are
 bounded by :class:`tvmrt.serve.limits.ServeLimits`). Each admitted request runs on the first free
 executor in one of K worker threads; compiled kernels run without the GIL, so K executors
-use K cores. A request that waits past its timeout is dropped from the queue unrun; one
-already running finishes (a kernel cannot be interrupted) and its executor is reused.
+use K cores (a model whose runs take microseconds runs on the event loop when idle:
+``_try_inline``). A request that waits past its timeout is dropped from the queue unrun;
+one already running finishes (a kernel cannot be interrupted); its executor is reused.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -30,14 +31,17 @@ from tvmrt.error import DeviceOutOfMemoryError, InvalidArgumentError, KernelErro
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.vm import VirtualMachine
+from tvmrt.serve.batching import BatchItem, BatchRuns, choose_batch
 from tvmrt.serve.dynamic import input_specs, learned_inputs, output_specs
 from tvmrt.serve.metrics import ModelMetrics
 from tvmrt.serve.protocol import BadRequestError, DeadlineError, OverloadedError, TensorSpec
 
 __all__ = ["ServedModel", "load_model", "model_from_graph", "serve_executors"]
 
+_INLINE_RUN = 100e-6  # seconds: shorter runs are done on the event loop (see _try_inline)
 
-class ServedModel:
+
+class ServedModel(BatchRuns):
     """K executors of one model, a bounded queue and the model's metrics.
 
     Parameters
@@ -54,10 +58,15 @@ class ServedModel:
     timeout
         Seconds a request may take from admission to answer before a 504.
     batch_delay
-        Dynamic batching, off (None) by default: for a model compiled with batch B > 1 (every
-        input and output has leading dimension B), requests carry 1..B rows; an executor
-        waits up to ``batch_delay`` seconds to fill B rows from the queue, pads the rest
-        with zeros, runs once and splits the outputs back by request. Not for a model with
+        Seconds an executor waits for more queued requests to fill a batch (None: 0, run
+        what is queued). Given, batching is required: a model that cannot batch raises.
+    max_batch
+        Dynamic batching (:mod:`tvmrt.serve.batching`). None (the default): on where safe,
+        i.e. for a model compiled with batch B > 1 (every input and output has leading
+        dimension B) whose rows the load-time check finds independent; requests then carry
+        1..B rows, an executor takes queued requests up to B rows, pads the rest with
+        zeros, runs once and splits the outputs back by request. 0 or 1: off. N: at most N
+        rows per run (N <= B; raises if the model cannot batch). Never for a model with
         dynamic inputs (a Relay VM model), whose requests carry any batch themselves.
     """
 
@@ -71,6 +80,7 @@ class ServedModel:
         timeout: float = 30.0,
         batch_delay: float | None = None,
         aliases: Mapping[str, int] | None = None,
+        max_batch: int | None = None,
     ) -> None:
         if not executors:
             raise InvalidArgumentError(f"model {name!r} needs at least one executor")
@@ -89,18 +99,25 @@ class ServedModel:
         self.metrics = ModelMetrics(name)
         self.executors = list(executors)
         self.dynamic = any(s.dynamic for s in self.inputs)  # shapes come with requests
-        if self.dynamic and batch_delay is not None:
+        asked = batch_delay is not None or (max_batch is not None and max_batch > 1)
+        if self.dynamic and asked:
             raise InvalidArgumentError(
                 f"model {name!r} has dynamic inputs (a Relay VM model): each request sends "
                 "its own batch, so server-side batching (batch_delay) is not offered"
             )
-        self.batch = 0 if batch_delay is None else _batch_size(name, self.inputs, self.outputs)
+        if batch_delay is not None and batch_delay < 0:
+            raise InvalidArgumentError(f"batch_delay must be >= 0 seconds, got {batch_delay}")
+        self.batch = 0
+        if not self.dynamic:
+            self.batch = choose_batch(
+                name, executors[0], self.inputs, self.outputs, max_batch, batch_delay is not None
+            )
         if self.batch:
             self.inputs = [replace(t, max_batch=self.batch) for t in self.inputs]
             self.outputs = [replace(t, max_batch=self.batch) for t in self.outputs]
         self._batch_delay = batch_delay or 0.0
         self.batch_delay = self._batch_delay  # seconds; the Triton config reports it
-        self._waiting: deque[_Item] = deque()
+        self._waiting: deque[BatchItem] = deque()
         self._arrived = threading.Condition()
         self._free: queue.SimpleQueue[Executor] = queue.SimpleQueue()
         for ex in executors:
@@ -109,6 +126,7 @@ class ServedModel:
         self._lock = threading.Lock()
         self._pending = 0
         self._closed = False
+        self._runs: deque[float] = deque(maxlen=8)  # recent runs' seconds (_try_inline)
 
     # -- metadata ----------------------------------------------------------------------
     def metadata(self) -> dict[str, Any]:
@@ -154,7 +172,7 @@ class ServedModel:
             future: Future[list[Any]] = Future()
             future.add_done_callback(self._finished)
             with self._arrived:
-                self._waiting.append(_Item(dict(arrays), future, time.perf_counter()))
+                self._waiting.append(BatchItem(dict(arrays), future, time.perf_counter()))
                 self._arrived.notify()
             self._pool.submit(self._run_batch)  # one drain per request; extra ones find none
             return future
@@ -182,6 +200,9 @@ class ServedModel:
         :class:`OverloadedError`: a queued request is dropped unrun, a running one finishes
         in its thread unanswered.
         """
+        outs = self._try_inline(arrays)
+        if outs is not None:
+            return outs
         future = self.submit(arrays)
         result = asyncio.wrap_future(future)
         waiters: set[asyncio.Future[Any]] = {result} if abort is None else {result, abort}
@@ -206,6 +227,44 @@ class ServedModel:
         for executor in self.executors:
             if isinstance(executor, VirtualMachine):
                 executor.module.limits.max_live_bytes = max(1, total // self.workers)
+
+    def _try_inline(self, arrays: Mapping[str, np.ndarray[Any, Any]]) -> list[Any] | None:
+        """Run on the calling thread (the event loop) when nothing else is pending and this
+        model's runs take under ``_INLINE_RUN`` seconds, about what the hop to a worker
+        thread and back costs; else None (the caller queues the request)."""
+        if self.batch or self.dynamic or not self._runs:
+            return None
+        if sorted(self._runs)[len(self._runs) // 2] >= _INLINE_RUN:  # the median recent run
+            return None
+        with self._lock:
+            if self._closed or self._pending:
+                return None
+            self._pending += 1
+        try:
+            executor = self._free.get_nowait()  # all free: nothing was pending
+        except queue.Empty:
+            with self._lock:
+                self._pending -= 1
+            return None
+        start = time.perf_counter()
+        self.metrics.add_depth(0, 1)
+        try:
+            for name, arr in arrays.items():
+                executor.set_input(name, arr)
+            executor.run()
+            return [executor.get_output(i).numpy() for i in range(len(self.outputs))]
+        finally:
+            self._free.put(executor)
+            end = time.perf_counter()
+            self._note_run(end - start)
+            self.metrics.add_depth(0, -1)
+            self.metrics.observe_execution(0.0, end - start)
+            with self._lock:
+                self._pending -= 1
+
+    def _note_run(self, seconds: float) -> None:
+        """Keep a run's duration among the recent ones that decide :meth:`_try_inline`."""
+        self._runs.append(seconds)
 
     def _run(self, arrays: dict[str, np.ndarray[Any, Any]], admitted: float) -> list[Any]:
         executor = self._free.get()  # never blocks: one executor per worker thread
@@ -233,60 +292,9 @@ class ServedModel:
         finally:
             self._free.put(executor)
             end = time.perf_counter()
+            self._note_run(end - start)
             self.metrics.add_depth(0, -1)
             self.metrics.observe_execution(start - admitted, end - start)
-
-    def _take_batch(self) -> list[_Item]:
-        """Queued requests filling up to ``batch`` rows, waiting up to the batch delay."""
-        taken: list[_Item] = []
-        rows = 0
-        deadline = time.perf_counter() + self._batch_delay
-        with self._arrived:
-            while True:
-                while self._waiting and rows + self._waiting[0].rows <= self.batch:
-                    item = self._waiting.popleft()
-                    if item.future.set_running_or_notify_cancel():  # False: timed out
-                        taken.append(item)
-                        rows += item.rows
-                head_blocked = bool(self._waiting)  # the next request does not fit
-                remaining = deadline - time.perf_counter()
-                if not taken or rows == self.batch or head_blocked or remaining <= 0:
-                    return taken
-                self._arrived.wait(remaining)
-
-    def _run_batch(self) -> None:
-        executor = self._free.get()
-        taken: list[_Item] = []
-        start = time.perf_counter()
-        try:
-            taken = self._take_batch()
-            if not taken:
-                return
-            start = time.perf_counter()
-            self.metrics.add_depth(-len(taken), len(taken))
-            total = sum(item.rows for item in taken)
-            for spec in self.inputs:
-                parts = [item.arrays[spec.name] for item in taken]
-                if total < self.batch:
-                    pad = (self.batch - total, *spec.shape[1:])
-                    parts.append(np.zeros(pad, parts[0].dtype))
-                executor.set_input(spec.name, np.concatenate(parts))
-            executor.run()
-            outs = [executor.get_output(i).numpy() for i in range(len(self.outputs))]
-            offset = 0
-            for item in taken:
-                item.future.set_result([o[offset : offset + item.rows] for o in outs])
-                offset += item.rows
-        except BaseException as exc:
-            for item in taken:
-                if not item.future.done():
-                    item.future.set_exception(exc)
-        finally:
-            self._free.put(executor)
-            if taken:
-                self.metrics.add_depth(0, -len(taken))
-                end = time.perf_counter()
-                self.metrics.observe_execution(start - taken[0].admitted, end - start)
 
     def _finished(self, future: Future[list[Any]]) -> None:
         with self._lock:
@@ -317,31 +325,6 @@ class ServedModel:
         self._pool.shutdown(wait=wait, cancel_futures=not wait)
 
 
-@dataclass
-class _Item:
-    """A request waiting for dynamic batching."""
-
-    arrays: dict[str, np.ndarray[Any, Any]]
-    future: Future[list[Any]]
-    admitted: float
-
-    @property
-    def rows(self) -> int:
-        return int(next(iter(self.arrays.values())).shape[0])
-
-
-def _batch_size(name: str, inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec]) -> int:
-    """The compiled batch size B > 1 shared by every input and output, for batching."""
-    leading = {t.name: (t.shape[0] if t.shape else None) for t in (*inputs, *outputs)}
-    sizes = set(leading.values())
-    if len(sizes) != 1 or None in sizes or next(iter(sizes)) in (None, 0, 1):
-        raise InvalidArgumentError(
-            f"model {name!r} cannot batch dynamically: every input and output needs the same "
-            f"leading (batch) dimension > 1, got {leading}"
-        )
-    return int(next(iter(sizes)))  # type: ignore[arg-type]
-
-
 def serve_executors(
     name: str,
     executors: Sequence[Executor],
@@ -349,6 +332,7 @@ def serve_executors(
     timeout: float = 30.0,
     batch_delay: float | None = None,
     signature: Sequence[TensorSpec] = (),
+    max_batch: int | None = None,
 ) -> ServedModel:
     """Serve executors of one model; the first one's inputs and outputs are the model's.
 
@@ -365,7 +349,9 @@ def serve_executors(
         for s, label in zip(input_specs(name, first.outputs), labels, strict=True)
     ]
     aliases = output_aliases(labels, [t.name for t in first.outputs])
-    return ServedModel(name, executors, inputs, outputs, max_queue, timeout, batch_delay, aliases)
+    return ServedModel(
+        name, executors, inputs, outputs, max_queue, timeout, batch_delay, aliases, max_batch
+    )
 
 
 def _replicated(first: Executor, workers: int) -> list[Executor]:
@@ -383,6 +369,7 @@ def load_model(
     timeout: float = 30.0,
     batch_delay: float | None = None,
     signature: Sequence[TensorSpec] = (),
+    max_batch: int | None = None,
 ) -> ServedModel:
     """Load an artifact (from :func:`tvmrt.artifact.find_artifact`) as K executors.
 
@@ -395,7 +382,7 @@ def load_model(
         raise InvalidArgumentError(f"workers must be at least 1, got {workers}")
     first = load_artifact(files, device).executor
     executors = _replicated(first, workers)
-    return serve_executors(name, executors, max_queue, timeout, batch_delay, signature)
+    return serve_executors(name, executors, max_queue, timeout, batch_delay, signature, max_batch)
 
 
 def model_from_graph(
@@ -408,10 +395,12 @@ def model_from_graph(
     max_queue: int = 64,
     timeout: float = 30.0,
     batch_delay: float | None = None,
+    max_batch: int | None = None,
 ) -> ServedModel:
     """Serve a graph JSON over a kernel module (a loaded library or a ``PyModule``)."""
     first = executor_from_graph(graph_json, lib, device, params)
-    return serve_executors(name, _replicated(first, workers), max_queue, timeout, batch_delay)
+    executors = _replicated(first, workers)
+    return serve_executors(name, executors, max_queue, timeout, batch_delay, (), max_batch)
 
 
 def default_workers() -> int:

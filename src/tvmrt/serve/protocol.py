@@ -11,6 +11,7 @@ the order of ``inputs``. Responses mirror this: outputs asked for with
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -164,7 +165,7 @@ def max_values(inputs: Sequence[TensorSpec]) -> int:
         if spec.dynamic:  # sizes come with the request: the JSON byte limit bounds them
             return _UNBOUNDED
         rows = spec.max_batch or 1
-        total += rows * int(np.prod(spec.shape, dtype=np.int64))
+        total += rows * math.prod(spec.shape)
     return total + SPARE_VALUES
 
 
@@ -339,7 +340,7 @@ def _check_dynamic(spec: TensorSpec, shape: list[int], itemsize: int, limit: int
 
 def _from_binary(data: memoryview, spec: TensorSpec, datatype: str, shape: tuple[int, ...]) -> Any:
     dtype = DATATYPES[datatype]
-    want = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    want = math.prod(shape) * dtype.itemsize
     if len(data) != want:
         raise _fail(
             f"input {spec.name!r}: {len(data)} binary bytes, expected {want} "
