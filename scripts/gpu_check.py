@@ -8,15 +8,19 @@ with numpy and the NVIDIA driver)::
 Without a driver or a GPU it prints why and exits 2. Otherwise it prints the device and
 driver, then for every fixture (TVM 0.27 host code + PTX / cubin / fatbin, and the
 separate ``.ptx`` + ``.tvm_meta.json``) the max abs error against the golden the same TIR
-gave on the CPU, then the timings: per call, wall time (call + stream sync) vs the
-kernel's own time from CUDA events, the overhead per call in us and as a share; and
-host->device copy GB/s through tvmrt vs the driver's own ``cuMemcpyHtoD`` on the same
-buffer. Exit 1 if any fixture is off by more than 1e-4.
+gave on the CPU, the C runtime's run of the Relay-era fixture on ``kDLCUDA`` (the pack's
+``native/run_model`` over ``native/libtvmrt_runtime.so``), then the timings: per call,
+wall time (call + stream sync) vs the kernel's own time from CUDA events, the overhead
+per call in us and as a share; and host->device copy GB/s through tvmrt vs the driver's
+own ``cuMemcpyHtoD`` on the same buffer. Exit 1 if any fixture is off by more than 1e-4.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -227,6 +231,38 @@ def check_serve(folder: Path) -> bool:
         proc.wait(timeout=30)
 
 
+def check_c_runtime(folder: Path) -> bool:
+    """The C runtime (libtvmrt_runtime, no Python) runs each CUDA fixture it can load on
+    kDLCUDA: ``run_model`` (tests/native/c/run_model.c, built by the pack beside the fixtures)
+    with RUN_MODEL_DEVICE=cuda, its output against the CPU golden. The tvm-ffi fixtures
+    (TVM 0.27) are Python-only: the C runtime runs the legacy ABI (TVM <= 0.20)."""
+    exe = folder.parent / "native" / "run_model"
+    if not exe.exists():
+        print("  C runtime: not packed (run make gpu-check-pack)")
+        return False
+    ok = True
+    for lib, golden_file in (("relay019_ptx.so", "relay019_golden.npz"),):
+        if not (folder / lib).exists():
+            continue
+        golden = np.load(folder / golden_file)
+        with tempfile.TemporaryDirectory() as tmp:
+            x = Path(tmp) / "x.bin"
+            np.ascontiguousarray(golden["x"]).tofile(x)
+            env = {**os.environ, "RUN_MODEL_DEVICE": "cuda"}
+            cmd = [str(exe), "factory", str(folder / lib), "x", str(x), f"{tmp}/out"]
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+            if proc.returncode != 0:
+                print(f"  C runtime {lib}: FAILED: {(proc.stdout + proc.stderr).strip()}")
+                ok = False
+                continue
+            want = golden["expected"]
+            got = np.fromfile(f"{tmp}/out0.bin", dtype=want.dtype).reshape(want.shape)
+        err = float(np.max(np.abs(got - want)))
+        ok &= err <= TOLERANCE
+        print(f"  {'C runtime ' + lib:24s} {'run_model on kDLCUDA':34s} max err {err:.3g}")
+    return ok
+
+
 def main() -> int:
     folder = Path(sys.argv[1] if len(sys.argv) > 1 else "build/gpu-check/fixtures")
     api = _device()
@@ -235,6 +271,7 @@ def main() -> int:
           f"driver CUDA {api.driver.version_text}, {api.count} GPU(s)")  # fmt: skip
     print("fixtures (TVM 0.27 host code; golden: the same TIR on the CPU):")
     ok = check_fixtures(folder)
+    ok &= check_c_runtime(folder)
     ok &= check_serve(folder)
     print("benchmark:")
     bench(folder, api)

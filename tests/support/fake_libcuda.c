@@ -4,6 +4,8 @@
  * read from the PTX's .entry) and a text log of every call. It never runs a kernel.
  * Memory is host memory, so copies round-trip for real. Tests load it through
  * TVMRT_LIBCUDA and read the log with fake_log(); fake_config() sets the GPU it pretends to be.
+ * A process that cannot call them (a C program under test) sets FAKE_LIBCUDA_GPUS (the number
+ * of GPUs, read at cuInit) and FAKE_LIBCUDA_LOG (a file the log is written to at exit).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -84,7 +86,20 @@ static int inside(uint64_t ptr, size_t n) {
   return 0;
 }
 
+static void dump_log(void) {
+  const char* path = getenv("FAKE_LIBCUDA_LOG");
+  FILE* f = path ? fopen(path, "w") : NULL;
+  if (f) {
+    fwrite(g_log, 1, g_len, f);
+    fprintf(f, "live allocations at exit: %d\n", g_nallocs);
+    fclose(f);
+  }
+}
+
 CUresult cuInit(unsigned flags) {
+  const char* gpus = getenv("FAKE_LIBCUDA_GPUS");
+  if (gpus) g_count = atoi(gpus);
+  if (!g_inited && getenv("FAKE_LIBCUDA_LOG")) atexit(dump_log);
   g_inited = 1;
   logf_("cuInit %u", flags);
   return flags ? INVALID_VALUE : OK;
@@ -292,6 +307,8 @@ CUresult cuModuleLoadData(void** out, const void* data) {
   return OK;
 }
 CUresult cuModuleUnload(void* m) {
+  logf_("cuModuleUnload");
+  free(((Mod*)m)->image);
   free(m);
   return OK;
 }

@@ -20,6 +20,7 @@ static const struct {
 } k_loaders[] = {
     {"GraphExecutorFactory", tvmrt_graph_factory_load},
     {"GraphRuntimeFactory", tvmrt_graph_factory_load}, /* its name before TVM 0.8 */
+    {"cuda", tvmrt_cuda_module_load},
 };
 #define NUM_LOADERS (sizeof(k_loaders) / sizeof(k_loaders[0]))
 
@@ -31,7 +32,7 @@ static tvmrt_module* load_entry(const char* key, tvmrt_reader* r) {
   tvmrt_fail("ModuleLoadError",
              "Binary was created using {%.100s} but a loader of that name is not registered. "
              "libtvmrt_runtime loads GraphExecutorFactory (and GraphRuntimeFactory) modules "
-             "of CPU kernels.",
+             "of CPU kernels, and cuda modules.",
              key);
   return NULL;
 }

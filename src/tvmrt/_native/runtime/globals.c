@@ -8,6 +8,7 @@
  *   tvm.graph_executor.create / tvm.graph_runtime.create   (graph_json, lib, devices...)
  *   runtime.SystemLib / module._GetSystemLib               ([prefix])
  *   runtime.ModuleLoadFromFile                             (path[, format])
+ *   __tvm_set_device                                       (device_type, device_id): cuda
  *   tvm.contrib.sort.* and the other C-implemented contrib functions (sort.c)
  */
 #include <stdlib.h>
@@ -89,6 +90,7 @@ static const struct {
     {"runtime.SystemLib", f_system_lib},
     {"module._GetSystemLib", f_system_lib},
     {"runtime.ModuleLoadFromFile", f_load_from_file},
+    {"__tvm_set_device", tvmrt_cuda_set_device},
 };
 #define NUM_BUILTINS (sizeof(k_builtins) / sizeof(k_builtins[0]))
 
@@ -230,6 +232,7 @@ static void init_once(void) {
   const char* env = getenv("TVM_NUM_THREADS");
   if (env == NULL || *env == '\0') env = getenv("OMP_NUM_THREADS");
   tvmrt_set_env_callbacks(env_lookup, tvmrt_func_call);
+  tvmrt_set_device_workspace_callbacks(tvmrt_cuda_workspace_alloc, tvmrt_cuda_workspace_free);
   if (env != NULL && *env != '\0') {
     char* end = NULL;
     long n = strtol(env, &end, 10);
