@@ -12,6 +12,7 @@ words, produced by it here and compared.
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -163,3 +164,20 @@ def test_c_runtime_refuses_without_a_driver_in_python_words(
     assert "cannot load the NVIDIA driver library" in want
     assert rc == 1, out
     assert out.rstrip().endswith(f"failed: {want}"), out
+
+
+def test_cuda_blob_entry_survives_mutations(
+    native_asan: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    stand_in: Path,
+) -> None:
+    """The module blob of the CUDA fixture (factory, `_lib`, `cuda`: fmt, kernel table, PTX),
+    mutated with a fixed seed (tests/native/c/fuzz_parsers.c) under ASan + UBSan: every input
+    loads or fails with an error message, never a crash, leak or undefined behaviour."""
+    iterations = int(os.environ.get("TVMRT_NATIVE_FUZZ_ITERATIONS", "1000"))
+    exe = compile_c(native_asan, "fuzz_parsers", True)
+    proc = native_asan.run(exe, "blob", FIXTURE, str(iterations), "0", timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
+    assert proc.stdout.startswith(f"blob: {iterations} inputs"), proc.stdout
+    assert "ERROR: AddressSanitizer" not in proc.stderr
+    assert "runtime error" not in proc.stderr  # UBSan
