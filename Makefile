@@ -101,7 +101,7 @@ $(NATIVE_DIR)/libtvmrt_runtime.a: $(NATIVE_OBJ)
 GPU_PACK := build/gpu-check
 TVM_PYTHON ?= $(BIN)/python
 gpu-check-pack:
-	@test -f build/cuda-fixtures/cnn_golden.npz || PYTHONPATH=src $(TVM_PYTHON) \
+	@test -f build/cuda-fixtures/mobilenet_golden.npz || PYTHONPATH=src $(TVM_PYTHON) \
 		scripts/make_cuda_fixtures.py build/cuda-fixtures
 	rm -rf $(GPU_PACK) && mkdir -p $(GPU_PACK)/src
 	cp -r src/tvmrt $(GPU_PACK)/src/ && cp -r build/cuda-fixtures $(GPU_PACK)/fixtures
