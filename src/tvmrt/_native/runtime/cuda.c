@@ -109,12 +109,13 @@ static void load_once(void) {
   }
   if ((rc = g_api.init(0)) != 0 || (rc = g_api.driver_get_version(&g_version)) != 0 ||
       (rc = g_api.device_get_count(&g_count)) != 0) {
-    tvmrt_cuda_error(g_count == 0 && g_version == 0 ? "cuInit" : "cuDeviceGetCount", rc);
-    snprintf(g_load_error, sizeof(g_load_error), "%s", tvmrt_peek_last_error());
-    /* the error slot holds "<Class>: <message>": keep the message (Python's str(exc)) */
-    if (strncmp(g_load_error, "DeviceUnavailableError: ", 24) == 0) {
-      memmove(g_load_error, g_load_error + 24, strlen(g_load_error + 24) + 1);
-    }
+    const char* text;
+    tvmrt_cuda_error(g_version == 0 ? "cuInit" : "cuDeviceGetCount", rc);
+    /* the error slot holds "<Class>: CUDA: ...": keep the message (Python's str(exc)), to
+       be raised as DeviceUnavailableError, as the Python runtime's cuInit failure is */
+    text = strstr(tvmrt_peek_last_error(), "CUDA: ");
+    snprintf(g_load_error, sizeof(g_load_error), "%s",
+             text != NULL ? text : tvmrt_peek_last_error());
     tvmrt_clear_last_error();
   }
 }
