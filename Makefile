@@ -109,10 +109,13 @@ $(NATIVE_DIR)/libdlr.so: $(NATIVE_OBJ) $(DLR_OBJ)
 GPU_PACK := build/gpu-check
 TVM_PYTHON ?= $(BIN)/python
 gpu-check-pack:
-	@test -f build/cuda-fixtures/cnn_golden.npz || PYTHONPATH=src $(TVM_PYTHON) \
+	@test -f build/cuda-fixtures/mobilenet_golden.npz || PYTHONPATH=src $(TVM_PYTHON) \
 		scripts/make_cuda_fixtures.py build/cuda-fixtures
 	rm -rf $(GPU_PACK) && mkdir -p $(GPU_PACK)/src
 	cp -r src/tvmrt $(GPU_PACK)/src/ && cp -r build/cuda-fixtures $(GPU_PACK)/fixtures
+	$(MAKE) -s native NATIVE_DIR=$(GPU_PACK)/native && rm -rf $(GPU_PACK)/native/obj
+	cc -std=c11 -O2 -Isrc/tvmrt/include tests/native/c/run_model.c -o $(GPU_PACK)/native/run_model \
+		-L$(GPU_PACK)/native -ltvmrt_runtime -lpthread -Wl,-rpath,'$$ORIGIN'
 	find $(GPU_PACK) -name __pycache__ -prune -exec rm -rf {} +
 	du -sh $(GPU_PACK)
 

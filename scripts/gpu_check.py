@@ -8,17 +8,22 @@ with numpy and the NVIDIA driver)::
 Without a driver or a GPU it prints why and exits 2. Otherwise it prints the device and
 driver, then for every fixture (TVM 0.27 host code + PTX / cubin / fatbin, and the
 separate ``.ptx`` + ``.tvm_meta.json``) the max abs error against the golden the same TIR
-gave on the CPU, then the timings: per call, wall time (call + stream sync) vs the
-kernel's own time from CUDA events, the overhead per call in us and as a share; and
-host->device copy GB/s through tvmrt vs the driver's own ``cuMemcpyHtoD`` on the same
-buffer. Exit 1 if any fixture is off by more than 1e-4.
+gave on the CPU, the C runtime's run of the Relay-era fixture on ``kDLCUDA`` (the pack's
+``native/run_model`` over ``native/libtvmrt_runtime.so``), then the timings: per call,
+wall time (call + stream sync) vs the kernel's own time from CUDA events, the overhead
+per call in us and as a share; and host->device copy GB/s through tvmrt vs the driver's
+own ``cuMemcpyHtoD`` on the same buffer. Exit 1 if any fixture is off by more than 1e-4.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -90,6 +95,18 @@ def check_fixtures(folder: Path) -> bool:
     err = float(np.max(np.abs(module.get_output(0).numpy() - golden["expected"])))
     ok &= err <= TOLERANCE
     print(f"  {'cnn_ptx.so (graph)':24s} {'3 kernels, PTX':34s} max err {err:.3g}")
+    if (folder / "mobilenet_cuda").exists():  # tvmrt compile --target cuda, MobileNet-class
+        mobile = _mobilenet(folder)
+        golden = np.load(folder / "mobilenet_golden.npz")
+        mobile.set_input("x", golden["x"])
+        mobile.run()
+        got = mobile.get_output(0).numpy()
+        err = float(np.max(np.abs(got - golden["expected"])))
+        rel = err / float(np.max(np.abs(golden["expected"])))
+        ok &= rel <= 1e-3 and int(got.argmax()) == int(golden["expected"].argmax())
+        print(f"  {'mobilenet_cuda (graph)':24s} {'tvmrt compile --target cuda':34s} "
+              f"max err {err:.3g} ({rel:.2g} of the largest), top-1 "
+              f"{int(got.argmax())} vs {int(golden['expected'].argmax())}")  # fmt: skip
     if (folder / "relay019_ptx.so").exists():  # TVM 0.19's host code, legacy blob
         lib = runtime.load_module(str(folder / "relay019_ptx.so"))
         relay = graph_executor.GraphModule(lib["default"](runtime.cuda()))
@@ -108,26 +125,41 @@ def _graph(folder: Path) -> graph_executor.GraphModule:
     return graph_executor.GraphModule(lib["default"](runtime.cuda()))
 
 
-def bench(folder: Path, api: CUDADeviceAPI) -> None:
+def _mobilenet(folder: Path) -> Any:
+    """The MobileNet-class folder's graph executor on cuda(0) (TVM's GraphModule face)."""
+    from tvmrt.artifact import find_artifact, load_artifact
+
+    return load_artifact(find_artifact(folder / "mobilenet_cuda"), runtime.cuda()).executor
+
+
+def _bench_graph(label: str, module: Any, x: np.ndarray[Any, Any]) -> None:
+    """run() wall time back to back vs the sum of its kernels' event times."""
     dev = runtime.cuda()
-    module = _graph(folder)
-    module.set_input("x", np.load(folder / "cnn_golden.npz")["x"])
+    module.set_input("x", x)
     for _ in range(20):
         module.run()
     dev.sync()
-    runs = 1000
+    runs = 300
     start = time.perf_counter()
     for _ in range(runs):
         module.run()
     dev.sync()
     wall = (time.perf_counter() - start) / runs * 1e6
     with kernel_timer() as timer:
-        for _ in range(100):
+        for _ in range(50):
             module.run()
-    kernels = sum(ms for _, ms in timer.times) / 100 * 1e3
-    print(f"  cnn graph run(): wall {wall:.1f} us/run (back to back), kernels {kernels:.1f} us "
-          f"(events, {len(timer.times) // 100} per run); overhead {wall - kernels:.1f} us = "
-          f"{max(wall - kernels, 0) / wall:.0%} of the run")  # fmt: skip
+    kernels = sum(ms for _, ms in timer.times) / 50 * 1e3
+    print(f"  {label} run(): wall {wall:.1f} us/run (back to back), kernels {kernels:.1f} us "
+          f"(events, {len(timer.times) // 50} per run); overhead {wall - kernels:.1f} us = "
+          f"{max(wall - kernels, 0) / wall:.1%} of the run")  # fmt: skip
+
+
+def bench(folder: Path, api: CUDADeviceAPI) -> None:
+    dev = runtime.cuda()
+    _bench_graph("cnn graph", _graph(folder), np.load(folder / "cnn_golden.npz")["x"])
+    if (folder / "mobilenet_cuda").exists():
+        x = np.load(folder / "mobilenet_golden.npz")["x"]
+        _bench_graph("mobilenet_cuda graph", _mobilenet(folder), x)
     lib = runtime.load_module(str(folder / "dense_relu_ptx.so"))
     golden = np.load(folder / "dense_relu_golden.npz")
     x, w = (runtime.array(golden[k], dev) for k in ("arr_0", "arr_1"))
@@ -227,6 +259,38 @@ def check_serve(folder: Path) -> bool:
         proc.wait(timeout=30)
 
 
+def check_c_runtime(folder: Path) -> bool:
+    """The C runtime (libtvmrt_runtime, no Python) runs each CUDA fixture it can load on
+    kDLCUDA: ``run_model`` (tests/native/c/run_model.c, built by the pack beside the fixtures)
+    with RUN_MODEL_DEVICE=cuda, its output against the CPU golden. The tvm-ffi fixtures
+    (TVM 0.27) are Python-only: the C runtime runs the legacy ABI (TVM <= 0.20)."""
+    exe = folder.parent / "native" / "run_model"
+    if not exe.exists():
+        print("  C runtime: not packed (run make gpu-check-pack)")
+        return False
+    ok = True
+    for lib, golden_file in (("relay019_ptx.so", "relay019_golden.npz"),):
+        if not (folder / lib).exists():
+            continue
+        golden = np.load(folder / golden_file)
+        with tempfile.TemporaryDirectory() as tmp:
+            x = Path(tmp) / "x.bin"
+            np.ascontiguousarray(golden["x"]).tofile(x)
+            env = {**os.environ, "RUN_MODEL_DEVICE": "cuda"}
+            cmd = [str(exe), "factory", str(folder / lib), "x", str(x), f"{tmp}/out"]
+            proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+            if proc.returncode != 0:
+                print(f"  C runtime {lib}: FAILED: {(proc.stdout + proc.stderr).strip()}")
+                ok = False
+                continue
+            want = golden["expected"]
+            got = np.fromfile(f"{tmp}/out0.bin", dtype=want.dtype).reshape(want.shape)
+        err = float(np.max(np.abs(got - want)))
+        ok &= err <= TOLERANCE
+        print(f"  {'C runtime ' + lib:24s} {'run_model on kDLCUDA':34s} max err {err:.3g}")
+    return ok
+
+
 def main() -> int:
     folder = Path(sys.argv[1] if len(sys.argv) > 1 else "build/gpu-check/fixtures")
     api = _device()
@@ -235,6 +299,7 @@ def main() -> int:
           f"driver CUDA {api.driver.version_text}, {api.count} GPU(s)")  # fmt: skip
     print("fixtures (TVM 0.27 host code; golden: the same TIR on the CPU):")
     ok = check_fixtures(folder)
+    ok &= check_c_runtime(folder)
     ok &= check_serve(folder)
     print("benchmark:")
     bench(folder, api)

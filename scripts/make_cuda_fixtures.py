@@ -21,6 +21,7 @@ also goes out as separate files (``<name>.ptx`` + ``<name>.tvm_meta.json``).
 from __future__ import annotations
 
 import json
+import shutil
 import struct
 import subprocess
 import sys
@@ -279,6 +280,83 @@ def build_graph(out: Path) -> None:
         np.savez(out / "cnn_golden.npz", x=x, expected=gm.get_output(0).numpy())
 
 
+def mobilenet_model() -> Any:
+    """A MobileNet v1 (width 0.5) as ONNX: a strided 3x3 conv, 13 depthwise-separable
+    blocks (depthwise 3x3 + pointwise 1x1, each Conv with bias + Clip(0, 6)), global
+    average pooling, a 1000-way Gemm and Softmax, on 1x3x224x224; weights from a fixed seed
+    (He-scaled, so activations neither vanish nor explode through 28 layers)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+    inits, nodes = [], []
+    relu6 = [numpy_helper.from_array(np.array(v, "float32"), n) for v, n in ((0, "lo"), (6, "hi"))]
+    inits.extend(relu6)
+
+    def conv(src: str, cin: int, cout: int, k: int, stride: int, group: int) -> str:
+        i = len(nodes)
+        fan_in = cin // group * k * k
+        w = (rng.standard_normal((cout, cin // group, k, k)) * np.sqrt(2 / fan_in)).astype(
+            "float32"
+        )
+        b = (rng.standard_normal(cout) * 0.05).astype("float32")
+        inits.extend([numpy_helper.from_array(w, f"w{i}"), numpy_helper.from_array(b, f"b{i}")])
+        nodes.append(helper.make_node("Conv", [src, f"w{i}", f"b{i}"], [f"c{i}"], group=group,
+                                      kernel_shape=[k, k], strides=[stride, stride],
+                                      pads=[k // 2] * 4))  # fmt: skip
+        nodes.append(helper.make_node("Clip", [f"c{i}", "lo", "hi"], [f"r{i}"]))
+        return f"r{i}"
+
+    x = conv("x", 3, 16, 3, 2, 1)
+    cin = 16
+    for cout, stride in ((32, 1), (64, 2), (64, 1), (128, 2), (128, 1), (256, 2), (256, 1),
+                         (256, 1), (256, 1), (256, 1), (256, 1), (512, 2), (512, 1)):  # fmt: skip
+        x = conv(conv(x, cin, cin, 3, stride, cin), cin, cout, 1, 1, 1)
+        cin = cout
+    fc = (rng.standard_normal((1000, cin)) * np.sqrt(1 / cin)).astype("float32")
+    inits.extend([numpy_helper.from_array(fc, "fc"),
+                  numpy_helper.from_array(np.zeros(1000, "float32"), "fcb"),
+                  numpy_helper.from_array(np.array([1, -1], "int64"), "flat")])  # fmt: skip
+    nodes += [
+        helper.make_node("GlobalAveragePool", [x], ["gap"]),
+        helper.make_node("Reshape", ["gap", "flat"], ["f"]),
+        helper.make_node("Gemm", ["f", "fc", "fcb"], ["y"], transB=1),
+        helper.make_node("Softmax", ["y"], ["p"], axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "mobilenet_v1_050",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 224, 224])],
+        [helper.make_tensor_value_info("p", TensorProto.FLOAT, [1, 1000])], inits,
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    return model
+
+
+def build_mobilenet(out: Path) -> None:
+    """``mobilenet_cuda/``: ``tvmrt compile --target cuda`` of :func:`mobilenet_model`
+    (TVM 0.27 + nvcc PTX for sm_75; a tvm-ffi era folder with ``standalone.so``). Golden:
+    ``tvmrt compile`` of the same ONNX for the CPU, run by tvmrt on the CPU."""
+    import onnx
+
+    from tvmrt.artifact import find_artifact, load_artifact
+    from tvmrt.compiler import compile as tvmrt_compile
+    from tvmrt.runtime import cpu
+
+    with tempfile.TemporaryDirectory() as tmp:
+        model = Path(tmp) / "mobilenet.onnx"
+        onnx.save(mobilenet_model(), str(model))
+        target = out / "mobilenet_cuda"
+        shutil.rmtree(target, ignore_errors=True)
+        tvmrt_compile(str(model), "cuda", output_dir=str(target), progress=None)
+        tvmrt_compile(str(model), "x86-64", output_dir=f"{tmp}/cpu", progress=None)
+        golden = load_artifact(find_artifact(Path(f"{tmp}/cpu/standalone.so")), cpu())
+        x = np.random.default_rng(4).uniform(0, 1, (1, 3, 224, 224)).astype("float32")
+        golden.executor.set_input("x", x)
+        golden.executor.run()
+        np.savez(out / "mobilenet_golden.npz", x=x, expected=golden.executor.get_output(0).numpy())
+
+
 def main() -> None:
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "build/cuda-fixtures")
     out.mkdir(parents=True, exist_ok=True)
@@ -287,6 +365,8 @@ def main() -> None:
         print("made", name)
     build_graph(out)
     print("made cnn (graph executor factory)")
+    build_mobilenet(out)
+    print("made mobilenet_cuda (tvmrt compile --target cuda)")
     build_relay019(out)
 
 

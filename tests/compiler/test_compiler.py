@@ -495,9 +495,10 @@ def test_target_selection() -> None:
         out = {"host": host_cpu(), "default": resolve_target(None),
                "native": resolve_target("native"), "v3": resolve_target("x86-64-v3"),
                "string": resolve_target("llvm -mcpu=x86-64-v2 -mattr=+sse4.2"),
-               "dict": resolve_target({"kind": "llvm", "mcpu": "host"})}
+               "dict": resolve_target({"kind": "llvm", "mcpu": "host"}),
+               "cuda": resolve_target("cuda"), "cuda80": resolve_target("cuda -arch=sm_80")}
         errors = {}
-        for bad in ("znver99", "cuda", "two words"):
+        for bad in ("znver99", "vulkan", "two words"):
             try:
                 resolve_target(bad)
             except ValueError as exc:
@@ -514,7 +515,9 @@ def test_target_selection() -> None:
     assert got["v3"] == {"kind": "llvm", "mcpu": "x86-64-v3"}
     assert got["string"] == {"kind": "llvm", "mcpu": "x86-64-v2", "mattr": ["+sse4.2"]}
     assert got["errors"]["znver99"].startswith("target CPU 'znver99' is unknown to LLVM")
-    assert got["errors"]["cuda"].startswith("target kind 'cuda' is not supported")
+    assert got["cuda"] == {"kind": "cuda", "arch": "sm_75"}
+    assert got["cuda80"] == {"kind": "cuda", "arch": "sm_80"}
+    assert got["errors"]["vulkan"].startswith("target kind 'vulkan' is not supported")
     assert got["errors"]["two words"].startswith("target 'two words' is not a CPU name")
 
 

@@ -7,7 +7,7 @@ an export tar beside the ``.tar.so`` TVM's ``load_module`` leaves), the MLF AOT 
 tests/mlf_aot, the Neo folders of tests/dlr, and an Android (bionic) library built here.
 ``inspect`` is :func:`inspect_artifact` (what ``tvmrt inspect`` prints and exits by);
 ``run`` is the ``tvmrt run`` command in this process, on the device ``inspect`` names
-(``--device opencl`` for OpenCL kernels), with a Relay VM's inputs from its golden file
+(``--device opencl`` for OpenCL kernels, ``--device cuda`` for CUDA ones), with a Relay VM's inputs from its golden file
 (or zeros of the shapes its Neo ``compiled.meta`` gives: its shapes are dynamic) and
 random inputs otherwise. A test fails listing every
 artifact where the two disagree.
@@ -16,6 +16,7 @@ artifact where the two disagree.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import json
 import os
@@ -55,8 +56,8 @@ def _inspect(path: Path) -> tuple[bool, str, str]:
         report = inspect_artifact(find_artifact(path))
     except (TVMError, OSError) as exc:  # tvmrt inspect exits 1 with this message
         return False, str(exc), "cpu"
-    code = report.library.device_code or ""
-    device = "opencl" if "opencl" in code.lower() else "cpu"
+    code = (report.library.device_code or "").lower()
+    device = "opencl" if "opencl" in code else "cuda" if "--device cuda" in code else "cpu"
     return report.runnable, (report.problems or [""])[0], device
 
 
@@ -171,3 +172,47 @@ def test_an_android_library_is_named_and_refused(tmp_path: Path) -> None:
     assert not says
     assert "Android (bionic libc): an Android app's library, not a Linux one" in problem
     assert disagreements([lib], tmp_path) == []
+
+
+CUDA_FIXTURES = REPO / "build" / "cuda-fixtures"
+
+
+@pytest.mark.parametrize(
+    ("driver", "gpus", "sm"),
+    [("missing", 0, 0), ("stand-in", 0, 75), ("stand-in", 1, 75), ("stand-in", 1, 70)],
+)
+def test_cuda_fixtures(
+    driver: str, gpus: int, sm: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CUDA fixtures (scripts/make_cuda_fixtures.py), with no NVIDIA driver, with the
+    recording stand-in (tests/support/fake_libcuda.c) showing no GPU, an sm_75 GPU, and an
+    sm_70 GPU their PTX (for sm_75) is too new for: inspect says "runs here" exactly when
+    ``tvmrt run --device cuda`` runs."""
+    from support.fake_cuda import FakeLog, build
+    from tvmrt.runtime.backends import _cuda_driver
+
+    device_table = importlib.import_module("tvmrt.runtime.device")
+
+    paths = sorted(p for p in CUDA_FIXTURES.glob("*.so")) if CUDA_FIXTURES.is_dir() else []
+    if not paths:
+        pytest.skip("no CUDA fixtures: scripts/make_cuda_fixtures.py makes build/cuda-fixtures")
+    lib = tmp_path / "no-driver" / "libcuda.so.1"
+    if driver == "stand-in":
+        lib = build(tmp_path)
+        FakeLog(lib).config(count=gpus, sm=sm)
+    monkeypatch.setenv(_cuda_driver.LIBRARY_ENV, str(lib))
+    monkeypatch.setattr(_cuda_driver, "_driver", [])
+    cuda = int(device_table.DLDeviceType.kDLCUDA)
+    device_table.unregister_device_api(cuda)
+    device_table._lazy[cuda] = "tvmrt.runtime.backends.cuda:backend"
+    try:
+        said = [_inspect(path)[0] for path in paths]
+        assert disagreements(paths, tmp_path) == []
+    finally:
+        device_table.unregister_device_api(cuda)
+        device_table._lazy[cuda] = "tvmrt.runtime.backends.cuda:backend"
+    graphs = [path.name for path, yes in zip(paths, said, strict=True) if yes]
+    if driver == "stand-in" and gpus and sm == 75:
+        assert "relay019_ptx.so" in graphs  # a graph factory whose PTX this GPU JITs
+    else:
+        assert graphs == []

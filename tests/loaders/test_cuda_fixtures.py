@@ -191,3 +191,37 @@ def test_relay_era_factory_with_a_cuda_blob_entry(fixtures: Path, fake: FakeLog)
         "cuLaunchKernel tvmgen_default_fused_nn_softmax_kernel grid=1,1,1 block=32,1,1 smem=0 "
         "stream=0 args= dev dev",
     ]
+
+
+def test_profile_times_cuda_kernels_with_events(fixtures: Path, fake: FakeLog) -> None:
+    """``tvmrt profile --device cuda``: each node's time is its kernels' CUDA event time (the
+    stand-in reports 250 us per timed launch, a figure wall time never gives), with events
+    recorded around every launch, for the per-node table and TVM's Report (--csv) alike."""
+    import contextlib
+    import csv
+    import io
+
+    from tvmrt.cli import main as cli_main
+
+    lib = str(fixtures / "relay019_ptx.so")
+    if not (fixtures / "relay019_ptx.so").exists():
+        pytest.skip("the Relay-era fixture needs TVM 0.19 (the tvm019 peers venv)")
+    for fmt in ([], ["--csv"]):
+        fake.reset()
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert cli_main(["profile", lib, "--device", "cuda", "--number", "2", *fmt]) == 0
+        log = fake.lines()
+        launches = [i for i, line in enumerate(log) if line.startswith("cuLaunchKernel")]
+        record = "cuEventRecord stream=0"  # start and end events on the launch's stream
+        timed = [i for i in launches if log[i - 1] == record and log[i + 1] == record]
+        assert len(timed) >= 2  # both kernels (the warm-up runs are not timed)
+        assert log.count(record) == 2 * len(timed)
+        assert log.count("cuEventElapsedTime") == len(timed)
+        if fmt:
+            rows = list(csv.DictReader(io.StringIO(out.getvalue().strip())))
+            assert [float(r["Duration (us)"]) for r in rows] == [250.0, 250.0]
+            assert {r["Device"] for r in rows} == {"cuda0"}
+        else:
+            table = [line.split() for line in out.getvalue().splitlines()[2:4]]
+            assert [row[2] for row in table] == ["250.0", "250.0"]

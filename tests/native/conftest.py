@@ -47,10 +47,21 @@ class NativeBuild:
     def run(
         self, exe: Path, *args: str | Path, cwd: Path | None = None, timeout: float = 300
     ) -> subprocess.CompletedProcess[str]:
+        return self.run_env(exe, self.env, *args, cwd=cwd, timeout=timeout)
+
+    def run_env(
+        self,
+        exe: Path,
+        env: dict[str, str],
+        *args: str | Path,
+        cwd: Path | None = None,
+        timeout: float = 300,
+    ) -> subprocess.CompletedProcess[str]:
+        """run() in the environment `env` (start from self.env)."""
         return subprocess.run(
             [str(exe), *map(str, args)],
             cwd=cwd,
-            env=self.env,
+            env=env,
             capture_output=True,
             text=True,
             timeout=timeout,

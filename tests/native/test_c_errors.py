@@ -60,11 +60,11 @@ def test_errors_use_the_python_runtime_words(
     assert "NO ERROR" not in got.values(), proc.stdout
     for case, want in _python_messages(artifacts).items():
         if case == "alloc_vulkan":
-            # the same words up to the list of backends, which is the C runtime's own (cpu)
-            # where Python's depends on what is installed (opencl with pyopencl)
+            # the same words up to the list of backends, which is the C runtime's own (cpu
+            # and cuda) where Python's depends on what is installed (opencl with pyopencl)
             head = want.split(" on ", 1)[0] + " on "
             assert got[case].startswith(head), (got[case], want)
-            assert got[case].endswith("on cpu (the C runtime ships backends for cpu)")
+            assert got[case].endswith("on cpu (the C runtime ships backends for cpu and cuda)")
             continue
         assert got[case] == want, case
     assert got["global_missing"] == "null"  # TVM: a NULL handle, not an error

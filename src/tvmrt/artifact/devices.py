@@ -9,14 +9,21 @@ session the host is that session's CPU.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from tvmrt.error import DeviceUnavailableError, InvalidArgumentError
+from tvmrt.error import DeviceUnavailableError, InvalidArgumentError, TVMError
 from tvmrt.runtime import kernel_services
 from tvmrt.runtime.device import MASK2STR, Device, DLDeviceType, cpu
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.remote_session import is_remote, local_type, remote_session
 
-__all__ = ["DEVICE_MODULE_KINDS", "check_device_code", "executor_devices", "set_kernel_threads"]
+__all__ = [
+    "DEVICE_MODULE_KINDS",
+    "check_device_code",
+    "device_code_problem",
+    "executor_devices",
+    "set_kernel_threads",
+]
 
 # module kinds holding kernels for a device, not the host (see tvmrt.runtime.loaders.blob)
 DEVICE_MODULE_KINDS = {"opencl": "OpenCL", "cuda": "CUDA", "vulkan": "Vulkan", "metal": "Metal"}
@@ -68,6 +75,35 @@ def check_device_code(lib: Module, dev: Device, path: Path) -> None:
             f"module), which do not run on the CPU: choose that device (tvmrt ... --device "
             f"{kind}; in Python, pass runtime.{kind}(0) with runtime.cpu(0))"
         )
+
+
+def device_code_problem(kind: str, image: Any, what: str) -> str | None:
+    """Why the kernels of a ``kind`` device module cannot run on this machine, or None.
+
+    CUDA kernels need the NVIDIA driver and a GPU (``cuda(0)``), and a GPU and driver that
+    can run the image (``image``: its PTX ISA and SM targets, for
+    :func:`~tvmrt.runtime.loaders.cuda_image.check_runs_on`). Loading the driver runs
+    none of the artifact's code. Other kinds are not checked here.
+    """
+    if kind != "cuda":
+        return None
+    from tvmrt.runtime.device_api import get_device_api
+    from tvmrt.runtime.loaders.cuda_image import CudaImage, check_runs_on
+
+    dev = Device(DLDeviceType.kDLCUDA, 0)
+    api = get_device_api(dev)
+    if not api.attribute(dev, "exist"):
+        reason = getattr(api, "reason", None) or (
+            f"the NVIDIA driver (CUDA {api.attribute(dev, 'driver_version')}) reports no GPU"
+        )
+        return f"its CUDA kernels cannot run here: {reason}"
+    if isinstance(image, CudaImage):
+        major, minor = (int(x) for x in str(api.attribute(dev, "compute_version")).split("."))
+        try:
+            check_runs_on(image, major * 10 + minor, int(api.attribute(dev, "api_version")), what)
+        except TVMError as exc:
+            return f"its CUDA kernels cannot run here: {exc}"
+    return None
 
 
 def set_kernel_threads(count: int) -> None:

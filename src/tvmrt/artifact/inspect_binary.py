@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tvmrt.artifact.devices import DEVICE_MODULE_KINDS
+from tvmrt.artifact.devices import DEVICE_MODULE_KINDS, device_code_problem
 from tvmrt.artifact.report import LibraryNeeds, LibraryReport
 from tvmrt.binfmt import abi, binary, elf_checks
 from tvmrt.error import ModuleLoadError, TVMError
@@ -160,6 +160,9 @@ def _read_factory(
             found.library.device_code = (
                 f"{DEVICE_MODULE_KINDS[kind]} kernels ({what}): run it with --device {kind}"
             )
+            problem = device_code_problem(kind, image, f"{shown}: {kind!r} module")
+            if problem is not None:
+                problems.append(problem)
 
 
 def _inspect_objects(path: Path, form: FileKind, found: Found, problems: list[str]) -> None:

@@ -9,11 +9,12 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from tvmrt.compiler import build, emitter, frontend
+from tvmrt.compiler import build, cuda, emitter, frontend
 from tvmrt.compiler import tune as tuning
 from tvmrt.compiler._tvm import require_tvm
 from tvmrt.compiler.result import GRAPH, LIB, PARAMS, STANDALONE, TUNING_DIR, CompileResult
 from tvmrt.compiler.target import TargetSpec, resolve_target
+from tvmrt.error import InvalidArgumentError
 from tvmrt.runtime.graph_executor import parse_graph
 from tvmrt.runtime.params import save_param_dict
 
@@ -56,7 +57,10 @@ def run_pipeline(
         # MetaSchedule sizes parallel loops by num-cores; build with the same target
         target_dict.setdefault("num-cores", _num_cores())
     tvm = require_tvm()
-    tgt = tvm.target.Target(target_dict)
+    on_cuda = target_dict.get("kind") == "cuda"
+    if on_cuda and tune is not None:
+        raise InvalidArgumentError("--tune is for CPU targets; a cuda build is not tuned")
+    tgt = cuda.cuda_target(target_dict) if on_cuda else tvm.target.Target(target_dict)
     clock.lap("import")
 
     mod = frontend.lower(frontend.import_onnx(proto, shapes), tgt)
@@ -80,7 +84,7 @@ def run_pipeline(
             art = emitter.emit_graph(mod, names, output_names)
         clock.lap("tune")
 
-    lib = build.build_kernels(mod, art.kernels, tgt)
+    lib = None if on_cuda else build.build_kernels(mod, art.kernels, tgt)
     clock.lap("build")
 
     os.makedirs(output_dir, exist_ok=True)
@@ -93,8 +97,13 @@ def run_pipeline(
         # the kernels are today's TVM (tvm-ffi): their params use its dtype codes, which
         # the graph executor reads for a tvm-ffi library (and TVM itself reads)
         f.write(save_param_dict(art.params, dtype_codes="ffi"))
-    build.export_library(lib, paths[LIB])
-    build.write_factory_library(lib, paths[STANDALONE], graph_json, art.params, tgt)
+    if on_cuda:  # built here: the kernels are scheduled, compiled (nvcc) and linked at once
+        cuda.build_cuda_libraries(
+            mod, art.kernels, tgt, graph_json, art.params, paths[LIB], paths[STANDALONE]
+        )
+    else:
+        build.export_library(lib, paths[LIB])
+        build.write_factory_library(lib, paths[STANDALONE], graph_json, art.params, tgt)
     clock.lap("write")
 
     return CompileResult(

@@ -62,6 +62,8 @@ def _as_dict(spec: TargetSpec) -> dict[str, Any]:
     if not isinstance(spec, str):
         raise ArgumentTypeError(f"target must be a str or a dict, got {type(spec).__name__}")
     text = spec.strip()
+    if text == "cuda":
+        return {"kind": "cuda"}
     if text.startswith("{"):
         try:
             value = json.loads(text)
@@ -89,13 +91,15 @@ def resolve_target(spec: TargetSpec = None) -> dict[str, Any]:
         ``None`` or ``"host"`` (this machine's CPU, by name), ``"native"`` (the same),
         a CPU name (``"znver3"``, ``"skylake-avx512"``), a portable level
         (``"x86-64-v3"``: AVX2/FMA, ``"x86-64-v2"``: SSE4.2), ``"llvm -mcpu=..."``, or a
-        target dict / JSON object with ``"kind": "llvm"``.
+        target dict / JSON object with ``"kind": "llvm"``; or ``"cuda"`` / ``"cuda
+        -arch=sm_XY"`` / ``{"kind": "cuda", "arch": "sm_XY"}`` for an NVIDIA GPU (arch
+        ``sm_75`` unless given).
 
     Returns
     -------
     dict
         A target dict with ``kind`` ``"llvm"`` and, unless the caller gave a dict without
-        one, an ``mcpu`` that LLVM knows.
+        one, an ``mcpu`` that LLVM knows; or ``kind`` ``"cuda"`` with an ``arch``.
 
     Raises
     ------
@@ -104,10 +108,13 @@ def resolve_target(spec: TargetSpec = None) -> dict[str, Any]:
     """
     target = _as_dict(spec)
     kind = target.get("kind")
+    if kind == "cuda":  # an NVIDIA GPU (tvmrt.compiler.cuda), PTX for arch and up
+        target.setdefault("arch", "sm_75")
+        return target
     if kind != "llvm":
         raise InvalidArgumentError(
-            f"target kind {kind!r} is not supported: tvmrt runs CPU kernels only, so the "
-            "target must be an LLVM CPU target (e.g. 'host' or 'x86-64-v3')"
+            f"target kind {kind!r} is not supported: the target must be an LLVM CPU target "
+            "(e.g. 'host' or 'x86-64-v3') or 'cuda' (an NVIDIA GPU, e.g. 'cuda -arch=sm_75')"
         )
     mcpu = target.get("mcpu")
     if mcpu in _HOST_NAMES:

@@ -26,6 +26,7 @@ import numpy as np
 
 from tvmrt.error import (
     ArgumentTypeError,
+    DeviceUnavailableError,
     FunctionNotFoundError,
     GlobalFunctionNotFoundError,
     InvalidArgumentError,
@@ -327,6 +328,14 @@ class RemoteDeviceAPI(DeviceAPI):
         if name == "exist":
             self._exist[dev] = bool(value)
         return value
+
+    def alloc(self, dev: Device, nbytes: int, alignment: int = 64) -> Storage:
+        if nbytes >= 0 and not self.attribute(dev, "exist"):
+            raise DeviceUnavailableError(
+                f"device {dev} does not exist on the RPC server: its machine has no such "
+                "device, or no driver for it (for CUDA: the NVIDIA driver and a GPU)"
+            )
+        return super().alloc(dev, nbytes, alignment)
 
     def _alloc(self, dev: Device, nbytes: int, alignment: int) -> Any:
         handle = self.endpoint.alloc_data(dev, nbytes, alignment)

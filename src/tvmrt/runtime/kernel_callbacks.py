@@ -6,9 +6,13 @@ asks ``TVMBackendGetFuncFromEnv`` for it with the token its library holds in
 to the two ctypes callbacks here, which :mod:`tvmrt.runtime.kernel_services` installs when
 it loads the library; they are kept alive for the life of the process.
 
-A name is looked up in the token's module (and its imports), then in the global registry.
-Neither the token nor a function handle keeps a module alive: a library is unloaded when
-its module goes (``loaders.library.unload_with``).
+A name is looked up in the token's module (and its imports), then in the global registry,
+once per function handle: host code calls its kernels through ``TVMFuncCall`` on every
+run, so a handle's answer is kept (as TVM's ``ModuleNode`` keeps its ``import_cache_``)
+while the token's module lives, and dropped with it. Only answers from an import or the
+registry are kept; a function of the token's module itself is looked up on each call, so
+that neither the token nor a function handle keeps a module alive: a library is unloaded
+when its module goes (``loaders.library.unload_with``).
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ _modules: weakref.WeakValueDictionary[int, FunctionSource] = weakref.WeakValueDi
 _tokens = itertools.count(1)
 _handles: dict[int, tuple[int, str]] = {}
 _handle_of: dict[tuple[int, str], int] = {}
+_resolved: dict[int, PackedFunc] = {}  # handle -> its function, while the token's module lives
 _ret_keepalive = threading.local()
 
 
@@ -82,7 +87,15 @@ def register_module_context(module: FunctionSource) -> int:
     with _lock:
         token = next(_tokens)
         _modules[token] = module
-        return token
+    weakref.finalize(module, _forget, token)
+    return token
+
+
+def _forget(token: int) -> None:
+    """Drop the kept answers of a module that is gone."""
+    with _lock:
+        for handle in [h for h, (t, _) in _handles.items() if t == token]:
+            _resolved.pop(handle, None)
 
 
 def _handle_for(token: int, name: str) -> int:
@@ -100,6 +113,27 @@ def _lookup(token: int, name: str) -> PackedFunc | None:
     module = _modules.get(token)
     func = module.find_function(name, True) if module is not None else None
     return func if func is not None else get_global_func(name, allow_missing=True)
+
+
+def _resolve(handle: int) -> PackedFunc | None:
+    """The function behind a handle from ``_get_func_from_env`` (kept after the first call
+    when it comes from an import or the registry, see the module's docstring)."""
+    key = _handles.get(handle)
+    if key is None:
+        return None
+    token, name = key
+    module = _modules.get(token)
+    if module is None:
+        return get_global_func(name, allow_missing=True)
+    own = module.find_function(name, False)
+    if own is not None:
+        return own
+    func = _lookup(token, name)
+    if func is not None:
+        with _lock:
+            if token in _modules:  # not kept for a module that went meanwhile
+                _resolved[handle] = func
+    return func
 
 
 def _report(message: str) -> None:
@@ -135,8 +169,7 @@ def _func_call(
     handle: int | None, args: Any, codes: Any, num_args: int, ret_val: Any, ret_code: Any
 ) -> int:
     try:
-        key = _handles.get(handle or 0)
-        func = _lookup(*key) if key is not None else None
+        func = _resolved.get(handle or 0) or _resolve(handle or 0)
         if func is None:
             _report(f"TVMFuncCall: invalid function handle {handle}")
             return -1

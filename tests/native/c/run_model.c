@@ -9,7 +9,9 @@
  * factory: lib["default"](cpu); syslib: runtime.SystemLib()["default"](cpu) after loading
  * LIB (`-`: nothing to load, the system library is linked into this program); files:
  * tvm.graph_runtime.create(json, lib, 1, 0) + load_params. Every output is read twice
- * (get_output(i) and get_output(i, out)) and the two must agree.
+ * (get_output(i) and get_output(i, out)) and the two must agree. RUN_MODEL_DEVICE=cuda runs
+ * the executor on cuda(0) (kDLCUDA) instead of the CPU: the input and outputs are CPU arrays
+ * copied to and from the GPU by set_input and get_output.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +81,8 @@ int main(int argc, char** argv) {
   DLTensor *view, *x;
   char* data;
   size_t size;
+  const char* device = getenv("RUN_MODEL_DEVICE");
+  int device_type = device != NULL && strcmp(device, "cuda") == 0 ? kDLCUDA : kDLCPU;
   if (argc < 6) {
     fprintf(stderr, "usage: see the file comment\n");
     return 2;
@@ -98,7 +102,7 @@ int main(int argc, char** argv) {
     codes[0] = kTVMStr;
     args[1].v_handle = lib;
     codes[1] = kTVMModuleHandle;
-    args[2].v_int64 = kDLCPU;
+    args[2].v_int64 = device_type;
     codes[2] = kTVMArgInt;
     args[3].v_int64 = 0;
     codes[3] = kTVMArgInt;
@@ -123,7 +127,7 @@ int main(int argc, char** argv) {
       CHECK(TVMFuncFree(f));
     }
     f = get(root, "default");
-    args[0].v_device.device_type = kDLCPU;
+    args[0].v_device.device_type = (DLDeviceType)device_type;
     args[0].v_device.device_id = 0;
     codes[0] = kDLDevice;
     gmod = call_for_module(f, args, codes, 1);
@@ -172,7 +176,7 @@ int main(int argc, char** argv) {
     FILE* out;
     DLTensor* copy;
     size_t n;
-    char* bytes;
+    char *bytes, *direct;
     args[0].v_int64 = i;
     codes[0] = kTVMArgInt;
     CHECK(TVMFuncCall(f, args, codes, 1, &ret, &code));
@@ -184,8 +188,10 @@ int main(int argc, char** argv) {
     codes[1] = kTVMNDArrayHandle;
     CHECK(TVMFuncCall(f, args, codes, 2, &ret, &code));
     bytes = (char*)malloc(n ? n : 1);
+    direct = (char*)malloc(n ? n : 1);
     CHECK(TVMArrayCopyToBytes(copy, bytes, n));
-    if (n != 0 && memcmp(bytes, view->data, n) != 0) {
+    CHECK(TVMArrayCopyToBytes(view, direct, n)); /* the view may be GPU memory */
+    if (n != 0 && memcmp(bytes, direct, n) != 0) {
       fprintf(stderr, "get_output(%d) and get_output(%d, out) disagree\n", i, i);
       return 1;
     }
@@ -194,6 +200,7 @@ int main(int argc, char** argv) {
     if (out == NULL || fwrite(bytes, 1, n, out) != n) return 1;
     fclose(out);
     free(bytes);
+    free(direct);
     CHECK(TVMArrayFree(copy));
     CHECK(TVMArrayFree(view));
   }

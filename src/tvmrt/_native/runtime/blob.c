@@ -24,6 +24,7 @@ static const struct {
     {"VMExecutable", tvmrt_vm_exec_load_blob},         /* a Relay VM executable (vm_exec.c) */
     {"AotExecutorFactory", tvmrt_aot_factory_load},
     {"metadata_module", tvmrt_aot_metadata_load},
+    {"cuda", tvmrt_cuda_module_load},
 };
 #define NUM_LOADERS (sizeof(k_loaders) / sizeof(k_loaders[0]))
 
@@ -41,7 +42,8 @@ static tvmrt_module* load_entry(const char* key, tvmrt_reader* r) {
   tvmrt_fail("ModuleLoadError",
              "Binary was created using {%.100s} but a loader of that name is not registered. "
              "libtvmrt_runtime loads GraphExecutorFactory (and GraphRuntimeFactory), "
-             "AotExecutorFactory, metadata_module and VMExecutable modules of CPU kernels.",
+             "AotExecutorFactory, metadata_module and VMExecutable modules of CPU kernels, "
+             "and cuda modules.",
              key);
   return NULL;
 }

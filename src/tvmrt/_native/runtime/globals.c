@@ -9,6 +9,7 @@
  *   runtime.SystemLib / module._GetSystemLib               ([prefix])
  *   runtime.ModuleLoadFromFile                             (path[, format])
  *   tvm.aot_executor.create                                (lib, device[, model name])
+ *   __tvm_set_device                                       (device_type, device_id): cuda
  *   tvm.contrib.sort.* and the other C-implemented contrib functions (sort.c)
  */
 #include <stdlib.h>
@@ -92,6 +93,7 @@ static const struct {
     {"module._GetSystemLib", f_system_lib},
     {"runtime.ModuleLoadFromFile", f_load_from_file},
     {"tvm.aot_executor.create", tvmrt_aot_global_create},
+    {"__tvm_set_device", tvmrt_cuda_set_device},
 };
 #define NUM_BUILTINS (sizeof(k_builtins) / sizeof(k_builtins[0]))
 
@@ -236,6 +238,7 @@ static void init_once(void) {
   const char* env = getenv("TVM_NUM_THREADS");
   if (env == NULL || *env == '\0') env = getenv("OMP_NUM_THREADS");
   tvmrt_set_env_callbacks(env_lookup, tvmrt_func_call);
+  tvmrt_set_device_workspace_callbacks(tvmrt_cuda_workspace_alloc, tvmrt_cuda_workspace_free);
   if (env != NULL && *env != '\0') {
     char* end = NULL;
     long n = strtol(env, &end, 10);

@@ -39,6 +39,7 @@ typedef struct {
   int64_t* shapes; /* per entry: RT_MAX_NDIM slots */
   int64_t* storage_ids;
   size_t num_storage; /* max storage id + 1 */
+  int device_type;    /* the device_index every entry names (0: none given) */
 } tvmrt_graph;
 
 int tvmrt_graph_parse(const char* json, size_t len, tvmrt_graph* out);

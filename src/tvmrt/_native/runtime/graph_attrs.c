@@ -1,7 +1,8 @@
 /*
  * The attrs tables of a graph JSON (dltype, shape, storage_id, device_index, storage_scope),
  * each checked row by row with the Python runtime's words (runtime/graph_executor/
- * graph_attrs.py); libtvmrt_runtime places every entry on the CPU in global memory.
+ * graph_attrs.py); libtvmrt_runtime places every entry on one device (the CPU or a CUDA
+ * GPU) in global memory.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,12 +124,19 @@ int tvmrt_graph_read_attrs(const tvmrt_json* attrs, tvmrt_graph* g) {
     }
     g->storage_ids[i] = id->i;
     if ((size_t)id->i + 1 > g->num_storage) g->num_storage = (size_t)id->i + 1;
-    if (dev != NULL && (dev->items[i].type != RT_JSON_NUMBER || dev->items[i].i != kDLCPU)) {
+    if (dev != NULL && (dev->items[i].type != RT_JSON_NUMBER ||
+                        (dev->items[i].i != kDLCPU && dev->items[i].i != kDLCUDA) ||
+                        (i > 0 && dev->items[i].i != g->device_type))) {
       return tvmrt_fail("UnsupportedError",
                         "graph JSON: entry %zu is placed on device type %lld; "
-                        "libtvmrt_runtime runs graphs on the CPU (device type 1) only",
-                        i, (long long)dev->items[i].i);
+                        "libtvmrt_runtime runs a graph on one device, the CPU (device type 1) "
+                        "or a CUDA GPU (2)%s",
+                        i, (long long)dev->items[i].i,
+                        i > 0 && dev->items[i].i != g->device_type
+                            ? ": a graph over several devices runs from Python"
+                            : "");
     }
+    if (dev != NULL) g->device_type = (int)dev->items[i].i;
     if (scope != NULL &&
         (scope->items[i].type != RT_JSON_STRING ||
          (scope->items[i].str[0] != '\0' && strcmp(scope->items[i].str, "global") != 0))) {

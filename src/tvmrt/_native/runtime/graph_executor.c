@@ -69,7 +69,7 @@ static int setup_storage(graph_executor* ge) {
     sid = (size_t)g->storage_ids[eid];
     if (n > sizes[sid]) sizes[sid] = n;
   }
-  if (host_memory_problem(sizes, g->num_storage) != 0) {
+  if (ge->dev.device_type == kDLCPU && host_memory_problem(sizes, g->num_storage) != 0) {
     free(sizes);
     return -1;
   }
@@ -84,10 +84,11 @@ static int setup_storage(graph_executor* ge) {
     int64_t n = (int64_t)sizes[sid];
     DLDataType u8 = {kDLUInt, 8, 1};
     /* a refcounted array, so an executor sharing its params keeps the memory, not us */
-    ge->pool[sid] = tvmrt_ndarray_empty(&n, 1, u8);
+    ge->pool[sid] = tvmrt_ndarray_empty_on(&n, 1, u8, ge->dev);
     if (ge->pool[sid] == NULL) {
       size_t want = sizes[sid];
       free(sizes);
+      if (ge->dev.device_type == kDLCUDA) return -1; /* the driver's error, named */
       return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %zu bytes for storage %zu", want,
                         sid);
     }
@@ -160,13 +161,14 @@ static int setup_op(graph_executor* ge, uint32_t nid, tvmrt_ge_op* op) {
 graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib, DLDevice dev) {
   graph_executor* ge;
   size_t nid;
-  if (dev.device_type != kDLCPU) {
+  if (dev.device_type != kDLCPU && dev.device_type != kDLCUDA) {
     tvmrt_fail("DeviceUnavailableError",
                "graph executor: device type %d is not supported; "
-               "libtvmrt_runtime runs graphs on the CPU (device type 1) only",
+               "libtvmrt_runtime runs graphs on the CPU (device type 1) or a CUDA GPU (2)",
                dev.device_type);
     return NULL;
   }
+  if (dev.device_type == kDLCUDA && tvmrt_cuda_activate(dev.device_id) != 0) return NULL;
   ge = (graph_executor*)calloc(1, sizeof(graph_executor));
   if (ge == NULL) {
     tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a graph executor");
@@ -175,10 +177,17 @@ graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib,
   ge->dev = dev;
   ge->lib = lib;
   tvmrt_retain(&lib->hdr);
-  if (tvmrt_graph_parse(json, len, &ge->g) != 0 || tvmrt_graph_check_plan(&ge->g) != 0 ||
-      setup_storage(ge) != 0) {
+  if (tvmrt_graph_parse(json, len, &ge->g) != 0 || tvmrt_graph_check_plan(&ge->g) != 0) {
     goto fail;
   }
+  if (ge->g.device_type != 0 && ge->g.device_type != (int)dev.device_type) {
+    tvmrt_fail("UnsupportedError",
+               "graph JSON places its entries on device type %d, but the executor is created "
+               "on device type %d; build the model for the device it runs on",
+               ge->g.device_type, (int)dev.device_type);
+    goto fail;
+  }
+  if (setup_storage(ge) != 0) goto fail;
   for (nid = 0; nid < ge->g.num_nodes; ++nid) ge->num_ops += ge->g.nodes[nid].is_op;
   ge->ops = (tvmrt_ge_op*)calloc(ge->num_ops ? ge->num_ops : 1, sizeof(tvmrt_ge_op));
   if (ge->ops == NULL) {

@@ -1,6 +1,6 @@
 /*
- * CPU arrays: TVMArrayAlloc/Free/CopyFromBytes/CopyToBytes/CopyFromTo, raw device memory,
- * streams (none on the CPU), dtype strings and byte sizes.
+ * Arrays on the CPU and on CUDA GPUs (cuda.c): TVMArrayAlloc/Free/CopyFromBytes/CopyToBytes/
+ * CopyFromTo, raw device memory, dtype strings and byte sizes (streams: streams.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,24 +8,24 @@
 
 #include "rt.h"
 
-static int check_cpu(int device_type, int device_id, const char* what) {
+/* 0 for the CPU; for a GPU, 0 once its context is current here; else -1, the error named */
+int tvmrt_device_ready(int device_type, int device_id, const char* what) {
   static const char* names[] = {NULL,     "cpu",       "cuda",    "cuda_host",    "opencl",
                                 NULL,     NULL,        "vulkan",  "metal",        "vpi",
                                 "rocm",   "rocm_host", "ext_dev", "cuda_managed", "oneapi",
                                 "webgpu", "hexagon"};
-  const char* name = device_type >= 0 && device_type <= 16 ? names[device_type] : NULL;
-  (void)what;
+  char label[96];
   if (device_type == kDLCPU) return 0;
-  if (name != NULL) {
-    return tvmrt_fail("DeviceUnavailableError",
-                      "no backend for device %s(%d): here tvmrt runs compiled kernels on cpu "
-                      "(the C runtime ships backends for cpu)",
-                      name, device_id);
+  if (device_type == kDLCUDA) return tvmrt_cuda_activate(device_id);
+  if (device_type >= 0 && device_type <= 16 && names[device_type] != NULL) {
+    snprintf(label, sizeof(label), "device %s(%d)", names[device_type], device_id);
+  } else {
+    snprintf(label, sizeof(label), "device type %d (%s)", device_type, what);
   }
   return tvmrt_fail("DeviceUnavailableError",
-                    "no backend for device type %d (%s): here tvmrt runs compiled kernels on cpu "
-                    "(the C runtime ships backends for cpu)",
-                    device_type, what);
+                    "no backend for %s: here tvmrt runs compiled kernels on cpu (the C runtime "
+                    "ships backends for cpu and cuda)",
+                    label);
 }
 
 int tvmrt_dtype_bytes(DLDataType t, int64_t count, size_t* out) {
@@ -49,7 +49,11 @@ int tvmrt_tensor_nbytes(const DLTensor* t, size_t* out) {
 
 static void array_destroy(tvmrt_object* obj) {
   tvmrt_ndarray* a = (tvmrt_ndarray*)((char*)obj - offsetof(tvmrt_ndarray, hdr));
-  free(a->alloc);
+  if (a->alloc != NULL && a->dl.device.device_type == kDLCUDA) {
+    tvmrt_cuda_free(a->dl.device.device_id, a->alloc); /* an error here has no caller */
+  } else {
+    free(a->alloc);
+  }
   tvmrt_release(a->owner);
   a->hdr.magic = 0;
   free(a);
@@ -79,7 +83,8 @@ static tvmrt_ndarray* array_new(const int64_t* shape, int ndim, DLDataType dtype
   return a;
 }
 
-tvmrt_ndarray* tvmrt_ndarray_empty(const int64_t* shape, int ndim, DLDataType dtype) {
+tvmrt_ndarray* tvmrt_ndarray_empty_on(const int64_t* shape, int ndim, DLDataType dtype,
+                                      DLDevice dev) {
   tvmrt_ndarray* a = array_new(shape, ndim, dtype);
   size_t nbytes;
   if (a == NULL) return NULL;
@@ -87,6 +92,15 @@ tvmrt_ndarray* tvmrt_ndarray_empty(const int64_t* shape, int ndim, DLDataType dt
     tvmrt_release(&a->hdr);
     tvmrt_fail("ArrayError", "array shape has a negative or too large dimension");
     return NULL;
+  }
+  if (dev.device_type == kDLCUDA) {
+    a->dl.device = dev; /* the destroy frees with cuMemFree */
+    if (tvmrt_cuda_alloc(dev.device_id, nbytes, &a->alloc) != 0) {
+      tvmrt_release(&a->hdr);
+      return NULL;
+    }
+    a->dl.data = a->alloc;
+    return a;
   }
   a->alloc = aligned_alloc(RT_ALIGN, (nbytes + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN + RT_ALIGN);
   if (a->alloc == NULL) {
@@ -96,6 +110,11 @@ tvmrt_ndarray* tvmrt_ndarray_empty(const int64_t* shape, int ndim, DLDataType dt
   }
   a->dl.data = a->alloc;
   return a;
+}
+
+tvmrt_ndarray* tvmrt_ndarray_empty(const int64_t* shape, int ndim, DLDataType dtype) {
+  DLDevice cpu = {kDLCPU, 0};
+  return tvmrt_ndarray_empty_on(shape, ndim, dtype, cpu);
 }
 
 tvmrt_ndarray* tvmrt_ndarray_view(const DLTensor* dl, tvmrt_object* owner) {
@@ -124,11 +143,12 @@ tvmrt_ndarray* tvmrt_ndarray_from_handle(void* handle) {
 TVM_DLL int TVMArrayAlloc(const tvm_index_t* shape, int ndim, int dtype_code, int dtype_bits,
                           int dtype_lanes, int device_type, int device_id, TVMArrayHandle* out) {
   DLDataType t;
+  DLDevice dev;
   tvmrt_ndarray* a;
   if (out == NULL || (ndim > 0 && shape == NULL)) {
     return tvmrt_fail("InvalidArgumentError", "TVMArrayAlloc: shape and out are required");
   }
-  if (check_cpu(device_type, device_id, "TVMArrayAlloc") != 0) return -1;
+  if (tvmrt_device_ready(device_type, device_id, "TVMArrayAlloc") != 0) return -1;
   if (dtype_code < 0 || dtype_code > 255 || dtype_bits <= 0 || dtype_bits > 255 ||
       dtype_lanes <= 0 || dtype_lanes > 65535) {
     return tvmrt_fail("DataTypeError", "TVMArrayAlloc: invalid dtype (code %d, bits %d, lanes %d)",
@@ -137,9 +157,11 @@ TVM_DLL int TVMArrayAlloc(const tvm_index_t* shape, int ndim, int dtype_code, in
   t.code = (uint8_t)dtype_code;
   t.bits = (uint8_t)dtype_bits;
   t.lanes = (uint16_t)dtype_lanes;
-  a = tvmrt_ndarray_empty(shape, ndim, t);
+  dev.device_type = (DLDeviceType)device_type;
+  dev.device_id = device_id;
+  a = tvmrt_ndarray_empty_on(shape, ndim, t, dev);
   if (a == NULL) return -1;
-  a->dl.device.device_id = device_id;
+  a->dl.device = dev;
   *out = &a->dl;
   return 0;
 }
@@ -159,7 +181,8 @@ static int bytes_copy(TVMArrayHandle handle, void* data, size_t nbytes, int to_a
   if (handle == NULL || (data == NULL && nbytes != 0)) {
     return tvmrt_fail("InvalidArgumentError", "%s: array and data are required", what);
   }
-  if (check_cpu(handle->device.device_type, handle->device.device_id, what) != 0) return -1;
+  if (tvmrt_device_ready(handle->device.device_type, handle->device.device_id, what) != 0)
+    return -1;
   if (tvmrt_tensor_nbytes(handle, &have) != 0)
     return tvmrt_fail("ArrayError", "%s: bad shape", what);
   if (have != nbytes) {
@@ -170,6 +193,12 @@ static int bytes_copy(TVMArrayHandle handle, void* data, size_t nbytes, int to_a
     return tvmrt_fail("ArrayError", "%s: only support contiguous array for now", what);
   }
   if (nbytes == 0) return 0;
+  if (handle->device.device_type == kDLCUDA) {
+    DLDevice cpu = {kDLCPU, 0};
+    char* at = (char*)handle->data + handle->byte_offset;
+    return to_array ? tvmrt_cuda_copy(at, handle->device, data, cpu, nbytes)
+                    : tvmrt_cuda_copy(data, cpu, at, handle->device, nbytes);
+  }
   if (to_array) {
     memcpy((char*)handle->data + handle->byte_offset, data, nbytes);
   } else {
@@ -242,8 +271,9 @@ int tvmrt_copy_tensor(const DLTensor* from, DLTensor* to) {
   if (from == NULL || to == NULL) {
     return tvmrt_fail("InvalidArgumentError", "TVMArrayCopyFromTo: both arrays are required");
   }
-  if (check_cpu(from->device.device_type, from->device.device_id, "TVMArrayCopyFromTo") != 0 ||
-      check_cpu(to->device.device_type, to->device.device_id, "TVMArrayCopyFromTo") != 0) {
+  if (tvmrt_device_ready(from->device.device_type, from->device.device_id, "TVMArrayCopyFromTo") !=
+          0 ||
+      tvmrt_device_ready(to->device.device_type, to->device.device_id, "TVMArrayCopyFromTo") != 0) {
     return -1;
   }
   if (tvmrt_tensor_nbytes(from, &a) != 0 || tvmrt_tensor_nbytes(to, &b) != 0) {
@@ -253,6 +283,15 @@ int tvmrt_copy_tensor(const DLTensor* from, DLTensor* to) {
     return tvmrt_fail("ArrayError",
                       "TVMArrayCopyFromTo: The size in bytes must exactly match (%zu vs %zu)", a,
                       b);
+  }
+  if (a != 0 && (from->device.device_type == kDLCUDA || to->device.device_type == kDLCUDA)) {
+    if (!tvmrt_is_compact(from) || !tvmrt_is_compact(to)) {
+      return tvmrt_fail("ArrayError",
+                        "TVMArrayCopyFromTo: a copy to or from cuda needs compact "
+                        "arrays (no strides)");
+    }
+    return tvmrt_cuda_copy((char*)to->data + to->byte_offset, to->device,
+                           (const char*)from->data + from->byte_offset, from->device, a);
   }
   if (a != 0 && (!tvmrt_is_compact(from) || !tvmrt_is_compact(to))) return copy_strided(from, to);
   if (a != 0) {
@@ -269,8 +308,9 @@ TVM_DLL int TVMArrayCopyFromTo(TVMArrayHandle from, TVMArrayHandle to, TVMStream
 TVM_DLL int TVMDeviceAllocDataSpace(DLDevice dev, size_t nbytes, size_t alignment,
                                     DLDataType type_hint, void** out_data) {
   (void)type_hint;
-  if (check_cpu(dev.device_type, dev.device_id, "TVMDeviceAllocDataSpace") != 0) return -1;
+  if (tvmrt_device_ready(dev.device_type, dev.device_id, "TVMDeviceAllocDataSpace") != 0) return -1;
   if (out_data == NULL) return tvmrt_fail("InvalidArgumentError", "out_data is required");
+  if (dev.device_type == kDLCUDA) return tvmrt_cuda_alloc(dev.device_id, nbytes, out_data);
   if (alignment < RT_ALIGN) alignment = RT_ALIGN;
   if ((alignment & (alignment - 1)) != 0 || nbytes > SIZE_MAX - alignment) {
     return tvmrt_fail("InvalidArgumentError", "TVMDeviceAllocDataSpace: bad size or alignment");
@@ -283,7 +323,8 @@ TVM_DLL int TVMDeviceAllocDataSpace(DLDevice dev, size_t nbytes, size_t alignmen
 }
 
 TVM_DLL int TVMDeviceFreeDataSpace(DLDevice dev, void* ptr) {
-  if (check_cpu(dev.device_type, dev.device_id, "TVMDeviceFreeDataSpace") != 0) return -1;
+  if (tvmrt_device_ready(dev.device_type, dev.device_id, "TVMDeviceFreeDataSpace") != 0) return -1;
+  if (dev.device_type == kDLCUDA) return tvmrt_cuda_free(dev.device_id, ptr);
   free(ptr);
   return 0;
 }
@@ -291,39 +332,6 @@ TVM_DLL int TVMDeviceFreeDataSpace(DLDevice dev, void* ptr) {
 TVM_DLL int TVMDeviceCopyDataFromTo(DLTensor* from, DLTensor* to, TVMStreamHandle stream) {
   (void)stream;
   return tvmrt_copy_tensor(from, to);
-}
-
-TVM_DLL int TVMStreamCreate(int device_type, int device_id, TVMStreamHandle* out) {
-  (void)device_id;
-  if (check_cpu(device_type, device_id, "TVMStreamCreate") != 0) return -1;
-  if (out != NULL) *out = NULL;
-  return 0;
-}
-
-TVM_DLL int TVMStreamFree(int device_type, int device_id, TVMStreamHandle stream) {
-  (void)device_id;
-  (void)stream;
-  return check_cpu(device_type, device_id, "TVMStreamFree");
-}
-
-TVM_DLL int TVMSetStream(int device_type, int device_id, TVMStreamHandle handle) {
-  (void)device_id;
-  (void)handle;
-  return check_cpu(device_type, device_id, "TVMSetStream");
-}
-
-TVM_DLL int TVMSynchronize(int device_type, int device_id, TVMStreamHandle stream) {
-  (void)device_id;
-  (void)stream;
-  return check_cpu(device_type, device_id, "TVMSynchronize");
-}
-
-TVM_DLL int TVMStreamStreamSynchronize(int device_type, int device_id, TVMStreamHandle src,
-                                       TVMStreamHandle dst) {
-  (void)device_id;
-  (void)src;
-  (void)dst;
-  return check_cpu(device_type, device_id, "TVMStreamStreamSynchronize");
 }
 
 /* TVM's dtype strings: int8..64, uint, float16..64, bool, handle, bfloat16, <base><bits>x<n> */

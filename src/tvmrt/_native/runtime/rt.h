@@ -5,7 +5,8 @@
  * bounded byte reader the parsers share: reader.h.
  *
  * The files call down only (tests/native/test_c_layers.py fails on a cycle), bottom up:
- *   object (functions, errors' text) -> ndarray, module, registry, reader, json
+ *   object (functions, errors' text) -> module, registry, reader, json, cuda (libcuda)
+ *   -> ndarray, cuda_module (the blob's `cuda` entry) -> streams
  *   -> params, graph_attrs, graph_checks -> graph -> graph_arrays -> graph_executor
  *   -> graph_funcs -> factory -> the Relay VM (vm_*.c, vm.h) -> blob -> ffi_bin, ffi_lib -> dso
  *   aot_meta -> aot -> aot_factory (under blob, over params and factory's device args)
@@ -142,6 +143,61 @@ tvmrt_blob_loader_fn tvmrt_blob_loader(const char* key);
 tvmrt_module* tvmrt_ffi_library_bin(const uint8_t* data, size_t limit, tvmrt_module* lib);
 
 /* ---------------------------------------------------------------------------------- */
+/* cuda.c: kDLCUDA through libcuda.so.1, dlopened at first use                          */
+
+typedef struct {
+  int (*init)(unsigned);
+  int (*driver_get_version)(int*);
+  int (*device_get_count)(int*);
+  int (*device_get)(int*, int);
+  int (*primary_ctx_retain)(void**, int);
+  int (*ctx_set_current)(void*);
+  int (*mem_alloc)(uint64_t*, size_t);
+  int (*mem_free)(uint64_t);
+  int (*memcpy_htod)(uint64_t, const void*, size_t, void*);
+  int (*memcpy_dtoh)(void*, uint64_t, size_t, void*);
+  int (*memcpy_dtod)(uint64_t, uint64_t, size_t, void*);
+  int (*stream_create)(void**, unsigned);
+  int (*stream_destroy)(void*);
+  int (*stream_synchronize)(void*);
+  int (*module_load_data)(void**, const void*);
+  int (*module_unload)(void*);
+  int (*module_get_function)(void**, void*, const char*);
+  int (*func_set_attribute)(void*, int, int);
+  int (*launch_kernel)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                       void*, void**, void**);
+  int (*device_get_attribute)(int*, int, int);
+  int (*get_error_name)(int, const char**);
+  int (*get_error_string)(int, const char**);
+} tvmrt_cuda_api;
+
+/* the loaded driver, or NULL with DeviceUnavailableError set (the Python runtime's words) */
+const tvmrt_cuda_api* tvmrt_cuda_driver(void);
+int tvmrt_cuda_error(const char* call, int code); /* the error for a CUresult; returns -1 */
+/* make cuda(device_id)'s primary context current on this thread (or fail: no such GPU) */
+int tvmrt_cuda_activate(int device_id);
+void* tvmrt_cuda_stream(int device_id); /* this thread's stream (NULL: the default) */
+int tvmrt_cuda_alloc(int device_id, size_t nbytes, void** out);
+int tvmrt_cuda_free(int device_id, void* ptr);
+int tvmrt_cuda_sync(int device_id, void* stream);
+/* n bytes between compact buffers, one side at least on a GPU (host copies wait) */
+int tvmrt_cuda_copy(void* to, DLDevice to_dev, const void* from, DLDevice from_dev, size_t n);
+int tvmrt_cuda_stream_create(int device_id, void** out);
+int tvmrt_cuda_stream_free(int device_id, void* stream);
+int tvmrt_cuda_set_stream(int device_id, void* stream);
+void* tvmrt_cuda_workspace_alloc(int device_type, int device_id, uint64_t nbytes);
+int tvmrt_cuda_workspace_free(int device_type, int device_id, void* ptr);
+/* workspace.c: where TVMBackendAllocWorkspace sends devices other than the CPU */
+TVM_DLL void tvmrt_set_device_workspace_callbacks(void* (*alloc)(int, int, uint64_t),
+                                                  int (*fr)(int, int, void*));
+int tvmrt_cuda_current_device(void); /* the last __tvm_set_device on this thread */
+/* the global function __tvm_set_device(device_type, device_id) */
+int tvmrt_cuda_set_device(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc);
+
+/* cuda_module.c: the `cuda` entry of a module blob (PTX, cubin or fatbin + kernel table) */
+tvmrt_module* tvmrt_cuda_module_load(tvmrt_reader* r);
+
+/* ---------------------------------------------------------------------------------- */
 /* arrays                                                                              */
 
 typedef struct tvmrt_ndarray {
@@ -155,8 +211,14 @@ typedef struct tvmrt_ndarray {
 tvmrt_ndarray* tvmrt_ndarray_from_handle(void* handle);
 /* a new CPU array (uninitialised, 64-byte aligned); NULL with an error set */
 tvmrt_ndarray* tvmrt_ndarray_empty(const int64_t* shape, int ndim, DLDataType dtype);
+/* the same on `dev` (cpu, or cuda: device memory freed with the array) */
+tvmrt_ndarray* tvmrt_ndarray_empty_on(const int64_t* shape, int ndim, DLDataType dtype,
+                                      DLDevice dev);
 /* a view of `dl` (shape copied) whose memory `owner` keeps alive */
 tvmrt_ndarray* tvmrt_ndarray_view(const DLTensor* dl, tvmrt_object* owner);
+/* 0 for the CPU; for cuda, 0 once the GPU's context is current on this thread; else -1 with
+   the error naming the device (`what`: the API function) */
+int tvmrt_device_ready(int device_type, int device_id, const char* what);
 int tvmrt_dtype_bytes(DLDataType t, int64_t count, size_t* out); /* 0, or -1 on overflow */
 int tvmrt_tensor_nbytes(const DLTensor* t, size_t* out);
 /* whether t is dense row-major (no strides, or the compact ones; TVM's IsContiguous) */

@@ -46,6 +46,7 @@ from tvmrt.error import (
 )
 from tvmrt.runtime.benchmark import TimingConfig, time_evaluate_config
 from tvmrt.runtime.device import Device, DLDeviceType, cpu
+from tvmrt.runtime.graph_executor.event_timing import all_on_cuda, kernel_timer, time_with_events
 from tvmrt.runtime.graph_executor.executor import GraphExecutor
 from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
 from tvmrt.runtime.graph_executor.packed import devices_from_packed_args
@@ -186,9 +187,10 @@ class GraphExecutorDebug(GraphExecutor):
                 call()
                 node_dev.sync()
 
-        evaluator = time_evaluate_config(timed, host, timing)
         try:
-            result = evaluator()
+            if node_dev.device_type == DLDeviceType.kDLCUDA:
+                return time_with_events(timed, host, timing)
+            result = time_evaluate_config(timed, host, timing)()
         except Exception as exc:
             node = self.graph.nodes[nid]
             add_note(exc, f"while timing node {nid} {node.name!r} (kernel {node.func_name!r})")
@@ -297,7 +299,8 @@ class GraphExecutorDebug(GraphExecutor):
 
     # -- profiling -------------------------------------------------------------------------
     def profile(self, collectors: Sequence[object] | None = None) -> Report:
-        """Run the graph 3 times, then once more timing every kernel call (TVM's ``Profile``).
+        """Run the graph 3 times, then once more timing every kernel call (TVM's ``Profile``;
+        on a CUDA graph the calls' kernels are timed with CUDA events, as TVM's CUDA timer).
 
         Each call's row has the kernel's ``Name``, ``Duration (us)``, ``Device``,
         ``Argument Shapes`` (inputs then outputs, unflattened), ``Hash`` when the node has
@@ -318,7 +321,12 @@ class GraphExecutorDebug(GraphExecutor):
             "Executor": "Graph",
             "Number of threads": Count(num_threads()),
         }
-        prof = Profiler(self.devices, configuration)
+        if all_on_cuda([self._node_device(n) for n, c in enumerate(self.node_calls) if c]):
+            with kernel_timer() as timer:  # each call's time: its kernels' own, from events
+                return self._profile(Profiler(self.devices, configuration, clock=timer.clock_ns))
+        return self._profile(Profiler(self.devices, configuration))
+
+    def _profile(self, prof: Profiler) -> Report:
         prof.start()
         g = self.graph
         for nid, node in enumerate(g.nodes):

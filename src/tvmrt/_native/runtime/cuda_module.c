@@ -1,0 +1,361 @@
+/*
+ * The `cuda` module (TVM's CUDAModule) from a module blob entry: str fmt (ptx, cubin or
+ * fatbin), the kernel table (name -> FunctionInfo: argument dtypes, launch-param tags; TVM
+ * >= 0.21 adds arg_extra_tags per entry, read when the bytes hold that layout), str data.
+ * As the Python loader (runtime/loaders/cuda.py) and TVM's CUDAWrappedFunc: the image is
+ * loaded on a GPU at its first launch there (cuModuleLoadData); a call passes the kernel's
+ * arguments, then one integer per launch tag (blockIdx.* grid extents, threadIdx.* block
+ * extents, the last one the dynamic shared memory when tagged; a value <= 0 leaves 1, a
+ * repeated tag's last value wins); arguments are packed as TVM's PackFuncVoidAddr (int32,
+ * uint32 and float32 narrowed; 64-bit values and handles as they are) and the kernel is
+ * queued on the thread's stream of the device __tvm_set_device chose, without waiting.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+#define MAX_GPUS 64
+#define MAX_KERNEL_ARGS 1024
+#define SMEM_DEFAULT_LIMIT (48 * 1024)
+
+enum { A_I32, A_U32, A_F32, A_I64, A_U64, A_F64, A_HANDLE };
+
+typedef struct {
+  char* key;
+  int num_args;
+  unsigned char* kinds;
+  int slots[16]; /* per valued launch tag: 0-2 grid x/y/z, 3-5 block x/y/z */
+  int num_slots, dyn_smem;
+  void* funcs[MAX_GPUS]; /* CUfunction per device, looked up at the first launch there */
+  int smem_set[MAX_GPUS];
+  struct cu_module* mod;
+} cu_kernel;
+
+typedef struct cu_module {
+  char fmt[16];
+  uint8_t* image; /* PTX gets a NUL after it */
+  size_t num_kernels;
+  cu_kernel* kernels;
+  void* modules[MAX_GPUS];
+  pthread_mutex_t mu;
+} cu_module;
+
+static int arg_kind(uint8_t code, uint8_t bits, uint16_t lanes) {
+  if (lanes != 1) return -1;
+  if (code == kDLInt) return bits == 32 ? A_I32 : bits == 64 ? A_I64 : -1;
+  if (code == kDLUInt) return bits == 32 ? A_U32 : bits == 64 ? A_U64 : -1;
+  if (code == kDLFloat) return bits == 32 ? A_F32 : bits == 64 ? A_F64 : -1;
+  if (code == 3 /* handle */) return bits == 64 ? A_HANDLE : -1;
+  return -1;
+}
+
+/* the work-size slot of a tag: 0-5, -1 the dynamic shared memory, -2 a launch flag, -3 bad */
+static int tag_slot(const char* tag) {
+  const char* dot = strchr(tag, '.');
+  if (strcmp(tag, "tir.use_dyn_shared_memory") == 0 ||
+      strcmp(tag, "tirx.use_dyn_shared_memory") == 0) {
+    return -1;
+  }
+  if (dot != NULL && (strcmp(dot, ".use_programtic_dependent_launch") == 0 ||
+                      strcmp(dot, ".use_cooperative_launch") == 0)) {
+    return -2;
+  }
+  if (dot == NULL || strlen(dot) != 2 || dot[1] < 'x' || dot[1] > 'z') return -3;
+  if ((size_t)(dot - tag) == 8 && strncmp(tag, "blockIdx", 8) == 0) return dot[1] - 'x';
+  if ((size_t)(dot - tag) == 9 && strncmp(tag, "threadIdx", 9) == 0) return 3 + dot[1] - 'x';
+  return -3;
+}
+
+static int read_tags(tvmrt_reader* r, cu_kernel* k) {
+  uint64_t n, i;
+  if (tvmrt_read_count(r, &n, 8, "launch param tags") != 0) return -1;
+  for (i = 0; i < n; ++i) {
+    char* tag = NULL;
+    int slot;
+    if (tvmrt_read_str(r, &tag, NULL, "launch param tag") != 0) return -1;
+    slot = tag_slot(tag);
+    if (slot == -3 || (slot >= -1 && k->dyn_smem) || (slot >= 0 && k->num_slots == 16) ||
+        (slot == -2 && strstr(tag, "cooperative") != NULL)) {
+      if (slot == -2) {
+        tvmrt_fail("ModuleLoadError",
+                   "kernel '%.200s' is a cooperative launch (%.100s); libtvmrt_runtime does not "
+                   "launch cooperative kernels (the Python runtime does)",
+                   k->key, tag);
+      } else {
+        tvmrt_fail("ModuleLoadError",
+                   "kernel '%.200s': launch param tag '%.100s' is not blockIdx.x/y/z, "
+                   "threadIdx.x/y/z or tir.use_dyn_shared_memory (the last tag)",
+                   k->key, tag);
+      }
+      free(tag);
+      return -1;
+    }
+    free(tag);
+    if (slot == -1) k->dyn_smem = 1;
+    if (slot >= 0) k->slots[k->num_slots++] = slot;
+  }
+  return 0;
+}
+
+static int read_kernel(tvmrt_reader* r, cu_kernel* k, int extra_tags) {
+  uint64_t n, i;
+  char* name = NULL;
+  if (tvmrt_read_str(r, &k->key, NULL, "kernel name") != 0 ||
+      tvmrt_read_str(r, &name, NULL, "FunctionInfo name") != 0 ||
+      tvmrt_read_count(r, &n, 4, "number of argument types") != 0) {
+    free(name);
+    return -1;
+  }
+  free(name);
+  if (n > MAX_KERNEL_ARGS) {
+    return tvmrt_fail("ModuleLoadError", "kernel '%.200s' has %llu arguments (at most %d)", k->key,
+                      (unsigned long long)n, MAX_KERNEL_ARGS);
+  }
+  k->num_args = (int)n;
+  k->kinds = (unsigned char*)calloc(n ? n : 1, 1);
+  if (k->kinds == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot read a kernel table");
+  for (i = 0; i < n; ++i) {
+    uint8_t t[4];
+    int kind;
+    if (tvmrt_read_bytes(r, t, 4, "argument type") != 0) return -1;
+    kind = arg_kind(t[0], t[1], (uint16_t)(t[2] | t[3] << 8));
+    if (kind < 0) {
+      return tvmrt_fail("ModuleLoadError",
+                        "CUDA kernel '%.200s': cannot handle argument %llu of type (code %u, bits "
+                        "%u, lanes %u) as a device function argument (TVM passes only 32/64-bit "
+                        "ints, floats and handles)",
+                        k->key, (unsigned long long)i, t[0], t[1], (unsigned)(t[2] | t[3] << 8));
+    }
+    k->kinds[i] = (unsigned char)kind;
+  }
+  if (read_tags(r, k) != 0) return -1;
+  if (extra_tags) {
+    uint64_t m;
+    if (tvmrt_read_count(r, &m, 4, "number of argument extra tags") != 0) return -1;
+    if (m != n) {
+      return tvmrt_fail("ModuleLoadError", "kernel '%.200s' has %llu arguments but %llu extra tags",
+                        k->key, (unsigned long long)n, (unsigned long long)m);
+    }
+    for (i = 0; i < m; ++i) {
+      int32_t tag;
+      if (tvmrt_read_bytes(r, &tag, 4, "argument extra tag") != 0) return -1;
+      if (tag == 1) {
+        return tvmrt_fail("ModuleLoadError",
+                          "kernel '%.200s' takes a TMA tensor map argument (arg_extra_tags = 1, "
+                          "TVM >= 0.21); tvmrt does not pass tensor maps",
+                          k->key);
+      }
+      if (tag != 0) {
+        return tvmrt_fail("ModuleLoadError", "kernel '%.200s': unknown argument extra tag %d",
+                          k->key, (int)tag);
+      }
+    }
+  }
+  return 0;
+}
+
+static void free_kernels(cu_module* m) {
+  size_t i;
+  for (i = 0; i < m->num_kernels; ++i) {
+    free(m->kernels[i].key);
+    free(m->kernels[i].kinds);
+  }
+  free(m->kernels);
+  m->kernels = NULL;
+  m->num_kernels = 0;
+}
+
+static int read_table(tvmrt_reader* r, cu_module* m, int extra_tags) {
+  uint64_t n, i;
+  if (tvmrt_read_count(r, &n, 32, "number of kernels") != 0) return -1;
+  m->kernels = (cu_kernel*)calloc(n ? n : 1, sizeof(cu_kernel));
+  if (m->kernels == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot read kernels");
+  m->num_kernels = (size_t)n;
+  for (i = 0; i < n; ++i) {
+    m->kernels[i].mod = m;
+    if (read_kernel(r, &m->kernels[i], extra_tags) != 0) return -1;
+  }
+  return 0;
+}
+
+/* the CUfunction of k on device dev (the image loaded there first) */
+static void* kernel_function(cu_kernel* k, int dev, const tvmrt_cuda_api* api) {
+  cu_module* m = k->mod;
+  void* f;
+  int rc = 0;
+  pthread_mutex_lock(&m->mu);
+  if (m->modules[dev] == NULL && (rc = api->module_load_data(&m->modules[dev], m->image)) != 0) {
+    m->modules[dev] = NULL;
+    pthread_mutex_unlock(&m->mu);
+    tvmrt_cuda_error("cuModuleLoadData", rc);
+    return NULL;
+  }
+  if (k->funcs[dev] == NULL &&
+      (rc = api->module_get_function(&k->funcs[dev], m->modules[dev], k->key)) != 0) {
+    char msg[512];
+    k->funcs[dev] = NULL;
+    pthread_mutex_unlock(&m->mu);
+    tvmrt_cuda_error("cuModuleGetFunction", rc);
+    snprintf(msg, sizeof(msg), "%s", tvmrt_peek_last_error());
+    tvmrt_fail("ModuleLoadError",
+               "CUDA module (%s): the CUDA image has no kernel '%.200s' that its FunctionInfo "
+               "table lists: %s",
+               m->fmt, k->key, msg);
+    return NULL;
+  }
+  f = k->funcs[dev];
+  pthread_mutex_unlock(&m->mu);
+  return f;
+}
+
+static int f_launch(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  cu_kernel* k = (cu_kernel*)self;
+  const tvmrt_cuda_api* api;
+  unsigned size[6] = {1, 1, 1, 1, 1, 1}, smem = 0;
+  uint64_t holder[MAX_KERNEL_ARGS];
+  void* ptrs[MAX_KERNEL_ARGS];
+  int i, dev = tvmrt_cuda_current_device(), code;
+  void* func;
+  (void)ret;
+  (void)rc;
+  if (n != k->num_args + k->num_slots + k->dyn_smem) {
+    return tvmrt_fail("KernelError",
+                      "kernel '%.200s' takes %d arguments and %d launch parameters, got %d values",
+                      k->key, k->num_args, k->num_slots + k->dyn_smem, n);
+  }
+  for (i = 0; i < k->num_args; ++i) {
+    int kind = k->kinds[i], want_float = kind == A_F32 || kind == A_F64;
+    int handle = codes[i] == kTVMOpaqueHandle || codes[i] == kTVMNullptr;
+    int ok = kind == A_HANDLE ? handle
+             : want_float     ? codes[i] == kDLFloat
+                              : codes[i] == kDLInt || codes[i] == kDLUInt;
+    if (!ok) {
+      return tvmrt_fail("KernelError",
+                        "kernel '%.200s': argument %d must be a %s value, got type code %d", k->key,
+                        i,
+                        kind == A_HANDLE ? "handle"
+                        : want_float     ? "float"
+                                         : "integer",
+                        codes[i]);
+    }
+    holder[i] = 0;
+    if (kind == A_I32 || kind == A_U32) {
+      uint32_t v = (uint32_t)args[i].v_int64;
+      memcpy(&holder[i], &v, 4);
+    } else if (kind == A_F32) {
+      float v = (float)args[i].v_float64;
+      memcpy(&holder[i], &v, 4);
+    } else if (kind == A_HANDLE) {
+      uint64_t v = codes[i] == kTVMNullptr ? 0 : (uint64_t)(uintptr_t)args[i].v_handle;
+      holder[i] = v;
+    } else {
+      memcpy(&holder[i], &args[i], 8);
+    }
+    ptrs[i] = &holder[i];
+  }
+  for (i = 0; i < k->num_slots + k->dyn_smem; ++i) {
+    code = codes[k->num_args + i];
+    if (code != kDLInt && code != kDLUInt) {
+      return tvmrt_fail("KernelError", "kernel '%.200s': launch parameter %d must be an integer",
+                        k->key, i);
+    }
+    if (i < k->num_slots) {
+      int64_t v = args[k->num_args + i].v_int64;
+      if (v > 0) size[k->slots[i]] = v > 0x7fffffff ? 0x7fffffffu : (unsigned)v;
+    } else {
+      int64_t v = args[k->num_args + i].v_int64;
+      smem = v > 0 && v < 0x7fffffff ? (unsigned)v : 0;
+    }
+  }
+  if (tvmrt_cuda_activate(dev) != 0) return -1;
+  api = tvmrt_cuda_driver();
+  if ((func = kernel_function(k, dev, api)) == NULL) return -1;
+  if (smem >= SMEM_DEFAULT_LIMIT && (int)smem > k->smem_set[dev]) {
+    if ((code = api->func_set_attribute(func, 8, (int)smem)) != 0) {
+      return tvmrt_cuda_error("cuFuncSetAttribute", code);
+    }
+    k->smem_set[dev] = (int)smem;
+  }
+  code = api->launch_kernel(func, size[0], size[1], size[2], size[3], size[4], size[5], smem,
+                            tvmrt_cuda_stream(dev), ptrs, NULL);
+  if (code != 0) {
+    char msg[512];
+    tvmrt_cuda_error("cuLaunchKernel", code);
+    snprintf(msg, sizeof(msg), "%s", tvmrt_peek_last_error());
+    return tvmrt_fail("KernelError",
+                      "launching CUDA kernel '%.200s' on cuda(%d) with grid (%u, %u, %u), block "
+                      "(%u, %u, %u) and %u bytes of dynamic shared memory failed: %s",
+                      k->key, dev, size[0], size[1], size[2], size[3], size[4], size[5], smem, msg);
+  }
+  return 0;
+}
+
+static tvmrt_func* cuda_lookup(tvmrt_module* self, const char* name) {
+  cu_module* m = (cu_module*)self->impl;
+  size_t i;
+  for (i = 0; i < m->num_kernels; ++i) {
+    if (strcmp(m->kernels[i].key, name) == 0)
+      return tvmrt_func_new(f_launch, &m->kernels[i], &self->hdr);
+  }
+  return NULL;
+}
+
+static void cuda_finalize(tvmrt_module* self) {
+  cu_module* m = (cu_module*)self->impl;
+  int dev;
+  for (dev = 0; dev < MAX_GPUS; ++dev) {
+    if (m->modules[dev] != NULL && tvmrt_cuda_activate(dev) == 0) {
+      tvmrt_cuda_driver()->module_unload(m->modules[dev]);
+    }
+  }
+  free_kernels(m);
+  free(m->image);
+  pthread_mutex_destroy(&m->mu);
+  free(m);
+}
+
+tvmrt_module* tvmrt_cuda_module_load(tvmrt_reader* r) {
+  cu_module* m = (cu_module*)calloc(1, sizeof(cu_module));
+  tvmrt_module* mod;
+  char* fmt = NULL;
+  size_t at, len = 0;
+  if (m == NULL) {
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a CUDA module");
+    return NULL;
+  }
+  pthread_mutex_init(&m->mu, NULL);
+  if (tvmrt_read_str(r, &fmt, NULL, "CUDA module format") != 0) goto fail;
+  if (strcmp(fmt, "ptx") != 0 && strcmp(fmt, "cubin") != 0 && strcmp(fmt, "fatbin") != 0) {
+    int source = strcmp(fmt, "cu") == 0 || strcmp(fmt, "cuda") == 0;
+    tvmrt_fail("ModuleLoadError", "%s: CUDA module format '%.32s' %s: expected ptx, cubin, fatbin",
+               r->what, fmt,
+               source ? "is CUDA C source, which needs the CUDA toolkit to compile"
+                      : "is not one tvmrt loads");
+    goto fail;
+  }
+  snprintf(m->fmt, sizeof(m->fmt), "%s", fmt);
+  at = r->off;
+  if (read_table(r, m, 1) != 0) { /* TVM >= 0.21's layout, else the older one */
+    free_kernels(m);
+    r->off = at;
+    tvmrt_clear_last_error();
+    if (read_table(r, m, 0) != 0) goto fail;
+  }
+  if (tvmrt_read_str(r, (char**)&m->image, &len, "CUDA image") != 0) goto fail;
+  mod = tvmrt_module_new("cuda", m);
+  if (mod == NULL) goto fail;
+  mod->lookup = cuda_lookup;
+  mod->finalize = cuda_finalize;
+  free(fmt);
+  return mod;
+fail:
+  free(fmt);
+  free_kernels(m);
+  free(m->image);
+  pthread_mutex_destroy(&m->mu);
+  free(m);
+  return NULL;
+}

@@ -1,0 +1,183 @@
+"""The C runtime on kDLCUDA: a Relay-era CUDA factory (TVM 0.19's host code, nvcc's PTX) run by
+tests/native/c/run_model.c on cuda(0), against the recording libcuda stand-in
+(tests/support/fake_libcuda.c, loaded through TVMRT_LIBCUDA; it logs every driver call to
+FAKE_LIBCUDA_LOG and checks contexts, copy bounds and the kernels' parameter sizes from the
+PTX). The stand-in never runs a kernel, so these prove what the C runtime hands the driver
+(allocations, copies, launches with TVM's grid/block and arguments, frees), compared with the
+Python runtime's calls on the same stand-in; the outputs against the CPU golden are proved on
+a GPU by `make gpu-check`. The refusals without a driver or a GPU are the Python runtime's
+words, produced by it here and compared.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tests.native.conftest import NativeBuild
+from tests.support.fake_cuda import FakeLog, build
+from tests.support.paths import REPO
+
+from tvmrt import runtime
+from tvmrt.contrib import graph_executor
+from tvmrt.error import DeviceUnavailableError
+from tvmrt.runtime.backends import _cuda_driver
+from tvmrt.runtime.backends.cuda import backend
+
+FIXTURE = REPO / "build" / "cuda-fixtures" / "relay019_ptx.so"
+GOLDEN = FIXTURE.with_name("relay019_golden.npz")
+device_table = importlib.import_module("tvmrt.runtime.device")
+CUDA = int(runtime.DLDeviceType.kDLCUDA)
+
+
+@pytest.fixture(scope="module")
+def stand_in(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not FIXTURE.exists():
+        pytest.skip(
+            "the Relay-era CUDA fixture is made by scripts/make_cuda_fixtures.py (TVM 0.27, "
+            "nvcc and the TVM 0.19 peer) into build/cuda-fixtures"
+        )
+    return build(tmp_path_factory.mktemp("fakecuda"))
+
+
+@contextmanager
+def python_cuda(lib: Path, monkeypatch: pytest.MonkeyPatch, gpus: int = 1) -> Iterator[FakeLog]:
+    """The Python runtime's CUDA backend on the stand-in, in this process."""
+    log = FakeLog(lib)
+    log.config(count=gpus)
+    monkeypatch.setenv(_cuda_driver.LIBRARY_ENV, str(lib))
+    monkeypatch.setattr(_cuda_driver, "_driver", [])
+    device_table.register_device_api(CUDA, backend(), override=True)
+    try:
+        yield log
+    finally:
+        log.config(count=1)
+        device_table.unregister_device_api(CUDA)
+        device_table._lazy[CUDA] = "tvmrt.runtime.backends.cuda:backend"
+
+
+def run_c(
+    native: NativeBuild, exe: Path, tmp_path: Path, env: dict[str, str]
+) -> tuple[int, str, list[str]]:
+    """run_model on cuda(0): (exit status, stderr, the stand-in's log lines)."""
+    np.load(GOLDEN)["x"].tofile(tmp_path / "x.bin")
+    log = tmp_path / "cuda.log"
+    suppressions = tmp_path / "lsan.supp"
+    suppressions.write_text("leak:libfakecuda\n")  # the stand-in's own records, not ours
+    full = {**native.env, "RUN_MODEL_DEVICE": "cuda", "FAKE_LIBCUDA_LOG": str(log), **env}
+    full["LSAN_OPTIONS"] = f"suppressions={suppressions}"
+    proc = native.run_env(exe, full, "factory", FIXTURE, "x", tmp_path / "x.bin", tmp_path / "o")
+    lines = log.read_text().splitlines() if log.exists() else []
+    return proc.returncode, proc.stdout + proc.stderr, lines
+
+
+def test_c_runtime_runs_a_relay_cuda_factory_on_kdlcuda(
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    stand_in: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    exe = compile_c(native, "run_model", False)
+    rc, out, log = run_c(native, exe, tmp_path, {"TVMRT_LIBCUDA": str(stand_in)})
+    assert rc == 0, out
+    assert not [line for line in log if "no current context" in line], log
+    # the factory's params (weight 32x64, bias 32) and the input (1x64) go to the GPU
+    copies = [line.split()[1] for line in log if line.startswith("cuMemcpyHtoDAsync")]
+    assert sorted(copies) == ["128", "256", "8192"]
+    # TVM 0.19's host code launches both kernels: the same calls as the Python runtime's
+    c_launches = [line for line in log if line.startswith("cuLaunchKernel")]
+    with python_cuda(stand_in, monkeypatch) as fake:
+        module = graph_executor.GraphModule(
+            runtime.load_module(str(FIXTURE))["default"](runtime.cuda())
+        )
+        module.set_input("x", np.load(GOLDEN)["x"])
+        fake.reset()
+        module.run()
+        py_launches = [line for line in fake.lines() if line.startswith("cuLaunchKernel")]
+    assert c_launches == py_launches
+    assert c_launches == [
+        "cuLaunchKernel tvmgen_default_fused_nn_dense_add_nn_relu_kernel grid=32,1,1 "
+        "block=64,1,1 smem=0 stream=0 args= dev dev dev dev",
+        "cuLaunchKernel tvmgen_default_fused_nn_softmax_kernel grid=1,1,1 block=32,1,1 smem=0 "
+        "stream=0 args= dev dev",
+    ]
+    # launches are queued; get_output copies the 1x32 result back, waiting for the stream
+    after = log[log.index(c_launches[-1]) + 1 :]
+    assert after[:2] == ["cuMemcpyDtoHAsync 128 stream=0", "cuStreamSynchronize 0"]
+    # the stand-in's memory round-trips: it never computes, so the output is its zeroed
+    # allocation, read back through the GPU path (get_output(i) and get_output(i, out) agree)
+    assert np.fromfile(tmp_path / "o0.bin", dtype="float32").tolist() == [0.0] * 32
+    # every allocation freed, the module unloaded once the handles are gone
+    assert log.count("cuModuleUnload") == 1
+    assert log[-1] == "live allocations at exit: 0"
+
+
+def _python_error(stand_in: Path, monkeypatch: pytest.MonkeyPatch, gpus: int) -> str:
+    with python_cuda(stand_in, monkeypatch, gpus):
+        lib = runtime.load_module(str(FIXTURE))
+        with pytest.raises(DeviceUnavailableError) as info:
+            lib["default"](runtime.cuda())
+    return f"DeviceUnavailableError: {info.value}"
+
+
+def test_c_runtime_refuses_without_a_gpu_in_python_words(
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    stand_in: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    exe = compile_c(native, "run_model", False)
+    env = {"TVMRT_LIBCUDA": str(stand_in), "FAKE_LIBCUDA_GPUS": "0"}
+    rc, out, log = run_c(native, exe, tmp_path, env)
+    want = _python_error(stand_in, monkeypatch, 0)
+    assert want == (
+        "DeviceUnavailableError: device cuda(0) does not exist: the NVIDIA driver (CUDA 13.0) "
+        "reports 0 GPU(s)"
+    )
+    assert rc == 1, out
+    assert out.rstrip().endswith(f"failed: {want}"), out
+    assert not [line for line in log if line.startswith("cuMemAlloc")]
+
+
+def test_c_runtime_refuses_without_a_driver_in_python_words(
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    stand_in: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    missing = tmp_path / "no-driver" / "libcuda.so.1"
+    exe = compile_c(native, "run_model", False)
+    rc, out, _ = run_c(native, exe, tmp_path, {"TVMRT_LIBCUDA": str(missing)})
+    monkeypatch.setenv(_cuda_driver.LIBRARY_ENV, str(missing))
+    monkeypatch.setattr(_cuda_driver, "_driver", [])
+    with pytest.raises(DeviceUnavailableError) as info:
+        _cuda_driver.driver()
+    want = f"DeviceUnavailableError: {info.value}"
+    assert "cannot load the NVIDIA driver library" in want
+    assert rc == 1, out
+    assert out.rstrip().endswith(f"failed: {want}"), out
+
+
+def test_cuda_blob_entry_survives_mutations(
+    native_asan: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    stand_in: Path,
+) -> None:
+    """The module blob of the CUDA fixture (factory, `_lib`, `cuda`: fmt, kernel table, PTX),
+    mutated with a fixed seed (tests/native/c/fuzz_parsers.c) under ASan + UBSan: every input
+    loads or fails with an error message, never a crash, leak or undefined behaviour."""
+    iterations = int(os.environ.get("TVMRT_NATIVE_FUZZ_ITERATIONS", "1000"))
+    exe = compile_c(native_asan, "fuzz_parsers", True)
+    proc = native_asan.run(exe, "blob", FIXTURE, str(iterations), "0", timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
+    assert proc.stdout.startswith(f"blob: {iterations} inputs"), proc.stdout
+    assert "ERROR: AddressSanitizer" not in proc.stderr
+    assert "runtime error" not in proc.stderr  # UBSan
