@@ -15,14 +15,6 @@
 #include "dlr.h"
 #include "dlr_model.h"
 
-int dlr_check_index(int index, size_t count, const char* what, const char* fn) {
-  if (index < 0 || (size_t)index >= count) {
-    return tvmrt_fail("DLRError", "%s: %s index %d is out of range: the model has %zu %ss", fn,
-                      what, index, count, what);
-  }
-  return 0;
-}
-
 static DLTensor* input_entry(const dlr_model* m, size_t graph_index) {
   return &m->ge->entries[tvmrt_ge_input_eid(m->ge, graph_index)];
 }

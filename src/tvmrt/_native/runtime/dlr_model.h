@@ -1,7 +1,8 @@
 /*
  * DLR 1.10's C API over the C runtime's graph executor (libdlr.so only; sources.txt's `dlr`
  * lines), the rules of tvmrt.dlr (src/tvmrt/dlr/) in C:
- *   dlr_files.c  a Neo folder's files by suffix, the backend, files read whole, compiled.meta
+ *   dlr_files.c  a Neo folder's files by suffix, the backend, files read whole, compiled.meta,
+ *                the API's index check
  *   dlr_model.c  a model: the executor, its params, inputs less weights, the meta
  *   dlr_api.c    dlr.h's functions: create, delete, run, settings
  *   dlr_io.c     dlr.h's functions: inputs (and the helpers dlr_out.c shares)
@@ -56,6 +57,8 @@ int dlr_meta_parse(const char* text, size_t len, const char* where, tvmrt_json**
                    char** problem);
 /* DLR's ValidateDeviceTypeIfExists: the meta's Requirements.TargetDeviceType against dev_type */
 int dlr_check_device(const tvmrt_json* meta, int dev_type);
+/* index in [0, count), or -1 with an error naming `what` and `fn` */
+int dlr_check_index(int index, size_t count, const char* what, const char* fn);
 /* Requirements.TargetDeviceType as DLPack's type (1 cpu, 2 gpu, 4 opencl, 12 other), or 0 */
 int dlr_meta_device(const tvmrt_json* meta);
 
@@ -103,8 +106,6 @@ int dlr_model_output_name(const dlr_model* m, int index, const char** name);
 
 /* -- dlr_io.c --------------------------------------------------------------------------- */
 
-/* index in [0, count), or -1 with an error naming `what` and `fn` */
-int dlr_check_index(int index, size_t count, const char* what, const char* fn);
 int64_t dlr_count_dims(const int64_t* shape, int ndim); /* -1 if a dimension is */
 /* the executor's `fn` with (index, tensor) */
 int dlr_call2(dlr_model* m, const char* fn, int index, DLTensor* t);
