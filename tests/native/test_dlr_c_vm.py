@@ -96,6 +96,13 @@ CHECKS = {
     "output 2": "-1 DLRError: GetDLROutput: output index 2 is out of range: the model has 2 "
     "outputs",
     "managed": "0 ok",
+    "set tensor no data": "-1 InvalidArgumentError: SetDLRInputTensor: the tensor's data is NULL",
+    "set tensor no shape": "-1 InvalidArgumentError: SetDLRInputTensor: the tensor has no valid "
+    "shape (ndim 2)",
+    "output tensor no data": "-1 InvalidArgumentError: GetDLROutputTensor: the tensor's data is "
+    "NULL",
+    "output tensor small": "-1 ArrayError: TVMArrayCopyFromTo: The size in bytes must exactly "
+    "match (60 vs 16)",
     "set tensor 1": "0 ok",
     "run 1": "0 ok",
     "output 0 shape after 1": "3 (1, 3)",

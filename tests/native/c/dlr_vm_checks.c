@@ -151,6 +151,13 @@ int main(int argc, char** argv) {
   report("managed", GetDLROutputManagedTensorPtr(&h, 1, (const void**)&managed));
   {
     DLTensor t = {x1, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, shape1, NULL, 0};
+    DLTensor no_data = {NULL, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, shape1, NULL, 0};
+    DLTensor no_shape = {x1, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, NULL, NULL, 0};
+    DLTensor small = {back, {kDLCPU, 0}, 2, {kDLFloat, 32, 1}, shape1, NULL, 0};
+    report("set tensor no data", SetDLRInputTensor(&h, "x", &no_data));
+    report("set tensor no shape", SetDLRInputTensor(&h, "x", &no_shape));
+    report("output tensor no data", GetDLROutputTensor(&h, 0, &no_data));
+    report("output tensor small", GetDLROutputTensor(&h, 0, &small));
     report("set tensor 1", SetDLRInputTensor(&h, "x", &t));
   }
   report("run 1", RunDLRModel(&h));

@@ -85,6 +85,19 @@ int dlr_call2(dlr_model* m, const char* fn, int index, DLTensor* t) {
   return dlr_model_call(m, fn, args, codes, 2);
 }
 
+int dlr_check_tensor(const DLTensor* t, const char* fn) {
+  size_t bytes;
+  if (t->ndim < 0 || t->ndim > RT_MAX_NDIM || (t->ndim > 0 && t->shape == NULL) ||
+      tvmrt_tensor_nbytes(t, &bytes) != 0) {
+    return tvmrt_fail("InvalidArgumentError", "%s: the tensor has no valid shape (ndim %d)", fn,
+                      t->ndim);
+  }
+  if (bytes > 0 && t->data == NULL) {
+    return tvmrt_fail("InvalidArgumentError", "%s: the tensor's data is NULL", fn);
+  }
+  return 0;
+}
+
 /* the entry's layout over the caller's memory */
 DLTensor dlr_over(const DLTensor* entry, void* data) {
   DLTensor t = *entry;
@@ -217,7 +230,7 @@ DLR_DLL int SetDLRInputTensor(DLRModelHandle* handle, const char* name, void* te
   CHECK_PTR(name, "name");
   CHECK_PTR(tensor, "tensor");
   if (m->vm) {
-    if (count_of(t->shape, t->ndim, __func__, &read) != 0) return -1;
+    if (dlr_check_tensor(t, __func__) != 0) return -1;
     return dlr_vm_set_input(m->vm, name, t); /* a copy in the tensor's dtype, as DLR */
   }
   if ((idx = graph_input(m, name)) < 0 || count_of(t->shape, t->ndim, __func__, &read) != 0) {

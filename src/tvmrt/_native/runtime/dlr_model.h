@@ -109,6 +109,8 @@ int dlr_model_output_name(const dlr_model* m, int index, const char** name);
 int64_t dlr_count_dims(const int64_t* shape, int ndim); /* -1 if a dimension is */
 /* the executor's `fn` with (index, tensor) */
 int dlr_call2(dlr_model* m, const char* fn, int index, DLTensor* t);
+/* a caller's DLTensor: a shape (ndim 0 to 32, sizes >= 0) and data unless empty */
+int dlr_check_tensor(const DLTensor* t, const char* fn);
 /* the entry's layout over the caller's CPU memory */
 DLTensor dlr_over(const DLTensor* entry, void* data);
 

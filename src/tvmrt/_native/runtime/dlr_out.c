@@ -124,7 +124,10 @@ DLR_DLL int GetDLROutputTensor(DLRModelHandle* handle, int index, void* tensor) 
   CHECK_PTR(tensor, "tensor");
   {
     VM_VALUE(t, m, index);
-    if (t != NULL) return tvmrt_copy_tensor(t, (DLTensor*)tensor);
+    if (t != NULL) {
+      if (dlr_check_tensor((DLTensor*)tensor, __func__) != 0) return -1;
+      return tvmrt_copy_tensor(t, (DLTensor*)tensor);
+    }
   }
   OUTPUT(m, index);
   return dlr_call2(m, "get_output", index, (DLTensor*)tensor);
