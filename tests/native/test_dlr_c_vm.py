@@ -1,7 +1,8 @@
 """DLR's C API (libdlr.so) on Neo Relay VM folders (code.ro + compiled.so + compiled.meta, made
 by tests/dlr/build_neo_fixtures.py with TVM 0.16's relay.vm.compile), plain and under ASan +
-UBSan: examples/cpp/dlr_model.c runs the folder and its outputs are TVM's, byte for byte, and
-the Python tvmrt.dlr's; tests/native/c/dlr_vm_checks.c checks DLR's RelayVMModel answers call
+UBSan: examples/cpp/dlr_model.c runs the folder, and a Neo folder the test makes from the
+relayvm fixtures' dyn-shape-op, and its outputs are TVM's, byte for byte, and the Python
+tvmrt.dlr's; tests/native/c/dlr_vm_checks.c checks DLR's RelayVMModel answers call
 by call (inputs and dtypes from the meta, output shapes from the meta until a run, what it
 refuses, models from memory); hostile VM folders give named errors through DLRGetLastError."""
 
@@ -52,6 +53,52 @@ def test_a_dlr_program_runs_a_neo_relay_vm_folder_bitwise(
     for i, name in enumerate(["features", "total"]):
         produced = (tmp_path / f"output_{i}.bin").read_bytes()
         assert produced == golden[f"{name}_{batch}"].tobytes()  # TVM 0.16's VM
+        assert produced == python[i].tobytes()  # tvmrt.dlr's
+
+
+@pytest.mark.parametrize("run", ["mixed", "empty"])
+def test_a_neo_folder_made_from_the_relayvm_fixtures_runs_bitwise(
+    native: NativeBuild, program: Path, artifacts: Path, tmp_path: Path, run: str
+) -> None:
+    """dyn-shape-op (argwhere, take, a dynamic reshape: int32 and float32 outputs whose shapes
+    depend on the data, empty ones for an all-zero input) laid out as Neo ships a Relay VM
+    model, with a meta the test writes."""
+    case = artifacts / "relayvm" / "dyn-shape-op"
+    golden = np.load(case / "golden.npz")
+    x = golden[f"x__{run}"]
+    outs = [golden[f"output_{i}__{run}"] for i in range(3)]
+    folder = tmp_path / "neo-dyn-shape-op"
+    folder.mkdir()
+    shutil.copy(case / "code.ro", folder / "code.ro")
+    shutil.copy(case / "lib.so", folder / "compiled.so")
+    outputs = [
+        {"name": f"out{i}", "dtype": str(o.dtype), "shape": [None, *o.shape[1:]]}
+        for i, o in enumerate(outs)
+    ]
+    meta = {
+        "Requirements": {"TargetDeviceType": "cpu"},
+        "Model": {
+            "Inputs": [{"name": "x", "dtype": "float32", "shape": [3, 4]}],
+            "Outputs": outputs,
+        },
+    }
+    (folder / "compiled.meta").write_text(json.dumps(meta))
+    x.tofile(tmp_path / "x.bin")
+    proc = native.run(program, folder, tmp_path, f"x={tmp_path / 'x.bin'}")
+    assert proc.returncode == 0, proc.stderr
+    assert "Sanitizer" not in proc.stderr
+    shapes = [", ".join(str(d) for d in o.shape) for o in outs]
+    assert proc.stdout.splitlines() == [
+        "DLR 1.10.0, backend relayvm, metadata yes, 1 inputs, 0 weights, 3 outputs",
+        "input 0: x float32 (3, 4)",
+        f"output 0: out0 int32 ({shapes[0]})",
+        f"output 1: out1 float32 ({shapes[1]})",
+        f"output 2: out2 int32 ({shapes[2]})",
+    ]
+    python = dlr.DLRModel(str(folder)).run({"x": x})
+    for i, expected in enumerate(outs):
+        produced = (tmp_path / f"output_{i}.bin").read_bytes()
+        assert produced == expected.tobytes()  # TVM 0.16's VM
         assert produced == python[i].tobytes()  # tvmrt.dlr's
 
 
