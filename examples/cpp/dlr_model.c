@@ -5,7 +5,8 @@
  *
  *   dlr_model MODEL_DIR OUT_DIR [DEVICE_TYPE] [NAME=FILE ...]
  *
- * Each NAME=FILE sets input NAME from FILE's raw bytes (the input's dtype, row-major);
+ * Each NAME=FILE sets input NAME from FILE's raw bytes (the input's dtype, row-major); an
+ * input of unknown size (a Relay VM model's -1 dimension) takes its size from the file's;
  * after the run, output i is written to OUT_DIR/output_<i>.bin, and one line per input and
  * output describes the model. DEVICE_TYPE is DLPack's (1: CPU, the default). Any failure
  * prints DLRGetLastError() and exits with 1.
@@ -23,6 +24,30 @@ static void check(int status, const char* what) {
     DeleteDLRModel(&model);
     exit(1);
   }
+}
+
+/* the byte count of a file, or -1 */
+static long file_size(const char* path) {
+  FILE* f = fopen(path, "rb");
+  long n = -1;
+  if (f != NULL && fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+  if (f != NULL) fclose(f);
+  return n;
+}
+
+/* the one -1 dimension of shape sized from `bytes`; the element count, or -1 */
+static int64_t fill_shape(int64_t* shape, int dim, long bytes, size_t elem) {
+  int64_t known = 1;
+  int d, unknown = -1;
+  for (d = 0; d < dim; ++d) {
+    if (shape[d] >= 0) known *= shape[d];
+    else if (unknown < 0) unknown = d;
+    else return -1;
+  }
+  if (unknown < 0) return known;
+  if (bytes < 0 || known == 0 || (size_t)bytes % (elem * (size_t)known) != 0) return -1;
+  shape[unknown] = (int64_t)((size_t)bytes / (elem * (size_t)known));
+  return known * shape[unknown];
 }
 
 /* bytes per element of a DLR type name ("float32", "int8", "uint16", "bool") */
@@ -62,6 +87,10 @@ static void set_input(const char* arg) {
     check(GetDLRInputType(&model, i, &type), "GetDLRInputType");
     check(GetDLRInputSizeDim(&model, i, &size, &dim), "GetDLRInputSizeDim");
     check(GetDLRInputShape(&model, i, shape), "GetDLRInputShape");
+    if (size < 0 && (size = fill_shape(shape, dim, file_size(eq + 1), type_bytes(type))) < 0) {
+      fprintf(stderr, "cannot size input %s from %s\n", name, eq + 1);
+      exit(2);
+    }
     bytes = (size_t)size * type_bytes(type);
     data = malloc(bytes ? bytes : 1);
     f = fopen(eq + 1, "rb");

@@ -2,8 +2,8 @@
 examples/cpp's Makefile with -ldlr, runs a Neo-layout CPU folder (made from TVM 0.16's build
 by tests/dlr/build_neo_fixtures.py) plain and under ASan + UBSan; its outputs are TVM's,
 byte for byte, and the Python tvmrt.dlr's; it builds as C++, with pkg-config's `dlr` and
-with CMake's tvmrt::dlr. DLR's device check keeps its words; Relay VM folders are refused by
-name; libdlr.so exports DLR's API and TVM's and keeps the wheel's glibc floor."""
+with CMake's tvmrt::dlr. DLR's device check keeps its words (Relay VM folders:
+test_dlr_c_vm.py); libdlr.so exports DLR's API and TVM's and keeps the wheel's glibc floor."""
 
 from __future__ import annotations
 
@@ -84,15 +84,6 @@ def test_the_device_check_keeps_dlrs_words(
         'CreateDLRModel failed: DLRError: Compiled model requires device type "cpu" but '
         'user gave "gpu".\n'
     )
-
-
-def test_relay_vm_folders_are_refused_by_name(
-    native: NativeBuild, program: Path, neo_root: Path, tmp_path: Path
-) -> None:
-    proc = native.run(program, neo_root / "neo-relayvm", tmp_path)
-    assert proc.returncode == 1
-    assert "UnsupportedError: Relay VM models need tvmrt's native Relay VM" in proc.stderr
-    assert str(neo_root / "neo-relayvm") in proc.stderr
 
 
 def test_libdlr_exports_dlrs_api_and_tvms(native: NativeBuild) -> None:

@@ -210,7 +210,8 @@ REFUSED = {
     "malloc": "UnsupportedError: SetDLRCustomAllocatorMalloc: ",
     "pipeline": "UnsupportedError: CreateDLRPipeline: ",
     "use after delete": "ArgumentTypeError: RunDLRModel: ",
-    "elems relay": "UnsupportedError: Relay VM models need ",
+    "elems relay": "DLRError: Invalid RelayVM model. Must have RELAY_EXEC, TVM_LIB and "
+    "NEO_METADATA",
     "elems short params": "ParamsFormatError: params blob: truncated",
     "tensor device": "DeviceUnavailableError: ",
     "zero copy unaligned": "ArrayError: zero-copy input 'data': data at ",

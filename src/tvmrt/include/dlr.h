@@ -10,9 +10,10 @@
  * char**` live as long as the model (GetDLRVersion's and GetDLRBackend's for ever).
  *
  * What tvmrt runs: TVM graph-executor models on the CPU (a Neo folder's `.so`, graph `.json`
- * and `.params`, with or without `compiled.meta`). Relay VM models (`.ro`), pipelines,
- * Hexagon, Treelite and TensorFlow models, custom allocators, CPU affinity and the
- * DataTransform of AutoML models are refused with an error that names them.
+ * and `.params`, with or without `compiled.meta`) and Relay VM models on the CPU (`.ro`,
+ * `.so` and `compiled.meta`, as DLR's RelayVMModel). Pipelines, Hexagon, Treelite and
+ * TensorFlow models, custom allocators, CPU affinity and the DataTransform of AutoML models
+ * are refused with an error that names them.
  */
 #ifndef DLR_H_
 #define DLR_H_

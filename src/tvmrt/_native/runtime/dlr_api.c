@@ -1,7 +1,8 @@
 /*
- * dlr.h: DLR 1.10's C API (dlr.cc, dlr_tvm.cc) over the graph executor. Each function
- * checks its handle (a live model, never freed memory) and its pointers, and refuses by
- * name what tvmrt cannot do (Relay VM from C, pipelines, custom allocators, CPU affinity).
+ * dlr.h: DLR 1.10's C API (dlr.cc, dlr_tvm.cc, dlr_relayvm.cc) over the graph executor and
+ * the Relay VM. Each function checks its handle (a live model, never freed memory) and its
+ * pointers, and refuses by name what tvmrt cannot do (pipelines, custom allocators, CPU
+ * affinity) and what DLR's RelayVMModel does not (threads, affinity: "Not Implemented!").
  * Indexes are checked (DLR leaves them unchecked). DLRGetLastError is TVMGetLastError.
  */
 #include <stdio.h>
@@ -10,13 +11,6 @@
 
 #include "dlr.h"
 #include "dlr_model.h"
-
-static int refuse_relay_vm(const char* where) {
-  return tvmrt_fail("UnsupportedError",
-                    "Relay VM models need tvmrt's native Relay VM, which the C runtime does not "
-                    "have yet: %s is a Relay VM model; run it from Python (tvmrt.dlr.DLRModel)",
-                    where);
-}
 
 static int create(DLRModelHandle* handle, const dlr_parts* parts, int dev_type, int dev_id) {
   DLDevice dev;
@@ -28,28 +22,28 @@ static int create(DLRModelHandle* handle, const dlr_parts* parts, int dev_type, 
   return 0;
 }
 
-static int create_from_paths(DLRModelHandle* handle, const char* model_path, const dlr_paths* p,
-                             const char* backend, int dev_type, int dev_id) {
+static int create_from_paths(DLRModelHandle* handle, const dlr_paths* p, const char* backend,
+                             int dev_type, int dev_id) {
   dlr_parts parts;
   char *graph = NULL, *params = NULL, *meta = NULL;
   size_t meta_len = 0;
   int status = -1;
   memset(&parts, 0, sizeof(parts));
   if (p->metadata && dlr_read_file(p->metadata, "metadata file", &meta, &meta_len) != 0) return -1;
+  parts.meta = meta;
+  parts.meta_len = meta_len;
+  parts.meta_where = p->metadata;
   if (strcmp(backend, "relayvm") == 0) {
-    tvmrt_json* parsed = NULL;
-    char* problem = NULL;
-    if ((meta == NULL || dlr_meta_parse(meta, meta_len, p->metadata, &parsed, &problem) == 0) &&
-        dlr_check_device(parsed, dev_type) == 0) {
-      refuse_relay_vm(model_path); /* after DLR's device check, as DLR's RelayVMModel */
+    if (!p->model_lib || !p->relay_executable || !p->metadata) {
+      status = tvmrt_fail("DLRError",
+                          "Invalid RelayVM model artifact. Must have .so, .ro, and .meta files.");
+    } else if (dlr_read_file(p->relay_executable, "Relay VM code", &graph, &parts.code_len) == 0) {
+      parts.code = graph;
+      parts.lib_path = p->model_lib;
+      status = create(handle, &parts, dev_type, dev_id);
     }
-    tvmrt_json_free(parsed);
-    free(problem);
-    free(meta);
-    return -1;
-  }
-  if (p->model_lib && strlen(p->model_lib) > 9 &&
-      strcmp(p->model_lib + strlen(p->model_lib) - 9, ".tensorrt") == 0) {
+  } else if (p->model_lib && strlen(p->model_lib) > 9 &&
+             strcmp(p->model_lib + strlen(p->model_lib) - 9, ".tensorrt") == 0) {
     status = tvmrt_fail("DLRError",
                         "%s is a TensorRT engine: This model requires DLR "
                         "release-1.1.0 to run.",
@@ -62,9 +56,6 @@ static int create_from_paths(DLRModelHandle* handle, const char* model_path, con
     parts.graph = graph;
     parts.params = params;
     parts.lib_path = p->model_lib;
-    parts.meta = meta;
-    parts.meta_len = meta_len;
-    parts.meta_where = p->metadata;
     status = create(handle, &parts, dev_type, dev_id);
   }
   free(graph);
@@ -88,7 +79,7 @@ DLR_DLL int CreateDLRModel(DLRModelHandle* handle, const char* model_path, int d
     return -1;
   }
   dlr_list_free(&files);
-  status = create_from_paths(handle, model_path, &paths, backend, dev_type, dev_id);
+  status = create_from_paths(handle, &paths, backend, dev_type, dev_id);
   dlr_paths_free(&paths);
   return status;
 }
@@ -115,7 +106,7 @@ static int elem_bytes(const DLRModelElem* el, const char* what, int text, char**
 DLR_DLL int CreateDLRModelFromModelElem(DLRModelHandle* handle, const DLRModelElem* model_elems,
                                         size_t model_elems_size, int dev_type, int dev_id) {
   dlr_parts parts;
-  char* owned[3] = {NULL, NULL, NULL};
+  char* owned[4] = {NULL, NULL, NULL, NULL};
   size_t i;
   int status = 0, vm = 0;
   CHECK_PTR(handle, "handle");
@@ -144,7 +135,10 @@ DLR_DLL int CreateDLRModelFromModelElem(DLRModelHandle* handle, const DLRModelEl
         }
         parts.lib_path = el->path;
         break;
-      case RELAY_EXEC: vm = 1; break;
+      case RELAY_EXEC:
+        vm = 1;
+        status = elem_bytes(el, "RELAY_EXEC", 0, &owned[3], &parts.code, &parts.code_len);
+        break;
       case HEXAGON_LIB:
         status = tvmrt_fail("DLRError",
                             "model element %zu is HEXAGON_LIB (DLR's hexagon "
@@ -157,15 +151,19 @@ DLR_DLL int CreateDLRModelFromModelElem(DLRModelHandle* handle, const DLRModelEl
                             i, (int)el->type);
     }
   }
-  if (status == 0 && vm) {
-    status = refuse_relay_vm("the model elements (RELAY_EXEC)");
+  if (status == 0 && vm && (parts.lib_path == NULL || parts.meta == NULL)) {
+    status = tvmrt_fail(
+        "DLRError",
+        "Invalid RelayVM model. Must have RELAY_EXEC, TVM_LIB and NEO_METADATA elements");
+  } else if (status == 0 && vm) {
+    status = create(handle, &parts, dev_type, dev_id);
   } else if (status == 0 && (parts.graph == NULL || parts.params == NULL || !parts.lib_path)) {
     status = tvmrt_fail("DLRError",
                         "Invalid TVM model. Must have TVM_GRAPH, TVM_PARAMS and TVM_LIB elements");
   } else if (status == 0) {
     status = create(handle, &parts, dev_type, dev_id);
   }
-  for (i = 0; i < 3; ++i) free(owned[i]);
+  for (i = 0; i < 4; ++i) free(owned[i]);
   return status;
 }
 
@@ -191,6 +189,7 @@ DLR_DLL int DeleteDLRModel(DLRModelHandle* handle) {
 
 DLR_DLL int RunDLRModel(DLRModelHandle* handle) {
   MODEL(m);
+  if (m->vm) return dlr_vm_run(m->vm);
   return dlr_model_call(m, "run", NULL, NULL, 0);
 }
 
@@ -199,8 +198,7 @@ DLR_DLL const char* DLRGetLastError(void) { return tvmrt_peek_last_error(); }
 DLR_DLL int GetDLRBackend(DLRModelHandle* handle, const char** name) {
   MODEL(m);
   CHECK_PTR(name, "name");
-  (void)m;
-  *name = "tvm";
+  *name = m->vm ? "relayvm" : "tvm";
   return 0;
 }
 
@@ -212,14 +210,14 @@ DLR_DLL int GetDLRVersion(const char** out) {
 
 DLR_DLL int SetDLRNumThreads(DLRModelHandle* handle, int threads) {
   MODEL(m);
-  (void)m;
+  if (m->vm) return tvmrt_fail("DLRError", "SetDLRNumThreads: Not Implemented! (RelayVM model)");
   if (threads <= 0) return 0; /* as DLR: nothing changes */
   return tvmrt_set_num_threads(threads) < 0 ? -1 : 0;
 }
 
 DLR_DLL int UseDLRCPUAffinity(DLRModelHandle* handle, int use) {
   MODEL(m);
-  (void)m;
+  if (m->vm) return tvmrt_fail("DLRError", "UseDLRCPUAffinity: Not Implemented! (RelayVM model)");
   if (use == 0) return 0;
   return tvmrt_fail("UnsupportedError",
                     "UseDLRCPUAffinity: tvmrt's thread pool does not pin its threads to CPUs "

@@ -309,3 +309,11 @@ int dlr_check_device(const tvmrt_json* meta, int dev_type) {
   }
   return 0;
 }
+
+int dlr_check_index(int index, size_t count, const char* what, const char* fn) {
+  if (index < 0 || (size_t)index >= count) {
+    return tvmrt_fail("DLRError", "%s: %s index %d is out of range: the model has %zu %ss", fn,
+                      what, index, count, what);
+  }
+  return 0;
+}

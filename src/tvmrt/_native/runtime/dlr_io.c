@@ -1,11 +1,12 @@
 /*
- * dlr.h's inputs, outputs and output names (dlr_tvm.cc's TVMModel): an input index counts
+ * dlr.h's inputs (dlr_tvm.cc's TVMModel; outputs: dlr_out.c): an input index counts
  * the graph's inputs less the weights, a name may be any graph input (weights too, as
  * DLR's set_input); SetDLRInput checks only the element count (DLR's words: "Mismatch
  * found in input data size. Value read: N, Expected: M") and reads the input's dtype;
  * copies go through the executor's own set_input / get_output, so a DLTensor of another
- * dtype, shape or device is refused with the runtime's error. Output names come from
- * compiled.meta (Model.Outputs[i].name).
+ * dtype, shape or device is refused with the runtime's error. A Relay VM model answers
+ * from dlr_vm.c, as DLR's RelayVMModel: main's parameters, the meta's dtypes and shapes,
+ * no weights, no zero-copy input; SetDLRInput takes any shape (no count check, as DLR).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,20 +15,8 @@
 #include "dlr.h"
 #include "dlr_model.h"
 
-static int check_index(int index, size_t count, const char* what, const char* fn) {
-  if (index < 0 || (size_t)index >= count) {
-    return tvmrt_fail("DLRError", "%s: %s index %d is out of range: the model has %zu %ss", fn,
-                      what, index, count, what);
-  }
-  return 0;
-}
-
 static DLTensor* input_entry(const dlr_model* m, size_t graph_index) {
   return &m->ge->entries[tvmrt_ge_input_eid(m->ge, graph_index)];
-}
-
-static DLTensor* output_entry(const dlr_model* m, int index) {
-  return &m->ge->entries[tvmrt_ge_output_eid(m->ge, (size_t)index)];
 }
 
 /* a graph input (weights included) by name, or -1 with DLR's error */
@@ -37,15 +26,26 @@ static int graph_input(const dlr_model* m, const char* name) {
   return idx;
 }
 
-static int64_t element_count(const DLTensor* t) {
+int64_t dlr_count_dims(const int64_t* shape, int ndim) {
   int64_t n = 1;
   int d;
-  for (d = 0; d < t->ndim; ++d) {
-    if (t->shape[d] < 0) return -1;
-    n *= t->shape[d];
+  for (d = 0; d < ndim; ++d) {
+    if (shape[d] < 0) return -1;
+    n *= shape[d];
   }
   return n;
 }
+
+static int64_t element_count(const DLTensor* t) { return dlr_count_dims(t->shape, t->ndim); }
+
+/* a Relay VM model's input or output: its name, type, shape and rank */
+#define VM_INPUT(m, index)                                                                         \
+  const char *vm_name, *vm_type;                                                                   \
+  const int64_t* vm_shape;                                                                         \
+  int vm_dim;                                                                                      \
+  if (dlr_vm_input(m->vm, index, __func__, &vm_name, &vm_type, &vm_shape, &vm_dim) != 0) return -1
+#define NOT_FOR_VM(m, why)                                                                         \
+  if (m->vm != NULL) return tvmrt_fail("DLRError", "%s: %s", __func__, why)
 
 /* the product of a caller's shape: -1 with an error for a bad one */
 static int count_of(const int64_t* shape, int dim, const char* fn, int64_t* out) {
@@ -77,7 +77,7 @@ static int size_mismatch(int64_t read, int64_t expected) {
 }
 
 /* the executor's `fn` with (index, tensor) */
-static int call2(dlr_model* m, const char* fn, int index, DLTensor* t) {
+int dlr_call2(dlr_model* m, const char* fn, int index, DLTensor* t) {
   TVMValue args[2];
   int codes[2] = {kTVMArgInt, kTVMDLTensorHandle};
   args[0].v_int64 = index;
@@ -85,8 +85,21 @@ static int call2(dlr_model* m, const char* fn, int index, DLTensor* t) {
   return dlr_model_call(m, fn, args, codes, 2);
 }
 
+int dlr_check_tensor(const DLTensor* t, const char* fn) {
+  size_t bytes;
+  if (t->ndim < 0 || t->ndim > RT_MAX_NDIM || (t->ndim > 0 && t->shape == NULL) ||
+      tvmrt_tensor_nbytes(t, &bytes) != 0) {
+    return tvmrt_fail("InvalidArgumentError", "%s: the tensor has no valid shape (ndim %d)", fn,
+                      t->ndim);
+  }
+  if (bytes > 0 && t->data == NULL) {
+    return tvmrt_fail("InvalidArgumentError", "%s: the tensor's data is NULL", fn);
+  }
+  return 0;
+}
+
 /* the entry's layout over the caller's memory */
-static DLTensor over(const DLTensor* entry, void* data) {
+DLTensor dlr_over(const DLTensor* entry, void* data) {
   DLTensor t = *entry;
   t.data = data;
   t.byte_offset = 0;
@@ -99,7 +112,7 @@ static DLTensor over(const DLTensor* entry, void* data) {
 DLR_DLL int GetDLRNumInputs(DLRModelHandle* handle, int* num_inputs) {
   MODEL(m);
   CHECK_PTR(num_inputs, "num_inputs");
-  *num_inputs = (int)m->num_inputs;
+  *num_inputs = (int)(m->vm ? dlr_vm_num_inputs(m->vm) : m->num_inputs);
   return 0;
 }
 
@@ -113,7 +126,12 @@ DLR_DLL int GetDLRNumWeights(DLRModelHandle* handle, int* num_weights) {
 DLR_DLL int GetDLRInputName(DLRModelHandle* handle, int index, const char** input_name) {
   MODEL(m);
   CHECK_PTR(input_name, "input_name");
-  if (check_index(index, m->num_inputs, "input", __func__) != 0) return -1;
+  if (m->vm) {
+    VM_INPUT(m, index);
+    *input_name = vm_name;
+    return 0;
+  }
+  if (dlr_check_index(index, m->num_inputs, "input", __func__) != 0) return -1;
   *input_name = m->ge->g.nodes[m->ge->g.arg_nodes[m->inputs[index]]].name;
   return 0;
 }
@@ -121,7 +139,12 @@ DLR_DLL int GetDLRInputName(DLRModelHandle* handle, int index, const char** inpu
 DLR_DLL int GetDLRInputType(DLRModelHandle* handle, int index, const char** input_type) {
   MODEL(m);
   CHECK_PTR(input_type, "input_type");
-  if (check_index(index, m->num_inputs, "input", __func__) != 0) return -1;
+  if (m->vm) {
+    VM_INPUT(m, index);
+    *input_type = vm_type;
+    return 0;
+  }
+  if (dlr_check_index(index, m->num_inputs, "input", __func__) != 0) return -1;
   *input_type = m->input_types[index];
   return 0;
 }
@@ -129,7 +152,8 @@ DLR_DLL int GetDLRInputType(DLRModelHandle* handle, int index, const char** inpu
 DLR_DLL int GetDLRWeightName(DLRModelHandle* handle, int index, const char** weight_name) {
   MODEL(m);
   CHECK_PTR(weight_name, "weight_name");
-  if (check_index(index, m->num_weights, "weight", __func__) != 0) return -1;
+  NOT_FOR_VM(m, "Not Implemented! (a RelayVM model has no weights)");
+  if (dlr_check_index(index, m->num_weights, "weight", __func__) != 0) return -1;
   *weight_name = m->weights[index];
   return 0;
 }
@@ -138,7 +162,12 @@ DLR_DLL int GetDLRInputShape(DLRModelHandle* handle, int index, int64_t* shape) 
   const DLTensor* t;
   MODEL(m);
   CHECK_PTR(shape, "shape");
-  if (check_index(index, m->num_inputs, "input", __func__) != 0) return -1;
+  if (m->vm) {
+    VM_INPUT(m, index);
+    if (vm_dim > 0) memcpy(shape, vm_shape, sizeof(int64_t) * (size_t)vm_dim);
+    return 0;
+  }
+  if (dlr_check_index(index, m->num_inputs, "input", __func__) != 0) return -1;
   t = input_entry(m, m->inputs[index]);
   if (t->ndim > 0) memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
   return 0;
@@ -149,7 +178,13 @@ DLR_DLL int GetDLRInputSizeDim(DLRModelHandle* handle, int index, int64_t* size,
   MODEL(m);
   CHECK_PTR(size, "size");
   CHECK_PTR(dim, "dim");
-  if (check_index(index, m->num_inputs, "input", __func__) != 0) return -1;
+  if (m->vm) {
+    VM_INPUT(m, index);
+    *size = dlr_count_dims(vm_shape, vm_dim);
+    *dim = vm_dim;
+    return 0;
+  }
+  if (dlr_check_index(index, m->num_inputs, "input", __func__) != 0) return -1;
   t = input_entry(m, m->inputs[index]);
   *size = element_count(t);
   *dim = t->ndim;
@@ -163,13 +198,26 @@ DLR_DLL int SetDLRInput(DLRModelHandle* handle, const char* name, const int64_t*
   DLTensor src;
   MODEL(m);
   CHECK_PTR(name, "name");
+  if (m->vm) { /* an array of the caller's shape in the meta's dtype, as DLR */
+    memset(&src, 0, sizeof(src));
+    if (dlr_vm_input_dtype(m->vm, name, &src.dtype) != 0 ||
+        count_of(shape, dim, __func__, &read) != 0) {
+      return -1;
+    }
+    CHECK_PTR(input, "input");
+    src.data = (void*)input;
+    src.device.device_type = kDLCPU;
+    src.ndim = dim;
+    src.shape = (int64_t*)shape;
+    return dlr_vm_set_input(m->vm, name, &src);
+  }
   if ((idx = graph_input(m, name)) < 0 || count_of(shape, dim, __func__, &read) != 0) return -1;
   if (read != element_count(input_entry(m, (size_t)idx))) {
     return size_mismatch(read, element_count(input_entry(m, (size_t)idx)));
   }
   CHECK_PTR(input, "input");
-  src = over(input_entry(m, (size_t)idx), (void*)input);
-  return call2(m, "set_input", idx, &src);
+  src = dlr_over(input_entry(m, (size_t)idx), (void*)input);
+  return dlr_call2(m, "set_input", idx, &src);
 }
 
 DLR_DLL int SetDLRInputTensor(DLRModelHandle* handle, const char* name, void* tensor) {
@@ -181,6 +229,10 @@ DLR_DLL int SetDLRInputTensor(DLRModelHandle* handle, const char* name, void* te
   MODEL(m);
   CHECK_PTR(name, "name");
   CHECK_PTR(tensor, "tensor");
+  if (m->vm) {
+    if (dlr_check_tensor(t, __func__) != 0) return -1;
+    return dlr_vm_set_input(m->vm, name, t); /* a copy in the tensor's dtype, as DLR */
+  }
   if ((idx = graph_input(m, name)) < 0 || count_of(t->shape, t->ndim, __func__, &read) != 0) {
     return -1;
   }
@@ -188,7 +240,7 @@ DLR_DLL int SetDLRInputTensor(DLRModelHandle* handle, const char* name, void* te
   if (read != element_count(entry)) return size_mismatch(read, element_count(entry));
   if (tvmrt_ge_same_layout(t, entry) || t->dtype.code != entry->dtype.code ||
       t->dtype.bits != entry->dtype.bits || t->dtype.lanes != entry->dtype.lanes) {
-    return call2(m, "set_input", idx, t); /* the executor names a dtype mismatch */
+    return dlr_call2(m, "set_input", idx, t); /* the executor names a dtype mismatch */
   }
   if (!tvmrt_is_compact(t)) {
     return tvmrt_fail("ArrayError",
@@ -199,7 +251,7 @@ DLR_DLL int SetDLRInputTensor(DLRModelHandle* handle, const char* name, void* te
   view = *t; /* only the element count must match (DLR): the input's shape over its data */
   view.ndim = entry->ndim;
   view.shape = entry->shape;
-  return call2(m, "set_input", idx, &view);
+  return dlr_call2(m, "set_input", idx, &view);
 }
 
 DLR_DLL int SetDLRInputTensorZeroCopy(DLRModelHandle* handle, const char* name, void* tensor) {
@@ -207,8 +259,9 @@ DLR_DLL int SetDLRInputTensorZeroCopy(DLRModelHandle* handle, const char* name, 
   MODEL(m);
   CHECK_PTR(name, "name");
   CHECK_PTR(tensor, "tensor");
+  NOT_FOR_VM(m, "model is not a TVMModel. Found 'relayvm' but expected 'tvm'");
   if ((idx = graph_input(m, name)) < 0) return -1;
-  return call2(m, "set_input_zero_copy", idx, (DLTensor*)tensor);
+  return dlr_call2(m, "set_input_zero_copy", idx, (DLTensor*)tensor);
 }
 
 DLR_DLL int GetDLRInput(DLRModelHandle* handle, const char* name, void* input) {
@@ -217,145 +270,13 @@ DLR_DLL int GetDLRInput(DLRModelHandle* handle, const char* name, void* input) {
   MODEL(m);
   CHECK_PTR(name, "name");
   CHECK_PTR(input, "input");
+  if (m->vm) {
+    const DLTensor* t = dlr_vm_input_value(m->vm, name);
+    if (t == NULL) return -1;
+    dst = dlr_over(t, input);
+    return tvmrt_copy_tensor(t, &dst);
+  }
   if ((idx = graph_input(m, name)) < 0) return -1;
-  dst = over(input_entry(m, (size_t)idx), input);
-  return call2(m, "get_input", idx, &dst);
-}
-
-/* -- outputs ---------------------------------------------------------------------------- */
-
-#define OUTPUT(m, index)                                                                           \
-  if (check_index(index, m->ge->g.num_heads, "output", __func__) != 0) return -1
-
-DLR_DLL int GetDLRNumOutputs(DLRModelHandle* handle, int* num_outputs) {
-  MODEL(m);
-  CHECK_PTR(num_outputs, "num_outputs");
-  *num_outputs = (int)m->ge->g.num_heads;
-  return 0;
-}
-
-DLR_DLL int GetDLROutputShape(DLRModelHandle* handle, int index, int64_t* shape) {
-  const DLTensor* t;
-  MODEL(m);
-  CHECK_PTR(shape, "shape");
-  OUTPUT(m, index);
-  t = output_entry(m, index);
-  if (t->ndim > 0) memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
-  return 0;
-}
-
-DLR_DLL int GetDLROutputSizeDim(DLRModelHandle* handle, int index, int64_t* size, int* dim) {
-  MODEL(m);
-  CHECK_PTR(size, "size");
-  CHECK_PTR(dim, "dim");
-  OUTPUT(m, index);
-  *size = element_count(output_entry(m, index));
-  *dim = output_entry(m, index)->ndim;
-  return 0;
-}
-
-DLR_DLL int GetDLROutputType(DLRModelHandle* handle, int index, const char** output_type) {
-  MODEL(m);
-  CHECK_PTR(output_type, "output_type");
-  OUTPUT(m, index);
-  *output_type = m->output_types[index];
-  return 0;
-}
-
-DLR_DLL int GetDLROutput(DLRModelHandle* handle, int index, void* out) {
-  DLTensor dst;
-  MODEL(m);
-  CHECK_PTR(out, "out");
-  OUTPUT(m, index);
-  dst = over(output_entry(m, index), out);
-  return call2(m, "get_output", index, &dst);
-}
-
-DLR_DLL int GetDLROutputPtr(DLRModelHandle* handle, int index, const void** out) {
-  const DLTensor* t;
-  MODEL(m);
-  CHECK_PTR(out, "out");
-  OUTPUT(m, index);
-  t = output_entry(m, index);
-  *out = (const char*)t->data + t->byte_offset;
-  return 0;
-}
-
-DLR_DLL int GetDLROutputTensor(DLRModelHandle* handle, int index, void* tensor) {
-  MODEL(m);
-  CHECK_PTR(tensor, "tensor");
-  OUTPUT(m, index);
-  return call2(m, "get_output", index, (DLTensor*)tensor);
-}
-
-/* a DLManagedTensor viewing an output; it keeps the executor (and so its memory) alive */
-typedef struct {
-  DLManagedTensor managed;
-  int64_t shape[RT_MAX_NDIM];
-  tvmrt_module* owner;
-} dlr_managed;
-
-static void managed_delete(DLManagedTensor* self) {
-  dlr_managed* v = (dlr_managed*)self->manager_ctx;
-  tvmrt_release(&v->owner->hdr);
-  free(v);
-}
-
-DLR_DLL int GetDLROutputManagedTensorPtr(DLRModelHandle* handle, int index, const void** tensor) {
-  dlr_managed* v;
-  const DLTensor* t;
-  MODEL(m);
-  CHECK_PTR(tensor, "tensor");
-  OUTPUT(m, index);
-  t = output_entry(m, index);
-  if ((v = (dlr_managed*)calloc(1, sizeof(dlr_managed))) == NULL) {
-    return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a DLManagedTensor");
-  }
-  v->managed.dl_tensor = *t;
-  if (t->ndim > 0) memcpy(v->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
-  v->managed.dl_tensor.shape = v->shape;
-  v->managed.dl_tensor.strides = NULL;
-  v->managed.manager_ctx = v;
-  v->managed.deleter = managed_delete;
-  v->owner = m->executor;
-  tvmrt_retain(&m->executor->hdr);
-  *tensor = &v->managed;
-  return 0;
-}
-
-/* -- compiled.meta ---------------------------------------------------------------------- */
-
-DLR_DLL int GetDLRHasMetadata(DLRModelHandle* handle, bool* has_metadata) {
-  MODEL(m);
-  CHECK_PTR(has_metadata, "has_metadata");
-  *has_metadata = m->meta != NULL;
-  return 0;
-}
-
-DLR_DLL int GetDLROutputName(DLRModelHandle* handle, const int index, const char** name) {
-  MODEL(m);
-  CHECK_PTR(name, "name");
-  return dlr_model_output_name(m, index, name);
-}
-
-DLR_DLL int GetDLROutputIndex(DLRModelHandle* handle, const char* name, int* index) {
-  size_t i;
-  MODEL(m);
-  CHECK_PTR(name, "name");
-  CHECK_PTR(index, "index");
-  for (i = 0; i < m->ge->g.num_heads; ++i) {
-    const char* found;
-    if (dlr_model_output_name(m, (int)i, &found) != 0) return -1;
-    if (strcmp(found, name) == 0) {
-      *index = (int)i;
-      return 0;
-    }
-  }
-  return tvmrt_fail("DLRError", "Couldn't find index for output node %.300s!", name);
-}
-
-DLR_DLL int GetDLROutputByName(DLRModelHandle* handle, const char* name, void* out) {
-  int index;
-  if (GetDLROutputIndex(handle, name, &index) != 0) return -1;
-  return GetDLROutput(handle, index, out);
+  dst = dlr_over(input_entry(m, (size_t)idx), input);
+  return dlr_call2(m, "get_input", idx, &dst);
 }

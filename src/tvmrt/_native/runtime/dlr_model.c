@@ -1,8 +1,8 @@
 /*
- * A DLR model of the TVM backend (dlr_tvm.cc's TVMModel; tvmrt/dlr/_backends.py's
- * TVMBackend): the meta's device check, the graph executor over the kernels' library, the
- * params loaded, the weights (the params' names, sorted), and the inputs: the graph's
- * inputs less the weights, in graph order.
+ * A DLR model (a Relay VM one: dlr_vm.c) of the TVM backend (dlr_tvm.cc's TVMModel;
+ * tvmrt/dlr/_backends.py's TVMBackend): the meta's device check, the graph executor over the
+ * kernels' library, the params loaded, the weights (the params' names, sorted), and the inputs: the
+ * graph's inputs less the weights, in graph order.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +13,7 @@
 static void model_destroy(tvmrt_object* obj) {
   dlr_model* m = (dlr_model*)obj;
   size_t i;
+  dlr_vm_free(m->vm);
   if (m->executor) tvmrt_release(&m->executor->hdr);
   tvmrt_json_free(m->meta);
   free(m->meta_problem);
@@ -97,6 +98,11 @@ int dlr_model_create(const dlr_parts* parts, DLDevice dev, dlr_model** out) {
   if (dlr_check_device(m->meta, dev.device_type) != 0 ||
       refuse_data_transform(m->meta, parts->meta_where)) {
     goto fail;
+  }
+  if (parts->code != NULL) {
+    if (dlr_vm_create(m, parts, dev) != 0) goto fail;
+    *out = m;
+    return 0;
   }
   if (dlr_regular_file(parts->lib_path, "the model library") != 0) goto fail;
   if ((lib = tvmrt_load_dso(parts->lib_path)) == NULL) goto fail;
