@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from support.cuda_fixtures import CUDA_FIXTURES, cuda_fixtures
 from support.fake_cuda import FakeLog, build
 from support.paths import REPO
 from tvmrt import runtime
@@ -30,7 +31,7 @@ from tvmrt.artifact import find_artifact, inspect_artifact, load_artifact
 from tvmrt.runtime.backends import _cuda_driver
 from tvmrt.runtime.backends.cuda import backend
 
-FIXTURES = REPO / "build" / "cuda-fixtures"
+FIXTURES = CUDA_FIXTURES
 device_table = importlib.import_module("tvmrt.runtime.device")
 CUDA = int(runtime.DLDeviceType.kDLCUDA)
 
@@ -48,9 +49,7 @@ def compile_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    model = FIXTURES / "cnn.onnx"
-    if not (FIXTURES / "cnn_ptx.so").exists() or not model.exists():
-        pytest.skip("no CUDA fixtures: scripts/make_cuda_fixtures.py makes build/cuda-fixtures")
+    model = cuda_fixtures() / "cnn.onnx"
     out = tmp_path_factory.mktemp("cuda-build") / "cnn"
     done = compile_cli(str(model), "-o", str(out), "--target", "cuda")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -100,9 +99,7 @@ def test_compiled_cuda_artifact_launches_as_the_fixture(compiled: Path, fake: Fa
 
 
 def test_cuda_target_refusals(tmp_path: Path) -> None:
-    model = FIXTURES / "cnn.onnx"
-    if not model.exists():
-        pytest.skip("no CUDA fixtures: scripts/make_cuda_fixtures.py makes build/cuda-fixtures")
+    model = cuda_fixtures() / "cnn.onnx"
     done = compile_cli(str(model), "-o", str(tmp_path / "a"), "--target", "cuda", "--tune", "1")
     assert done.returncode != 0
     assert "--tune is for CPU targets; a cuda build is not tuned" in done.stderr

@@ -28,6 +28,7 @@ import numpy as np
 import pytest
 
 from support.built import built
+from support.cuda_fixtures import cuda_fixtures
 from support.mlf_aot_cases import fixture_root
 from support.paths import REPO
 from tvmrt.artifact import find_artifact, inspect_artifact, load_artifact
@@ -174,9 +175,6 @@ def test_an_android_library_is_named_and_refused(tmp_path: Path) -> None:
     assert disagreements([lib], tmp_path) == []
 
 
-CUDA_FIXTURES = REPO / "build" / "cuda-fixtures"
-
-
 @pytest.mark.parametrize(
     ("driver", "gpus", "sm"),
     [("missing", 0, 0), ("stand-in", 0, 75), ("stand-in", 1, 75), ("stand-in", 1, 70)],
@@ -193,9 +191,7 @@ def test_cuda_fixtures(
 
     device_table = importlib.import_module("tvmrt.runtime.device")
 
-    paths = sorted(p for p in CUDA_FIXTURES.glob("*.so")) if CUDA_FIXTURES.is_dir() else []
-    if not paths:
-        pytest.skip("no CUDA fixtures: scripts/make_cuda_fixtures.py makes build/cuda-fixtures")
+    paths = sorted(p for p in cuda_fixtures().glob("*.so"))
     lib = tmp_path / "no-driver" / "libcuda.so.1"
     if driver == "stand-in":
         lib = build(tmp_path)

@@ -10,40 +10,28 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from support.cuda_fixtures import CUDA_FIXTURES, cuda_fixtures
 from support.fake_cuda import FakeLog, build
-from support.paths import REPO as ROOT
 from tvmrt import runtime
 from tvmrt.error import KernelError
 from tvmrt.runtime.backends import _cuda_driver
 from tvmrt.runtime.backends.cuda import CUDADeviceAPI, backend
 from tvmrt.runtime.loaders.cuda import CUDAModule
 
-FIXTURES = ROOT / "build" / "cuda-fixtures"
+FIXTURES = CUDA_FIXTURES
 device_table = importlib.import_module("tvmrt.runtime.device")
 CUDA = int(runtime.DLDeviceType.kDLCUDA)
 
 
 @pytest.fixture(scope="module")
 def fixtures() -> Path:
-    if not (FIXTURES / "relay019_golden.npz").exists():
-        if shutil.which("nvcc") is None or importlib.util.find_spec("tvm") is None:
-            pytest.skip("making the CUDA fixtures needs TVM 0.27 and nvcc")
-        script = ROOT / "scripts" / "make_cuda_fixtures.py"
-        environ = __import__("os").environ
-        env = {"PYTHONPATH": str(ROOT / "src"), "PATH": environ["PATH"]}
-        if "TVMRT_PEERS_DIR" in environ:
-            env["TVMRT_PEERS_DIR"] = environ["TVMRT_PEERS_DIR"]
-        subprocess.run([sys.executable, str(script), str(FIXTURES)], check=True, env=env)
-    return FIXTURES
+    return cuda_fixtures()
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tests.native.conftest import NativeBuild
+from tests.support.cuda_fixtures import CUDA_FIXTURES, cuda_fixtures
 from tests.support.fake_cuda import FakeLog, build
-from tests.support.paths import REPO
 
 from tvmrt import runtime
 from tvmrt.contrib import graph_executor
@@ -29,7 +29,7 @@ from tvmrt.error import DeviceUnavailableError
 from tvmrt.runtime.backends import _cuda_driver
 from tvmrt.runtime.backends.cuda import backend
 
-FIXTURE = REPO / "build" / "cuda-fixtures" / "relay019_ptx.so"
+FIXTURE = CUDA_FIXTURES / "relay019_ptx.so"
 GOLDEN = FIXTURE.with_name("relay019_golden.npz")
 device_table = importlib.import_module("tvmrt.runtime.device")
 CUDA = int(runtime.DLDeviceType.kDLCUDA)
@@ -37,11 +37,7 @@ CUDA = int(runtime.DLDeviceType.kDLCUDA)
 
 @pytest.fixture(scope="module")
 def stand_in(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not FIXTURE.exists():
-        pytest.skip(
-            "the Relay-era CUDA fixture is made by scripts/make_cuda_fixtures.py (TVM 0.27, "
-            "nvcc and the TVM 0.19 peer) into build/cuda-fixtures"
-        )
+    cuda_fixtures()
     return build(tmp_path_factory.mktemp("fakecuda"))
 
 

@@ -16,21 +16,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from support.cuda_fixtures import CUDA_FIXTURES, cuda_fixtures
 from support.fake_cuda import build
-from support.paths import REPO
 from support.rpc_server import tvmrt_rpc
 from tvmrt import nd, rpc
 from tvmrt.contrib import graph_executor
 from tvmrt.error import DeviceUnavailableError
 
-FIXTURE = REPO / "build" / "cuda-fixtures" / "relay019_ptx.so"
+FIXTURE = CUDA_FIXTURES / "relay019_ptx.so"
 
 
 def test_tvmrt_client_runs_cuda_on_a_server_with_a_gpu(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not FIXTURE.exists():
-        pytest.skip("no CUDA fixtures: scripts/make_cuda_fixtures.py makes build/cuda-fixtures")
+    cuda_fixtures()
     log = tmp_path / "server-cuda.log"
     monkeypatch.setenv("TVMRT_LIBCUDA", str(build(tmp_path)))
     monkeypatch.setenv("FAKE_LIBCUDA_LOG", str(log))

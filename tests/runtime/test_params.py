@@ -79,6 +79,8 @@ T1_SHAPE0, T1_SHAPE1, T1_SIZE = 0x8B, 0x93, 0x9B
 RECORD_HEAD = "3fa1b496f0405edd00000000000000000100000000000000"
 
 ARTIFACT_PARAMS = [
+    "batched/cnn-b1/deploy_param.params",
+    "batched/cnn-b4/deploy_param.params",
     "cross/aarch64/deploy_param.params",
     "cross/armv7hf/deploy_param.params",
     "lenet-params/deploy_param.params",

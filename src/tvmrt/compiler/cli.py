@@ -20,7 +20,7 @@ EXAMPLES = """examples:
   tvmrt compile model.onnx -o build/ --input-shape input=1x3x224x224
   tvmrt compile model.onnx -o build/ --target x86-64-v3      # portable: any AVX2 machine
   tvmrt compile model.onnx -o build/ --tune 200              # MetaSchedule, 200 trials
-  tvmrt compile model.onnx -o gpu/ --target cuda             # NVIDIA GPU (PTX, sm_75 up; nvcc)
+  tvmrt compile model.onnx -o model-cuda/ --target cuda      # CUDA device (PTX, sm_75 up; nvcc)
   tvmrt run build/ --fill random
 
 writes deploy.json, deploy.so, deploy.params (run them with tvmrt or TVM's graph executor)
@@ -48,7 +48,7 @@ def register_cli(subparsers: Any) -> None:
         help="CPU to compile for: 'host' (default: this machine's CPU by name), a portable "
         f"level ({', '.join(PORTABLE_CPUS[:4])}), a CPU name (znver3, skylake-avx512), "
         "'llvm -mcpu=...' or a target JSON object; or 'cuda' / 'cuda -arch=sm_XY' for an "
-        "NVIDIA GPU (needs nvcc at compile time)",
+        "NVIDIA CUDA device (needs nvcc at compile time)",
     )
     parser.add_argument(
         "--input-shape",
