@@ -2,7 +2,11 @@
 
 Run by a Python with TVM (the TVM 0.16 peer the tests use, ``build/peers/tvm016``)::
 
-    build/peers/tvm016/bin/python bench/build_mobilenet_batch.py OUT_DIR [B]
+    build/peers/tvm016/bin/python bench/build_mobilenet_batch.py OUT_DIR [B] [--wide-mlp]
+
+``--wide-mlp`` builds a wide MLP instead (784 -> 4096 -> 4096 -> 4096 -> 10, dense + ReLU,
+147 MB of float32 weights): at batch 1 each run streams every weight from memory for one row, at
+batch B for B rows, the case where a server gains most from batching.
 
 Writes ``OUT_DIR/b1/`` and ``OUT_DIR/b<B>/`` (``deploy_graph.json``, ``deploy_lib.so``,
 ``deploy_param.params``), the same network and weights compiled for batch 1 and batch B
@@ -19,14 +23,36 @@ from pathlib import Path
 X86 = "llvm -mtriple=x86_64-linux-gnu"  # the peer is a RISC-V-first build: name the target
 
 
-def build(out: Path, batch: int) -> None:
+def _wide_mlp(batch: int) -> tuple[object, dict[str, object]]:
+    import tvm
+    from tvm import relay
+
+    x = relay.var("data", shape=(batch, 784), dtype="float32")
+    params = {}
+    h = x
+    for i, (n_in, n_out) in enumerate(((784, 4096), (4096, 4096), (4096, 4096), (4096, 10))):
+        w = relay.var(f"w{i}", shape=(n_out, n_in), dtype="float32")
+        b = relay.var(f"b{i}", shape=(n_out,), dtype="float32")
+        params[f"w{i}"], params[f"b{i}"] = w, b
+        h = relay.nn.bias_add(relay.nn.dense(h, w), b)
+        if n_out != 10:
+            h = relay.nn.relu(h)
+    mod = tvm.IRModule.from_expr(relay.Function(relay.analysis.free_vars(h), h))
+    return mod, {name: var.type_annotation for name, var in params.items()}
+
+
+def build(out: Path, batch: int, wide_mlp: bool = False) -> None:
     """Compile the workload at ``batch`` into ``out``."""
     import numpy as np
     import tvm
     from tvm import relay
     from tvm.relay import testing
 
-    mod, params = testing.mobilenet.get_workload(batch_size=batch, dtype="float32")
+    if wide_mlp:
+        mod, types = _wide_mlp(batch)
+        params = {name: np.zeros([int(d) for d in t.shape], "float32") for name, t in types.items()}
+    else:
+        mod, params = testing.mobilenet.get_workload(batch_size=batch, dtype="float32")
     rng = np.random.default_rng(0)  # the same weights at every batch: seeded by name order
     params = {
         name: tvm.nd.array(rng.standard_normal(p.shape).astype("float32") * 0.1)
@@ -42,10 +68,11 @@ def build(out: Path, batch: int) -> None:
 
 def main() -> None:
     """Build batch 1 and batch B (default 4)."""
-    out = Path(sys.argv[1])
-    batch = int(sys.argv[2]) if len(sys.argv) > 2 else 4
+    args = [a for a in sys.argv[1:] if a != "--wide-mlp"]
+    out = Path(args[0])
+    batch = int(args[1]) if len(args) > 1 else 4
     for b in (1, batch):
-        build(out / f"b{b}", b)
+        build(out / f"b{b}", b, "--wide-mlp" in sys.argv)
         print(f"built {out / f'b{b}'}", flush=True)
 
 

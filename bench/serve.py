@@ -336,8 +336,14 @@ def main() -> None:
     parser.add_argument(
         "--batched",
         metavar="DIR",
-        help="b1/ and b4/ of bench/build_mobilenet_batch.py: "
-        "serve b4 with dynamic batching against in-process runs of b1",
+        help="b1/ and b<B>/ of bench/build_mobilenet_batch.py: "
+        "serve b<B> with dynamic batching against in-process runs of b1",
+    )
+    parser.add_argument(
+        "--batched-only", action="store_true", help="measure only the --batched rows"
+    )
+    parser.add_argument(
+        "--batch-wait-us", type=int, help="the batched server's --batch-wait-us (its default: 0)"
     )
     args = parser.parse_args()
     trees = [("", ROOT / "src")]
@@ -346,8 +352,8 @@ def main() -> None:
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print("| configuration | req/s | p50 ms | p99 ms | vs in-process |")
     print("|---|---:|---:|---:|---:|")
-    overhead = {}
-    for workers in (1, 2):
+    overhead: dict[str, list[float]] = {}
+    for workers in () if args.batched_only else (1, 2):
         servers = [
             (tag, Server([args.artifact, "--name", "m", "--workers", str(workers)], src))
             for tag, src in trees
@@ -362,15 +368,21 @@ def main() -> None:
             for _, server in servers:
                 server.stop()
     if args.batched:
-        single, batched = str(Path(args.batched) / "b1"), str(Path(args.batched) / "b4")
-        print("| *batch-4 build served with dynamic batching; reference: batch-1 build* ||||")
-        server = Server([batched, "--name", "m"])  # batching on by default: rows independent
+        single = str(Path(args.batched) / "b1")
+        batched = str(next(p for p in sorted(Path(args.batched).glob("b*")) if p.name != "b1"))
+        size = Path(batched).name[1:]
+        print(f"| *batch-{size} build served with dynamic batching; reference: batch-1 build* ||||")
+        wait = [] if args.batch_wait_us is None else ["--batch-wait-us", str(args.batch_wait_us)]
+        server = Server([batched, "--name", "m", *wait])  # batching on by default where safe
         try:
             for conc in (1, 4, 16):
-                paired_rounds(args, single, [(" (batch-4 build, batching)", server)], 1, conc)
+                tag = f" (batch-{size} build, batching)"
+                paired_rounds(args, single, [(tag, server)], 1, conc)
             print(f"batched answers: {check_batched(server, 'm', single, 16)}")
         finally:
             server.stop()
+    if args.batched_only:
+        return
     # a model whose run costs microseconds: what the server adds per request
     rate, lat = in_process(args.tiny, 1, 2000)
     print(row("in-process GraphModule.run, iris MLP, K=1", rate, lat))
