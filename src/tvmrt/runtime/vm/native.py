@@ -1,0 +1,291 @@
+"""The Relay VM in C (``libtvmrt_runtime``) driven from Python through ctypes.
+
+:class:`~tvmrt.runtime.vm.VirtualMachine` runs here when it can (docs/c_runtime.md, "The
+Relay VM from Python"): the C runtime loads the executable from its file (``vm.so``, or
+``code.ro``'s bytes and ``lib.so`` through ``runtime.Load_Executable``), and its
+``VirtualMachine`` module's packed functions are called with ``TVMFuncCall``. Inputs go in
+as ``DLTensor`` views of the arrays' memory (the C VM views an aligned compact one, as
+TVM's ``NDArray::FromExternalDLTensor``, else copies it); tuples as C ADTs of copies.
+Results come back copied into tvmrt NDArrays, a tuple as an :class:`ADT`.
+
+The C runtime is a second library in the process, beside the Python extension: both are
+loaded ``RTLD_LOCAL``, so neither's ``TVM*`` names reach the other, and the kernel
+libraries each opens are separate instances (Python loads its own from a private
+in-memory copy) with their own context slots. The C runtime's thread pool follows
+:func:`tvmrt.runtime.kernel_services.set_num_threads`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tvmrt.error import ArgumentTypeError, TVMError, UnsupportedError
+from tvmrt.runtime._ctypes_api import DLTensor, TVMValue
+from tvmrt.runtime.container import ADT
+from tvmrt.runtime.module import Module, PyModule
+from tvmrt.runtime.ndarray import NDArray, array
+from tvmrt.runtime.vm.interpreter import VMLimits
+from tvmrt.runtime.vm.native_lib import CFunc, Owned, dl_of, dtype_name, fail, runtime_library
+
+__all__ = ["NativeVM", "native_module", "native_source"]
+
+_STR, _INT, _DLTENSOR, _OBJECT, _MODULE, _NDARRAY, _BYTES = 11, 0, 7, 8, 9, 13, 12  # type codes
+_MACHINE_FUNCS: tuple[str, ...]
+_MACHINE_FUNCS = ("init", "set_input", "set_one_input", "invoke", "invoke_stateful")
+_MACHINE_FUNCS += ("get_output", "get_num_outputs", "get_input_index", "set_limits")
+
+
+class _ByteArray(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_char_p), ("size", ctypes.c_size_t)]
+
+
+class NativeVM:
+    """A ``VirtualMachine`` module of the C runtime over one executable file.
+
+    Parameters
+    ----------
+    source
+        ``("so", vm.so path)`` or ``("ro", code.ro bytes, lib.so path)``.
+    init_args
+        ``init``'s (device type, device id, allocator) triples.
+    """
+
+    def __init__(self, source: tuple[Any, ...], init_args: Sequence[int]) -> None:
+        lib = self.lib = runtime_library()
+        self._keep: dict[str, list[object]] = {}
+        if source[0] == "so":
+            exe = self._load_file(source[1])
+        else:
+            libmod = self._load_file(source[2])
+            try:
+                load = self._global("runtime.Load_Executable")
+                code = bytes(source[1])
+                ba = _ByteArray(code, len(code))
+                _, ret = load((_BYTES, ctypes.addressof(ba)), (_MODULE, libmod))
+                exe = ret.v_handle
+            finally:
+                lib.TVMModFree(ctypes.c_void_p(libmod))
+        try:
+            self._exe = exe
+            self._vm = self._call_module(exe, "vm_load_executable")
+        except TVMError:
+            lib.TVMModFree(ctypes.c_void_p(exe))
+            raise
+        self.funcs = {name: self._get(self._vm, name) for name in _MACHINE_FUNCS}
+        self.init(*init_args)
+        self.set_limits(VMLimits())  # what the Python interpreter would take (same variables)
+
+    def __del__(self) -> None:
+        self.funcs = {}
+        for attr in ("_vm", "_exe"):
+            handle = getattr(self, attr, None)
+            if handle:
+                self.lib.TVMModFree(ctypes.c_void_p(handle))
+
+    # -- loading ---------------------------------------------------------------------------
+    def _load_file(self, path: str) -> int:
+        out = ctypes.c_void_p()
+        if self.lib.TVMModLoadFromFile(path.encode(), b"", ctypes.byref(out)) != 0:
+            raise fail(self.lib, f"loading {path}")
+        return int(out.value or 0)
+
+    def _global(self, name: str) -> CFunc:
+        out = ctypes.c_void_p()
+        if self.lib.TVMFuncGetGlobal(name.encode(), ctypes.byref(out)) != 0 or not out.value:
+            raise fail(self.lib, f"global function {name}")
+        return CFunc(self.lib, out.value, name)
+
+    def _get(self, mod: int, name: str) -> CFunc:
+        out = ctypes.c_void_p()
+        rc = self.lib.TVMModGetFunction(ctypes.c_void_p(mod), name.encode(), 0, ctypes.byref(out))
+        if rc != 0 or not out.value:
+            raise fail(self.lib, f"module function {name}")
+        return CFunc(self.lib, out.value, name)
+
+    def _call_module(self, mod: int, name: str) -> int:
+        _, ret = self._get(mod, name)()
+        return int(ret.v_handle or 0)
+
+    # -- values ----------------------------------------------------------------------------
+    def _arg(self, value: object, keep: list[object]) -> tuple[int, Any]:
+        if isinstance(value, NDArray):
+            arr = np.require(value.numpy_view(), requirements="C")  # keeps 0-d
+            dl, shape = dl_of(arr)
+            keep += [arr, dl, shape]
+            return _DLTENSOR, ctypes.addressof(dl)
+        if isinstance(value, ADT):
+            fields = [self._owned(f, keep) for f in value.fields]
+            name = "runtime.ADT" if value.tag else "runtime.Tuple"
+            head = [(_INT, value.tag)] if value.tag else []
+            code, ret = self._global(name)(*head, *fields)
+            handle = ctypes.c_void_p(ret.v_handle)
+            keep.append(Owned(self.lib, handle))
+            return code, handle.value
+        raise ArgumentTypeError(
+            f"the C VM takes NDArray and ADT inputs, got {type(value).__name__}"
+        )
+
+    def _owned(self, value: object, keep: list[object]) -> tuple[int, Any]:
+        """An ADT field: a C NDArray holding a copy, or a nested ADT."""
+        if not isinstance(value, NDArray):
+            return self._arg(value, keep)
+        arr = np.require(value.numpy_view(), requirements="C")  # keeps 0-d
+        dl, shape = dl_of(arr)
+        out = ctypes.c_void_p()
+        if (
+            self.lib.TVMArrayAlloc(
+                ctypes.addressof(shape),
+                dl.ndim,
+                dl.dtype.code,
+                dl.dtype.bits,
+                1,
+                1,
+                0,
+                ctypes.byref(out),
+            )
+            != 0
+        ):
+            raise fail(self.lib, "TVMArrayAlloc")
+        keep.append(Owned(self.lib, out, array_handle=True))
+        if self.lib.TVMArrayCopyFromBytes(out, arr.ctypes.data, ctypes.c_size_t(arr.nbytes)):
+            raise fail(self.lib, "TVMArrayCopyFromBytes")
+        return _NDARRAY, out.value
+
+    def result(self, code: int, ret: TVMValue) -> Any:
+        """A returned NDArray or ADT handle as a tvmrt value (the handle is released)."""
+        handle = ctypes.c_void_p(ret.v_handle)
+        if code == _NDARRAY:
+            try:
+                dl = ctypes.cast(handle, ctypes.POINTER(DLTensor)).contents
+                shape = tuple(dl.shape[i] for i in range(dl.ndim))
+                out = np.empty(shape, dtype=dtype_name(dl.dtype))
+                ctypes.memmove(out.ctypes.data, (dl.data or 0) + dl.byte_offset, out.nbytes)
+            finally:
+                self.lib.TVMArrayFree(handle)
+            return array(out)
+        if code == _OBJECT:
+            try:
+                _, size = self._global("runtime.GetADTSize")((_OBJECT, handle.value))
+                _, tag = self._global("runtime.GetADTTag")((_OBJECT, handle.value))
+                field = self._global("runtime.GetADTFields")
+                fields = [
+                    self.result(*field((_OBJECT, handle.value), (_INT, i)))
+                    for i in range(size.v_int64)
+                ]
+            finally:
+                self.lib.TVMObjectFree(handle)
+            return ADT(int(tag.v_int64), fields)
+        raise ArgumentTypeError(f"the C VM returned type code {code}, not an NDArray or an ADT")
+
+    # -- the module's calls ----------------------------------------------------------------
+    def init(self, *args: int) -> None:
+        self.funcs["init"](*((_INT, int(v)) for v in args))
+
+    def set_input(self, func_name: str, *args: object) -> None:
+        keep: list[object] = []
+        values = [self._arg(a, keep) for a in args]
+        self.funcs["set_input"]((_STR, func_name.encode()), *values)
+        self._keep[func_name] = keep  # the C VM may view these arrays until the next set
+
+    def set_one_input(self, func_name: str, key: int | str, value: object) -> None:
+        keep = self._keep.setdefault(func_name, [])
+        k = (_STR, key.encode()) if isinstance(key, str) else (_INT, int(key))
+        self.funcs["set_one_input"]((_STR, func_name.encode()), k, self._arg(value, keep))
+
+    def set_limits(self, limits: VMLimits) -> None:
+        """The C VM's bounds from ``limits`` (None: no limit)."""
+        steps, alloc, live = limits.max_steps, limits.max_alloc_bytes, limits.max_live_bytes
+        self.funcs["set_limits"](
+            (_INT, int(limits.max_frames)),
+            (_INT, 0 if steps is None else int(steps)),
+            (_INT, -1 if alloc is None else int(alloc)),
+            (_INT, -1 if live is None else int(live)),
+        )
+
+    def invoke(self, func_name: str) -> Any:
+        return self.result(*self.funcs["invoke"]((_STR, func_name.encode())))
+
+    def invoke_stateful(self, func_name: str) -> None:
+        self.funcs["invoke_stateful"]((_STR, func_name.encode()))
+
+    def get_output(self, index: int) -> Any:
+        return self.result(*self.funcs["get_output"]((_INT, int(index))))
+
+    def get_num_outputs(self) -> int:
+        return int(self.funcs["get_num_outputs"]()[1].v_int64)
+
+    def get_input_index(self, input_name: str, func_name: str) -> int:
+        name, func = (_STR, input_name.encode()), (_STR, func_name.encode())
+        return int(self.funcs["get_input_index"](name, func)[1].v_int64)
+
+
+def native_source(mod: Module) -> tuple[Any, ...] | None:
+    """Where the C runtime can load ``mod`` (a ``VMExecutable``) from, or None.
+
+    ``("so", path)`` for a ``vm.so`` read by ``load_module``; ``("ro", code, lib path)``
+    for ``Executable.load_exec(code.ro bytes, load_module(lib.so))``.
+    """
+    if mod.source_file is not None:
+        return ("so", mod.source_file)
+    code = getattr(mod, "code_bytes", None)
+    imports = mod.imported_modules
+    if code is not None and imports and imports[0].source_file is not None:
+        return ("ro", code, imports[0].source_file)
+    return None
+
+
+def native_module(source: tuple[Any, ...] | None, init_args: Sequence[int]) -> Module:
+    """A ``VirtualMachine`` module (TVM's packed functions) running on the C VM."""
+    if source is None:
+        raise UnsupportedError("the executable was not loaded from a file")
+    vm = NativeVM(source, init_args)
+
+    def to_device(func_name: str, dev_type: int, dev_id: int, *args: object) -> Any:
+        if (dev_type, dev_id) != (1, 0):
+            raise UnsupportedError("the C VM returns results to cpu(0) only")
+        vm.set_input(func_name, *args)
+        return vm.invoke(func_name)
+
+    return _NativeVMModule(
+        vm,
+        {
+            "init": vm.init,
+            "set_input": vm.set_input,
+            "set_one_input": vm.set_one_input,
+            "invoke": vm.invoke,
+            "invoke_stateful": vm.invoke_stateful,
+            "invoke_return_to_device": to_device,
+            "get_output": vm.get_output,
+            "get_num_outputs": vm.get_num_outputs,
+            "get_input_index": vm.get_input_index,
+        },
+        type_key="VirtualMachine",
+    )
+
+
+class _Limits(VMLimits):
+    """:class:`VMLimits` whose changes reach the C VM (``tvmrt serve`` sets
+    ``max_live_bytes`` per worker)."""
+
+    def __init__(self, vm: NativeVM) -> None:
+        object.__setattr__(self, "_vm", None)
+        super().__init__()
+        object.__setattr__(self, "_vm", vm)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        object.__setattr__(self, name, value)
+        vm = getattr(self, "_vm", None)
+        if vm is not None:
+            vm.set_limits(self)
+
+
+class _NativeVMModule(PyModule):
+    """The C VM's ``VirtualMachine`` module functions, with its :attr:`limits`."""
+
+    def __init__(self, vm: NativeVM, functions: dict[str, Any], type_key: str) -> None:
+        super().__init__(functions, type_key)
+        self.limits = _Limits(vm)
