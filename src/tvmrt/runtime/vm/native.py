@@ -18,6 +18,7 @@ in-memory copy) with their own context slots. The C runtime's thread pool follow
 from __future__ import annotations
 
 import ctypes
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,8 +27,10 @@ import numpy as np
 from tvmrt.error import ArgumentTypeError, TVMError, UnsupportedError
 from tvmrt.runtime._ctypes_api import DLTensor, TVMValue
 from tvmrt.runtime.container import ADT
+from tvmrt.runtime.device import Device
+from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.module import Module, PyModule
-from tvmrt.runtime.ndarray import NDArray, array
+from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.vm.interpreter import VMLimits
 from tvmrt.runtime.vm.native_lib import CFunc, Owned, dl_of, dtype_name, fail, runtime_library
 
@@ -37,6 +40,18 @@ _STR, _INT, _DLTENSOR, _OBJECT, _MODULE, _NDARRAY, _BYTES = 11, 0, 7, 8, 9, 13, 
 _MACHINE_FUNCS: tuple[str, ...]
 _MACHINE_FUNCS = ("init", "set_input", "set_one_input", "invoke", "invoke_stateful")
 _MACHINE_FUNCS += ("get_output", "get_num_outputs", "get_input_index", "set_limits")
+
+
+_CPU = Device(1, 0)
+_DTYPES: dict[tuple[int, int, int], DataType] = {}
+
+
+def _dtype_of(dt: Any) -> DataType:
+    key = (dt.code, dt.bits, dt.lanes)
+    found = _DTYPES.get(key)
+    if found is None:
+        found = _DTYPES[key] = DataType(dtype_name(dt))
+    return found
 
 
 class _ByteArray(ctypes.Structure):
@@ -112,11 +127,9 @@ class NativeVM:
 
     # -- values ----------------------------------------------------------------------------
     def _arg(self, value: object, keep: list[object]) -> tuple[int, Any]:
-        if isinstance(value, NDArray):
-            arr = np.require(value.numpy_view(), requirements="C")  # keeps 0-d
-            dl, shape = dl_of(arr)
-            keep += [arr, dl, shape]
-            return _DLTENSOR, ctypes.addressof(dl)
+        if isinstance(value, NDArray):  # its cached DLTensor (TVM's dtype codes, strides)
+            keep.append(value)
+            return _DLTENSOR, ctypes.addressof(value.dltensor())
         if isinstance(value, ADT):
             fields = [self._owned(f, keep) for f in value.fields]
             name = "runtime.ADT" if value.tag else "runtime.Tuple"
@@ -158,15 +171,19 @@ class NativeVM:
     def result(self, code: int, ret: TVMValue) -> Any:
         """A returned NDArray or ADT handle as a tvmrt value (the handle is released)."""
         handle = ctypes.c_void_p(ret.v_handle)
-        if code == _NDARRAY:
-            try:
-                dl = ctypes.cast(handle, ctypes.POINTER(DLTensor)).contents
-                shape = tuple(dl.shape[i] for i in range(dl.ndim))
-                out = np.empty(shape, dtype=dtype_name(dl.dtype))
-                ctypes.memmove(out.ctypes.data, (dl.data or 0) + dl.byte_offset, out.nbytes)
-            finally:
-                self.lib.TVMArrayFree(handle)
-            return array(out)
+        if code == _NDARRAY:  # a view of the C array, which it keeps alive (no copy)
+            owner = Owned(self.lib, handle, array_handle=True)
+            dl = DLTensor.from_address(ret.v_handle)
+            shape = tuple(dl.shape[: dl.ndim])
+            dtype = _dtype_of(dl.dtype)
+            nbytes = math.prod(shape) * dtype.itemsize
+            if nbytes == 0 or not dl.data:
+                view = np.empty(shape, dtype.numpy_dtype)
+            else:
+                buf = (ctypes.c_char * nbytes).from_address(dl.data + dl.byte_offset)
+                buf._tvmrt_owner = owner  # type: ignore[attr-defined]  # views keep it alive
+                view = np.frombuffer(buf, dtype.numpy_dtype).reshape(shape)
+            return NDArray.from_host_memory(view, dtype, _CPU, owner)
         if code == _OBJECT:
             try:
                 _, size = self._global("runtime.GetADTSize")((_OBJECT, handle.value))
