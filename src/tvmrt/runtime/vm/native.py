@@ -181,7 +181,7 @@ class NativeVM:
                 view = np.empty(shape, dtype.numpy_dtype)
             else:
                 buf = (ctypes.c_char * nbytes).from_address(dl.data + dl.byte_offset)
-                buf._tvmrt_owner = owner  # type: ignore[attr-defined]  # views keep it alive
+                buf._tvmrt_owner = owner  # numpy views keep it alive
                 view = np.frombuffer(buf, dtype.numpy_dtype).reshape(shape)
             return NDArray.from_host_memory(view, dtype, _CPU, owner)
         if code == _OBJECT:
