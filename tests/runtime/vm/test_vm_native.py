@@ -128,3 +128,14 @@ def test_the_live_bytes_budget_reaches_the_c_vm(artifacts):
     with pytest.raises(InvalidArgumentError, match="max_frames >= 1"):
         vm.module.limits.max_frames = 0
     assert same_bits(vm.invoke("main", x).numpy(), first)
+
+
+def test_a_numpy_view_of_a_result_keeps_the_c_memory_alive(artifacts):
+    folder = artifacts / "relayvm" / "dyn-batch-mlp"
+    vm = vm_rt.VirtualMachine(rt.load_module(str(folder / "vm.so")), rt.cpu())
+    x = np.random.default_rng(1).standard_normal((2, 16)).astype("float32")
+    view = vm.invoke("main", x).numpy_view()  # the NDArray itself is dropped here
+    want = view.copy()
+    for _ in range(3):  # the pool would hand a freed buffer to these runs
+        vm.invoke("main", np.full((2, 16), 7.0, "float32"))
+    assert same_bits(view, want)
