@@ -10,10 +10,15 @@ extension) running ``main``. A VM function has no static input shapes or dtypes,
 ("given by the data"); a tuple-typed parameter ``p`` is set field by field as ``p.0``,
 ``p.1``, ... (the keys of the relayvm goldens). The outputs are the fields of the returned
 tuple, ``output_0``, ``output_1``, ..., known after the first run.
+
+The VM runs on the C runtime's interpreter (:mod:`.native`) when the device is the CPU,
+the executable came from its file and nothing needs Python (the profiler); otherwise on
+tvmrt's Python interpreter (:mod:`.machine`).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
@@ -47,6 +52,12 @@ class VirtualMachine:
         One device or a list; a CPU is added if none is given (shape functions run there).
     memory_cfg
         ``None``/``"pooled"``, ``"naive"``, or a dict device -> name.
+    engine
+        tvmrt: ``"native"`` (the Relay VM in C, ``libtvmrt_runtime``; an error saying why
+        if it cannot run this VM), ``"python"`` (tvmrt's Python interpreter), or None: the
+        C VM when it can, else the interpreter (``TVMRT_VM_ENGINE`` gives the default).
+        :attr:`engine` and :attr:`engine_reason` say which runs and why
+        (docs/c_runtime.md, "The Relay VM from Python").
     """
 
     NAIVE_ALLOCATOR = 1
@@ -69,8 +80,12 @@ class VirtualMachine:
             raise ArgumentTypeError(
                 f"VirtualMachine needs an Executable or a VMExecutable module, got {exe!r}"
             )
+        if engine is None:  # tvmrt: TVMRT_VM_ENGINE chooses for VMs made without engine=
+            engine = os.environ.get("TVMRT_VM_ENGINE") or None
         if engine not in (None, "native", "python"):
-            raise ArgumentTypeError(f"engine must be None, 'native' or 'python', got {engine!r}")
+            raise ArgumentTypeError(
+                f"engine (or TVMRT_VM_ENGINE) must be unset, 'native' or 'python', got {engine!r}"
+            )
         self._exec = exe if isinstance(exe, Executable) else Executable(mod)
         init_args = self._init_args(device, memory_cfg)
         self.module: Any  # the VirtualMachine module: the C VM's, or the Python interpreter's

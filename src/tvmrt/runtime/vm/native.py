@@ -43,15 +43,27 @@ _MACHINE_FUNCS += ("get_output", "get_num_outputs", "get_input_index", "set_limi
 
 
 _CPU = Device(1, 0)
-_DTYPES: dict[tuple[int, int, int], DataType] = {}
+_DTYPES: dict[tuple[int, int, int], tuple[DataType, str, int]] = {}
 
 
-def _dtype_of(dt: Any) -> DataType:
+def _dtype_of(dt: Any) -> tuple[DataType, str, int]:
+    """The DataType of a C array's dtype, numpy's type string and the item size."""
     key = (dt.code, dt.bits, dt.lanes)
     found = _DTYPES.get(key)
     if found is None:
-        found = _DTYPES[key] = DataType(dtype_name(dt))
+        dtype = DataType(dtype_name(dt))
+        found = _DTYPES[key] = (dtype, dtype.numpy_dtype.str, dtype.itemsize)
     return found
+
+
+class _Memory:
+    """A C array's memory as numpy sees it (``__array_interface__``), holding the array."""
+
+    __slots__ = ("__array_interface__", "owner")
+    __array_interface__: dict[str, Any]
+
+    def __init__(self, owner: Owned) -> None:
+        self.owner = owner
 
 
 class _ByteArray(ctypes.Structure):
@@ -172,18 +184,20 @@ class NativeVM:
         """A returned NDArray or ADT handle as a tvmrt value (the handle is released)."""
         handle = ctypes.c_void_p(ret.v_handle)
         if code == _NDARRAY:  # a view of the C array, which it keeps alive (no copy)
-            owner = Owned(self.lib, handle, array_handle=True)
             dl = DLTensor.from_address(ret.v_handle)
             shape = tuple(dl.shape[: dl.ndim])
-            dtype = _dtype_of(dl.dtype)
-            nbytes = math.prod(shape) * dtype.itemsize
-            if nbytes == 0 or not dl.data:
-                view = np.empty(shape, dtype.numpy_dtype)
-            else:
-                buf = (ctypes.c_char * nbytes).from_address(dl.data + dl.byte_offset)
-                buf._tvmrt_owner = owner  # numpy views keep it alive
-                view = np.frombuffer(buf, dtype.numpy_dtype).reshape(shape)
-            return NDArray.from_host_memory(view, dtype, _CPU, owner)
+            dtype, typestr, itemsize = _dtype_of(dl.dtype)
+            memory = _Memory(Owned(self.lib, handle, array_handle=True))
+            if math.prod(shape) * itemsize == 0 or not dl.data:
+                return NDArray.from_host_memory(np.empty(shape, typestr), dtype, _CPU, memory)
+            memory.__array_interface__ = {
+                "data": (dl.data + dl.byte_offset, False),
+                "shape": shape,
+                "typestr": typestr,
+                "version": 3,
+            }
+            view = np.asarray(memory)  # numpy views of it keep `memory` alive
+            return NDArray.from_host_memory(view, dtype, _CPU, memory)
         if code == _OBJECT:
             try:
                 _, size = self._global("runtime.GetADTSize")((_OBJECT, handle.value))
