@@ -40,6 +40,7 @@ _STR, _INT, _DLTENSOR, _OBJECT, _MODULE, _NDARRAY, _BYTES = 11, 0, 7, 8, 9, 13, 
 _MACHINE_FUNCS: tuple[str, ...]
 _MACHINE_FUNCS = ("init", "set_input", "set_one_input", "invoke", "invoke_stateful")
 _MACHINE_FUNCS += ("get_output", "get_num_outputs", "get_input_index", "set_limits")
+_MACHINE_FUNCS += ("invoke_return_to_device",)
 
 
 _CPU = Device(1, 0)
@@ -83,7 +84,9 @@ class NativeVM:
 
     def __init__(self, source: tuple[Any, ...], init_args: Sequence[int]) -> None:
         lib = self.lib = runtime_library()
-        self._keep: dict[str, list[object]] = {}
+        # what the C VM's inputs may view, per function and input (index, or the name
+        # set_one_input was given): kept until replaced, at most two per input
+        self._keep: dict[str, dict[object, list[object]]] = {}
         if source[0] == "so":
             exe = self._load_file(source[1])
         else:
@@ -216,16 +219,30 @@ class NativeVM:
     def init(self, *args: int) -> None:
         self.funcs["init"](*((_INT, int(v)) for v in args))
 
+    def _hold(self, func_name: str, args: Sequence[object]) -> list[tuple[int, Any]]:
+        """The C arguments for ``args``; what they view stays held (beside the old ones,
+        until :meth:`_held` says the C VM took them all)."""
+        held = self._keep.setdefault(func_name, {})
+        values = []
+        for i, a in enumerate(args):
+            keep: list[object] = [*held.get(i, [])]
+            values.append(self._arg(a, keep))
+            held[i] = keep
+        return values
+
+    def _held(self, func_name: str, args: Sequence[object]) -> None:
+        self._keep[func_name] = {i: [a] for i, a in enumerate(args)}
+
     def set_input(self, func_name: str, *args: object) -> None:
-        keep: list[object] = []
-        values = [self._arg(a, keep) for a in args]
+        values = self._hold(func_name, args)
         self.funcs["set_input"]((_STR, func_name.encode()), *values)
-        self._keep[func_name] = keep  # the C VM may view these arrays until the next set
+        self._held(func_name, args)
 
     def set_one_input(self, func_name: str, key: int | str, value: object) -> None:
-        keep = self._keep.setdefault(func_name, [])
+        keep: list[object] = [value]
         k = (_STR, key.encode()) if isinstance(key, str) else (_INT, int(key))
         self.funcs["set_one_input"]((_STR, func_name.encode()), k, self._arg(value, keep))
+        self._keep.setdefault(func_name, {})[key] = keep
 
     def set_limits(self, limits: VMLimits) -> None:
         """The C VM's bounds from ``limits`` (None: no limit)."""
@@ -236,6 +253,17 @@ class NativeVM:
             (_INT, -1 if alloc is None else int(alloc)),
             (_INT, -1 if live is None else int(live)),
         )
+
+    def invoke_return_to_device(
+        self, func_name: str, dev_type: int, dev_id: int, *args: object
+    ) -> Any:
+        """Set ``func_name``'s inputs and run it in one C call (the CPU only)."""
+        values = self._hold(func_name, args)
+        code, ret = self.funcs["invoke_return_to_device"](
+            (_STR, func_name.encode()), (_INT, int(dev_type)), (_INT, int(dev_id)), *values
+        )
+        self._held(func_name, args)
+        return self.result(code, ret)
 
     def invoke(self, func_name: str) -> Any:
         return self.result(*self.funcs["invoke"]((_STR, func_name.encode())))
@@ -275,12 +303,6 @@ def native_module(source: tuple[Any, ...] | None, init_args: Sequence[int]) -> M
         raise UnsupportedError("the executable was not loaded from a file")
     vm = NativeVM(source, init_args)
 
-    def to_device(func_name: str, dev_type: int, dev_id: int, *args: object) -> Any:
-        if (dev_type, dev_id) != (1, 0):
-            raise UnsupportedError("the C VM returns results to cpu(0) only")
-        vm.set_input(func_name, *args)
-        return vm.invoke(func_name)
-
     return _NativeVMModule(
         vm,
         {
@@ -289,7 +311,7 @@ def native_module(source: tuple[Any, ...] | None, init_args: Sequence[int]) -> M
             "set_one_input": vm.set_one_input,
             "invoke": vm.invoke,
             "invoke_stateful": vm.invoke_stateful,
-            "invoke_return_to_device": to_device,
+            "invoke_return_to_device": vm.invoke_return_to_device,
             "get_output": vm.get_output,
             "get_num_outputs": vm.get_num_outputs,
             "get_input_index": vm.get_input_index,
