@@ -58,13 +58,17 @@ def _dtype_of(dt: Any) -> tuple[DataType, str, int]:
 
 
 class _Memory:
-    """A C array's memory as numpy sees it (``__array_interface__``), holding the array."""
+    """A C array's memory as numpy sees it (``__array_interface__``); it holds the array
+    (one reference, released when the last view of it goes)."""
 
-    __slots__ = ("__array_interface__", "owner")
+    __slots__ = ("__array_interface__", "free", "handle")
     __array_interface__: dict[str, Any]
 
-    def __init__(self, owner: Owned) -> None:
-        self.owner = owner
+    def __init__(self, free: Any, handle: int) -> None:
+        self.free, self.handle = free, handle
+
+    def __del__(self) -> None:
+        self.free(self.handle)
 
 
 class _ByteArray(ctypes.Structure):
@@ -190,7 +194,7 @@ class NativeVM:
             dl = DLTensor.from_address(ret.v_handle)
             shape = tuple(dl.shape[: dl.ndim])
             dtype, typestr, itemsize = _dtype_of(dl.dtype)
-            memory = _Memory(Owned(self.lib, handle, array_handle=True))
+            memory = _Memory(self.lib.TVMArrayFree, ret.v_handle)
             if math.prod(shape) * itemsize == 0 or not dl.data:
                 return NDArray.from_host_memory(np.empty(shape, typestr), dtype, _CPU, memory)
             memory.__array_interface__ = {
@@ -341,4 +345,5 @@ class _NativeVMModule(PyModule):
 
     def __init__(self, vm: NativeVM, functions: dict[str, Any], type_key: str) -> None:
         super().__init__(functions, type_key)
+        self.vm = vm
         self.limits = _Limits(vm)
