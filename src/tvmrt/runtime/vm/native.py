@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from tvmrt.error import ArgumentTypeError, TVMError, UnsupportedError
-from tvmrt.runtime._ctypes_api import DLTensor, TVMValue
+from tvmrt.runtime._ctypes_api import DLTensor
 from tvmrt.runtime.container import ADT
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.dtype import DataType
@@ -91,6 +91,7 @@ class NativeVM:
         # what the C VM's inputs may view, per function and input (index, or the name
         # set_one_input was given): kept until replaced, at most two per input
         self._keep: dict[str, dict[object, list[object]]] = {}
+        self._globals: dict[str, CFunc] = {}
         if source[0] == "so":
             exe = self._load_file(source[1])
         else:
@@ -100,7 +101,7 @@ class NativeVM:
                 code = bytes(source[1])
                 ba = _ByteArray(code, len(code))
                 _, ret = load((_BYTES, ctypes.addressof(ba)), (_MODULE, libmod))
-                exe = ret.v_handle
+                exe = ret
             finally:
                 lib.TVMModFree(ctypes.c_void_p(libmod))
         try:
@@ -128,10 +129,13 @@ class NativeVM:
         return int(out.value or 0)
 
     def _global(self, name: str) -> CFunc:
-        out = ctypes.c_void_p()
-        if self.lib.TVMFuncGetGlobal(name.encode(), ctypes.byref(out)) != 0 or not out.value:
-            raise fail(self.lib, f"global function {name}")
-        return CFunc(self.lib, out.value, name)
+        found = self._globals.get(name)
+        if found is None:
+            out = ctypes.c_void_p()
+            if self.lib.TVMFuncGetGlobal(name.encode(), ctypes.byref(out)) != 0 or not out.value:
+                raise fail(self.lib, f"global function {name}")
+            found = self._globals[name] = CFunc(self.lib, out.value, name)
+        return found
 
     def _get(self, mod: int, name: str) -> CFunc:
         out = ctypes.c_void_p()
@@ -141,8 +145,7 @@ class NativeVM:
         return CFunc(self.lib, out.value, name)
 
     def _call_module(self, mod: int, name: str) -> int:
-        _, ret = self._get(mod, name)()
-        return int(ret.v_handle or 0)
+        return self._get(mod, name)()[1]
 
     # -- values ----------------------------------------------------------------------------
     def _arg(self, value: object, keep: list[object]) -> tuple[int, Any]:
@@ -154,7 +157,7 @@ class NativeVM:
             name = "runtime.ADT" if value.tag else "runtime.Tuple"
             head = [(_INT, value.tag)] if value.tag else []
             code, ret = self._global(name)(*head, *fields)
-            handle = ctypes.c_void_p(ret.v_handle)
+            handle = ctypes.c_void_p(ret)
             keep.append(Owned(self.lib, handle))
             return code, handle.value
         raise ArgumentTypeError(
@@ -187,14 +190,14 @@ class NativeVM:
             raise fail(self.lib, "TVMArrayCopyFromBytes")
         return _NDARRAY, out.value
 
-    def result(self, code: int, ret: TVMValue) -> Any:
+    def result(self, code: int, ret: int) -> Any:
         """A returned NDArray or ADT handle as a tvmrt value (the handle is released)."""
-        handle = ctypes.c_void_p(ret.v_handle)
+        handle = ctypes.c_void_p(ret)
         if code == _NDARRAY:  # a view of the C array, which it keeps alive (no copy)
-            dl = DLTensor.from_address(ret.v_handle)
+            dl = DLTensor.from_address(ret)
             shape = tuple(dl.shape[: dl.ndim])
             dtype, typestr, itemsize = _dtype_of(dl.dtype)
-            memory = _Memory(self.lib.TVMArrayFree, ret.v_handle)
+            memory = _Memory(self.lib.TVMArrayFree, ret)
             if math.prod(shape) * itemsize == 0 or not dl.data:
                 return NDArray.from_host_memory(np.empty(shape, typestr), dtype, _CPU, memory)
             memory.__array_interface__ = {
@@ -211,12 +214,11 @@ class NativeVM:
                 _, tag = self._global("runtime.GetADTTag")((_OBJECT, handle.value))
                 field = self._global("runtime.GetADTFields")
                 fields = [
-                    self.result(*field((_OBJECT, handle.value), (_INT, i)))
-                    for i in range(size.v_int64)
+                    self.result(*field((_OBJECT, handle.value), (_INT, i))) for i in range(size)
                 ]
             finally:
                 self.lib.TVMObjectFree(handle)
-            return ADT(int(tag.v_int64), fields)
+            return ADT(tag, fields)
         raise ArgumentTypeError(f"the C VM returned type code {code}, not an NDArray or an ADT")
 
     # -- the module's calls ----------------------------------------------------------------
@@ -279,11 +281,11 @@ class NativeVM:
         return self.result(*self.funcs["get_output"]((_INT, int(index))))
 
     def get_num_outputs(self) -> int:
-        return int(self.funcs["get_num_outputs"]()[1].v_int64)
+        return self.funcs["get_num_outputs"]()[1]
 
     def get_input_index(self, input_name: str, func_name: str) -> int:
         name, func = (_STR, input_name.encode()), (_STR, func_name.encode())
-        return int(self.funcs["get_input_index"](name, func)[1].v_int64)
+        return self.funcs["get_input_index"](name, func)[1]
 
 
 def native_source(mod: Module) -> tuple[Any, ...] | None:

@@ -112,7 +112,9 @@ class CFunc:
         if getattr(self, "handle", None):
             self.lib.TVMFuncFree(self.handle)
 
-    def __call__(self, *args: tuple[int, Any]) -> tuple[int, TVMValue]:
+    def __call__(self, *args: tuple[int, Any]) -> tuple[int, int]:
+        """(type code, value): an int, or a handle's address (user-space addresses are
+        positive, so the value's int64 is the address)."""
         with self._lock:
             if len(args) > self._size:
                 self._grow(len(args))
@@ -130,7 +132,7 @@ class CFunc:
             )
             if rc != 0:
                 raise fail(self.lib, self.name)
-            return self._ret_code.value, TVMValue.from_buffer_copy(self._ret)
+            return self._ret_code.value, self._ret.v_int64
 
 
 def dtype_name(dt: DLDataType) -> str:
