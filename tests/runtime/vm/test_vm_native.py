@@ -13,7 +13,12 @@ import pytest
 
 import tvmrt.runtime as rt
 from support.relayvm_cases import CASES, golden_runs, same_bits
-from tvmrt.error import DeviceOutOfMemoryError, InvalidArgumentError, UnsupportedError
+from tvmrt.error import (
+    ArgumentTypeError,
+    DeviceOutOfMemoryError,
+    InvalidArgumentError,
+    UnsupportedError,
+)
 from tvmrt.runtime import kernel_services
 from tvmrt.runtime import vm as vm_rt
 from tvmrt.runtime.container import ADT
@@ -139,3 +144,13 @@ def test_a_numpy_view_of_a_result_keeps_the_c_memory_alive(artifacts):
     for _ in range(3):  # the pool would hand a freed buffer to these runs
         vm.invoke("main", np.full((2, 16), 7.0, "float32"))
     assert same_bits(view, want)
+
+
+def test_tvmrt_vm_engine_sets_the_default_and_a_bad_name_is_refused(artifacts, monkeypatch):
+    vm_so = rt.load_module(str(artifacts / "relayvm" / "cnn-static" / "vm.so"))
+    monkeypatch.setenv("TVMRT_VM_ENGINE", "python")
+    assert vm_rt.VirtualMachine(vm_so, rt.cpu()).engine == "python"
+    assert vm_rt.VirtualMachine(vm_so, rt.cpu(), engine="native").engine == "native"
+    monkeypatch.setenv("TVMRT_VM_ENGINE", "c")
+    with pytest.raises(ArgumentTypeError, match="'native' or 'python', got 'c'"):
+        vm_rt.VirtualMachine(vm_so, rt.cpu())
