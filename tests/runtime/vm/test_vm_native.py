@@ -8,9 +8,15 @@ budget (``limits.max_live_bytes``) reaching the C VM.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+import tvmrt
 import tvmrt.runtime as rt
 from support.relayvm_cases import CASES, golden_runs, same_bits
 from tvmrt.error import (
@@ -154,3 +160,17 @@ def test_tvmrt_vm_engine_sets_the_default_and_a_bad_name_is_refused(artifacts, m
     monkeypatch.setenv("TVMRT_VM_ENGINE", "c")
     with pytest.raises(ArgumentTypeError, match="'native' or 'python', got 'c'"):
         vm_rt.VirtualMachine(vm_so, rt.cpu())
+
+
+def test_a_pool_size_set_before_the_c_runtime_loads_reaches_it():
+    code = (
+        "from tvmrt.runtime import kernel_services as k; k.set_num_threads(3); "
+        "from tvmrt.runtime.vm.native_lib import runtime_library; "
+        "print(runtime_library().tvmrt_get_num_threads())"
+    )
+    env = {**os.environ, "TVM_NUM_THREADS": "1", "PYTHONPATH": str(Path(tvmrt.__file__).parents[1])}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["3"]  # the C runtime alone would take TVM_NUM_THREADS
