@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from serve import Server, binary_body, percentile  # noqa: E402
+from serve import Server, binary_body, percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(os.environ.get("TVMRT_ARTIFACTS", ROOT.parent / "shared" / "artifacts"))

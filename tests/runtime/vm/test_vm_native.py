@@ -9,6 +9,7 @@ budget (``limits.max_live_bytes``) reaching the C VM.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,7 @@ from tvmrt.runtime.container import ADT
 from tvmrt.runtime.profiler_vm import VirtualMachineProfiler
 from tvmrt.runtime.vm import opcodes as op
 from tvmrt.runtime.vm.format import ExecutableData, VMFunction, write_executable
+from tvmrt.runtime.vm.native import library_refusal
 from tvmrt.runtime.vm.native_lib import runtime_library
 from tvmrt.testing.devices import emulated_device
 
@@ -174,3 +176,18 @@ def test_a_pool_size_set_before_the_c_runtime_loads_reaches_it():
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["3"]  # the C runtime alone would take TVM_NUM_THREADS
+
+
+def test_a_kernel_library_importing_tvm_functions_by_name_stays_in_python(artifacts, tmp_path):
+    if shutil.which("cc") is None:
+        pytest.skip("cc is not installed; the test builds a library that imports by name")
+    src = tmp_path / "k.c"
+    src.write_text(
+        "void* TVMBackendAllocWorkspace(int, int, unsigned long long, int, int);\n"
+        "void* k(void) { return TVMBackendAllocWorkspace(1, 0, 8, 2, 32); }\n"
+    )
+    lib = tmp_path / "k.so"
+    subprocess.run(["cc", "-shared", "-fPIC", str(src), "-o", str(lib)], check=True)
+    reason = library_refusal(("ro", b"", str(lib)))
+    assert "imports TVMBackendAllocWorkspace by name" in reason
+    assert library_refusal(("so", str(artifacts / "relayvm" / "cnn-static" / "vm.so"))) == ""

@@ -33,7 +33,7 @@ from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, array
 from tvmrt.runtime.object import Object
 from tvmrt.runtime.vm.executable_api import Executable, convert, convert_input
-from tvmrt.runtime.vm.native import native_module, native_source
+from tvmrt.runtime.vm.native import library_refusal, native_module, native_source
 
 __all__ = ["DYNAMIC_DTYPE", "Executable", "VirtualMachine", "Module", "Object", "convert"]
 
@@ -129,9 +129,10 @@ class VirtualMachine:
             return "a device other than the CPU is given (the C runtime runs CPU kernels only)"
         if getattr(mod, "changed", ""):
             return f"the executable changed after loading: {getattr(mod, 'changed', '')}"
-        if native_source(mod) is None:
+        source = native_source(mod)
+        if source is None:
             return "the executable was not loaded from a file (vm.so, or code.ro and a lib.so)"
-        return ""
+        return library_refusal(source)
 
     def _init_args(self, dev: Device | Sequence[Device], memory_cfg: object) -> list[int]:
         """``init``'s (device type, device id, allocator) triples; a CPU is added."""

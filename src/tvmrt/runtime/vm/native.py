@@ -20,10 +20,13 @@ from __future__ import annotations
 import ctypes
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from tvmrt.binfmt.abi import scan_tvm_symbols
+from tvmrt.binfmt.binary import ElfFile
 from tvmrt.error import ArgumentTypeError, TVMError, UnsupportedError
 from tvmrt.runtime._ctypes_api import DLTensor
 from tvmrt.runtime.container import ADT
@@ -34,7 +37,7 @@ from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.vm.interpreter import VMLimits
 from tvmrt.runtime.vm.native_lib import CFunc, Owned, dl_of, dtype_name, fail, runtime_library
 
-__all__ = ["NativeVM", "native_module", "native_source"]
+__all__ = ["NativeVM", "library_refusal", "native_module", "native_source"]
 
 _STR, _INT, _DLTENSOR, _OBJECT, _MODULE, _NDARRAY, _BYTES = 11, 0, 7, 8, 9, 13, 12  # type codes
 _MACHINE_FUNCS: tuple[str, ...]
@@ -301,6 +304,27 @@ def native_source(mod: Module) -> tuple[Any, ...] | None:
     if code is not None and imports and imports[0].source_file is not None:
         return ("ro", code, imports[0].source_file)
     return None
+
+
+def library_refusal(source: tuple[Any, ...]) -> str:
+    """Why the C runtime must not run the kernel library of ``source`` from Python ("" if
+    it may): one that imports ``TVM*`` functions by name would bind them in the process's
+    global scope, where the C runtime (loaded ``RTLD_LOCAL``) is not; only slot-filled
+    libraries (TVM's LLVM builds, the ``__TVMBackend*`` pointers) are handed to it."""
+    path = source[1] if source[0] == "so" else source[2]
+    try:
+        elf = ElfFile(Path(path).read_bytes(), path)
+        symbols = scan_tvm_symbols(elf.symbols(dynamic=True))
+    except (OSError, TVMError) as exc:
+        return f"its kernel library cannot be read: {exc}"
+    imported = [n for n in symbols.undefined if n.startswith("TVM")]
+    if imported or symbols.system_lib:
+        names = ", ".join(imported[:3]) or "system-library registration"
+        return (
+            f"its kernel library imports {names} by name, which only the Python runtime "
+            "binds in this process"
+        )
+    return ""
 
 
 def native_module(source: tuple[Any, ...] | None, init_args: Sequence[int]) -> Module:
