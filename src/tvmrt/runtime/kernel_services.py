@@ -48,6 +48,7 @@ __all__ = [
     "make_global",
     "num_threads",
     "set_num_threads",
+    "follow_num_threads",
     "set_spin_count",
     "slot_addresses",
     "ffi_error_addresses",
@@ -109,6 +110,7 @@ _STAT_NAMES = (
 _lock = threading.RLock()
 _lib: ctypes.CDLL | None = None
 _path: str | None = None
+_followers: list[Callable[[int], object]] = []
 _global = False
 
 
@@ -273,6 +275,14 @@ def set_num_threads(n: int) -> None:
             f"use, at least 64), got {n}"
         )
     _resize_pool(native_library(), n or default_num_threads())
+    for follow in list(_followers):
+        follow(n or default_num_threads())
+
+
+def follow_num_threads(resize: Callable[[int], object]) -> None:
+    """Call ``resize(n)`` whenever :func:`set_num_threads` resizes the pool (the C runtime's
+    own pool, when the Relay VM runs there, follows this one)."""
+    _followers.append(resize)
 
 
 def _resize_pool(lib: ctypes.CDLL, n: int) -> None:

@@ -54,6 +54,8 @@ class Module:
 
     entry_name = "__tvm_main__"
 
+    source_file: str | None = None  # the file load_module read this module from (tvmrt)
+
     def __init__(self) -> None:
         self._imports: list[Module] = []
 
@@ -422,7 +424,9 @@ def load_module(path: str | os.PathLike[str], fmt: str = "") -> Module:
         If no loader handles this kind of file, or the loader rejects it.
     """
     loader = get_global_func("runtime.ModuleLoadFromFile")
-    return _as_module(loader(os.fspath(path), fmt), "runtime.ModuleLoadFromFile")
+    module = _as_module(loader(os.fspath(path), fmt), "runtime.ModuleLoadFromFile")
+    module.source_file = os.path.abspath(os.fspath(path))
+    return module
 
 
 def _as_module(value: object, what: str) -> Module:

@@ -43,6 +43,8 @@ class VirtualMachineProfiler(VirtualMachine):
         The folder :attr:`dump_path` names (tvmrt; the VM writes no dump files).
     """
 
+    python_only = "the profiler times each kernel call inside the Python interpreter"
+
     def __init__(
         self,
         exe: Executable | Module,

@@ -4,6 +4,9 @@ virtual device is checked at load (issue 31, item 12).
 ``control-flow`` runs a ``while_loop`` as a recursive closure: every iteration's frame
 keeps its tensor alive, so a request's loop count ``n`` times its tensor's bytes is what a
 VM without a budget holds (a 262 KB request took a server from 51 MB to 1.1 GB).
+
+The pools' contents are the Python interpreter's (``engine="python"``); on the C VM the
+same budget set through ``vm.module.limits`` stops the same request.
 """
 
 from __future__ import annotations
@@ -23,11 +26,14 @@ from tvmrt.runtime.vm.format import ExecutableData, VMFunction, write_executable
 MIB = 1 << 20
 
 
-def _control_flow(artifacts: Path, budget: int | None) -> vm_rt.VirtualMachine:
+def _control_flow(
+    artifacts: Path, budget: int | None, engine: str = "python"
+) -> vm_rt.VirtualMachine:
     folder = artifacts / "relayvm" / "control-flow"
     lib = rt.load_module(str(folder / "lib.so"))
     exe = vm_rt.Executable.load_exec((folder / "code.ro").read_bytes(), lib)
-    vm = vm_rt.VirtualMachine(exe, rt.cpu())
+    vm = vm_rt.VirtualMachine(exe, rt.cpu(), engine=engine)
+    assert vm.engine == engine
     vm.module.limits.max_live_bytes = budget
     return vm
 
@@ -43,6 +49,15 @@ def test_a_looping_request_stops_at_the_budget(artifacts: Path) -> None:
     finally:
         tracemalloc.stop()
     assert peak < 48 * MIB, f"peak {peak / MIB:.0f} MiB"
+
+
+def test_the_c_vm_stops_a_looping_request_at_the_same_budget(artifacts: Path) -> None:
+    vm = _control_flow(artifacts, 32 * MIB, engine="native")
+    with pytest.raises(DeviceOutOfMemoryError, match="over its budget of 33554432 bytes"):
+        vm.invoke("main", np.ones(65536, "float32"), np.array(500, "int32"))
+    golden = dict(np.load(artifacts / "relayvm" / "control-flow" / "golden.npz"))
+    out = vm.invoke("main", golden["x__then_n3"], golden["n__then_n3"])  # still usable
+    assert np.array_equal(out[0].numpy(), golden["output_0__then_n3"])
 
 
 def test_runs_within_the_budget_equal_tvm_and_the_pools_stay_inside_it(artifacts: Path) -> None:

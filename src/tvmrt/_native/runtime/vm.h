@@ -158,6 +158,7 @@ tvmrt_object* tvmrt_vm_input_value(TVMValue v, int code, int index);
 /* a pool of freed buffers (pooled) or none (naive), with a live-bytes budget */
 vm_pool* tvmrt_vm_pool_new(int pooled, const vm_limits* limits);
 void tvmrt_vm_pool_release(vm_pool* pool);
+void tvmrt_vm_pool_set_limits(vm_pool* pool, const vm_limits* limits); /* when not running */
 vm_storage* tvmrt_vm_storage_alloc(vm_pool* pool, int64_t nbytes, int64_t align);
 
 /* vm_interp.c ---------------------------------------------------------------------- */

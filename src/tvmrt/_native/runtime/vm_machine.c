@@ -338,6 +338,27 @@ static int f_get_input_index(void* self, TVMValue* args, int* codes, int n, TVMV
   return 0;
 }
 
+/* tvmrt's set_limits(max_frames, max_steps, max_alloc_bytes, max_live_bytes) after init,
+   as TVMRT_VM_MAX_* give them (steps 0, bytes -1: no limit); TVM's VM has no limits */
+static int f_set_limits(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  vm_machine* m = (vm_machine*)self;
+  vm_limits l;
+  int i;
+  for (i = 0; i < n; ++i) {
+    if (codes[i] != kDLInt || args[i].v_int64 < (i < 2 ? (i == 0) : -1)) n = -1;
+  }
+  if (n != 4)
+    return tvmrt_fail("InvalidArgumentError",
+                      "set_limits takes max_frames >= 1, max_steps >= 0 "
+                      "and max_alloc_bytes, max_live_bytes >= -1");
+  if (!m->ready || __atomic_load_n(&m->running, __ATOMIC_ACQUIRE))
+    return tvmrt_fail("TVMError", "set_limits: the VM is not initialised, or is running");
+  l = (vm_limits){args[0].v_int64, args[1].v_int64, args[2].v_int64, args[3].v_int64};
+  m->st.limits = l;
+  tvmrt_vm_pool_set_limits(m->st.pool, &l);
+  return 0;
+}
+
 static const struct {
   const char* name;
   tvmrt_fn fn;
@@ -351,6 +372,7 @@ static const struct {
     {"get_output", f_get_output},
     {"get_num_outputs", f_get_num_outputs},
     {"get_input_index", f_get_input_index},
+    {"set_limits", f_set_limits},
 };
 
 static tvmrt_func* machine_lookup(tvmrt_module* mod, const char* name) {

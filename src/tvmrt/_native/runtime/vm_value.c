@@ -221,6 +221,13 @@ vm_pool* tvmrt_vm_pool_new(int pooled, const vm_limits* limits) {
   return p;
 }
 
+void tvmrt_vm_pool_set_limits(vm_pool* p, const vm_limits* limits) {
+  pthread_mutex_lock(&p->mu);
+  p->max_alloc = limits->max_alloc_bytes;
+  p->max_live = limits->max_live_bytes;
+  pthread_mutex_unlock(&p->mu);
+}
+
 void tvmrt_vm_pool_release(vm_pool* pool) {
   if (pool != NULL) tvmrt_release(&pool->hdr);
 }

@@ -10,17 +10,22 @@ extension) running ``main``. A VM function has no static input shapes or dtypes,
 ("given by the data"); a tuple-typed parameter ``p`` is set field by field as ``p.0``,
 ``p.1``, ... (the keys of the relayvm goldens). The outputs are the fields of the returned
 tuple, ``output_0``, ``output_1``, ..., known after the first run.
+
+The VM runs on the C runtime's interpreter (:mod:`.native`) when the device is the CPU,
+the executable came from its file and nothing needs Python (the profiler); otherwise on
+tvmrt's Python interpreter (:mod:`.machine`).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from tvmrt.error import ArgumentTypeError, InputNotFoundError
+from tvmrt.error import ArgumentTypeError, InputNotFoundError, TVMError, UnsupportedError
 from tvmrt.runtime.benchmark import BenchmarkResult
 from tvmrt.runtime.device import Device, cpu
 from tvmrt.runtime.executor.protocol import TensorInfo
@@ -28,6 +33,7 @@ from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, array
 from tvmrt.runtime.object import Object
 from tvmrt.runtime.vm.executable_api import Executable, convert, convert_input
+from tvmrt.runtime.vm.native import library_refusal, native_module, native_source
 
 __all__ = ["DYNAMIC_DTYPE", "Executable", "VirtualMachine", "Module", "Object", "convert"]
 
@@ -46,21 +52,57 @@ class VirtualMachine:
         One device or a list; a CPU is added if none is given (shape functions run there).
     memory_cfg
         ``None``/``"pooled"``, ``"naive"``, or a dict device -> name.
+    engine
+        tvmrt: ``"native"`` (the Relay VM in C, ``libtvmrt_runtime``; an error saying why
+        if it cannot run this VM), ``"python"`` (tvmrt's Python interpreter), or None: the
+        C VM when it can, else the interpreter (``TVMRT_VM_ENGINE`` gives the default).
+        :attr:`engine` and :attr:`engine_reason` say which runs and why
+        (docs/c_runtime.md, "The Relay VM from Python").
     """
 
     NAIVE_ALLOCATOR = 1
     POOLED_ALLOCATOR = 2
 
+    #: why this class never runs on the C VM ("" when it may); a subclass that needs the
+    #: Python interpreter (the profiler's per-kernel hook) says why here
+    python_only = ""
+
     def __init__(
-        self, exe: Executable | Module, device: Device | Sequence[Device], memory_cfg: object = None
+        self,
+        exe: Executable | Module,
+        device: Device | Sequence[Device],
+        memory_cfg: object = None,
+        *,
+        engine: str | None = None,
     ) -> None:
         mod = exe.mod if isinstance(exe, Executable) else exe
         if not isinstance(mod, Module) or mod.type_key != "VMExecutable":
             raise ArgumentTypeError(
                 f"VirtualMachine needs an Executable or a VMExecutable module, got {exe!r}"
             )
+        if engine is None:  # tvmrt: TVMRT_VM_ENGINE chooses for VMs made without engine=
+            engine = os.environ.get("TVMRT_VM_ENGINE") or None
+        if engine not in (None, "native", "python"):
+            raise ArgumentTypeError(
+                f"engine (or TVMRT_VM_ENGINE) must be unset, 'native' or 'python', got {engine!r}"
+            )
         self._exec = exe if isinstance(exe, Executable) else Executable(mod)
-        self.module = mod["vm_load_executable"]()
+        init_args = self._init_args(device, memory_cfg)
+        self.module: Any  # the VirtualMachine module: the C VM's, or the Python interpreter's
+        self.engine, self.engine_reason = "python", self._native_refusal(mod, init_args, engine)
+        if not self.engine_reason:
+            try:
+                self.module = native_module(native_source(mod), init_args)
+                self.engine, self.engine_reason = "native", "CPU executable loaded from its file"
+            except TVMError as exc:
+                if engine == "native":
+                    raise
+                self.engine_reason = f"the C runtime refused it: {exc}"
+        elif engine == "native":
+            raise UnsupportedError(f"the Relay VM cannot run in C here: {self.engine_reason}")
+        if self.engine == "python":
+            self.module = mod["vm_load_executable"]()
+            self.module["init"](*init_args)
         self._init = self.module["init"]
         self._invoke = self.module["invoke"]
         self._invoke_stateful = self.module["invoke_stateful"]
@@ -69,14 +111,31 @@ class VirtualMachine:
         self._get_input_index = self.module["get_input_index"]
         self._set_input = self.module["set_input"]
         self._set_one_input = self.module["set_one_input"]
-        self._setup_device(device, memory_cfg)
+        self._one_call = self.module.vm.invoke_return_to_device if self.engine == "native" else None
         self._device = device
         self._memory_cfg = memory_cfg
+        self._engine_wanted = engine
         self._functions: dict[str, bool] = {}
         self._given: dict[str, object] = {}  # Executor inputs of main, set at run
         self._ran = False
 
-    def _setup_device(self, dev: Device | Sequence[Device], memory_cfg: object) -> None:
+    def _native_refusal(self, mod: Module, init_args: list[int], engine: str | None) -> str:
+        """Why the C VM cannot run this VM ("" if it can); ``engine`` as given."""
+        if engine == "python":
+            return "the Python engine was asked for"
+        if self.python_only:
+            return self.python_only
+        if any(t != cpu().device_type for t in init_args[0::3]):
+            return "a device other than the CPU is given (the C runtime runs CPU kernels only)"
+        if getattr(mod, "changed", ""):
+            return f"the executable changed after loading: {getattr(mod, 'changed', '')}"
+        source = native_source(mod)
+        if source is None:
+            return "the executable was not loaded from a file (vm.so, or code.ro and a lib.so)"
+        return library_refusal(source)
+
+    def _init_args(self, dev: Device | Sequence[Device], memory_cfg: object) -> list[int]:
+        """``init``'s (device type, device id, allocator) triples; a CPU is added."""
         devs = [dev] if isinstance(dev, Device) else list(dev)
         if not devs or not all(isinstance(d, Device) for d in devs):
             raise ArgumentTypeError("device is expected to be a Device or a list of Devices")
@@ -102,7 +161,7 @@ class VirtualMachine:
                 d.device_id,
                 self.NAIVE_ALLOCATOR if kind == "naive" else default,
             ]
-        self._init(*args)
+        return args
 
     def set_input(self, func_name: int | str, *args: object, **kwargs: object) -> None:
         """Set the inputs of ``func_name``, positionally or by parameter name.
@@ -146,6 +205,9 @@ class VirtualMachine:
 
     def invoke(self, func_name: str, *args: object, **kwargs: object) -> Any:
         """Run ``func_name`` (after setting inputs if given); an NDArray or an ADT."""
+        if self._one_call is not None and args and not kwargs and self._is_function(func_name):
+            inputs = (convert_input(a) for a in args)  # the C VM: set and run in one call
+            return self._one_call(func_name, cpu().device_type, 0, *inputs)
         if args or kwargs:
             self.set_input(func_name, *args, **kwargs)
         return self._invoke(func_name)
@@ -331,4 +393,7 @@ class VirtualMachine:
 
     def replicate(self, count: int) -> list[VirtualMachine]:
         """``count`` more VMs over the same executable (its constants are shared)."""
-        return [type(self)(self._exec, self._device, self._memory_cfg) for _ in range(count)]
+        return [
+            type(self)(self._exec, self._device, self._memory_cfg, engine=self._engine_wanted)
+            for _ in range(count)
+        ]

@@ -49,6 +49,8 @@ class VMExecutable(Module):
         self.what = what
         self.functions: list[DecodedFunction] = decode_executable(data, what)
         self.global_map = {name: i for i, name in enumerate(data.globals)}
+        self.code_bytes: bytes | None = None  # code.ro as given to load_executable
+        self.changed = ""  # what changed the constants after loading, if anything did
 
     @property
     def type_key(self) -> str:
@@ -122,6 +124,7 @@ class VMExecutable(Module):
     def get_late_bound_consts(self, byte_limit: int) -> dict[str, NDArray]:
         """Move every constant of at least ``byte_limit`` bytes out; return them by name."""
         moved: dict[str, NDArray] = {}
+        self.changed = "its constants were moved out (late-bound)"
         for k, const in enumerate(self.data.constants):
             if isinstance(const, NDArray) and const.nbytes >= int(byte_limit):
                 moved[f"const_{k}"] = const
@@ -152,6 +155,7 @@ class VMExecutable(Module):
                 f"late-bound constants do not match the executable: missing {missing}, "
                 f"not used {unused}"
             )
+        self.changed = "its late-bound constants were loaded in Python"
         for name, k in wanted.items():
             value = consts[name]
             self.data.constants[k] = value if isinstance(value, NDArray) else array(value)
@@ -166,6 +170,7 @@ def load_executable(code: bytes | bytearray | str, lib: Module) -> VMExecutable:
     if not isinstance(lib, Module):
         raise ArgumentTypeError(f"load_exec: lib must be a Module, got {type(lib).__name__}")
     exe = VMExecutable(read_executable(code, "Relay VM executable"), "Relay VM executable")
+    exe.code_bytes = bytes(code)
     exe.import_module(lib)
     return exe
 

@@ -1,0 +1,193 @@
+"""TVM's VirtualMachine face on the Relay VM in C (libtvmrt_runtime through ctypes).
+
+Every relayvm/ case and run, through both file forms, on the C engine: bitwise equal to
+TVM's golden and to the Python interpreter. Then which engine each kind of VM gets and
+the reason it states, the C runtime's thread pool following tvmrt's, and the serve
+budget (``limits.max_live_bytes``) reaching the C VM.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tvmrt
+import tvmrt.runtime as rt
+from support.relayvm_cases import CASES, golden_runs, same_bits
+from tvmrt.error import (
+    ArgumentTypeError,
+    DeviceOutOfMemoryError,
+    InvalidArgumentError,
+    UnsupportedError,
+)
+from tvmrt.runtime import kernel_services
+from tvmrt.runtime import vm as vm_rt
+from tvmrt.runtime.container import ADT
+from tvmrt.runtime.profiler_vm import VirtualMachineProfiler
+from tvmrt.runtime.vm import opcodes as op
+from tvmrt.runtime.vm.format import ExecutableData, VMFunction, write_executable
+from tvmrt.runtime.vm.native import library_refusal
+from tvmrt.runtime.vm.native_lib import runtime_library
+from tvmrt.testing.devices import emulated_device
+
+
+def _forms(folder):
+    lib = rt.load_module(str(folder / "lib.so"))
+    code = bytearray((folder / "code.ro").read_bytes())
+    yield "code.ro", vm_rt.Executable.load_exec(code, lib)
+    yield "vm.so", vm_rt.Executable(rt.load_module(str(folder / "vm.so")))
+
+
+def _flat(result):
+    return [f.numpy() for f in result] if isinstance(result, ADT) else [result.numpy()]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_case_runs_in_c_bitwise_equal_to_golden_and_to_python(artifacts, case):
+    folder = artifacts / "relayvm" / case
+    for form, exe in _forms(folder):
+        native = vm_rt.VirtualMachine(exe, rt.cpu())
+        python = vm_rt.VirtualMachine(exe, rt.cpu(), engine="python")
+        assert (native.engine, python.engine) == ("native", "python"), native.engine_reason
+        for run in golden_runs(folder, exe.get_function_params("main")):
+            got = native.invoke("main", *run.inputs.values())
+            ref = _flat(python.invoke("main", *run.inputs.values()))
+            assert isinstance(got, ADT) == (len(run.outputs) > 1)
+            assert len(_flat(got)) == len(run.outputs) == len(ref), (form, run.name)
+            for i, (g, r, want) in enumerate(zip(_flat(got), ref, run.outputs, strict=True)):
+                assert same_bits(g, want), f"{case} {form} {run.name} output {i}"
+                assert same_bits(g, r), f"{case} {form} {run.name} output {i} vs Python"
+            native.set_input("main", **run.inputs)  # the stateful path, by parameter name
+            native.invoke_stateful("main")
+            outs = native.get_outputs()
+            assert all(same_bits(o.numpy(), w) for o, w in zip(outs, run.outputs, strict=True))
+
+
+def test_a_result_outlives_the_next_invoke(artifacts):
+    folder = artifacts / "relayvm" / "dyn-batch-mlp"
+    vm = vm_rt.VirtualMachine(rt.load_module(str(folder / "vm.so")), rt.cpu())
+    x = np.random.default_rng(0).standard_normal((3, 16)).astype("float32")
+    first = vm.invoke("main", x).numpy().copy()
+    held = vm.invoke("main", x)
+    vm.invoke("main", np.zeros((5, 16), "float32"))
+    assert vm.engine == "native"
+    assert same_bits(held.numpy(), first)
+
+
+def _python_only_exe():
+    main = VMFunction("main", 1, ["x"], [0], [(op.RET, 0)])
+    data = ExecutableData("0.16.dev0", [(1, 0, "")], 0, ["main"], [], [], [], {}, [main])
+    return vm_rt.Executable.load_exec(write_executable(data), rt.PyModule({}))
+
+
+def test_each_kind_of_vm_gets_the_engine_it_states(artifacts):
+    folder = artifacts / "relayvm" / "cnn-static"
+    vm_so = rt.load_module(str(folder / "vm.so"))
+    assert vm_rt.VirtualMachine(vm_so, rt.cpu(), memory_cfg="naive").engine == "native"
+    made = vm_rt.VirtualMachine(_python_only_exe(), rt.cpu())
+    assert made.engine == "python"
+    assert "not loaded from a file" in made.engine_reason
+    assert np.array_equal(made.invoke("main", np.arange(3.0)).numpy(), np.arange(3.0))
+    profiler = VirtualMachineProfiler(vm_so, rt.cpu())
+    assert (profiler.engine, profiler.engine_reason) == ("python", profiler.python_only)
+    asked = vm_rt.VirtualMachine(vm_so, rt.cpu(), engine="python")
+    assert asked.engine_reason == "the Python engine was asked for"
+    with emulated_device(rt.cuda().device_type):
+        other = vm_rt.VirtualMachine(vm_so, [rt.cuda(0), rt.cpu()])
+    assert other.engine == "python"
+    assert "other than the CPU" in other.engine_reason
+    with pytest.raises(UnsupportedError, match="not loaded from a file"):
+        vm_rt.VirtualMachine(_python_only_exe(), rt.cpu(), engine="native")
+
+
+def test_constants_changed_in_python_keep_the_python_engine(artifacts, tmp_path):
+    exe = vm_rt.Executable(rt.load_module(str(artifacts / "relayvm" / "cnn-static" / "vm.so")))
+    exe.move_late_bound_consts(str(tmp_path / "consts.params"), byte_limit=1)
+    exe.load_late_bound_consts(str(tmp_path / "consts.params"))
+    vm = vm_rt.VirtualMachine(exe, rt.cpu())
+    assert vm.engine == "python"
+    assert "changed after loading" in vm.engine_reason
+
+
+def test_the_c_pool_follows_set_num_threads(artifacts):
+    vm_rt.VirtualMachine(
+        rt.load_module(str(artifacts / "relayvm" / "cnn-static" / "vm.so")), rt.cpu()
+    )
+    before = kernel_services.num_threads()
+    try:
+        for n in (1, 3):
+            kernel_services.set_num_threads(n)
+            assert runtime_library().tvmrt_get_num_threads() == n
+    finally:
+        kernel_services.set_num_threads(before)
+
+
+def test_the_live_bytes_budget_reaches_the_c_vm(artifacts):
+    vm = vm_rt.VirtualMachine(
+        rt.load_module(str(artifacts / "relayvm" / "dyn-batch-mlp" / "vm.so")), rt.cpu()
+    )
+    x = np.ones((64, 16), "float32")
+    first = vm.invoke("main", x).numpy()
+    vm.module.limits.max_live_bytes = 100
+    with pytest.raises(DeviceOutOfMemoryError, match="budget of 100 bytes"):
+        vm.invoke("main", x)
+    vm.module.limits.max_live_bytes = None
+    with pytest.raises(InvalidArgumentError, match="max_frames >= 1"):
+        vm.module.limits.max_frames = 0
+    assert same_bits(vm.invoke("main", x).numpy(), first)
+
+
+def test_a_numpy_view_of_a_result_keeps_the_c_memory_alive(artifacts):
+    folder = artifacts / "relayvm" / "dyn-batch-mlp"
+    vm = vm_rt.VirtualMachine(rt.load_module(str(folder / "vm.so")), rt.cpu())
+    x = np.random.default_rng(1).standard_normal((2, 16)).astype("float32")
+    view = vm.invoke("main", x).numpy_view()  # the NDArray itself is dropped here
+    want = view.copy()
+    for _ in range(3):  # the pool would hand a freed buffer to these runs
+        vm.invoke("main", np.full((2, 16), 7.0, "float32"))
+    assert same_bits(view, want)
+
+
+def test_tvmrt_vm_engine_sets_the_default_and_a_bad_name_is_refused(artifacts, monkeypatch):
+    vm_so = rt.load_module(str(artifacts / "relayvm" / "cnn-static" / "vm.so"))
+    monkeypatch.setenv("TVMRT_VM_ENGINE", "python")
+    assert vm_rt.VirtualMachine(vm_so, rt.cpu()).engine == "python"
+    assert vm_rt.VirtualMachine(vm_so, rt.cpu(), engine="native").engine == "native"
+    monkeypatch.setenv("TVMRT_VM_ENGINE", "c")
+    with pytest.raises(ArgumentTypeError, match="'native' or 'python', got 'c'"):
+        vm_rt.VirtualMachine(vm_so, rt.cpu())
+
+
+def test_a_pool_size_set_before_the_c_runtime_loads_reaches_it():
+    code = (
+        "from tvmrt.runtime import kernel_services as k; k.set_num_threads(3); "
+        "from tvmrt.runtime.vm.native_lib import runtime_library; "
+        "print(runtime_library().tvmrt_get_num_threads())"
+    )
+    env = {**os.environ, "TVM_NUM_THREADS": "1", "PYTHONPATH": str(Path(tvmrt.__file__).parents[1])}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["3"]  # the C runtime alone would take TVM_NUM_THREADS
+
+
+def test_a_kernel_library_importing_tvm_functions_by_name_stays_in_python(artifacts, tmp_path):
+    if shutil.which("cc") is None:
+        pytest.skip("cc is not installed; the test builds a library that imports by name")
+    src = tmp_path / "k.c"
+    src.write_text(
+        "void* TVMBackendAllocWorkspace(int, int, unsigned long long, int, int);\n"
+        "void* k(void) { return TVMBackendAllocWorkspace(1, 0, 8, 2, 32); }\n"
+    )
+    lib = tmp_path / "k.so"
+    subprocess.run(["cc", "-shared", "-fPIC", str(src), "-o", str(lib)], check=True)
+    reason = library_refusal(("ro", b"", str(lib)))
+    assert "imports TVMBackendAllocWorkspace by name" in reason
+    assert library_refusal(("so", str(artifacts / "relayvm" / "cnn-static" / "vm.so"))) == ""
