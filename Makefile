@@ -11,7 +11,9 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(STAMP): $(BIN)/python pyproject.toml setup.py $(wildcard src/tvmrt/_native/*.c src/tvmrt/_native/sources.txt)
+$(STAMP): $(BIN)/python pyproject.toml setup.py src/tvmrt/_native/sources.txt \
+          $(wildcard src/tvmrt/_native/*.[ch] src/tvmrt/_native/runtime/*.[ch] src/tvmrt/include/*.h \
+          src/tvmrt/include/*/*.h src/tvmrt/include/tvm/runtime/*.h)
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
