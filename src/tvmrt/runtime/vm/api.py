@@ -38,6 +38,7 @@ from tvmrt.runtime.vm.native import library_refusal, native_module, native_sourc
 __all__ = ["DYNAMIC_DTYPE", "Executable", "VirtualMachine", "Module", "Object", "convert"]
 
 DYNAMIC_DTYPE = ""  # TensorInfo.dtype of an input whose shape and dtype the data gives
+_KDLCPU = 1  # the CPU's device type: the C VM runs there
 _FIELD = re.compile(r"^(?P<param>.+)\.(?P<index>\d+)$")
 
 
@@ -206,8 +207,8 @@ class VirtualMachine:
     def invoke(self, func_name: str, *args: object, **kwargs: object) -> Any:
         """Run ``func_name`` (after setting inputs if given); an NDArray or an ADT."""
         if self._one_call is not None and args and not kwargs and self._is_function(func_name):
-            inputs = (convert_input(a) for a in args)  # the C VM: set and run in one call
-            return self._one_call(func_name, cpu().device_type, 0, *inputs)
+            inputs = [convert_input(a) for a in args]  # the C VM: set and run in one call
+            return self._one_call(func_name, _KDLCPU, 0, *inputs)
         if args or kwargs:
             self.set_input(func_name, *args, **kwargs)
         return self._invoke(func_name)
