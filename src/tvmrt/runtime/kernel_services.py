@@ -54,6 +54,7 @@ __all__ = [
     "ffi_error_addresses",
     "ffi_symbol_addresses",
     "make_kernel_call",
+    "make_packed_call",
     "call_packed_address",
     "take_last_error",
     "take_last_error_with_kind",
@@ -368,6 +369,21 @@ def make_kernel_call(
     extension: Any = importlib.import_module(_EXTENSION)
     call: Callable[[], None] = extension.make_kernel_call(
         func, args, num_args, result, on_error, keep
+    )
+    return call
+
+
+def make_packed_call(
+    tvm_func_call: int, handle: int, values: int, codes: int, capacity: int, ret: int, code: int
+) -> Callable[[int], int]:
+    """A prepared ``TVMFuncCall`` of another C runtime (``libtvmrt_runtime``'s): calling it
+    with the argument count ``n`` releases the GIL and returns ``tvm_func_call(handle,
+    values, codes, n, ret, code)``'s status. The caller owns and fills the buffers (at most
+    ``capacity`` arguments) and keeps them alive. About a microsecond less per call than
+    the same call through ctypes."""
+    extension: Any = importlib.import_module(_EXTENSION)
+    call: Callable[[int], int] = extension.make_packed_call(
+        tvm_func_call, handle, values, codes, capacity, ret, code
     )
     return call
 

@@ -98,15 +98,25 @@ class CFunc:
         self.lib, self.handle, self.name = lib, ctypes.c_void_p(handle), name
         self._lock = threading.Lock()
         self._size = 0
-        self._grow(4)
         self._ret, self._ret_code = TVMValue(), ctypes.c_int(0)
         self._ret_at, self._code_at = ctypes.addressof(self._ret), ctypes.addressof(self._ret_code)
+        self._grow(4)
 
     def _grow(self, n: int) -> None:
         self._values = (TVMValue * n)()
         self._codes = (ctypes.c_int * n)()
         self._at = (ctypes.addressof(self._values), ctypes.addressof(self._codes))
         self._size = n
+        # TVMFuncCall over these buffers, called from C (a ctypes call costs ~1 us more)
+        self._call = kernel_services.make_packed_call(
+            ctypes.cast(self.lib.TVMFuncCall, ctypes.c_void_p).value or 0,
+            self.handle.value or 0,
+            self._at[0],
+            self._at[1],
+            n,
+            self._ret_at,
+            self._code_at,
+        )
 
     def __del__(self) -> None:
         if getattr(self, "handle", None):
@@ -127,10 +137,7 @@ class CFunc:
                     values[i].v_str = value
                 else:
                     values[i].v_handle = value
-            rc = self.lib.TVMFuncCall(
-                self.handle, self._at[0], self._at[1], len(args), self._ret_at, self._code_at
-            )
-            if rc != 0:
+            if self._call(len(args)) != 0:
                 raise fail(self.lib, self.name)
             return self._ret_code.value, self._ret.v_int64
 
