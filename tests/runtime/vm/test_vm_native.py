@@ -191,3 +191,22 @@ def test_a_kernel_library_importing_tvm_functions_by_name_stays_in_python(artifa
     reason = library_refusal(("ro", b"", str(lib)))
     assert "imports TVMBackendAllocWorkspace by name" in reason
     assert library_refusal(("so", str(artifacts / "relayvm" / "cnn-static" / "vm.so"))) == ""
+
+
+def test_the_prepared_packed_call_checks_what_it_is_given(artifacts):
+    """The extension's PackedCall (the C VM's calls from Python) refuses NULL pointers and
+    an argument count beyond its buffers, rather than reading past them."""
+    lib = runtime_library()
+    with pytest.raises(ValueError, match="NULL function, handle or buffer"):
+        kernel_services.make_packed_call(0, 1, 1, 1, 4, 1, 1)
+    with pytest.raises(ValueError, match="NULL function, handle or buffer"):
+        kernel_services.make_packed_call(1, 1, 0, 0, 4, 1, 1)
+    vm = vm_rt.VirtualMachine(
+        rt.load_module(str(artifacts / "relayvm/dyn-batch-mlp/vm.so")), rt.cpu(), engine="native"
+    )
+    func = vm.module.vm.funcs["get_num_outputs"]
+    with pytest.raises(ValueError, match="of 4 arguments got a count of 5"):
+        func._call(5)
+    with pytest.raises(TypeError):
+        func._call()
+    assert func._call(0) == 0  # TVMFuncCall's status, through the prepared call
