@@ -196,7 +196,6 @@ def test_a_kernel_library_importing_tvm_functions_by_name_stays_in_python(artifa
 def test_the_prepared_packed_call_checks_what_it_is_given(artifacts):
     """The extension's PackedCall (the C VM's calls from Python) refuses NULL pointers and
     an argument count beyond its buffers, rather than reading past them."""
-    lib = runtime_library()
     with pytest.raises(ValueError, match="NULL function, handle or buffer"):
         kernel_services.make_packed_call(0, 1, 1, 1, 4, 1, 1)
     with pytest.raises(ValueError, match="NULL function, handle or buffer"):
