@@ -209,3 +209,35 @@ def test_the_prepared_packed_call_checks_what_it_is_given(artifacts):
     with pytest.raises(TypeError):
         func._call()
     assert func._call(0) == 0  # TVMFuncCall's status, through the prepared call
+
+
+_AFTER_SYSTEM_LIB = """
+import sys
+import numpy as np
+import tvmrt.runtime as rt
+from tvmrt.artifact import find_artifact, load_artifact
+from tvmrt.runtime import vm as vm_rt
+model = load_artifact(find_artifact(sys.argv[1]))  # a system-lib build: the extension goes global
+model.executor.run()
+vm = vm_rt.VirtualMachine(rt.load_module(sys.argv[2]), rt.cpu())
+print(vm.engine, vm.engine_reason)
+golden = np.load(sys.argv[3])
+out = vm.invoke("main", rt.array(golden["x__batch3"]))
+print(out.numpy().tobytes() == golden["output_0__batch3"].tobytes())
+"""
+
+
+def test_the_c_vm_runs_after_a_system_library_made_the_extension_global(artifacts):
+    """A system-lib build makes the extension's TVM* names global; the C runtime must still
+    use its own (it once failed to load the VM with an empty error, its registry and errors
+    landing in the extension's tables, and broke later CUDA runs in the same process)."""
+    folder = artifacts / "relayvm/dyn-batch-mlp"
+    done = subprocess.run(
+        [sys.executable, "-c", _AFTER_SYSTEM_LIB, str(artifacts / "relay016/systemlib-so/deploy.so"),
+         str(folder / "vm.so"), str(folder / "golden.npz")],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "TVM_NUM_THREADS": "1"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    engine, same = done.stdout.splitlines()[-2:]
+    assert engine.startswith("native "), engine
+    assert same == "True"

@@ -1,8 +1,9 @@
 """The C runtime (``libtvmrt_runtime``) from Python through ctypes: the library, its
 packed-function calls and errors, and DLTensor views of numpy arrays (for :mod:`.native`).
 
-It is loaded ``RTLD_LOCAL`` beside the Python extension, so neither's ``TVM*`` names reach
-the other; its thread pool follows :func:`tvmrt.runtime.kernel_services.set_num_threads`.
+It is loaded ``RTLD_LOCAL | RTLD_DEEPBIND`` beside the Python extension, so neither's
+``TVM*`` names reach the other, even after a system library made the extension's global;
+its thread pool follows :func:`tvmrt.runtime.kernel_services.set_num_threads`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ _STR, _INT = 11, 0  # TVMArgTypeCode kTVMStr, kDLInt
 _KIND = re.compile(r"^([A-Za-z]+Error): ")
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
+# its own TVM* functions first: once a system-lib or C-target kernel library has made the
+# extension global, its TVM* names would otherwise win inside the C runtime too (errors,
+# the registry and __tvm_set_device landing in the extension's tables)
+_DEEPBIND = getattr(os, "RTLD_DEEPBIND", 0)
 
 
 def library_file() -> Path:
@@ -43,7 +48,7 @@ def runtime_library() -> ctypes.CDLL:
             if not path.is_file():
                 raise ModuleLoadError(f"the C runtime {path} is not built (make .venv/.installed)")
             try:
-                lib = ctypes.CDLL(str(path), mode=os.RTLD_NOW | os.RTLD_LOCAL)
+                lib = ctypes.CDLL(str(path), mode=os.RTLD_NOW | os.RTLD_LOCAL | _DEEPBIND)
             except OSError as exc:
                 raise ModuleLoadError(f"cannot load the C runtime {path}: {exc}") from exc
             _declare(lib)
