@@ -1,4 +1,5 @@
-"""Every command of the README works, as written, in a fresh clone with no ``../shared`` beside it.
+"""Every command of the README works, as written, in a fresh clone with no third-party data
+folder beside it (``support.paths.WORKSPACE_PATH``).
 
 The README's fenced ``sh``/``bash``/``python`` blocks are extracted by
 ``tests/support/readme.py``; a block marked ``<!-- readme-test: skip (REASON) -->`` is not
@@ -20,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from support.paths import REPO
+from support.paths import REPO, WORKSPACE, WORKSPACE_PATH
 from support.readme import RUNNABLE, blocks, fences
 
 README = (REPO / "README.md").read_text()
@@ -42,7 +43,7 @@ def test_every_command_block_is_runnable_or_skipped_with_a_reason():
 
 def test_readme_names_no_workspace_paths():
     for block in blocks(README):
-        assert "../shared" not in block.code, block
+        assert WORKSPACE_PATH not in block.code, block
         assert "TVMRT_ARTIFACTS" not in block.code, block
 
 
@@ -127,7 +128,7 @@ def test_every_readme_command_runs_in_a_fresh_clone(tmp_path):
         pytest.skip("needs git and a git checkout to clone")
     clone = tmp_path / "tvmrt"
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True, timeout=120)
-    assert not (tmp_path / "shared").exists()
+    assert not (tmp_path / WORKSPACE).exists()
     env = _clone_env(clone)
     for i, block in enumerate(blocks((clone / "README.md").read_text())):
         if block.skip:
