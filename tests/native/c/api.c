@@ -18,23 +18,9 @@
 #include <string.h>
 
 #include <tvm/runtime/c_runtime_api.h>
+#include "check.h"
 
 static int g_failed;
-
-#define CHECK(call)                                                                                \
-  do {                                                                                             \
-    if ((call) != 0) {                                                                             \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, TVMGetLastError());     \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
-#define EXPECT(cond)                                                                               \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);                          \
-      g_failed = 1;                                                                                \
-    }                                                                                              \
-  } while (0)
 
 static int add_one(TVMValue* args, int* codes, int n, TVMRetValueHandle ret, void* res) {
   TVMValue v;

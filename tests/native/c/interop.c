@@ -16,23 +16,10 @@
 
 #include <tvm/runtime/c_backend_api.h>
 #include <tvm/runtime/c_runtime_api.h>
+#include "check.h"
 
 static int g_failed;
 
-#define CHECK(call)                                                                                \
-  do {                                                                                             \
-    if ((call) != 0) {                                                                             \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, TVMGetLastError());     \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
-#define EXPECT(cond)                                                                               \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);                          \
-      g_failed = 1;                                                                                \
-    }                                                                                              \
-  } while (0)
 /* a call that must fail with a message containing `words` */
 #define REFUSED(call, words)                                                                       \
   do {                                                                                             \

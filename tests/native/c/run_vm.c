@@ -23,44 +23,10 @@
 #include <time.h>
 
 #include <tvm/runtime/c_runtime_api.h>
-
-#define CHECK(call)                                                                                \
-  do {                                                                                             \
-    if ((call) != 0) {                                                                             \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, TVMGetLastError());     \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
+#include "model_io.h"
 
 #define MAX_PARAMS 64
 #define MAX_OUTS 256
-
-static char* read_file(const char* path, size_t* size) {
-  FILE* f = fopen(path, "rb");
-  char* buf;
-  long n;
-  if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0) {
-    fprintf(stderr, "cannot read %s\n", path);
-    exit(1);
-  }
-  rewind(f);
-  buf = (char*)malloc((size_t)n + 1);
-  if (buf == NULL || fread(buf, 1, (size_t)n, f) != (size_t)n) exit(1);
-  buf[n] = '\0';
-  fclose(f);
-  *size = (size_t)n;
-  return buf;
-}
-
-static TVMFunctionHandle get(TVMModuleHandle mod, const char* name) {
-  TVMFunctionHandle f = NULL;
-  CHECK(TVMModGetFunction(mod, name, 0, &f));
-  if (f == NULL) {
-    fprintf(stderr, "module has no function %s\n", name);
-    exit(1);
-  }
-  return f;
-}
 
 /* call mod[name] once (the handle freed after) */
 static void call_named(TVMModuleHandle mod, const char* name, TVMValue* args, int* codes, int n,

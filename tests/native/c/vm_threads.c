@@ -13,14 +13,7 @@
 #include <string.h>
 
 #include <tvm/runtime/c_runtime_api.h>
-
-#define CHECK(call)                                                                                \
-  do {                                                                                             \
-    if ((call) != 0) {                                                                             \
-      fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, TVMGetLastError());     \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
+#include "check.h"
 
 #define MAX_THREADS 16
 
