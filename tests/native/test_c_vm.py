@@ -152,13 +152,14 @@ def test_late_bound_constants_load_from_the_params_file_in_c(
         "CODE_RO": "code_late_bound.ro",
         "LATE_PARAMS": str(folder / "late_bound_consts.params"),
     }
-    proc = subprocess.run(
-        [str(exe), "ro", str(folder), str(write_spec(runs, tmp_path)), str(tmp_path)],
-        env={**native.env, **late},
-        capture_output=True,
-        text=True,
+    proc = native.run_env(
+        exe,
+        {**native.env, **late},
+        "ro",
+        folder,
+        write_spec(runs, tmp_path),
+        tmp_path,
         timeout=120,
-        check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "before loading: ModuleLoadError: Need to load late-bound-constants" in proc.stdout
@@ -181,14 +182,7 @@ def test_a_live_bytes_budget_is_given_back_between_invokes(
     outcome = {}
     for budget in ("20000", "10000"):
         env = {**native.env, "TVMRT_VM_MAX_LIVE_BYTES": budget, "REPEAT": "20"}
-        outcome[budget] = subprocess.run(
-            [str(exe), "so", str(folder), str(spec), str(tmp_path)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        outcome[budget] = native.run_env(exe, env, "so", folder, spec, tmp_path, timeout=120)
     assert outcome["20000"].returncode == 0, outcome["20000"].stderr
     (got,) = read_outputs(tmp_path, runs[0].name)
     assert same_bits(got, runs[0].outputs[0])
@@ -220,13 +214,14 @@ def test_a_dltensor_input_without_shape_or_data_is_refused(
     folder = artifacts / "relayvm" / "dyn-batch-mlp"
     runs = golden_runs(folder, ["x"])
     exe = compile_c(native, "run_vm", False)
-    proc = subprocess.run(
-        [str(exe), "so", str(folder), str(write_spec(runs, tmp_path)), str(tmp_path)],
-        env={**native.env, "BAD_INPUT": "1"},
-        capture_output=True,
-        text=True,
+    proc = native.run_env(
+        exe,
+        {**native.env, "BAD_INPUT": "1"},
+        "so",
+        folder,
+        write_spec(runs, tmp_path),
+        tmp_path,
         timeout=120,
-        check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for k in (0, 1):

@@ -6,7 +6,6 @@ ASan + UBSan: each fails with a clear error naming what is wrong, never a crash 
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -100,6 +99,13 @@ HOSTILE: dict[str, tuple[str, Callable[[ExecutableData], None], dict[str, str], 
 }
 
 
+def _without_leak_checks(native: NativeBuild, env: dict[str, str]) -> dict[str, str]:
+    """``env`` with ASan's leak check off: run_vm exits at the error, holding its handles."""
+    if native.variant == "asan":
+        env["ASAN_OPTIONS"] = env["ASAN_OPTIONS"].replace("detect_leaks=1", "detect_leaks=0")
+    return env
+
+
 def _run(
     native: NativeBuild,
     compile_c: Callable[[NativeBuild, str, bool], Path],
@@ -114,19 +120,8 @@ def _run(
     params = params[folder.name]
     spec = write_spec(golden_runs(folder, params), work)  # every branch of control-flow
     exe = compile_c(native, "run_vm", False)
-    run_env = {**native.env, **env}
-    if native.variant == "asan":  # the program exits at the error, holding its handles
-        run_env["ASAN_OPTIONS"] = run_env["ASAN_OPTIONS"].replace(
-            "detect_leaks=1", "detect_leaks=0"
-        )
-    proc = subprocess.run(
-        [str(exe), "ro", str(work), str(spec), str(work)],
-        env=run_env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    run_env = _without_leak_checks(native, {**native.env, **env})
+    proc = native.run_env(exe, run_env, "ro", work, spec, work, timeout=120)
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -198,16 +193,7 @@ def test_a_closure_in_the_result_is_refused_by_name(
     (tmp_path / "code.ro").write_bytes(write_executable(data))
     (tmp_path / "spec.txt").write_text("run one\nend\n", encoding="utf-8")
     exe = compile_c(native, "run_vm", False)
-    env = dict(native.env)
-    if native.variant == "asan":
-        env["ASAN_OPTIONS"] = env["ASAN_OPTIONS"].replace("detect_leaks=1", "detect_leaks=0")
-    proc = subprocess.run(
-        [str(exe), "ro", str(tmp_path), str(tmp_path / "spec.txt"), str(tmp_path)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    env = _without_leak_checks(native, dict(native.env))
+    proc = native.run_env(exe, env, "ro", tmp_path, tmp_path / "spec.txt", tmp_path, timeout=60)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "GetADTFields: field 0 holds a closure, expected a tensor or an ADT" in proc.stderr
