@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.native.conftest import NativeBuild
+from tests.native.conftest import INCLUDE, NativeBuild
 
 from support.built import built
 from support.paths import REPO
@@ -52,6 +52,17 @@ def program_for(native: NativeBuild, out: Path) -> Path:
             check=False,
         )
         assert proc.returncode == 0, proc.stdout + proc.stderr
+    return exe
+
+
+def check_program(native: NativeBuild, native_root: Path, name: str) -> Path:
+    """tests/native/c/<name>.c (a DLR API check program) linked with this build's libdlr.so."""
+    exe = native_root / f"{name}-{native.variant}"
+    cmd = ["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", *native.flags.split(), f"-I{INCLUDE}"]
+    cmd += [str(REPO / "tests" / "native" / "c" / f"{name}.c"), "-o", str(exe)]
+    cmd += [f"-L{native.lib_dir}", "-ldlr", f"-Wl,-rpath,{native.lib_dir}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
     return exe
 
 

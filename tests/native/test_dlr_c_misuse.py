@@ -10,15 +10,19 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.native.conftest import INCLUDE, NativeBuild
-from tests.native.dlr_programs import neo_folder, neo_root, program_for, run_program
+from tests.native.conftest import NativeBuild
+from tests.native.dlr_programs import (
+    check_program,
+    neo_folder,
+    neo_root,
+    program_for,
+    run_program,
+)
 
-from support.paths import REPO
 from tvmrt import dlr
 from tvmrt.error import TVMError
 
@@ -221,12 +225,7 @@ REFUSED = {
 def test_the_api_refuses_misuse_by_name(
     native: NativeBuild, native_root: Path, neo_root: Path, tmp_path: Path
 ) -> None:
-    exe = native_root / f"dlr_checks-{native.variant}"
-    cmd = ["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", *native.flags.split(), f"-I{INCLUDE}"]
-    cmd += [str(REPO / "tests" / "native" / "c" / "dlr_checks.c"), "-o", str(exe)]
-    cmd += [f"-L{native.lib_dir}", "-ldlr", f"-Wl,-rpath,{native.lib_dir}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stderr
+    exe = check_program(native, native_root, "dlr_checks")
     folder = neo_folder(neo_root, tmp_path)
     bad = tmp_path / "bad-meta"
     shutil.copytree(folder, bad)

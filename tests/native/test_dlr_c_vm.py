@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.native.conftest import INCLUDE, NativeBuild
-from tests.native.dlr_programs import neo_root, program, program_for
+from tests.native.conftest import NativeBuild
+from tests.native.dlr_programs import check_program, neo_root, program, program_for
 
-from support.paths import REPO
 from tvmrt import dlr
 from tvmrt.error import TVMError
 
@@ -169,12 +167,7 @@ CHECKS = {
 def test_the_api_answers_as_dlrs_relay_vm_model(
     native: NativeBuild, native_root: Path, neo_root: Path, tmp_path: Path
 ) -> None:
-    exe = native_root / f"dlr_vm_checks-{native.variant}"
-    cmd = ["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", *native.flags.split(), f"-I{INCLUDE}"]
-    cmd += [str(REPO / "tests" / "native" / "c" / "dlr_vm_checks.c"), "-o", str(exe)]
-    cmd += [f"-L{native.lib_dir}", "-ldlr", f"-Wl,-rpath,{native.lib_dir}"]
-    built = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    assert built.returncode == 0, built.stderr
+    exe = check_program(native, native_root, "dlr_vm_checks")
     folder = _vm_folder(neo_root, tmp_path)
     golden = np.load(neo_root / "neo-relayvm.npz")
     golden["x_5"].tofile(tmp_path / "x5.bin")
