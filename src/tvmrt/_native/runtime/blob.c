@@ -51,18 +51,6 @@ static tvmrt_module* load_entry(const char* key, tvmrt_reader* r) {
 /* ---------------------------------------------------------------------------------- */
 /* the module blob                                                                     */
 
-static int read_u64_vec(tvmrt_reader* r, uint64_t** out, uint64_t* n, const char* field) {
-  uint64_t i;
-  *out = NULL;
-  if (tvmrt_read_count(r, n, 8, field) != 0) return -1;
-  *out = (uint64_t*)malloc((size_t)(*n ? *n : 1) * sizeof(uint64_t));
-  if (*out == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %s", field);
-  for (i = 0; i < *n; ++i) {
-    if (tvmrt_read_u64(r, &(*out)[i], field) != 0) return -1;
-  }
-  return 0;
-}
-
 /* Wire the import tree (CSR); children must come after their parent (TVM writes the tree
    depth first), which also rules out cycles. */
 static int apply_tree(tvmrt_module** mods, uint64_t n, const uint64_t* row, uint64_t nrow,
@@ -133,8 +121,8 @@ tvmrt_module* tvmrt_process_blob(const uint8_t* blob, size_t limit, tvmrt_module
       tvmrt_retain(&lib->hdr);
       mods[nmods++] = lib;
     } else if (strcmp(key, "_import_tree") == 0) {
-      if (has_tree || read_u64_vec(&r, &row, &nrow, "import tree row_ptr") != 0 ||
-          read_u64_vec(&r, &child, &nchild, "import tree children") != 0) {
+      if (has_tree || tvmrt_read_u64_vec(&r, &row, &nrow, "import tree row_ptr") != 0 ||
+          tvmrt_read_u64_vec(&r, &child, &nchild, "import tree children") != 0) {
         if (has_tree) tvmrt_fail("ModuleLoadError", "module blob has two import trees");
         free(key);
         goto done;

@@ -16,17 +16,6 @@
 
 #define MAX_MODULES 4096
 
-static int read_vec(tvmrt_reader* r, uint64_t** out, uint64_t* n, const char* field) {
-  uint64_t i;
-  if (tvmrt_read_count(r, n, 8, field) != 0) return -1;
-  *out = (uint64_t*)malloc((size_t)(*n ? *n : 1) * sizeof(uint64_t));
-  if (*out == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %s", field);
-  for (i = 0; i < *n; ++i) {
-    if (tvmrt_read_u64(r, &(*out)[i], field) != 0) return -1;
-  }
-  return 0;
-}
-
 static int check_tree(const uint64_t* indptr, uint64_t nptr, const uint64_t* children,
                       uint64_t nchild) {
   uint64_t i, k, n = nptr - 1;
@@ -115,8 +104,8 @@ tvmrt_module* tvmrt_ffi_library_bin(const uint8_t* data, size_t limit, tvmrt_mod
   r.data = data + 8;
   r.size = (size_t)nbytes;
   r.off = 0;
-  if (read_vec(&r, &indptr, &nptr, "import tree indptr") != 0 ||
-      read_vec(&r, &children, &nchild, "import tree children") != 0 ||
+  if (tvmrt_read_u64_vec(&r, &indptr, &nptr, "import tree indptr") != 0 ||
+      tvmrt_read_u64_vec(&r, &children, &nchild, "import tree children") != 0 ||
       check_tree(indptr, nptr, children, nchild) != 0) {
     goto done;
   }

@@ -56,3 +56,15 @@ int tvmrt_read_str(tvmrt_reader* r, char** out, size_t* len, const char* field) 
   if (len != NULL) *len = (size_t)n;
   return 0;
 }
+
+int tvmrt_read_u64_vec(tvmrt_reader* r, uint64_t** out, uint64_t* n, const char* field) {
+  uint64_t i;
+  *out = NULL;
+  if (tvmrt_read_count(r, n, 8, field) != 0) return -1;
+  *out = (uint64_t*)malloc((size_t)(*n ? *n : 1) * sizeof(uint64_t));
+  if (*out == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %s", field);
+  for (i = 0; i < *n; ++i) {
+    if (tvmrt_read_u64(r, &(*out)[i], field) != 0) return -1;
+  }
+  return 0;
+}

@@ -23,6 +23,9 @@ int tvmrt_read_bytes(tvmrt_reader* r, void* out, size_t n, const char* field);
 int tvmrt_read_str(tvmrt_reader* r, char** out, size_t* len, const char* field);
 /* a count that cannot exceed what is left (each item >= min_item bytes) */
 int tvmrt_read_count(tvmrt_reader* r, uint64_t* out, size_t min_item, const char* field);
+/* a count, then that many u64s, into a malloc'd array (*out is NULL on an early failure;
+   the caller frees it either way) */
+int tvmrt_read_u64_vec(tvmrt_reader* r, uint64_t** out, uint64_t* n, const char* field);
 /* report that `field` needs `need` bytes where fewer are left; returns -1 */
 int tvmrt_read_short(tvmrt_reader* r, const char* field, size_t need);
 
