@@ -22,7 +22,7 @@ from typing import Any, cast
 
 from tvmrt.error import ModuleLoadError
 
-__all__ = ["MAX_MEMBERS", "member_names", "read_members"]
+__all__ = ["MAX_MEMBERS", "member_files", "member_names", "read_members"]
 
 MAX_MEMBERS = 1024
 MAX_MEMBER_BYTES = 1 << 30
@@ -225,3 +225,14 @@ def read_members(path: str) -> list[tuple[str, bytes]]:
     if not members:
         raise ModuleLoadError(f"cannot load {path!r}: the archive holds no object files")
     return members
+
+
+def member_files(path: str) -> dict[str, bytes]:
+    """:func:`read_members` as a mapping, names without a leading ``./`` (how TVM's
+    packages name their files)."""
+    out = {}
+    for name, data in read_members(path):
+        while name.startswith("./"):
+            name = name[2:]
+        out[name] = data
+    return out

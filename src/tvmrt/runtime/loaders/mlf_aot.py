@@ -77,12 +77,7 @@ def read_package(path: str, shown: str) -> dict[str, bytes]:
         If the tar is unreadable, or the folder holds more than a package can hold.
     """
     if not (Path(path).name == "metadata.json" or Path(path).is_dir()):
-        out = {}
-        for name, data in archive.read_members(path):
-            while name.startswith("./"):
-                name = name[2:]
-            out[name] = data
-        return out
+        return archive.member_files(path)
     root = Path(path).parent if Path(path).name == "metadata.json" else Path(path)
     files: dict[str, bytes] = {"metadata.json": (root / "metadata.json").read_bytes()}
     total = 0

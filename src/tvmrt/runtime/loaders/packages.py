@@ -37,15 +37,6 @@ __all__ = ["load_mlf", "load_tvmc", "mlf_summary"]
 LoadLibrary = Callable[[str, str], Module]
 
 
-def _members(path: str) -> dict[str, bytes]:
-    out = {}
-    for name, data in archive.read_members(path):
-        while name.startswith("./"):
-            name = name[2:]
-        out[name] = data
-    return out
-
-
 def _store(data: bytes, suffix: str, shown: str) -> Path:
     """The cache entry holding ``data`` (:mod:`.cache`: checked on use, else rewritten)."""
     directory = cache.cache_dir() / "packages"
@@ -98,7 +89,7 @@ def load_tvmc(path: str, shown: str, load_library: LoadLibrary) -> Module:
     ModuleLoadError
         If a member is missing or unreadable (the message names the form).
     """
-    members = _members(path)
+    members = archive.member_files(path)
     what = f"cannot load {shown!r} (a tvmc package)"
     if "mod.json" not in members:
         raise ModuleLoadError(f"{what}: it has no mod.json (the graph JSON)")
@@ -171,7 +162,7 @@ def load_mlf(path: str, shown: str, load_library: LoadLibrary) -> Module:
         If it was built for the AOT executor (microTVM's C runtime), holds no host code,
         its code is for another machine or does not compile, or a member is missing.
     """
-    members = _members(path)
+    members = archive.member_files(path)
     what = f"cannot load {shown!r} (a Model Library Format tar)"
     summary = mlf_summary(members["metadata.json"], shown)
     model = summary["model"]
