@@ -15,6 +15,7 @@ from tvmrt.cli.rpc_flags import add_rpc_arguments, remote_device, remote_request
 from tvmrt.error import DeviceUnavailableError, InvalidArgumentError
 from tvmrt.runtime.device import device as make_device
 from tvmrt.runtime.device import get_device_api
+from tvmrt.serve.http import HTTP_CHOICES
 from tvmrt.serve.limits import MIB, ServeLimits
 
 EXAMPLES = """examples:
@@ -54,6 +55,13 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="TCP port (8000)")
+    parser.add_argument(
+        "--http",
+        default="auto",
+        choices=HTTP_CHOICES,
+        help="uvicorn's HTTP protocol: httptools (C parser, faster) or h11 (pure Python); "
+        "auto: httptools where installed (the serve extra installs it), else h11",
+    )
     parser.add_argument(
         "--workers",
         type=int,
@@ -239,6 +247,7 @@ def serve(args: argparse.Namespace) -> int:
     try:
         import uvicorn  # noqa: F401
 
+        from tvmrt.serve.http import resolve_http
         from tvmrt.serve.server import check_port, serve_forever
     except ImportError:
         raise UsageError(
@@ -247,6 +256,7 @@ def serve(args: argparse.Namespace) -> int:
         ) from None
     if not args.artifact and args.lib is None:
         raise UsageError("give an ARTIFACT (folder or factory library) or --lib")
+    http = resolve_http(args.http)  # refused before anything is loaded
     single = args.graph or args.lib or args.params
     if single and len(args.artifact) > 1:
         raise UsageError("--graph/--lib/--params describe one model; give at most one ARTIFACT")
@@ -330,8 +340,15 @@ def serve(args: argparse.Namespace) -> int:
     app = InferenceApp(models, limits=limits)
     log.info(
         "serving",
-        extra={"fields": {"host": args.host, "port": args.port, "models": sorted(app.models)}},
+        extra={
+            "fields": {
+                "host": args.host,
+                "port": args.port,
+                "http": http,
+                "models": sorted(app.models),
+            }
+        },
     )
-    stopped_by = serve_forever(app, args.host, args.port)
+    stopped_by = serve_forever(app, args.host, args.port, http)
     log.info("stopped", extra={"fields": {"signal": stopped_by}})
     return 0

@@ -5,120 +5,29 @@ On SIGINT/SIGTERM (or :meth:`BackgroundServer.stop`) the server stops accepting 
 the grace period (``ServeLimits.graceful_timeout``) ends, then the rest are answered 503,
 so the process exits within it. uvicorn's own grace period is the backstop.
 
-The HTTP protocol is uvicorn's h11 one (pure Python), subclassed by
-:func:`_protocol_class` to enforce what uvicorn does not: a cap on open connections and a
-deadline for a request's headers (uvicorn's keep-alive timer restarts on every byte, so a
-client sending a byte a second was never closed). The header size cap is h11's
-``max_incomplete_event_size``, answered with JSON instead of uvicorn's plain text.
+The HTTP protocol is uvicorn's httptools one where httptools is installed, else its h11
+one, each subclassed in :mod:`tvmrt.serve.http` to enforce what uvicorn does not: a cap on
+open connections, a deadline and a size cap for a request's headers.
 """
 
 from __future__ import annotations
 
-import asyncio
 import errno
-import json
 import math
 import signal
 import socket
 import threading
 import time
-from functools import cache
 from typing import Any
 
 from tvmrt.error import InvalidArgumentError, TVMError
 from tvmrt.serve.app import InferenceApp
-from tvmrt.serve.limits import ServeLimits
+from tvmrt.serve.http import protocol_class
 
 __all__ = ["serve_forever", "BackgroundServer", "free_port"]
 
 
-def _raw_reply(status: int, reason: str, message: str) -> bytes:
-    body = json.dumps({"error": message}).encode()
-    return (
-        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
-        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
-    ).encode() + body
-
-
-@cache
-def _protocol_class(limits: ServeLimits) -> type[Any]:
-    """uvicorn's h11 protocol with a connection cap and a header deadline."""
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class LimitedH11Protocol(H11Protocol):
-        _header_timer: asyncio.TimerHandle | None = None
-        _armed_cycle: object = None
-
-        def connection_made(self, transport: Any) -> None:
-            super().connection_made(transport)
-            if len(self.connections) > limits.max_connections:
-                self.connections.discard(self)
-                transport.write(
-                    _raw_reply(
-                        503,
-                        "Service Unavailable",
-                        f"the server holds {limits.max_connections} connections at most",
-                    )
-                )
-                transport.close()
-                return
-            self._arm_header_timer()
-
-        def _arm_header_timer(self) -> None:
-            self._disarm_header_timer()
-            self._armed_cycle = self.cycle
-            timeout = limits.header_timeout
-            self._header_timer = self.loop.call_later(timeout, self._header_timed_out)
-
-        def _disarm_header_timer(self) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
-
-        def _header_timed_out(self) -> None:
-            self._header_timer = None
-            if self.cycle is self._armed_cycle and not self.transport.is_closing():
-                timeout = limits.header_timeout
-                self.transport.write(
-                    _raw_reply(
-                        408,
-                        "Request Timeout",
-                        f"the request headers did not arrive within {timeout:g} s",
-                    )
-                )
-                self.transport.close()
-
-        def data_received(self, data: bytes) -> None:
-            super().data_received(data)
-            if self._header_timer is not None and self.cycle is not self._armed_cycle:
-                self._disarm_header_timer()  # a request's headers are in
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if not self.transport.is_closing() and (
-                self.cycle is None or self.cycle.response_complete
-            ):
-                self._arm_header_timer()  # the next request's headers, on keep-alive
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm_header_timer()
-            super().connection_lost(exc)
-
-        def send_400_response(self, msg: str) -> None:
-            limit = limits.max_header_bytes
-            self.transport.write(
-                _raw_reply(
-                    400,
-                    "Bad Request",
-                    f"invalid HTTP request: malformed, or headers over {limit} bytes",
-                )
-            )
-            self.transport.close()
-
-    return LimitedH11Protocol
-
-
-def _config(app: InferenceApp, host: str, port: int, **kw: Any) -> Any:
+def _config(app: InferenceApp, host: str, port: int, http: str = "auto", **kw: Any) -> Any:
     try:
         import uvicorn
     except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -131,7 +40,7 @@ def _config(app: InferenceApp, host: str, port: int, **kw: Any) -> Any:
         app,
         host=host,
         port=port,
-        http=_protocol_class(limits),
+        http=protocol_class(limits, http),
         lifespan="on",
         ws="none",  # no websockets: nothing to import for them
         log_config=None,  # our JSON logs, not uvicorn's access log
@@ -139,6 +48,7 @@ def _config(app: InferenceApp, host: str, port: int, **kw: Any) -> Any:
         timeout_graceful_shutdown=math.ceil(limits.graceful_timeout),
         timeout_keep_alive=math.ceil(limits.keep_alive_timeout),
         h11_max_incomplete_event_size=limits.max_header_bytes,
+        proxy_headers=False,  # nothing reads the client's address: no middleware for it
         **kw,
     )
 
@@ -155,8 +65,12 @@ def _server(config: Any) -> Any:
     return DrainingServer(config)
 
 
-def serve_forever(app: InferenceApp, host: str = "127.0.0.1", port: int = 8000) -> int:
+def serve_forever(
+    app: InferenceApp, host: str = "127.0.0.1", port: int = 8000, http: str = "auto"
+) -> int:
     """Serve until SIGINT/SIGTERM, then shut down gracefully; returns the signal number.
+
+    ``http`` picks uvicorn's protocol (:func:`tvmrt.serve.http.protocol_class`).
 
     uvicorn re-raises the signal that stopped it once it has drained; the handlers set
     here take it, so the process ends with a normal return rather than being killed.
@@ -167,7 +81,7 @@ def serve_forever(app: InferenceApp, host: str = "127.0.0.1", port: int = 8000) 
         for sig in (signal.SIGINT, signal.SIGTERM)
     }
     try:
-        _server(_config(app, host, port)).run()
+        _server(_config(app, host, port, http)).run()
     except SystemExit as exc:  # uvicorn's startup failure (it logged why)
         raise InvalidArgumentError(
             f"could not start serving on {host}:{port} (uvicorn exited with {exc.code})"
@@ -230,12 +144,13 @@ class BackgroundServer:
         app: InferenceApp,
         host: str = "127.0.0.1",
         port: int | None = None,
+        http: str = "auto",
         **uvicorn_options: Any,
     ) -> None:
         self.app = app
         self.host = host
         self.port = port or free_port(host)
-        self._server = _server(_config(app, host, self.port, **uvicorn_options))
+        self._server = _server(_config(app, host, self.port, http, **uvicorn_options))
         # uvicorn installs signal handlers only in the main thread: none here
         self._thread = threading.Thread(target=self._server.run, name="tvmrt-serve", daemon=True)
 

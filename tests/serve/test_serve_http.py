@@ -1,0 +1,181 @@
+"""The connection and header limits under each of uvicorn's HTTP protocols (``--http``).
+
+One real ``tvmrt serve`` per protocol (the repository's digits model) on 127.0.0.1, with
+a cap of 8 connections, a 1 s header deadline and the default 16 KiB header cap. Every
+hostile input is made here; sizes come from TVMRT_SERVE_HOSTILE_* with small defaults.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+import tvmrt
+from support.serve import Served, error_of, read_reply, status_of, tvmrt_serve
+
+pytest.importorskip("uvicorn")
+
+SRC = str(Path(tvmrt.__file__).parents[1])  # the tvmrt under test, also in the server
+MODEL = str(Path(__file__).parents[2] / "examples" / "digits" / "model")
+HEADER_MB = int(os.environ.get("TVMRT_SERVE_HOSTILE_HEADER_MB", "16"))
+CAP = 16 << 10  # ServeLimits.max_header_bytes
+LIVE = b"GET /v2/health/live HTTP/1.1\r\nHost: a\r\n\r\n"
+PROTOCOLS = ["httptools", "h11"]
+
+
+@pytest.fixture(scope="module", params=PROTOCOLS)
+def served(request: pytest.FixtureRequest) -> Iterator[Served]:
+    if request.param == "httptools":
+        pytest.importorskip("httptools")
+    flags = ("--max-connections", "8", "--header-timeout", "1", "--http", request.param)
+    with tvmrt_serve(
+        MODEL, "--name", "mb", "--threads", "1", *flags, env={"PYTHONPATH": SRC}
+    ) as server:
+        yield server
+
+
+def _live_ok(served: Served) -> None:
+    deadline = time.monotonic() + 5
+    while True:  # the server sees earlier closes shortly after they happen
+        try:
+            if served.request("GET", "/v2/health/live", timeout=5)[0] == 200:
+                return
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, "the server stopped answering"
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize("http", PROTOCOLS)
+def test_the_chosen_protocol_serves_and_is_logged(http: str) -> None:
+    if http == "httptools":
+        pytest.importorskip("httptools")
+    with tvmrt_serve(MODEL, "--name", "mb", "--http", http, env={"PYTHONPATH": SRC}) as served:
+        assert served.request("GET", "/v2/health/ready")[0] == 200
+        served.stop()
+    started = next(e for e in served.logs if e.get("msg") == "serving")
+    assert started["http"] == http
+
+
+def test_one_connection_over_the_cap_gets_503(served: Served) -> None:
+    held = [served.connect() for _ in range(8)]
+    try:
+        with served.connect() as extra:
+            raw = read_reply(extra, 5)
+        assert status_of(raw) == 503
+        assert error_of(raw) == "the server holds 8 connections at most"
+    finally:
+        for s in held:
+            s.close()
+    _live_ok(served)
+
+
+def test_headers_trickling_past_the_deadline_get_408(served: Served) -> None:
+    with served.connect() as sock:
+        start = time.monotonic()
+        line = b"GET /v2/health/live HTTP/1.1\r\nX-Slow: " + b"a" * 100
+        try:
+            for i in range(len(line)):  # a byte every 0.1 s: each restarts no timer
+                sock.sendall(line[i : i + 1])
+                time.sleep(0.1)
+                if time.monotonic() - start > 4:
+                    break
+        except OSError:
+            pass  # closed by the server: what we want
+        raw = read_reply(sock, 3)
+    assert time.monotonic() - start < 5
+    assert status_of(raw) in (0, 408)  # 0: reset before we read
+    if raw:
+        assert error_of(raw) == "the request headers did not arrive within 1 s"
+
+
+def test_the_deadline_rearms_on_a_kept_alive_connection(served: Served) -> None:
+    with served.connect() as sock:
+        sock.sendall(LIVE)
+        time.sleep(0.5)
+        sock.sendall(b"GET /v2/health/live HTTP/1.1\r\n")  # and no more
+        raw = read_reply(sock, 4)
+    assert raw.count(b"HTTP/1.1 200") == 1
+    assert b"HTTP/1.1 408" in raw
+
+
+def test_headers_streamed_past_the_cap_are_refused_and_memory_stays_flat(served: Served) -> None:
+    chunk = b"a" * (64 << 10)
+    before = served.vm_hwm()
+
+    def hostile() -> bytes:
+        with served.connect() as s:
+            try:
+                s.sendall(b"GET /v2/health/live HTTP/1.1\r\nX-Big: ")
+                for _ in range(HEADER_MB * 16):
+                    s.sendall(chunk)
+            except OSError:
+                pass
+            return read_reply(s, 5)
+
+    with ThreadPoolExecutor(4) as pool:
+        replies = list(pool.map(lambda _: hostile(), range(4)))
+    grown = served.vm_hwm() - before
+    assert grown < 16 << 20, f"4 x {HEADER_MB} MiB headers grew peak RSS by {grown >> 20} MiB"
+    assert any(replies), "no hostile client got an answer"
+    for raw in replies:
+        if raw:  # a reset instead of the answer is fine: the server closed first
+            assert status_of(raw) == 400
+            assert error_of(raw) == f"invalid HTTP request: malformed, or headers over {CAP} bytes"
+    _live_ok(served)
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["one-read", "many-headers"])
+def test_headers_over_the_cap_in_one_read_are_refused(served: Served, split: bool) -> None:
+    if split:  # many small headers, each well under the cap
+        extra = b"".join(b"X-H%d: %s\r\n" % (i, b"b" * 100) for i in range(200))
+    else:
+        extra = b"X-Big: " + b"a" * (CAP + 100) + b"\r\n"
+    with served.connect() as sock:
+        sock.sendall(b"GET /v2/health/live HTTP/1.1\r\nHost: a\r\n" + extra + b"\r\n")
+        raw = read_reply(sock, 5)
+    assert status_of(raw) == 400
+    assert "headers over" in error_of(raw)
+
+
+def test_headers_under_the_cap_and_pipelined_requests_are_served(served: Served) -> None:
+    near = (
+        b"GET /v2/health/live HTTP/1.1\r\nHost: a\r\nX-Near: " + b"n" * (CAP - 2000) + b"\r\n\r\n"
+    )
+    with served.connect() as sock:
+        sock.sendall(
+            near + LIVE + LIVE.replace(b"HTTP/1.1\r\n", b"HTTP/1.1\r\nConnection: close\r\n")
+        )
+        raw = read_reply(sock, 5)
+    assert raw.count(b"HTTP/1.1 200 OK") == 3, raw[:600]
+
+
+def test_a_request_framed_two_ways_is_answered_then_closed(served: Served) -> None:
+    request = (
+        b"POST /v2/models/mb/infer HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+        b"Content-Length: 5\r\n\r\n0\r\n\r\n" + LIVE
+    )
+    with served.connect() as sock:
+        sock.sendall(request)
+        raw = read_reply(sock, 8)
+    assert raw.count(b"HTTP/1.1 ") == 1, f"a second request ran: {raw[:400]!r}"
+    assert status_of(raw) == 400
+
+
+def test_an_unknown_protocol_is_refused_before_loading() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "tvmrt", "serve", MODEL, "--http", "h3"],
+        env={**os.environ, "PYTHONPATH": SRC},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "--http: invalid choice: 'h3'" in proc.stderr
