@@ -35,8 +35,10 @@ from tvmrt.serve.metrics import JsonLogFormatter, render_prometheus
 from tvmrt.serve.model import ServedModel
 from tvmrt.serve.protocol import (
     BadRequestError,
+    InferRequest,
     NotFoundError,
     ServeError,
+    TensorSpec,
     encode_infer_response,
     parse_infer_request,
 )
@@ -162,31 +164,83 @@ class InferenceApp:
     ) -> Reply:
         """Answer one request; never raises (error messages are cut to 1,000 characters)."""
         start = time.perf_counter()
-        model_name: str | None = None
+        match = _MODEL_PATH.match(path)
         try:
-            if len(body) > self.max_body_bytes:
-                raise BadRequestError(
-                    f"request body of {len(body)} bytes exceeds the limit of "
-                    f"{self.max_body_bytes} bytes",
-                    status=413,
-                )
-            match = _MODEL_PATH.match(path)
-            if match is not None:
-                model_name = match.group(1)
+            self._check_size(body)
             reply = await self._route(method, path, match, headers, body)
-        except ServeError as exc:
+        except Exception as exc:
+            reply = self._error_reply(exc, path)
+        return self._finish(reply, method, path, match, headers, start)
+
+    def answer_now(
+        self, method: str, path: str, headers: Mapping[str, str], body: bytes | bytearray
+    ) -> Reply | None:
+        """:meth:`handle`'s answer without awaiting anything, for an infer request that is
+        parsed, run and answered on the event loop (small JSON; a model whose runs are
+        done inline and that has nothing pending); None for any other request, which
+        takes :meth:`handle`. The HTTP protocol calls it once a whole body is in."""
+        match = _MODEL_PATH.match(path)
+        if method != "POST" or match is None or match.group(3) != "/infer":
+            return None
+        model = self.models.get(match.group(1))
+        if (
+            model is None
+            or match.group(2) not in (None, "1")
+            or not model.runs_inline()
+            or _json_bytes(headers, body) > _INLINE_BYTES
+            or self._draining()
+        ):
+            return None
+        start = time.perf_counter()
+        try:
+            self._check_size(body)
+            request = self._parse(model, headers, body)
+            arrays = model.infer_inline(request.inputs)
+            if arrays is None:  # not expected: nothing ran in between; handle() re-parses
+                return None
+            pairs = self._output_pairs(model, request, arrays)
+            data, extra = encode_infer_response(model.name, request, pairs)
+            reply = Reply(200, data, extra)
+        except Exception as exc:
+            reply = self._error_reply(exc, path)
+        return self._finish(reply, method, path, match, headers, start)
+
+    def _draining(self) -> bool:
+        return self._signals is not None and self._signals[1].done()
+
+    def _check_size(self, body: bytes | bytearray) -> None:
+        if len(body) > self.max_body_bytes:
+            raise BadRequestError(
+                f"request body of {len(body)} bytes exceeds the limit of "
+                f"{self.max_body_bytes} bytes",
+                status=413,
+            )
+
+    def _error_reply(self, exc: Exception, path: str) -> Reply:
+        if isinstance(exc, ServeError):
             reply = _json(exc.status, {"error": short_text(str(exc))})
             if exc.retry_after is not None:
                 reply.headers["retry-after"] = str(max(1, round(exc.retry_after)))
-        except Exception as exc:  # a kernel that raised: the server keeps serving
-            log.error(
-                "request failed", exc_info=exc, extra={"fields": {"path": short_text(path, 200)}}
-            )
-            reply = _json(500, {"error": short_text(f"{type(exc).__name__}: {exc}")})
+            return reply
+        # a kernel that raised: the server keeps serving
+        log.error("request failed", exc_info=exc, extra={"fields": {"path": short_text(path, 200)}})
+        return _json(500, {"error": short_text(f"{type(exc).__name__}: {exc}")})
+
+    def _finish(
+        self,
+        reply: Reply,
+        method: str,
+        path: str,
+        match: re.Match[str] | None,
+        headers: Mapping[str, str],
+        start: float,
+    ) -> Reply:
+        """Stamp, count and log an answer."""
         reply.headers["x-tvmrt-worker"] = self.worker_id
         elapsed = time.perf_counter() - start
-        if match_infer(path) and model_name in self.models:
-            self.models[model_name].metrics.observe_request(reply.status, elapsed)
+        model = self.models.get(match.group(1)) if match is not None else None
+        if model is not None and match_infer(path):
+            model.metrics.observe_request(reply.status, elapsed)
         if log.isEnabledFor(logging.INFO) and path != "/metrics" and "/health/" not in path:
             log.info(
                 "request",
@@ -258,14 +312,12 @@ class InferenceApp:
             return _json(200, model_config(model))
         return _json(200, model.metadata())
 
-    async def _infer(
+    def _parse(
         self, model: ServedModel, headers: Mapping[str, str], body: bytes | bytearray
-    ) -> Reply:
+    ) -> InferRequest:
         # any name of an output (artifact/output_names.py); a dynamic model's after it ran
         names = None if model.dynamic else list(model.output_aliases)
-        request = await self._offload(
-            _json_bytes(headers, body) <= _INLINE_BYTES,
-            parse_infer_request,
+        return parse_infer_request(
             body,
             headers,
             model.inputs,
@@ -274,8 +326,24 @@ class InferenceApp:
             self.max_body_bytes,
             [s.name for s in model.outputs],
         )
+
+    async def _infer(
+        self, model: ServedModel, headers: Mapping[str, str], body: bytes | bytearray
+    ) -> Reply:
+        small = _json_bytes(headers, body) <= _INLINE_BYTES
+        request = await self._offload(small, self._parse, model, headers, body)
         _, abort = self._stop_signals()
         arrays = await model.infer(request.inputs, abort)
+        pairs = self._output_pairs(model, request, arrays)
+        small = sum(a.size for _, a in pairs) <= _INLINE_VALUES
+        data, extra = await self._offload(small, encode_infer_response, model.name, request, pairs)
+        return Reply(200, data, extra)
+
+    @staticmethod
+    def _output_pairs(
+        model: ServedModel, request: InferRequest, arrays: list[Any]
+    ) -> list[tuple[TensorSpec, Any]]:
+        """The outputs to answer with, each with the spec (and name) the client asked for."""
         wanted = request.outputs
         if model.dynamic:  # outputs known from this answer: output_0, output_1, ...
             specs = model.output_specs(arrays)
@@ -284,25 +352,22 @@ class InferenceApp:
                 raise BadRequestError(
                     f"unknown output(s) {unknown}; the model returned {[s.name for s in specs]}"
                 )
-            pairs = [
+            return [
                 (spec, arr)
                 for spec, arr in zip(specs, arrays, strict=True)
                 if wanted is None or spec.name in wanted
             ]
-        elif wanted is None:
-            pairs = list(zip(model.outputs, arrays, strict=True))
-        else:  # in the model's order, each named as the client asked for it
-            asked = sorted(wanted, key=lambda n: model.output_aliases[n])
-            pairs = [
-                (
-                    replace(model.outputs[model.output_aliases[n]], name=n),
-                    arrays[model.output_aliases[n]],
-                )
-                for n in asked
-            ]
-        small = sum(a.size for _, a in pairs) <= _INLINE_VALUES
-        data, extra = await self._offload(small, encode_infer_response, model.name, request, pairs)
-        return Reply(200, data, extra)
+        if wanted is None:
+            return list(zip(model.outputs, arrays, strict=True))
+        # in the model's order, each named as the client asked for it
+        asked = sorted(wanted, key=lambda n: model.output_aliases[n])
+        return [
+            (
+                replace(model.outputs[model.output_aliases[n]], name=n),
+                arrays[model.output_aliases[n]],
+            )
+            for n in asked
+        ]
 
     # -- ASGI ----------------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -24,25 +24,16 @@ Both add, by one mixin:
 from __future__ import annotations
 
 import asyncio
-import json
 from functools import cache
 from typing import Any
 
 from tvmrt.error import InvalidArgumentError
+from tvmrt.serve.http_direct import Direct, raw_reply
 from tvmrt.serve.limits import ServeLimits
 
 __all__ = ["HTTP_CHOICES", "protocol_class", "resolve_http"]
 
 HTTP_CHOICES = ("auto", "httptools", "h11")
-
-
-def raw_reply(status: int, reason: str, message: str) -> bytes:
-    """A whole HTTP/1.1 answer with a JSON error body that closes the connection."""
-    body = json.dumps({"error": message}).encode()
-    return (
-        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
-        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
-    ).encode() + body
 
 
 def resolve_http(http: str) -> str:
@@ -71,6 +62,50 @@ def resolve_http(http: str) -> str:
     return "httptools"
 
 
+class _OneWritePerAnswer:
+    """The connection's transport, holding an answer's status line and headers until its
+    body is written in the same step of the event loop, so a small answer leaves in one
+    ``send`` (uvicorn writes the two separately: two syscalls, two TCP segments, and a
+    client that wakes twice). Held bytes go out at the latest when the loop next runs its
+    ready callbacks, or before the connection closes.
+    """
+
+    __slots__ = ("_held", "_loop", "_transport")
+
+    _JOIN_BELOW = 64 << 10  # a larger body is written after the head, not copied onto it
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._held: bytes | None = None
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        held = self._held
+        if held is not None:
+            self._held = None
+            if len(data) < self._JOIN_BELOW:
+                self._transport.write(held + data)
+                return
+            self._transport.write(held)
+        elif data[:7] == b"HTTP/1." and data[-4:] == b"\r\n\r\n":
+            self._held = bytes(data)
+            self._loop.call_soon(self.flush)
+            return
+        self._transport.write(data)
+
+    def flush(self) -> None:
+        if self._held is not None:
+            held, self._held = self._held, None
+            self._transport.write(held)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:  # everything else is the transport's
+        return getattr(self._transport, name)
+
+
 class _Limited:
     """The connection cap, header deadline and JSON 400 answer, for either protocol.
 
@@ -91,6 +126,7 @@ class _Limited:
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)  # type: ignore[misc]
+        self.transport = _OneWritePerAnswer(transport, self.loop)  # type: ignore[assignment]
         cap = self.limits.max_connections
         if len(self.connections) > cap:
             self.connections.discard(self)
@@ -147,7 +183,7 @@ class _HeadersTooLarge(Exception):
 def _httptools_class(limits: ServeLimits) -> type[Any]:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    class LimitedHttpToolsProtocol(_Limited, HttpToolsProtocol):
+    class LimitedHttpToolsProtocol(_Limited, Direct, HttpToolsProtocol):
         _in_head = False  # between a request's first byte and the end of its headers
         _head_bytes = 0  # bytes of whole reads that left the headers incomplete
         _head_size = 0  # the parsed request line and headers of the current request

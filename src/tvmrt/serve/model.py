@@ -6,7 +6,7 @@ the queue cannot grow without bound (the bytes a request holds before it gets he
 bounded by :class:`tvmrt.serve.limits.ServeLimits`). Each admitted request runs on the first free
 executor in one of K worker threads; compiled kernels run without the GIL, so K executors
 use K cores (a model whose runs take microseconds runs on the event loop when idle:
-``_try_inline``). A request that waits past its timeout is dropped from the queue unrun;
+``infer_inline``). A request that waits past its timeout is dropped from the queue unrun;
 one already running finishes (a kernel cannot be interrupted); its executor is reused.
 """
 
@@ -38,7 +38,7 @@ from tvmrt.serve.protocol import BadRequestError, DeadlineError, OverloadedError
 
 __all__ = ["ServedModel", "load_model", "model_from_graph", "serve_executors"]
 
-_INLINE_RUN = 100e-6  # seconds: shorter runs are done on the event loop (see _try_inline)
+_INLINE_RUN = 100e-6  # seconds: shorter runs are done on the event loop (see infer_inline)
 
 
 class ServedModel(BatchRuns):
@@ -126,7 +126,7 @@ class ServedModel(BatchRuns):
         self._lock = threading.Lock()
         self._pending = 0
         self._closed = False
-        self._runs: deque[float] = deque(maxlen=8)  # recent runs' seconds (_try_inline)
+        self._runs: deque[float] = deque(maxlen=8)  # recent runs' seconds (infer_inline)
 
     # -- metadata ----------------------------------------------------------------------
     def metadata(self) -> dict[str, Any]:
@@ -200,7 +200,7 @@ class ServedModel(BatchRuns):
         :class:`OverloadedError`: a queued request is dropped unrun, a running one finishes
         in its thread unanswered.
         """
-        outs = self._try_inline(arrays)
+        outs = self.infer_inline(arrays)
         if outs is not None:
             return outs
         future = self.submit(arrays)
@@ -228,13 +228,18 @@ class ServedModel(BatchRuns):
             if isinstance(executor, VirtualMachine):
                 executor.module.limits.max_live_bytes = max(1, total // self.workers)
 
-    def _try_inline(self, arrays: Mapping[str, np.ndarray[Any, Any]]) -> list[Any] | None:
+    def runs_inline(self) -> bool:
+        """Whether :meth:`infer_inline` would run a request now (read without the lock: the
+        answer holds until the calling thread, the event loop, queues something)."""
+        if self.batch or self.dynamic or not self._runs or self._closed or self._pending:
+            return False
+        return sorted(self._runs)[len(self._runs) // 2] < _INLINE_RUN  # the median recent run
+
+    def infer_inline(self, arrays: Mapping[str, np.ndarray[Any, Any]]) -> list[Any] | None:
         """Run on the calling thread (the event loop) when nothing else is pending and this
         model's runs take under ``_INLINE_RUN`` seconds, about what the hop to a worker
         thread and back costs; else None (the caller queues the request)."""
-        if self.batch or self.dynamic or not self._runs:
-            return None
-        if sorted(self._runs)[len(self._runs) // 2] >= _INLINE_RUN:  # the median recent run
+        if not self.runs_inline():
             return None
         with self._lock:
             if self._closed or self._pending:
@@ -263,7 +268,7 @@ class ServedModel(BatchRuns):
                 self._pending -= 1
 
     def _note_run(self, seconds: float) -> None:
-        """Keep a run's duration among the recent ones that decide :meth:`_try_inline`."""
+        """Keep a run's duration among the recent ones that decide :meth:`infer_inline`."""
         self._runs.append(seconds)
 
     def _run(self, arrays: dict[str, np.ndarray[Any, Any]], admitted: float) -> list[Any]:
