@@ -3,8 +3,8 @@
 :class:`ServeLimits` gathers every bound with its default (docs/serving.md, "Limits",
 lists them with their ``tvmrt serve`` flags). Who enforces what:
 
-* connections, header bytes, header time: the HTTP protocol class of
-  :mod:`tvmrt.serve.server` (uvicorn's h11 protocol, subclassed);
+* connections, header bytes, header time: the HTTP protocol classes of
+  :mod:`tvmrt.serve.http` (uvicorn's httptools and h11 protocols, subclassed);
 * body bytes, body time, bytes in flight, the JSON size and the parse workers:
   :class:`tvmrt.serve.app.InferenceApp`;
 * the number of JSON values a request may hold: :mod:`tvmrt.serve.jsondata`;
