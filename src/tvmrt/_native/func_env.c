@@ -1,7 +1,8 @@
 /*
  * The function environment kernels see: TVMBackendGetFuncFromEnv and TVMFuncCall,
  * forwarded to callbacks the host installs (the Python side or the C runtime), the
- * tables of functions implemented in C (sort.c), and the tvm-ffi lookups and calls, which
+ * tables of functions implemented in C (sort.c), the blocks of C objects called with
+ * themselves (cuda_launch.c's launchers), and the tvm-ffi lookups and calls, which
  * go to the same environment (see services.c for the whole picture).
  */
 #include <pthread.h>
