@@ -250,6 +250,29 @@ def test_packing_equals_the_python_launch(
     assert in_c == in_python
 
 
+def test_cooperative_launch_in_c(fake: FakeLog, python_launches: list[str]) -> None:
+    info = FunctionInfo(
+        MIX.name, MIX.arg_types, (*MIX.launch_param_tags, "tir.use_cooperative_launch")
+    )
+    mod = CUDAModule("ptx", PTX.encode(), {"mix_kernel": info}, "test module")
+    handle = mod["mix_kernel"].native_handle
+    assert handle
+    args = [(0, NULL), (3, INT), (0.5, FLOAT), (9, INT), (2, INT), (8, INT), (16, INT), (64, INT)]
+    assert _env_call(handle, args) == ""  # binds the launcher (Python)
+    python_launches.clear()
+    launches = []
+    for on in (True, False):
+        cuda_launch.enable(on)
+        fake.reset()
+        assert _env_call(handle, args) == ""
+        launches.append([line for line in fake.lines() if line.startswith("cuLaunch")])
+    assert python_launches == ["mix_kernel"]  # the second call only: C launches off
+    assert launches[0] == launches[1]
+    assert launches[0][0].startswith(
+        "cuLaunchCooperativeKernel mix_kernel grid=2,1,1 block=16,1,1 smem=64 "
+    )
+
+
 def test_a_driver_error_gives_the_python_text(fake: FakeLog, python_launches: list[str]) -> None:
     mod = CUDAModule("ptx", PTX.encode(), {"mix_kernel": MIX}, "test module")
     kernel = mod["mix_kernel"]
@@ -272,6 +295,32 @@ def test_a_driver_error_gives_the_python_text(fake: FakeLog, python_launches: li
             "CUDA_ERROR_INVALID_VALUE (invalid argument)"
         )
     )
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ([(0, NULL), (1, INT), (1.0, FLOAT), (1, INT), (1, INT)], "takes 4 arguments and 4 launch"),
+        ([(1.5, FLOAT), (1, INT), (1.0, FLOAT), (1, INT), (1, INT), (1, INT), (1, INT), (0, INT)],
+         "argument 0 must be a handle value, got 1.5"),
+    ],
+)  # fmt: skip
+def test_bad_calls_fail_as_in_python(
+    fake: FakeLog, values: list[tuple[object, int]], message: str
+) -> None:
+    mod = CUDAModule("ptx", PTX.encode(), {"mix_kernel": MIX}, "test module")
+    handle = mod["mix_kernel"].native_handle
+    assert handle
+    warm = [(0, NULL), (1, INT), (1.0, FLOAT), (1, INT), (1, INT), (1, INT), (1, INT), (0, INT)]
+    assert _env_call(handle, warm) == ""
+    fake.reset()
+    in_c = _env_call(handle, values)
+    cuda_launch.enable(False)
+    in_python = _env_call(handle, values)
+    assert in_c == in_python
+    assert in_c.startswith("KernelError: ")
+    assert message in in_c
+    assert not [line for line in fake.lines() if line.startswith("cuLaunch")]
 
 
 def test_a_released_kernel_fails_by_name(fake: FakeLog) -> None:

@@ -51,13 +51,21 @@ typedef int (*cold_fn)(int64_t id, TVMValue* args, int* codes, int num_args, TVM
 enum { K_I32, K_U32, K_I64, K_U64, K_F32, K_F64, K_HANDLE };
 enum { CODE_INT = 0, CODE_FLOAT = 2, CODE_HANDLE = 3, CODE_NULL = 4 };
 
+/* A launcher's driver side, for one backend: written before it is published, then only its
+   func[] entries are filled in. A launcher moving to another backend (another driver) gets a
+   new one; the old one is not freed (a launch may still read it), which costs a few hundred
+   bytes per kernel and backend change. */
 typedef struct {
-  int64_t id;   /* the Python kernel's id; 0 once released */
-  uint64_t api; /* the backend the entries below came from; 0 until the first bind */
+  uint64_t api; /* the backend these came from */
   cu_launch_fn launch;
   cu_coop_fn coop;
   cu_text_fn err_name, err_string;
   void* func[DEVICES];
+} binding;
+
+typedef struct {
+  int64_t id;      /* the Python kernel's id; 0 once released */
+  binding* driver; /* NULL until the first bind */
   int cooperative, num_args, nslots, dyn;
   unsigned char kinds[MAX_ARGS];
   signed char slots[MAX_SLOTS];
@@ -148,25 +156,30 @@ TVM_DLL void* tvmrt_cuda_launcher_new(int64_t id, const char* name, int num_args
 TVM_DLL void tvmrt_cuda_launcher_bind(void* handle, uint64_t api, int dev, void* func, void* launch,
                                       void* coop, void* err_name, void* err_string) {
   launcher* l = handle;
+  binding* b;
   if (dev < 0 || dev >= DEVICES || api == 0) return;
   pthread_mutex_lock(&g_mu);
-  if (l->api != api) { /* another driver: nothing of the old one is kept */
-    __atomic_store_n(&l->api, 0, __ATOMIC_RELEASE);
-    memset(l->func, 0, sizeof(l->func));
-    l->launch = (cu_launch_fn)launch;
-    l->coop = (cu_coop_fn)coop;
-    l->err_name = (cu_text_fn)err_name;
-    l->err_string = (cu_text_fn)err_string;
+  b = l->driver;
+  if (b == NULL || b->api != api) { /* another driver: nothing of the old one is used */
+    b = calloc(1, sizeof(binding));
+    if (b != NULL) {
+      b->api = api;
+      b->launch = (cu_launch_fn)launch;
+      b->coop = (cu_coop_fn)coop;
+      b->err_name = (cu_text_fn)err_name;
+      b->err_string = (cu_text_fn)err_string;
+    }
   }
-  __atomic_store_n(&l->func[dev], func, __ATOMIC_RELEASE);
-  __atomic_store_n(&l->api, api, __ATOMIC_RELEASE);
+  if (b != NULL) {
+    __atomic_store_n(&b->func[dev], func, __ATOMIC_RELEASE);
+    __atomic_store_n(&l->driver, b, __ATOMIC_RELEASE);
+  }
   pthread_mutex_unlock(&g_mu);
 }
 
 /* The kernel's module is gone: the handle now fails (launchers are not reused). */
 TVM_DLL void tvmrt_cuda_launcher_release(void* handle) {
   launcher* l = handle;
-  __atomic_store_n(&l->api, 0, __ATOMIC_RELEASE);
   __atomic_store_n(&l->id, 0, __ATOMIC_RELEASE);
 }
 
@@ -178,14 +191,14 @@ static int cold(int64_t id, TVMValue* args, int* codes, int num_args, TVMValue* 
 }
 
 /* "CUDA_ERROR_X (text)" as Driver.error_text writes it. */
-static void error_text(const launcher* l, int code, char* out, size_t size) {
+static void error_text(const binding* b, int code, char* out, size_t size) {
   const char *name = NULL, *text = NULL;
   char shown[64];
-  if (l->err_name == NULL || l->err_name(code, &name) != 0 || name == NULL || !*name) {
+  if (b->err_name == NULL || b->err_name(code, &name) != 0 || name == NULL || !*name) {
     snprintf(shown, sizeof(shown), "CUresult %d", code);
     name = shown;
   }
-  if (l->err_string != NULL) l->err_string(code, &text);
+  if (b->err_string != NULL) b->err_string(code, &text);
   if (text != NULL && *text) snprintf(out, size, "%s (%s)", name, text);
   else snprintf(out, size, "%s", name);
 }
@@ -230,7 +243,7 @@ static int launcher_call(void* self, TVMValue* args, int* codes, int num_args, T
                          int* ret_code) {
   launcher* l = self;
   int64_t id = __atomic_load_n(&l->id, __ATOMIC_ACQUIRE);
-  uint64_t api = __atomic_load_n(&l->api, __ATOMIC_ACQUIRE);
+  binding* b = __atomic_load_n(&l->driver, __ATOMIC_ACQUIRE);
   int dev = t_device, n = l->num_args, rc;
   uint64_t values[MAX_ARGS], size[6] = {1, 1, 1, 1, 1, 1}, smem = 0;
   void* params[MAX_ARGS];
@@ -238,11 +251,11 @@ static int launcher_call(void* self, TVMValue* args, int* codes, int num_args, T
   char text[256];
   if (id == 0)
     return tvmrt_fail("", "KernelError: CUDA kernel %s was released with its module", l->name);
-  if (num_args != n + l->nslots + l->dyn || t_timing || api == 0 || api != t_api ||
+  if (num_args != n + l->nslots + l->dyn || t_timing || b == NULL || b->api != t_api ||
       !__atomic_load_n(&g_enabled, __ATOMIC_RELAXED) || dev != t_active || dev < 0 ||
       dev >= DEVICES)
     return cold(id, args, codes, num_args, ret, ret_code);
-  func = __atomic_load_n(&l->func[dev], __ATOMIC_ACQUIRE);
+  func = __atomic_load_n(&b->func[dev], __ATOMIC_ACQUIRE);
   if (func == NULL) return cold(id, args, codes, num_args, ret, ret_code);
   for (int i = 0; i < n; ++i) {
     if (pack(l->kinds[i], args[i], codes[i], &values[i]) != 0)
@@ -262,15 +275,15 @@ static int launcher_call(void* self, TVMValue* args, int* codes, int num_args, T
   }
   void* stream = (void*)t_stream[dev];
   if (l->cooperative)
-    rc = l->coop(func, (unsigned)size[0], (unsigned)size[1], (unsigned)size[2], (unsigned)size[3],
+    rc = b->coop(func, (unsigned)size[0], (unsigned)size[1], (unsigned)size[2], (unsigned)size[3],
                  (unsigned)size[4], (unsigned)size[5], (unsigned)smem, stream, params);
   else
-    rc = l->launch(func, (unsigned)size[0], (unsigned)size[1], (unsigned)size[2], (unsigned)size[3],
+    rc = b->launch(func, (unsigned)size[0], (unsigned)size[1], (unsigned)size[2], (unsigned)size[3],
                    (unsigned)size[4], (unsigned)size[5], (unsigned)smem, stream, params, NULL);
   *ret_code = CODE_NULL;
   if (rc == 0) return 0;
   /* the text the Python launch reports (loaders/cuda.py, kernel_callbacks._report) */
-  error_text(l, rc, text, sizeof(text));
+  error_text(b, rc, text, sizeof(text));
   return tvmrt_fail(
       "",
       "KernelError: launching CUDA kernel %s on cuda(%d) with grid (%u, %u, %u), block (%u, %u, "
