@@ -13,7 +13,9 @@ Loading needs no driver. On the first launch on a GPU the image is checked again
 (:func:`~tvmrt.runtime.loaders.cuda_image.check_runs_on`) and loaded with
 ``cuModuleLoadData``; each launch packs the arguments as TVM's ``PackFuncVoidAddr`` does
 (int32, uint32 and float32 narrowed to 32 bits; 64-bit values and handles as they are)
-and calls ``cuLaunchKernel`` on the thread's current stream, without waiting.
+and calls ``cuLaunchKernel`` on the thread's current stream, without waiting. Host code
+calls a kernel's C launcher instead (:mod:`~tvmrt.runtime.loaders.cuda_launch`), which does
+the same in C once the kernel has launched through here on the device.
 """
 
 from __future__ import annotations
