@@ -42,5 +42,9 @@ class FakeLog:
     def config(self, count: int = 1, sm: int = 75, driver: int = 13000) -> None:
         self.lib.fake_config(count, sm // 10, sm % 10, driver)
 
+    def exact(self, on: bool = True) -> None:
+        """Log launches exactly: each parameter's bytes in hex, the stream's address."""
+        self.lib.fake_exact(int(on))
+
     def live_allocations(self) -> int:
         return int(self.lib.fake_live_allocations())

@@ -76,6 +76,10 @@ void fake_config(int count, int major, int minor, int driver) {
   g_driver = driver;
 }
 int fake_live_allocations(void) { return g_nallocs; }
+/* exact launch lines: each parameter's bytes in hex and the stream's address, so that two
+   runs' launches can be compared byte for byte */
+static int g_exact;
+void fake_exact(int on) { g_exact = on; }
 
 static CUresult need_ctx(const char* what) {
   if (!g_inited) return NOT_INITIALIZED;
@@ -369,7 +373,12 @@ static CUresult launch(const char* kind, void* func, unsigned gx, unsigned gy, u
   char args[2048] = "";
   size_t at = 0;
   for (int i = 0; i < f->nparams && at < sizeof args - 64; ++i) {
-    if (f->sizes[i] == 4) {
+    if (g_exact) {
+      const unsigned char* b = params[i];
+      at += (size_t)snprintf(args + at, sizeof args - at, " ");
+      for (int k = 0; k < f->sizes[i]; ++k)
+        at += (size_t)snprintf(args + at, sizeof args - at, "%02x", b[k]);
+    } else if (f->sizes[i] == 4) {
       uint32_t v;
       memcpy(&v, params[i], 4);
       at += (size_t)snprintf(args + at, sizeof args - at, " u32:%u", v);
@@ -383,8 +392,11 @@ static CUresult launch(const char* kind, void* func, unsigned gx, unsigned gy, u
       }
     }
   }
+  char where[32];
+  snprintf(where, sizeof where, "%s", stream ? "user" : "0");
+  if (g_exact && stream) snprintf(where, sizeof where, "%p", stream);
   logf_("%s %s grid=%u,%u,%u block=%u,%u,%u smem=%u stream=%s args=%s", kind, f->name, gx, gy, gz,
-        bx, by, bz, smem, stream ? "user" : "0", args);
+        bx, by, bz, smem, where, args);
   return OK;
 }
 CUresult cuLaunchKernel(void* func, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,

@@ -1,7 +1,8 @@
 /*
  * The function environment kernels see: TVMBackendGetFuncFromEnv and TVMFuncCall,
  * forwarded to callbacks the host installs (the Python side or the C runtime), the
- * tables of functions implemented in C (sort.c), and the tvm-ffi lookups and calls, which
+ * tables of functions implemented in C (sort.c), the blocks of C objects called with
+ * themselves (cuda_launch.c's launchers), and the tvm-ffi lookups and calls, which
  * go to the same environment (see services.c for the whole picture).
  */
 #include <pthread.h>
@@ -70,12 +71,55 @@ static const tvmrt_native_entry* native_entry_of(const void* handle) {
   return NULL;
 }
 
+/* Blocks of closures (native.h): same publication rule as the tables. */
+typedef struct {
+  const char* base;
+  size_t stride;
+  int count;
+  tvmrt_closure_fn fn;
+} closure_block;
+static closure_block g_blocks[TVMRT_CLOSURE_BLOCKS];
+static int g_block_count = 0;
+
+int tvmrt_register_closure_block(const void* base, size_t stride, int count, tvmrt_closure_fn fn) {
+  int n, status = 0;
+  if (base == NULL || stride == 0 || count <= 0 || fn == NULL) return -1;
+  pthread_mutex_lock(&g_native_mu);
+  n = __atomic_load_n(&g_block_count, __ATOMIC_RELAXED);
+  if (n == TVMRT_CLOSURE_BLOCKS) {
+    status = -1;
+  } else {
+    g_blocks[n] = (closure_block){(const char*)base, stride, count, fn};
+    __atomic_store_n(&g_block_count, n + 1, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&g_native_mu);
+  return status;
+}
+
+/* The closure function of `handle`, or NULL if it lies in no registered block. */
+static tvmrt_closure_fn closure_of(const void* handle) {
+  int i, n = __atomic_load_n(&g_block_count, __ATOMIC_ACQUIRE);
+  const char* h = (const char*)handle;
+  for (i = 0; i < n; ++i) {
+    const closure_block* b = &g_blocks[i];
+    if (h >= b->base && h < b->base + b->stride * (size_t)b->count &&
+        (size_t)(h - b->base) % b->stride == 0)
+      return b->fn;
+  }
+  return NULL;
+}
+
 TVM_DLL int TVMFuncCall(void* func, TVMValue* args, int* arg_type_codes, int num_args,
                         TVMValue* ret_val, int* ret_type_code) {
   const tvmrt_native_entry* native = native_entry_of(func);
   if (native != NULL) { /* a function tvmrt implements in C (sort.c): no Python */
     *ret_type_code = 4; /* kTVMNullptr: these return nothing */
     return native->fn(args, arg_type_codes, num_args, ret_val, ret_type_code);
+  }
+  tvmrt_closure_fn closure = closure_of(func);
+  if (closure != NULL) { /* a C object (cuda_launch.c's launchers): no Python on its hot path */
+    *ret_type_code = 4;
+    return closure(func, args, arg_type_codes, num_args, ret_val, ret_type_code);
   }
   if (g_funccall == NULL) {
     tvmrt_fail("", "%s", "TVMFuncCall: the tvmrt function environment is not set up");

@@ -13,6 +13,7 @@
 #ifndef TVMRT_NATIVE_H_
 #define TVMRT_NATIVE_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "glibc_floor.h"
@@ -68,6 +69,14 @@ typedef struct {
    TVMRT_NATIVE_TABLES tables). Returns 0, or -1 when the table cannot be added. */
 #define TVMRT_NATIVE_TABLES 8
 int tvmrt_register_native_table(const tvmrt_native_entry* table, int count);
+
+/* Blocks of C objects callable through TVMFuncCall (cuda_launch.c's kernel launchers): a
+   handle that lies in a registered block, on an element boundary, is called as
+   fn(handle, ...). Blocks are never removed; at most TVMRT_CLOSURE_BLOCKS. Returns 0 or -1. */
+typedef int (*tvmrt_closure_fn)(void* self, TVMValue* args, int* codes, int num_args,
+                                TVMValue* ret_val, int* ret_code);
+#define TVMRT_CLOSURE_BLOCKS 64
+int tvmrt_register_closure_block(const void* base, size_t stride, int count, tvmrt_closure_fn fn);
 
 /* the host's answers to TVMBackendGetFuncFromEnv and TVMFuncCall (Python or the C runtime) */
 typedef int (*tvmrt_getfunc_cb)(void* mod_ctx, const char* name, void** out);

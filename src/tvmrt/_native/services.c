@@ -18,7 +18,9 @@
  *                                                         host installs (the Python side or
  *                                                         the C runtime's object layer);
  *                                                         TVMFuncCall runs the functions
- *                                                         implemented in C (sort.c) directly
+ *                                                         implemented in C (sort.c) and the
+ *                                                         CUDA launchers (cuda_launch.c)
+ *                                                         directly
  *   tvm-ffi lookups (GetFuncFromEnv,                      the same environment; calls
  *   EnvModLookupFromImports), FunctionCall,               convert TVMFFIAny arguments to
  *   TVMFFIHandleInitOnce                                  TVMValues and go through TVMFuncCall

@@ -73,7 +73,7 @@ BUILTIN_FUNCTIONS: dict[str, str] = {
     "runtime.SaveParamsToFile": "tvmrt.runtime.params:save_param_dict_to_file",
     "runtime.LoadParamsFromFile": "tvmrt.runtime.params:load_param_dict_from_file",
     # called by compiled host code
-    "__tvm_set_device": "tvmrt.runtime.loaders.opencl:set_device",
+    "__tvm_set_device": "tvmrt.runtime.loaders.opencl:SET_DEVICE",  # kDLCUDA in C
     # called by kernels (call_packed externs of TOPI; TVM v0.19's src/runtime/contrib)
     **{f"tvm.contrib.sort.{name}": f"tvmrt.runtime.contrib.sort:{name}" for name in _SORT},
     **{f"tvm.contrib.{lib}.{name}": f"{_BLAS}:{name}" for lib, name in _BLAS_NAMES},

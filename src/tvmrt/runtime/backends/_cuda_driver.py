@@ -153,6 +153,10 @@ class Driver:
                 error = KernelError
         return error(f"CUDA: {name} failed: {self.error_text(code)}")
 
+    def entry(self, name: str) -> Any:
+        """The typed ctypes function ``name``, or None where the driver lacks it."""
+        return self._funcs.get(name)
+
     def raw(self, name: str) -> Any:
         """The typed ctypes function ``name`` (for hot paths that check results themselves)."""
         return self._funcs[name]

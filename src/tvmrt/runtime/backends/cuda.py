@@ -17,8 +17,9 @@ reports ``exist = False`` and using one raises :class:`DeviceUnavailableError` n
 from __future__ import annotations
 
 import ctypes
+import itertools
 import threading
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from tvmrt.runtime.backends._cuda_driver import CU_STREAM_NON_BLOCKING, Driver, 
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.device_api import DeviceAPI, DeviceStorage, Storage
 
-__all__ = ["CUDADeviceAPI", "backend", "ATTRIBUTES"]
+__all__ = ["CUDADeviceAPI", "backend", "ATTRIBUTES", "ThreadMirror", "mirror_thread_state"]
 
 # TVM's attribute names -> CUdevice_attribute
 ATTRIBUTES = {
@@ -42,6 +43,27 @@ ATTRIBUTES = {
 _MAJOR, _MINOR = 75, 76
 _MAX_DIMS = (2, 3, 4)
 _PAGE = 4096
+
+
+_tokens = itertools.count(1)
+
+
+class ThreadMirror(Protocol):
+    """Something that keeps a copy of each thread's CUDA state (the C kernel launcher of
+    loaders/cuda_launch.py); ``api`` is the reporting backend's :attr:`CUDADeviceAPI.token`."""
+
+    def activated(self, api: int, device_id: int, stream: int) -> None: ...
+
+    def stream_set(self, api: int, device_id: int, stream: int) -> None: ...
+
+
+_mirrors: list[ThreadMirror] = []
+
+
+def mirror_thread_state(mirror: ThreadMirror) -> None:
+    """Report to ``mirror`` every context switch and stream change from now on (the calling
+    thread's, on that thread)."""
+    _mirrors.append(mirror)
 
 
 class _Pool:
@@ -79,6 +101,7 @@ class CUDADeviceAPI(DeviceAPI):
         self._contexts: dict[int, int] = {}
         self._thread = threading.local()
         self._pools: dict[int, _Pool] = {}
+        self.token = next(_tokens)  # tells this backend's thread state from another's
 
     # -- contexts ----------------------------------------------------------------------
     def check_device(self, dev: Device) -> None:
@@ -105,6 +128,8 @@ class CUDADeviceAPI(DeviceAPI):
                     ctx = self._contexts[dev.device_id] = int(handle.value or 0)
         self.driver.call("cuCtxSetCurrent", ctypes.c_void_p(ctx))
         self._thread.device = dev.device_id
+        for mirror in _mirrors:
+            mirror.activated(self.token, dev.device_id, self.stream(dev))
 
     def stream(self, dev: Device) -> int:
         """This thread's current stream on ``dev`` (0: the legacy default stream)."""
@@ -211,12 +236,16 @@ class CUDADeviceAPI(DeviceAPI):
         streams: dict[int, int] = getattr(self._thread, "streams", {})
         if streams.get(dev.device_id) == stream:
             del streams[dev.device_id]
+            for mirror in _mirrors:
+                mirror.stream_set(self.token, dev.device_id, 0)
         self.driver.call("cuStreamDestroy_v2", ctypes.c_void_p(stream))
 
     def set_stream(self, dev: Device, stream: int) -> None:
         if not hasattr(self._thread, "streams"):
             self._thread.streams = {}
         self._thread.streams[dev.device_id] = int(stream)
+        for mirror in _mirrors:
+            mirror.stream_set(self.token, dev.device_id, int(stream))
 
     # -- properties ------------------------------------------------------------------------
     def _attr(self, dev: Device, code: int) -> int:

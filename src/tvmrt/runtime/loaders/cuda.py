@@ -13,7 +13,9 @@ Loading needs no driver. On the first launch on a GPU the image is checked again
 (:func:`~tvmrt.runtime.loaders.cuda_image.check_runs_on`) and loaded with
 ``cuModuleLoadData``; each launch packs the arguments as TVM's ``PackFuncVoidAddr`` does
 (int32, uint32 and float32 narrowed to 32 bits; 64-bit values and handles as they are)
-and calls ``cuLaunchKernel`` on the thread's current stream, without waiting.
+and calls ``cuLaunchKernel`` on the thread's current stream, without waiting. Host code
+calls a kernel's C launcher instead (:mod:`~tvmrt.runtime.loaders.cuda_launch`), which does
+the same in C once the kernel has launched through here on the device.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from tvmrt.runtime.launch import (
     install_device_workspace,
     read_function_table,
 )
+from tvmrt.runtime.loaders import cuda_launch
 from tvmrt.runtime.loaders.cuda_image import CudaImage, check_runs_on, describe_image
 from tvmrt.runtime.loaders.opencl import current_device
 from tvmrt.runtime.module import Module
@@ -87,10 +90,12 @@ class kernel_timer:
 
     def __enter__(self) -> kernel_timer:
         _timing.timer = self
+        cuda_launch.set_timing(True)  # the C launcher leaves timed launches to Python
         return self
 
     def __exit__(self, *exc: object) -> None:
         _timing.timer = None
+        cuda_launch.set_timing(False)
         self.drain()
 
     def drain(self) -> None:
@@ -222,7 +227,17 @@ class CUDAModule(Module):
 class CUDAKernel(DeviceKernel):
     """One CUDA kernel, launched with TVM's grid/block convention and argument packing."""
 
-    __slots__ = ("_ctypes", "_lock", "_module", "_params", "_slots", "_smem")
+    __slots__ = (
+        "__weakref__",
+        "_ctypes",
+        "_launcher",
+        "_lock",
+        "_module",
+        "_params",
+        "_slots",
+        "_smem",
+        "native_handle",
+    )  # fmt: skip
 
     def __init__(self, module: CUDAModule, info: FunctionInfo, name: str) -> None:
         super().__init__(info, name)
@@ -235,12 +250,17 @@ class CUDAKernel(DeviceKernel):
             params[i] = ctypes.cast(ctypes.pointer(slot), ctypes.c_void_p)
         self._params = params
         self._smem: dict[int, int] = {}
+        # host code calls the C launcher (cuda_launch.c) where the native backend is
+        self._launcher = cuda_launch.Launcher.create(self, self.config, info.arg_types)
+        self.native_handle = self._launcher.handle if self._launcher is not None else None
 
     def launch(self, args: tuple[Any, ...], work: WorkLoad) -> None:
         dev = current_device(cuda().device_type)
         module = self._module
         api = module.api(dev, self.name)
         func = module.cu_function(dev, api, self.name)
+        if self._launcher is not None:
+            self._launcher.bind(api, dev, func)
         drv = api.driver
         smem = work.dyn_shared_memory
         if smem >= _SMEM_DEFAULT_LIMIT and self._smem.get(dev.device_id, 0) < smem:

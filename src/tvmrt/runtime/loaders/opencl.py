@@ -28,18 +28,27 @@ from tvmrt.runtime.launch import (
     install_device_workspace,
     read_function_table,
 )
+from tvmrt.runtime.loaders import cuda_launch
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.packed_func import PackedFunc
 
 __all__ = ["OpenCLModule", "OpenCLKernel", "load_opencl_binary", "current_device"]
 
 _current = threading.local()
+_CUDA = 2  # kDLCUDA
 # device binaries TVM's OpenCL module loads with clCreateProgramWithBinary
 _BINARY_FORMATS = frozenset({"xclbin", "awsxclbin", "aocx"})
 
 
 def current_device(device_type: int) -> Device:
-    """The device host code selected with ``__tvm_set_device`` on this thread (default 0)."""
+    """The device host code selected with ``__tvm_set_device`` on this thread (default 0).
+
+    CUDA's is kept in C where the native backend is (the C launcher reads it and host code
+    sets it there without Python: loaders/cuda_launch.py)."""
+    if device_type == _CUDA:
+        device_id = cuda_launch.selected_device()
+        if device_id is not None:
+            return Device(_CUDA, device_id)
     devices: dict[int, Device] = getattr(_current, "devices", {})
     return devices.get(device_type, Device(device_type, 0))
 
@@ -49,6 +58,29 @@ def set_device(device_type: int, device_id: int) -> None:
     if not hasattr(_current, "devices"):
         _current.devices = {}
     _current.devices[int(device_type)] = Device(int(device_type), int(device_id))
+    if int(device_type) == _CUDA:
+        cuda_launch.select_device(int(device_id))
+
+
+class _SetDevice(PackedFunc):
+    """``__tvm_set_device`` as the registry gives it: :func:`set_device`, and for host code a
+    C function that records kDLCUDA's device without Python (loaders/cuda_launch.py)."""
+
+    __slots__ = ("_native_handle",)
+
+    def __init__(self) -> None:
+        super().__init__(set_device, "__tvm_set_device")
+        self._native_handle: list[int | None] = []
+
+    @property
+    def native_handle(self) -> int | None:
+        """The C function's handle (what kernel_callbacks gives host code), or None."""
+        if not self._native_handle:
+            self._native_handle.append(cuda_launch.set_device_handle())
+        return self._native_handle[0]
+
+
+SET_DEVICE = _SetDevice()
 
 
 class OpenCLModule(Module):
