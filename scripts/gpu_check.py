@@ -32,6 +32,7 @@ from tvmrt.contrib import graph_executor
 from tvmrt.error import TVMError
 from tvmrt.runtime.backends.cuda import CUDADeviceAPI, backend
 from tvmrt.runtime.device_api import find_storage, get_device_api
+from tvmrt.runtime.loaders import cuda_launch
 from tvmrt.runtime.loaders.cuda import kernel_timer
 
 TOLERANCE = 1e-4
@@ -132,19 +133,24 @@ def _mobilenet(folder: Path) -> Any:
     return load_artifact(find_artifact(folder / "mobilenet_cuda"), runtime.cuda()).executor
 
 
-def _bench_graph(label: str, module: Any, x: np.ndarray[Any, Any]) -> None:
-    """run() wall time back to back vs the sum of its kernels' event times."""
+def _wall(module: Any, runs: int) -> float:
+    """us per run(), back to back, the stream synchronised at the end."""
     dev = runtime.cuda()
-    module.set_input("x", x)
     for _ in range(20):
         module.run()
     dev.sync()
-    runs = 300
     start = time.perf_counter()
     for _ in range(runs):
         module.run()
     dev.sync()
-    wall = (time.perf_counter() - start) / runs * 1e6
+    return (time.perf_counter() - start) / runs * 1e6
+
+
+def _bench_graph(label: str, module: Any, x: np.ndarray[Any, Any]) -> None:
+    """run() wall time back to back vs the sum of its kernels' event times; and the same
+    wall time with every launch through Python (the C launcher off), paired."""
+    module.set_input("x", x)
+    wall = _wall(module, 300)
     with kernel_timer() as timer:
         for _ in range(50):
             module.run()
@@ -152,6 +158,14 @@ def _bench_graph(label: str, module: Any, x: np.ndarray[Any, Any]) -> None:
     print(f"  {label} run(): wall {wall:.1f} us/run (back to back), kernels {kernels:.1f} us "
           f"(events, {len(timer.times) // 50} per run); overhead {wall - kernels:.1f} us = "
           f"{max(wall - kernels, 0) / wall:.1%} of the run")  # fmt: skip
+    if cuda_launch.enable(False):
+        try:
+            python_wall = _wall(module, 300)
+        finally:
+            cuda_launch.enable(True)
+        again = _wall(module, 300)
+        print(f"  {label} run() with Python launches (C launcher off): wall "
+              f"{python_wall:.1f} us/run; with it on again: {again:.1f} us/run")  # fmt: skip
 
 
 def bench(folder: Path, api: CUDADeviceAPI) -> None:
