@@ -29,18 +29,16 @@ from typing import Any, TypeVar
 
 from tvmrt.error import InvalidArgumentError
 from tvmrt.serve.body import Reply, read_body, refuse
+from tvmrt.serve.infer import output_pairs, parse_request
 from tvmrt.serve.jsondata import short
 from tvmrt.serve.limits import BodyBudget, ServeLimits
 from tvmrt.serve.metrics import JsonLogFormatter, render_prometheus
 from tvmrt.serve.model import ServedModel
 from tvmrt.serve.protocol import (
     BadRequestError,
-    InferRequest,
     NotFoundError,
     ServeError,
-    TensorSpec,
     encode_infer_response,
-    parse_infer_request,
 )
 
 __all__ = ["InferenceApp", "Reply", "JsonLogFormatter"]
@@ -194,11 +192,11 @@ class InferenceApp:
         start = time.perf_counter()
         try:
             self._check_size(body)
-            request = self._parse(model, headers, body)
+            request = parse_request(model, headers, body, self.limits)
             arrays = model.infer_inline(request.inputs)
             if arrays is None:  # not expected: nothing ran in between; handle() re-parses
                 return None
-            pairs = self._output_pairs(model, request, arrays)
+            pairs = output_pairs(model, request, arrays)
             data, extra = encode_infer_response(model.name, request, pairs)
             reply = Reply(200, data, extra)
         except Exception as exc:
@@ -312,62 +310,17 @@ class InferenceApp:
             return _json(200, model_config(model))
         return _json(200, model.metadata())
 
-    def _parse(
-        self, model: ServedModel, headers: Mapping[str, str], body: bytes | bytearray
-    ) -> InferRequest:
-        # any name of an output (artifact/output_names.py); a dynamic model's after it ran
-        names = None if model.dynamic else list(model.output_aliases)
-        return parse_infer_request(
-            body,
-            headers,
-            model.inputs,
-            names,
-            self.limits.max_json_bytes,
-            self.max_body_bytes,
-            [s.name for s in model.outputs],
-        )
-
     async def _infer(
         self, model: ServedModel, headers: Mapping[str, str], body: bytes | bytearray
     ) -> Reply:
         small = _json_bytes(headers, body) <= _INLINE_BYTES
-        request = await self._offload(small, self._parse, model, headers, body)
+        request = await self._offload(small, parse_request, model, headers, body, self.limits)
         _, abort = self._stop_signals()
         arrays = await model.infer(request.inputs, abort)
-        pairs = self._output_pairs(model, request, arrays)
+        pairs = output_pairs(model, request, arrays)
         small = sum(a.size for _, a in pairs) <= _INLINE_VALUES
         data, extra = await self._offload(small, encode_infer_response, model.name, request, pairs)
         return Reply(200, data, extra)
-
-    @staticmethod
-    def _output_pairs(
-        model: ServedModel, request: InferRequest, arrays: list[Any]
-    ) -> list[tuple[TensorSpec, Any]]:
-        """The outputs to answer with, each with the spec (and name) the client asked for."""
-        wanted = request.outputs
-        if model.dynamic:  # outputs known from this answer: output_0, output_1, ...
-            specs = model.output_specs(arrays)
-            unknown = sorted(set(wanted or ()) - {s.name for s in specs})
-            if unknown:
-                raise BadRequestError(
-                    f"unknown output(s) {unknown}; the model returned {[s.name for s in specs]}"
-                )
-            return [
-                (spec, arr)
-                for spec, arr in zip(specs, arrays, strict=True)
-                if wanted is None or spec.name in wanted
-            ]
-        if wanted is None:
-            return list(zip(model.outputs, arrays, strict=True))
-        # in the model's order, each named as the client asked for it
-        asked = sorted(wanted, key=lambda n: model.output_aliases[n])
-        return [
-            (
-                replace(model.outputs[model.output_aliases[n]], name=n),
-                arrays[model.output_aliases[n]],
-            )
-            for n in asked
-        ]
 
     # -- ASGI ----------------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
