@@ -177,3 +177,19 @@ def test_a_body_that_stalls_gets_408(servers) -> None:
     assert status_of(raw) == 408
     assert error_of(raw) == "the request body did not arrive within 1 s"
     assert time.monotonic() - start < 3
+
+
+def test_a_client_leaving_mid_body_costs_nothing(servers) -> None:
+    server = servers["httptools"]
+    _warm(server)
+    request = _request(_json_body([1, 2, 3, 4]))
+    for cut in (len(request) - 1, len(request) - 40, request.index(b"\r\n\r\n") + 4):
+        with socket.create_connection((server.host, server.port), timeout=10) as sock:
+            sock.sendall(request[:cut])  # then the connection closes, the body unfinished
+    time.sleep(0.2)
+    raw = _exchange(server, _request(_json_body([5, 5, 5, 5]), b"Connection: close\r\n"), 1)
+    ((status, _, body),) = _answers(raw)
+    assert status == 200
+    assert json.loads(body)["outputs"][0]["data"] == [6.0] * 4
+    model = server.app.models["add1"]  # type: ignore[attr-defined]
+    assert model.runs_inline()  # nothing left pending or held
