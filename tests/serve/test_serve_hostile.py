@@ -1,4 +1,6 @@
-"""Issue 23 items 5, 6 and 7 against a real ``tvmrt serve`` (MobileNet v1) on 127.0.0.1.
+"""Issue 23 items 5, 6 and 7 against a real ``tvmrt serve`` (MobileNet v1) on 127.0.0.1:
+bodies, the JSON budget and shutdown. The connection and header limits are tested under
+each HTTP protocol in test_serve_http.py, on a model the repository holds.
 
 Every hostile input is made here, and every loop is bounded in count and time; sizes come
 from TVMRT_SERVE_HOSTILE_* variables with small defaults.
@@ -7,7 +9,6 @@ from TVMRT_SERVE_HOSTILE_* variables with small defaults.
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -19,8 +20,6 @@ from support.serve import error_of, read_reply, status_of
 
 pytest.importorskip("uvicorn")
 
-SLOW = int(os.environ.get("TVMRT_SERVE_HOSTILE_SLOW", "32"))
-HEADER_MB = int(os.environ.get("TVMRT_SERVE_HOSTILE_HEADER_MB", "16"))
 INFER = "/v2/models/mb/infer"
 
 
@@ -46,80 +45,6 @@ def _live_ms(served) -> float:
     status, _, _ = served.request("GET", "/v2/health/live", timeout=10)
     assert status == 200
     return (time.perf_counter() - start) * 1e3
-
-
-def test_connection_cap_answers_503_and_closes(mobilenet_server):
-    with mobilenet_server("--max-connections", "8") as served:
-        held = [served.connect() for _ in range(8)]
-        try:
-            with served.connect() as extra:
-                raw = read_reply(extra, 5)
-            assert status_of(raw) == 503
-            assert error_of(raw) == "the server holds 8 connections at most"
-        finally:
-            for s in held:
-                s.close()
-        deadline = time.monotonic() + 5
-        while True:  # the server sees the closes shortly after
-            try:
-                if served.request("GET", "/v2/health/live", timeout=5)[0] == 200:
-                    break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-
-
-def test_slow_headers_are_cut_at_the_header_timeout(mobilenet_server):
-    with mobilenet_server("--header-timeout", "1") as served:
-        socks = [served.connect() for _ in range(SLOW)]
-        open_ = set(range(SLOW))
-        start = time.monotonic()
-        line = b"GET /v2/health/live HTTP/1.1\r\nX-Slow: " + b"a" * 1000
-        sent = 0
-        while open_ and time.monotonic() - start < 4:  # a byte every 0.1 s from each
-            for i in list(open_):
-                try:
-                    socks[i].sendall(line[sent : sent + 1])
-                except OSError:
-                    open_.discard(i)
-            sent += 1
-            time.sleep(0.1)
-        elapsed = time.monotonic() - start
-        assert not open_ or elapsed < 4, f"{len(open_)} slow clients still open after 4 s"
-        replies = [read_reply(s, 2) for s in socks]
-        for s in socks:
-            s.close()
-        assert all(status_of(r) in (0, 408) for r in replies)  # 0: reset before we read
-        assert sum(status_of(r) == 408 for r in replies) >= SLOW // 2
-        assert "headers did not arrive within 1 s" in error_of(next(r for r in replies if r))
-        assert _live_ms(served) < 1000
-
-
-def test_huge_headers_are_refused_and_memory_stays_flat(mobilenet_server):
-    with mobilenet_server() as served:
-        before = served.vm_hwm()
-        chunk = b"a" * (1 << 20)
-
-        def hostile() -> bytes:
-            with served.connect() as s:
-                try:
-                    s.sendall(b"GET /v2/health/live HTTP/1.1\r\nX-Big: ")
-                    for _ in range(HEADER_MB):
-                        s.sendall(chunk)
-                except OSError:
-                    pass
-                return read_reply(s, 5)
-
-        with ThreadPoolExecutor(4) as pool:
-            replies = list(pool.map(lambda _: hostile(), range(4)))
-        grown = served.vm_hwm() - before
-        assert grown < 16 << 20, f"4 x {HEADER_MB} MiB headers grew peak RSS by {grown >> 20} MiB"
-        for raw in replies:
-            if raw:  # a reset instead of the answer is fine: the server closed first
-                assert status_of(raw) == 400
-                assert "headers over 16384 bytes" in error_of(raw)
-        assert _live_ms(served) < 1000
 
 
 def test_stalled_body_gets_408_and_sigterm_is_prompt(mobilenet_server):
