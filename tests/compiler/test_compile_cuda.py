@@ -24,12 +24,10 @@ import numpy as np
 import pytest
 
 from support.cuda_fixtures import CUDA_FIXTURES, cuda_fixtures
-from support.fake_cuda import FakeLog, build
+from support.fake_cuda import FakeLog, build, stand_in_backend
 from support.paths import REPO
 from tvmrt import runtime
 from tvmrt.artifact import find_artifact, inspect_artifact, load_artifact
-from tvmrt.runtime.backends import _cuda_driver
-from tvmrt.runtime.backends.cuda import backend
 
 FIXTURES = CUDA_FIXTURES
 device_table = importlib.import_module("tvmrt.runtime.device")
@@ -59,16 +57,8 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLog]:
-    lib = build(tmp_path)
-    log = FakeLog(lib)
-    monkeypatch.setenv(_cuda_driver.LIBRARY_ENV, str(lib))
-    monkeypatch.setattr(_cuda_driver, "_driver", [])
-    device_table.register_device_api(CUDA, backend(), override=True)
-    try:
+    with stand_in_backend(build(tmp_path), monkeypatch) as log:
         yield log
-    finally:
-        device_table.unregister_device_api(CUDA)
-        device_table._lazy[CUDA] = "tvmrt.runtime.backends.cuda:backend"
 
 
 def launches(fake: FakeLog, path: Path) -> list[str]:

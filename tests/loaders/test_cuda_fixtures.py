@@ -17,11 +17,10 @@ import numpy as np
 import pytest
 
 from support.cuda_fixtures import CUDA_FIXTURES, cuda_fixtures
-from support.fake_cuda import FakeLog, build
+from support.fake_cuda import FakeLog, build, stand_in_backend
 from tvmrt import runtime
 from tvmrt.error import KernelError
 from tvmrt.runtime.backends import _cuda_driver
-from tvmrt.runtime.backends.cuda import CUDADeviceAPI, backend
 from tvmrt.runtime.loaders.cuda import CUDAModule
 
 FIXTURES = CUDA_FIXTURES
@@ -39,18 +38,8 @@ def fake(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[FakeLog]:
     lib = build(tmp_path_factory.mktemp("fakecuda"))
-    log = FakeLog(lib)
-    log.config(sm=90)
-    monkeypatch.setenv(_cuda_driver.LIBRARY_ENV, str(lib))
-    monkeypatch.setattr(_cuda_driver, "_driver", [])
-    api = backend()
-    assert isinstance(api, CUDADeviceAPI)
-    device_table.register_device_api(CUDA, api, override=True)
-    try:
+    with stand_in_backend(lib, monkeypatch, sm=90) as log:
         yield log
-    finally:
-        device_table.unregister_device_api(CUDA)
-        device_table._lazy[CUDA] = "tvmrt.runtime.backends.cuda:backend"
 
 
 @pytest.mark.parametrize("fmt", ["ptx", "cubin", "fatbin"])

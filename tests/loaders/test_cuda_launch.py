@@ -23,12 +23,10 @@ import numpy as np
 import pytest
 
 from support.cuda_fixtures import cuda_fixtures
-from support.fake_cuda import FakeLog, build
+from support.fake_cuda import FakeLog, build, stand_in_backend
 from tvmrt import runtime
 from tvmrt.runtime import kernel_services
 from tvmrt.runtime._ctypes_api import TVMValue
-from tvmrt.runtime.backends import _cuda_driver
-from tvmrt.runtime.backends.cuda import CUDADeviceAPI, backend
 from tvmrt.runtime.launch import FunctionInfo
 from tvmrt.runtime.loaders import cuda_launch
 from tvmrt.runtime.loaders.cuda import CUDAKernel, CUDAModule, kernel_timer
@@ -48,22 +46,14 @@ def fake_lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def fake(fake_lib: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLog]:
     if not cuda_launch.enable(True):
         pytest.skip("the native backend (with the C launcher) is not built")
-    log = FakeLog(fake_lib)
-    log.config(sm=90)
-    log.exact()
-    monkeypatch.setenv(_cuda_driver.LIBRARY_ENV, str(fake_lib))
-    monkeypatch.setattr(_cuda_driver, "_driver", [])
-    api = backend()
-    assert isinstance(api, CUDADeviceAPI)
-    device_table.register_device_api(CUDA, api, override=True)
-    try:
-        yield log
-    finally:
-        log.exact(False)
-        cuda_launch.enable(True)
-        device_table.unregister_device_api(CUDA)
-        device_table._lazy[CUDA] = "tvmrt.runtime.backends.cuda:backend"
-        set_device(CUDA, 0)
+    with stand_in_backend(fake_lib, monkeypatch, sm=90) as log:
+        log.exact()
+        try:
+            yield log
+        finally:
+            log.exact(False)
+            cuda_launch.enable(True)
+            set_device(CUDA, 0)
 
 
 @pytest.fixture

@@ -21,13 +21,12 @@ import numpy as np
 import pytest
 from tests.native.conftest import NativeBuild
 from tests.support.cuda_fixtures import CUDA_FIXTURES, cuda_fixtures
-from tests.support.fake_cuda import FakeLog, build
+from tests.support.fake_cuda import FakeLog, build, stand_in_backend
 
 from tvmrt import runtime
 from tvmrt.contrib import graph_executor
 from tvmrt.error import DeviceUnavailableError
 from tvmrt.runtime.backends import _cuda_driver
-from tvmrt.runtime.backends.cuda import backend
 
 FIXTURE = CUDA_FIXTURES / "relay019_ptx.so"
 GOLDEN = FIXTURE.with_name("relay019_golden.npz")
@@ -44,17 +43,8 @@ def stand_in(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @contextmanager
 def python_cuda(lib: Path, monkeypatch: pytest.MonkeyPatch, gpus: int = 1) -> Iterator[FakeLog]:
     """The Python runtime's CUDA backend on the stand-in, in this process."""
-    log = FakeLog(lib)
-    log.config(count=gpus)
-    monkeypatch.setenv(_cuda_driver.LIBRARY_ENV, str(lib))
-    monkeypatch.setattr(_cuda_driver, "_driver", [])
-    device_table.register_device_api(CUDA, backend(), override=True)
-    try:
+    with stand_in_backend(lib, monkeypatch, count=gpus) as log:
         yield log
-    finally:
-        log.config(count=1)
-        device_table.unregister_device_api(CUDA)
-        device_table._lazy[CUDA] = "tvmrt.runtime.backends.cuda:backend"
 
 
 def run_c(

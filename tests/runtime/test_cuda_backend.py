@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from support.fake_cuda import FakeLog, build
+from support.fake_cuda import FakeLog, build, stand_in_backend
 from tvmrt import runtime
 from tvmrt.binfmt.stream import ByteReader, ByteWriter
 from tvmrt.error import ArrayError, DeviceUnavailableError, KernelError, ModuleLoadError
 from tvmrt.runtime.backends import _cuda_driver
-from tvmrt.runtime.backends.cuda import CUDADeviceAPI, backend
+from tvmrt.runtime.backends.cuda import backend
 from tvmrt.runtime.device_api import find_storage
 from tvmrt.runtime.launch import FunctionInfo, install_device_workspace
 from tvmrt.runtime.loaders.blob import parse_module_blob
@@ -72,20 +72,12 @@ def fake_lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def fake(fake_lib: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLog]:
-    log = FakeLog(fake_lib)
-    log.config()
-    monkeypatch.setenv(_cuda_driver.LIBRARY_ENV, str(fake_lib))
-    monkeypatch.setattr(_cuda_driver, "_driver", [])
-    api = backend()
-    assert isinstance(api, CUDADeviceAPI)
-    device_table.register_device_api(CUDA, api, override=True)
-    log.reset()
-    try:
-        yield log
-    finally:
-        device_table.unregister_device_api(CUDA)
-        device_table._lazy[CUDA] = "tvmrt.runtime.backends.cuda:backend"
-        set_device(CUDA, 0)
+    with stand_in_backend(fake_lib, monkeypatch) as log:
+        log.reset()
+        try:
+            yield log
+        finally:
+            set_device(CUDA, 0)
 
 
 def _module(*infos: FunctionInfo, data: str = PTX) -> CUDAModule:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import ctypes
+import importlib
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -48,3 +51,29 @@ class FakeLog:
 
     def live_allocations(self) -> int:
         return int(self.lib.fake_live_allocations())
+
+
+@contextmanager
+def stand_in_backend(
+    lib: Path, monkeypatch: pytest.MonkeyPatch, count: int = 1, sm: int = 75
+) -> Iterator[FakeLog]:
+    """The Python runtime's CUDA backend on the stand-in ``lib`` (``count`` GPUs of ``sm``),
+    in this process; afterwards the shipped backend is the one found again."""
+    from tvmrt.runtime.backends import _cuda_driver
+    from tvmrt.runtime.backends.cuda import CUDADeviceAPI, backend
+
+    device_table = importlib.import_module("tvmrt.runtime.device")
+    cuda = 2  # kDLCUDA
+    log = FakeLog(lib)
+    log.config(count=count, sm=sm)
+    monkeypatch.setenv(_cuda_driver.LIBRARY_ENV, str(lib))
+    monkeypatch.setattr(_cuda_driver, "_driver", [])
+    api = backend()
+    assert isinstance(api, CUDADeviceAPI)
+    device_table.register_device_api(cuda, api, override=True)
+    try:
+        yield log
+    finally:
+        log.config()
+        device_table.unregister_device_api(cuda)
+        device_table._lazy[cuda] = "tvmrt.runtime.backends.cuda:backend"
