@@ -7,7 +7,9 @@ hostile input is made here; sizes come from TVMRT_SERVE_HOSTILE_* with small def
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -15,6 +17,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import tvmrt
@@ -27,6 +30,7 @@ MODEL = str(Path(__file__).parents[2] / "examples" / "digits" / "model")
 HEADER_MB = int(os.environ.get("TVMRT_SERVE_HOSTILE_HEADER_MB", "16"))
 SLOW = min(int(os.environ.get("TVMRT_SERVE_HOSTILE_SLOW", "32")), 39)  # under the cap
 CONNECTIONS = 40
+PIPELINED_MB = int(os.environ.get("TVMRT_SERVE_HOSTILE_PIPELINED_MB", "256"))
 CAP = 16 << 10  # ServeLimits.max_header_bytes
 LIVE = b"GET /v2/health/live HTTP/1.1\r\nHost: a\r\n\r\n"
 PROTOCOLS = ["httptools", "h11"]
@@ -36,14 +40,8 @@ PROTOCOLS = ["httptools", "h11"]
 def served(request: pytest.FixtureRequest) -> Iterator[Served]:
     if request.param == "httptools":
         pytest.importorskip("httptools")
-    flags = (
-        "--max-connections",
-        str(CONNECTIONS),
-        "--header-timeout",
-        "1",
-        "--http",
-        request.param,
-    )
+    flags = ("--max-connections", str(CONNECTIONS), "--header-timeout", "1")
+    flags += ("--http", request.param, "--log-level", "warning")  # no line per request
     with tvmrt_serve(
         MODEL, "--name", "mb", "--threads", "1", *flags, env={"PYTHONPATH": SRC}
     ) as server:
@@ -194,3 +192,59 @@ def test_an_unknown_protocol_is_refused_before_loading() -> None:
     )
     assert proc.returncode == 2
     assert "--http: invalid choice: 'h3'" in proc.stderr
+
+
+def test_a_client_that_never_reads_its_answers_cannot_grow_the_server(served: Served) -> None:
+    """Small requests pipelined without reading a byte: once the answers fill the socket,
+    the server stops reading (it must not buffer answers without end)."""
+    meta = json.loads(served.request("GET", "/v2/models/mb")[2])
+    spec = meta["inputs"][0]
+    shape = [1 if d == -1 else d for d in spec["shape"]]
+    data = [0.5] * int(np.prod(shape))
+    body = json.dumps(
+        {
+            "inputs": [
+                {"name": spec["name"], "shape": shape, "datatype": spec["datatype"], "data": data}
+            ]
+        }
+    ).encode()
+    request = b"POST /v2/models/mb/infer HTTP/1.1\r\nHost: a\r\nContent-Length: %d\r\n\r\n" % len(
+        body
+    )
+    burst = (request + body) * max(1, (1 << 20) // len(request + body))
+    for _ in range(3):  # the model's runs become short enough to be answered directly
+        assert served.request("POST", "/v2/models/mb/infer", body)[0] == 200
+    before = served.vm_hwm()
+    sent = 0
+    with served.connect(timeout=2) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
+        start = time.monotonic()
+        try:
+            while sent < (PIPELINED_MB << 20) and time.monotonic() - start < 20:
+                sock.sendall(burst)
+                sent += len(burst)
+        except (TimeoutError, OSError):
+            pass  # the server stopped reading: what we want
+    grown = served.vm_hwm() - before
+    assert sent < (PIPELINED_MB << 20), f"the server read all {sent >> 20} MiB of requests"
+    assert grown < 32 << 20, f"unread answers grew peak RSS by {grown >> 20} MiB"
+    _live_ok(served)
+
+
+def test_a_pipelined_request_split_across_reads_is_answered(served: Served) -> None:
+    """A whole request, then part of the next: the server reads on for the rest of it."""
+    body = b'{"inputs": []}'
+    post = b"POST /v2/models/mb/infer HTTP/1.1\r\nHost: a\r\nContent-Length: %d\r\n\r\n" % len(body)
+    second = post + body
+    with served.connect() as sock:
+        for cut in (10, len(post) + 3):  # inside the headers, inside the body
+            sock.sendall(LIVE + second[:cut])
+            time.sleep(0.3)
+            sock.sendall(second[cut:])
+            got = b""
+            deadline = time.monotonic() + 5
+            while got.count(b"HTTP/1.1 ") < 2 or not got.endswith(b"}"):
+                assert time.monotonic() < deadline, got
+                got += sock.recv(65536)
+            assert got.startswith(b"HTTP/1.1 200")
+            assert got.count(b"HTTP/1.1 400") == 1  # the second: no inputs, a 400 answer

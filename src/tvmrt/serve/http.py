@@ -24,6 +24,7 @@ Both add, by one mixin:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -106,6 +107,36 @@ class _OneWritePerAnswer:
         return getattr(self._transport, name)
 
 
+@cache
+def _guarded_flow_class() -> type[Any]:
+    from uvicorn.protocols.http.flow_control import FlowControl
+
+    class GuardedFlow(FlowControl):
+        """uvicorn's flow control, except that reading does not resume while whole requests
+        already read wait their turn (``backlog()``), or while answers wait for a client
+        that does not read them. uvicorn resumes reading after every answer and whenever
+        the app asks for a body, so a client pipelining requests without reading the
+        answers had the server read, parse and hold everything it sent."""
+
+        def __init__(self, transport: asyncio.Transport, backlog: Callable[[], bool]) -> None:
+            super().__init__(transport)
+            self._backlog = backlog
+
+        def resume_reading(self) -> None:
+            if not self.write_paused and not self._backlog():
+                super().resume_reading()
+
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            self.pause_reading()
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            self.resume_reading()
+
+    return GuardedFlow
+
+
 class _Limited:
     """The connection cap, header deadline and JSON 400 answer, for either protocol.
 
@@ -121,12 +152,14 @@ class _Limited:
     # given by uvicorn's protocol classes
     connections: set[Any]
     cycle: Any
+    flow: Any
     loop: asyncio.AbstractEventLoop
     transport: asyncio.Transport
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)  # type: ignore[misc]
         self.transport = _OneWritePerAnswer(transport, self.loop)  # type: ignore[assignment]
+        self.flow = _guarded_flow_class()(transport, self._backlog)
         cap = self.limits.max_connections
         if len(self.connections) > cap:
             self.connections.discard(self)
@@ -164,6 +197,10 @@ class _Limited:
         super().on_response_complete()  # type: ignore[misc]
         if not self.transport.is_closing() and (self.cycle is None or self.cycle.response_complete):
             self._arm_header_timer()  # the next request's headers, on keep-alive
+
+    def _backlog(self) -> bool:
+        """Whether whole requests already read wait for their turn."""
+        raise NotImplementedError
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_header_timer()
@@ -216,6 +253,9 @@ def _httptools_class(limits: ServeLimits) -> type[Any]:
             self._in_head = False
             super().on_headers_complete()
 
+        def _backlog(self) -> bool:
+            return bool(self.pipeline)
+
         def _grow_head(self, size: int) -> None:
             self._head_size += size
             if self._head_size > limits.max_header_bytes:
@@ -247,6 +287,11 @@ def _h11_class(limits: ServeLimits) -> type[Any]:
                 return event
 
             self.conn.next_event = checked_event  # type: ignore[method-assign]
+
+        def _backlog(self) -> bool:
+            # the client's request is whole and not answered yet: bytes past it are the
+            # next request, which waits (its body is not what a resume would be for)
+            return bool(self.conn.their_state is h11.DONE and self.conn.our_state is not h11.DONE)
 
     LimitedH11Protocol.limits = limits
     return LimitedH11Protocol

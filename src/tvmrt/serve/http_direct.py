@@ -73,6 +73,7 @@ class Direct:
     if TYPE_CHECKING:  # given by uvicorn's protocol and the limits' mixin
         config: Any
         cycle: Any
+        flow: Any
         headers: list[tuple[bytes, bytes]]
         loop: asyncio.AbstractEventLoop
         parser: Any
@@ -104,7 +105,8 @@ class Direct:
         """The request to read here, or None for the ASGI route."""
         url = self.url
         if (
-            not url.endswith(b"/infer")
+            self.flow.write_paused  # answers the client has not read: the ASGI route waits
+            or not url.endswith(b"/infer")
             or self.parser.get_method() != b"POST"
             or self.parser.should_upgrade()
             or self.pipeline
@@ -160,7 +162,14 @@ class Direct:
         self._pending = None
         self._cancel_body_timer()
         assert self._answer_now is not None
-        reply = self._answer_now("POST", pending.path, pending.headers, pending.body)
+        # the client not reading its answers (the write buffer over its high-water mark):
+        # the ASGI route waits for it, and uvicorn stops reading requests behind it
+        paused = self.flow.write_paused
+        reply = (
+            None
+            if paused
+            else self._answer_now("POST", pending.path, pending.headers, pending.body)
+        )
         if reply is None:  # the ASGI route, as if the headers had only now been parsed
             super().on_headers_complete()  # type: ignore[misc]
             self.cycle.body = bytes(pending.body)
