@@ -20,6 +20,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(os.environ.get("TVMRT_ARTIFACTS", REPO.parent / "shared" / "artifacts"))
 FLAGS = "-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined"
+# target -> (the harness's parser, seed: a file under the artifacts root, a file of the
+# repository, or "TAR!MEMBER"); tests/native/test_c_fuzz.py runs the same targets briefly
 TARGETS = {
     "graph-mobilenet": ("graph", "mobilenet_v1/deploy_graph.json"),
     "graph-cnn": ("graph", "relay016/tvmc-package/module.tar!mod.json"),
@@ -49,13 +51,15 @@ def build(out: Path) -> Path:
     return exe
 
 
-def seed_file(spec: str, work: Path) -> Path:
+def seed_file(spec: str, work: Path, artifacts: Path = ARTIFACTS) -> Path:
+    """A target's seed: a file of the repository, one under ``artifacts``, or for
+    ``TAR!MEMBER`` the member extracted into ``work``."""
     if spec.startswith("examples/"):  # a file of the repository
         return REPO / spec
     if "!" not in spec:
-        return ARTIFACTS / spec
+        return artifacts / spec
     tar_name, member = spec.split("!")
-    with tarfile.open(ARTIFACTS / tar_name) as tar:
+    with tarfile.open(artifacts / tar_name) as tar:
         tar.extract(member, work, filter="data")
     return work / member
 

@@ -8,7 +8,7 @@ undefined behaviour. TVMRT_NATIVE_FUZZ_ITERATIONS sets the inputs per target (de
 from __future__ import annotations
 
 import os
-import tarfile
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,26 +16,14 @@ import pytest
 from tests.native.conftest import NativeBuild
 from tests.support.paths import REPO
 
+sys.path.insert(0, str(REPO / "fuzz"))
+
+import native_parsers  # the targets and their seeds: one table for both runs
+
 ITERATIONS = int(os.environ.get("TVMRT_NATIVE_FUZZ_ITERATIONS", "1000"))
 
-# target -> seed: a file under the artifacts root, or "TAR!MEMBER" extracted first
-SEEDS = {
-    "graph-mobilenet": ("graph", "mobilenet_v1/deploy_graph.json"),
-    "graph-cnn": ("graph", "relay016/tvmc-package/module.tar!mod.json"),
-    "params-cnn": ("params", "relay016/tvmc-package/module.tar!mod.params"),
-    "blob-factory": ("blob", "relay016/linkparams-so/deploy.so"),
-    "blob-system-lib": ("blob", "relay016/systemlib-so/deploy.so"),
-    "blob-relayvm": ("blob", "relayvm/control-flow/vm.so"),
-    "vmcode-control-flow": ("vmcode", "relayvm/control-flow/code.ro"),
-    "vmcode-dyn-shape-op": ("vmcode", "relayvm/dyn-shape-op/code.ro"),
-    "vmcode-adt-closure": ("vmcode", "relayvm/adt-closure/code.ro"),
-    "blob-aot": ("blob", "relay016/aot-so/deploy.so"),
-    "aotmeta-cnn": ("aotmeta", "relay016/aot-so/deploy.so"),
-    "ffibin-digits": ("ffibin", "examples/digits/model/standalone.so"),  # in the repository
-}
 
-
-@pytest.mark.parametrize("target", sorted(SEEDS))
+@pytest.mark.parametrize("target", sorted(native_parsers.TARGETS))
 def test_parser_survives_mutations(
     target: str,
     native_asan: NativeBuild,
@@ -43,14 +31,8 @@ def test_parser_survives_mutations(
     artifacts: Path,
     tmp_path: Path,
 ) -> None:
-    kind, seed = SEEDS[target]
-    if "!" in seed:
-        tar_name, member = seed.split("!")
-        with tarfile.open(artifacts / tar_name) as tar:
-            tar.extract(member, tmp_path, filter="data")
-        path = tmp_path / member
-    else:
-        path = REPO / seed if seed.startswith("examples/") else artifacts / seed
+    kind, seed = native_parsers.TARGETS[target]
+    path = native_parsers.seed_file(seed, tmp_path, artifacts)
     exe = compile_c(native_asan, "fuzz_parsers", True)
     proc = native_asan.run(exe, kind, path, str(ITERATIONS), "0", timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
