@@ -63,7 +63,8 @@ def _value(stdout: str, key: str) -> float:
     sys.exit(f"no {key}= in output:\n{stdout}")
 
 
-def _tvm016_package(venv: Path) -> Path:
+def tvm016_package(venv: Path) -> Path:
+    """The ``tvm`` package folder (with libtvm_runtime.so) of the hhb-tvm venv ``venv``."""
     found = sorted(venv.glob("lib/python3*/site-packages/tvm/libtvm_runtime.so"))
     if not found:
         sys.exit(f"no hhb-tvm install in {venv} (run the native tests once, or pass --tvm016)")
@@ -107,7 +108,7 @@ def main() -> None:
 
     source = ARTIFACTS / "mobilenet_v1"
     golden = np.load(source / "golden.npz")
-    tvm016 = _tvm016_package(args.tvm016)
+    tvm016 = tvm016_package(args.tvm016)
     with tempfile.TemporaryDirectory(prefix="tvmrt-c-runtime-") as tmp:
         work = Path(tmp)
         exes = _build(work, tvm016)

@@ -35,17 +35,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+from c_runtime import tvm016_package  # bench/ is the script's folder
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(os.environ.get("TVMRT_ARTIFACTS", REPO.parent / "shared" / "artifacts"))
 SOURCE = REPO / "tests" / "native" / "c" / "run_vm.c"
-
-
-def _tvm016_package(venv: Path) -> Path:
-    found = sorted(venv.glob("lib/python3*/site-packages/tvm/libtvm_runtime.so"))
-    if not found:
-        sys.exit(f"no hhb-tvm install in {venv} (run the native tests once, or pass --tvm016)")
-    return found[0].parent
 
 
 def _build(work: Path, tvm016: Path) -> dict[str, Path]:
@@ -136,7 +130,7 @@ def main() -> None:
     parser.add_argument("--moves", type=int, default=2000)
     parser.add_argument("--tvm016", type=Path, default=peers / "tvm016")
     args = parser.parse_args()
-    tvm016 = _tvm016_package(args.tvm016)
+    tvm016 = tvm016_package(args.tvm016)
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
