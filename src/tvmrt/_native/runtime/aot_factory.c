@@ -103,36 +103,13 @@ static tvmrt_module* new_factory(char* name, tvmrt_params params) {
 
 tvmrt_module* tvmrt_aot_factory_load(tvmrt_reader* r) {
   tvmrt_params p;
-  uint64_t count, nnames, i;
   char* name = NULL;
-  memset(&p, 0, sizeof(p));
-  if (tvmrt_read_u64(r, &count, "number of params") != 0 ||
-      tvmrt_read_count(r, &nnames, 8, "number of param names") != 0) {
+  if (tvmrt_read_factory_params(r, "AOT factory lists", &p) != 0) return NULL;
+  if (tvmrt_read_str(r, &name, NULL, "module_name") != 0) {
+    tvmrt_params_free(&p);
     return NULL;
   }
-  if (count != nnames) {
-    tvmrt_fail("ModuleLoadError", "AOT factory lists %llu params but %llu names",
-               (unsigned long long)count, (unsigned long long)nnames);
-    return NULL;
-  }
-  p.names = (char**)calloc(nnames ? (size_t)nnames : 1, sizeof(char*));
-  p.arrays = (tvmrt_ndarray**)calloc(nnames ? (size_t)nnames : 1, sizeof(tvmrt_ndarray*));
-  if (p.names == NULL || p.arrays == NULL) {
-    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate the factory's params");
-    goto fail;
-  }
-  p.count = (size_t)nnames;
-  for (i = 0; i < nnames; ++i) {
-    if (tvmrt_read_str(r, &p.names[i], NULL, "param name") != 0) goto fail;
-  }
-  for (i = 0; i < nnames; ++i) {
-    if (tvmrt_read_tensor(r, &p.arrays[i]) != 0) goto fail;
-  }
-  if (tvmrt_read_str(r, &name, NULL, "module_name") != 0) goto fail;
   return new_factory(name, p);
-fail:
-  tvmrt_params_free(&p);
-  return NULL;
 }
 
 static tvmrt_func* no_functions(tvmrt_module* mod, const char* name) {

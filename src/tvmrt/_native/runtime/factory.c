@@ -81,35 +81,14 @@ static void factory_finalize(tvmrt_module* mod) { factory_free((factory_impl*)mo
 
 tvmrt_module* tvmrt_graph_factory_load(tvmrt_reader* r) {
   factory_impl* impl = (factory_impl*)calloc(1, sizeof(factory_impl));
-  uint64_t count, nnames, i;
   tvmrt_module* mod;
   if (impl == NULL) {
     tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a factory");
     return NULL;
   }
   if (tvmrt_read_str(r, &impl->json, &impl->json_len, "graph JSON") != 0 ||
-      tvmrt_read_u64(r, &count, "number of params") != 0 ||
-      tvmrt_read_count(r, &nnames, 8, "number of param names") != 0) {
+      tvmrt_read_factory_params(r, "GraphExecutorFactory:", &impl->params) != 0) {
     goto fail;
-  }
-  if (count != nnames) {
-    tvmrt_fail("ModuleLoadError", "GraphExecutorFactory: %llu params but %llu names",
-               (unsigned long long)count, (unsigned long long)nnames);
-    goto fail;
-  }
-  impl->params.names = (char**)calloc(nnames ? (size_t)nnames : 1, sizeof(char*));
-  impl->params.arrays =
-      (tvmrt_ndarray**)calloc(nnames ? (size_t)nnames : 1, sizeof(tvmrt_ndarray*));
-  if (impl->params.names == NULL || impl->params.arrays == NULL) {
-    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate the factory's params");
-    goto fail;
-  }
-  impl->params.count = (size_t)nnames;
-  for (i = 0; i < nnames; ++i) {
-    if (tvmrt_read_str(r, &impl->params.names[i], NULL, "param name") != 0) goto fail;
-  }
-  for (i = 0; i < nnames; ++i) {
-    if (tvmrt_read_tensor(r, &impl->params.arrays[i]) != 0) goto fail;
   }
   if (tvmrt_read_str(r, &impl->name, NULL, "module name") != 0) goto fail;
   mod = tvmrt_module_new("GraphExecutorFactory", impl);

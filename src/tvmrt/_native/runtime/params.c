@@ -136,3 +136,33 @@ fail:
   tvmrt_params_free(out);
   return -1;
 }
+
+int tvmrt_read_factory_params(tvmrt_reader* r, const char* what, tvmrt_params* out) {
+  uint64_t count, nnames, i;
+  memset(out, 0, sizeof(*out));
+  if (tvmrt_read_u64(r, &count, "number of params") != 0 ||
+      tvmrt_read_count(r, &nnames, 8, "number of param names") != 0) {
+    return -1;
+  }
+  if (count != nnames) {
+    return tvmrt_fail("ModuleLoadError", "%s %llu params but %llu names", what,
+                      (unsigned long long)count, (unsigned long long)nnames);
+  }
+  out->names = (char**)calloc(nnames ? (size_t)nnames : 1, sizeof(char*));
+  out->arrays = (tvmrt_ndarray**)calloc(nnames ? (size_t)nnames : 1, sizeof(tvmrt_ndarray*));
+  if (out->names == NULL || out->arrays == NULL) {
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate the factory's params");
+    goto fail;
+  }
+  out->count = (size_t)nnames;
+  for (i = 0; i < nnames; ++i) {
+    if (tvmrt_read_str(r, &out->names[i], NULL, "param name") != 0) goto fail;
+  }
+  for (i = 0; i < nnames; ++i) {
+    if (tvmrt_read_tensor(r, &out->arrays[i]) != 0) goto fail;
+  }
+  return 0;
+fail:
+  tvmrt_params_free(out);
+  return -1;
+}

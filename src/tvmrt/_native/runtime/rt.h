@@ -243,6 +243,9 @@ typedef struct {
 
 int tvmrt_params_parse(const uint8_t* data, size_t size, int names_only, tvmrt_params* out);
 void tvmrt_params_free(tvmrt_params* p);
+/* a graph or AOT factory's params in the module blob: the count, the names, then one tensor
+   record each; a count that disagrees with the names fails as "<what> N params but M names" */
+int tvmrt_read_factory_params(tvmrt_reader* r, const char* what, tvmrt_params* out);
 
 /* ---------------------------------------------------------------------------------- */
 /* graph executor                                                                      */
