@@ -19,6 +19,7 @@ __all__ = [
     "DLTensorDeleter",
     "DLVersionedDeleter",
     "TVMValue",
+    "TVMFuncCallType",
     "TVMParallelGroupEnv",
     "TVMFFIAny",
     "TVM_DLTENSOR_HANDLE",
@@ -96,6 +97,19 @@ class TVMValue(ctypes.Union):
         ("v_handle", ctypes.c_void_p),
         ("v_str", ctypes.c_char_p),
     ]
+
+
+# int TVMFuncCall(handle, args, type_codes, num_args, ret_val, ret_type_code): the C
+# function's type, and that of a Python callback standing in for it
+TVMFuncCallType = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.c_void_p,
+    ctypes.POINTER(TVMValue),
+    ctypes.POINTER(ctypes.c_int),
+    ctypes.c_int,
+    ctypes.POINTER(TVMValue),
+    ctypes.POINTER(ctypes.c_int),
+)
 
 
 class TVMParallelGroupEnv(ctypes.Structure):

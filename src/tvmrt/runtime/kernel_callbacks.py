@@ -23,7 +23,7 @@ import threading
 import weakref
 from typing import Any, Protocol
 
-from tvmrt.runtime._ctypes_api import TVMValue
+from tvmrt.runtime._ctypes_api import TVMFuncCallType
 from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.packed_values import from_tvm_value, to_tvm_value
 from tvmrt.runtime.registry import get_global_func
@@ -39,15 +39,6 @@ class FunctionSource(Protocol):
 
 _GetFuncCallback = ctypes.CFUNCTYPE(
     ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)
-)
-_FuncCallCallback = ctypes.CFUNCTYPE(
-    ctypes.c_int,
-    ctypes.c_void_p,
-    ctypes.POINTER(TVMValue),
-    ctypes.POINTER(ctypes.c_int),
-    ctypes.c_int,
-    ctypes.POINTER(TVMValue),
-    ctypes.POINTER(ctypes.c_int),
 )
 
 _lock = threading.Lock()
@@ -71,7 +62,7 @@ def install_callbacks(lib: ctypes.CDLL) -> None:
     lib.tvmrt_set_env_callbacks.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
     _set_error = lib.TVMAPISetLastError
     getfunc = _GetFuncCallback(_get_func_from_env)
-    funccall = _FuncCallCallback(_func_call)
+    funccall = TVMFuncCallType(_func_call)
     _callbacks.extend([getfunc, funccall])
     lib.tvmrt_set_env_callbacks(
         ctypes.cast(getfunc, ctypes.c_void_p), ctypes.cast(funccall, ctypes.c_void_p)

@@ -14,21 +14,12 @@ from typing import Any
 
 from tvmrt.error import InvalidArgumentError, UnsupportedError
 from tvmrt.runtime import kernel_services
-from tvmrt.runtime._ctypes_api import TVMValue
+from tvmrt.runtime._ctypes_api import TVMFuncCallType, TVMValue
 from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.packed_values import from_tvm_value, pack_args
 
 __all__ = ["NativeFunc"]
 
-_FuncCall = ctypes.CFUNCTYPE(
-    ctypes.c_int,
-    ctypes.c_void_p,
-    ctypes.POINTER(TVMValue),
-    ctypes.POINTER(ctypes.c_int),
-    ctypes.c_int,
-    ctypes.POINTER(TVMValue),
-    ctypes.POINTER(ctypes.c_int),
-)
 _Lookup = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p)
 
 
@@ -49,7 +40,7 @@ class NativeFunc(PackedFunc):
         if not handle:
             raise UnsupportedError(f"tvmrt's native backend has no function {name!r}")
         self.native_handle: int = int(handle)
-        self._call_c = _FuncCall(("TVMFuncCall", lib))
+        self._call_c = TVMFuncCallType(("TVMFuncCall", lib))
         super().__init__(self._invoke, name)
 
     def __call__(self, *args: Any) -> Any:
