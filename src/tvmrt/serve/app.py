@@ -28,7 +28,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from tvmrt.error import InvalidArgumentError
-from tvmrt.serve.body import Reply, read_body, refuse
+from tvmrt.serve.body import Reply, read_body, refuse, request_headers
 from tvmrt.serve.infer import output_pairs, parse_request
 from tvmrt.serve.jsondata import short
 from tvmrt.serve.limits import BodyBudget, ServeLimits
@@ -329,7 +329,7 @@ class InferenceApp:
             return
         if scope["type"] != "http":
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        headers = request_headers(scope["headers"])
         held = [0]  # body bytes reserved from the budget, given back once answered
         try:
             stopping, _ = self._stop_signals()

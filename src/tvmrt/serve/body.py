@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tvmrt.serve.jsondata import short
 from tvmrt.serve.limits import BodyBudget, ServeLimits
 
-__all__ = ["Reply", "refuse", "read_body"]
+__all__ = ["Reply", "refuse", "read_body", "request_headers"]
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -32,6 +32,11 @@ class Reply:
     body: bytes
     headers: dict[str, str] = field(default_factory=lambda: {"content-type": "application/json"})
     close: bool = False
+
+
+def request_headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+    """A request's headers as the app reads them: lower-case names, Latin-1 text."""
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
 
 
 def refuse(status: int, message: str, retry_after: int | None = None) -> Reply:

@@ -213,6 +213,16 @@ class _Limited:
         self.transport.close()
 
 
+# a head's size as both protocols measure it once parsed: the target plus the method,
+# version, spaces and CRLF of the request line; each header plus ": " and CRLF
+def _request_line_bytes(target: bytes) -> int:
+    return len(target) + 16
+
+
+def _header_bytes(name: bytes, value: bytes) -> int:
+    return len(name) + len(value) + 4
+
+
 class _HeadersTooLarge(Exception):
     """Raised from an httptools callback: the parser stops and uvicorn answers 400."""
 
@@ -241,12 +251,12 @@ def _httptools_class(limits: ServeLimits) -> type[Any]:
             self._head_size = 0
             super().on_message_begin()
 
-        def on_url(self, url: bytes) -> None:
-            self._grow_head(len(url) + 16)  # the method, the version, spaces and CRLF
+        def on_url(self, url: bytes) -> None:  # called per piece of a URL that spans reads
+            self._grow_head(_request_line_bytes(url))
             super().on_url(url)
 
         def on_header(self, name: bytes, value: bytes) -> None:
-            self._grow_head(len(name) + len(value) + 4)  # ": " and CRLF
+            self._grow_head(_header_bytes(name, value))
             super().on_header(name, value)
 
         def on_headers_complete(self) -> None:
@@ -279,9 +289,8 @@ def _h11_class(limits: ServeLimits) -> type[Any]:
             def checked_event() -> Any:
                 event = next_event()
                 if isinstance(event, h11.Request):
-                    size = (
-                        len(event.target) + 16 + sum(len(k) + len(v) + 4 for k, v in event.headers)
-                    )
+                    size = _request_line_bytes(event.target)
+                    size += sum(_header_bytes(k, v) for k, v in event.headers)
                     if size > limits.max_header_bytes:
                         raise h11.RemoteProtocolError("headers too large")
                 return event

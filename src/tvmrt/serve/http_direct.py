@@ -22,7 +22,7 @@ from collections.abc import Callable
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
-from tvmrt.serve.body import Reply, refuse
+from tvmrt.serve.body import Reply, refuse, request_headers
 
 __all__ = ["DIRECT_BODY_BYTES", "Direct", "raw_reply"]
 
@@ -105,7 +105,9 @@ class Direct:
         """The request to read here, or None for the ASGI route."""
         url = self.url
         if (
-            self.flow.write_paused  # answers the client has not read: the ASGI route waits
+            # answers the client has not read (the write buffer over its high-water mark;
+            # nothing is written here until this request's answer): the ASGI route waits
+            self.flow.write_paused
             or not url.endswith(b"/infer")
             or self.parser.get_method() != b"POST"
             or self.parser.should_upgrade()
@@ -116,7 +118,7 @@ class Direct:
         version = self.parser.get_http_version()
         if version not in ("1.1", "1.0") or b"%" in url:  # no query (it would end the url)
             return None
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in self.headers}
+        headers = request_headers(self.headers)
         declared = headers.get("content-length")
         if (
             declared is None
@@ -162,14 +164,7 @@ class Direct:
         self._pending = None
         self._cancel_body_timer()
         assert self._answer_now is not None
-        # the client not reading its answers (the write buffer over its high-water mark):
-        # the ASGI route waits for it, and uvicorn stops reading requests behind it
-        paused = self.flow.write_paused
-        reply = (
-            None
-            if paused
-            else self._answer_now("POST", pending.path, pending.headers, pending.body)
-        )
+        reply = self._answer_now("POST", pending.path, pending.headers, pending.body)
         if reply is None:  # the ASGI route, as if the headers had only now been parsed
             super().on_headers_complete()  # type: ignore[misc]
             self.cycle.body = bytes(pending.body)
