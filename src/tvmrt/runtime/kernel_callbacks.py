@@ -21,6 +21,7 @@ import ctypes
 import itertools
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from tvmrt.runtime._ctypes_api import TVMFuncCallType
@@ -28,7 +29,7 @@ from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.packed_values import from_tvm_value, to_tvm_value
 from tvmrt.runtime.registry import get_global_func
 
-__all__ = ["FunctionSource", "register_module_context", "install_callbacks"]
+__all__ = ["FunctionSource", "register_module_context", "install_callbacks", "call_python"]
 
 
 class FunctionSource(Protocol):
@@ -167,11 +168,22 @@ def _func_call(
         raw = getattr(func, "raw_call", None)
         if raw is not None:  # a compiled kernel: hand the C arguments straight through
             return int(raw(args, codes, num_args, ret_val, ret_code))
+    except BaseException as exc:  # a ctypes callback must not raise: report it to the kernel
+        _report(_error_text(exc))
+        return -1
+    return call_python(func, args, codes, num_args, ret_val, ret_code)
+
+
+def call_python(
+    func: Callable[..., Any], args: Any, codes: Any, num_args: int, ret_val: Any, ret_code: Any
+) -> int:
+    """``func`` called by C with TVMFuncCall's arguments: 0 with its result in ``ret_val``,
+    or -1 with the error in the thread's error slot (a ctypes callback must not raise)."""
+    try:
         values = [from_tvm_value(args[i], codes[i]) for i in range(num_args)]
-        result = func(*values)
-        keep = to_tvm_value(result, ret_val, ret_code)
+        keep = to_tvm_value(func(*values), ret_val, ret_code)
         _ret_keepalive.value = keep  # a returned string must outlive this call
         return 0
-    except BaseException as exc:  # a ctypes callback must not raise: report it to the kernel
+    except BaseException as exc:
         _report(_error_text(exc))
         return -1

@@ -22,15 +22,16 @@ import ctypes
 import itertools
 import threading
 import weakref
+from functools import partial
 from typing import Any
 
 from tvmrt.error import KernelError, ModuleLoadError
 from tvmrt.runtime import kernel_services
 from tvmrt.runtime._ctypes_api import TVMValue
 from tvmrt.runtime.backends import cuda as cuda_backend
+from tvmrt.runtime.kernel_callbacks import call_python
 from tvmrt.runtime.launch import LaunchConfig
 from tvmrt.runtime.packed_func import PackedFunc
-from tvmrt.runtime.packed_values import from_tvm_value, to_tvm_value
 from tvmrt.runtime.registry import get_global_func
 
 __all__ = [
@@ -73,7 +74,6 @@ _lock = threading.Lock()
 _state: list[Any] = []  # [the native library, the cold callback] once set up; [None] without
 _kernels: dict[int, weakref.ref[PackedFunc]] = {}
 _ids = itertools.count(1)
-_retkeep = threading.local()
 
 
 def _native() -> Any:
@@ -112,25 +112,19 @@ class _Mirror:
 
 
 def _cold(kernel_id: int, args: Any, codes: Any, num_args: int, ret_val: Any, ret_code: Any) -> int:
-    """The Python launch of kernel ``kernel_id`` (0: ``__tvm_set_device``), as
+    """The Python launch of kernel ``kernel_id`` (0: ``__tvm_set_device``), run as
     kernel_callbacks runs any Python function: errors go to the thread's error slot."""
-    try:
-        values = [from_tvm_value(args[i], codes[i]) for i in range(num_args)]
-        if kernel_id == 0:  # __tvm_set_device with arguments C leaves to Python
-            result = get_global_func("__tvm_set_device")(*values)
-        else:
-            ref = _kernels.get(kernel_id)
-            kernel = ref() if ref is not None else None
-            if kernel is None:
-                raise KernelError(
-                    f"TVMFuncCall: CUDA kernel {kernel_id} was released with its module"
-                )
-            result = kernel(*values)
-        _retkeep.value = to_tvm_value(result, ret_val, ret_code)
-        return 0
-    except BaseException as exc:  # a ctypes callback must not raise: report it to the kernel
-        kernel_services.set_last_error(f"{type(exc).__name__}: {exc}")
-        return -1
+    return call_python(partial(_python_launch, kernel_id), args, codes, num_args, ret_val, ret_code)
+
+
+def _python_launch(kernel_id: int, *values: Any) -> Any:
+    if kernel_id == 0:  # __tvm_set_device with arguments C leaves to Python
+        return get_global_func("__tvm_set_device")(*values)
+    ref = _kernels.get(kernel_id)
+    kernel = ref() if ref is not None else None
+    if kernel is None:
+        raise KernelError(f"TVMFuncCall: CUDA kernel {kernel_id} was released with its module")
+    return kernel(*values)
 
 
 def _address(func: Any) -> int:
