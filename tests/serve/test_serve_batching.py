@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from support.paths import REPO
-from support.serve import tvmrt_serve
+from support.serve import post_json, tvmrt_serve
 from tvmrt.artifact import find_artifact
 from tvmrt.error import InvalidArgumentError
 from tvmrt.serve import BackgroundServer, InferenceApp, load_model, model_from_graph
@@ -36,17 +36,10 @@ def batched(artifacts: Path) -> Path:
 
 
 def _post(server: BackgroundServer, x: np.ndarray[Any, Any]) -> tuple[int, dict[str, Any]]:
-    import http.client
-
     doc = {"inputs": [{"name": "x", "shape": list(x.shape), "datatype": "FP32"}]}
     doc["inputs"][0]["data"] = x.ravel().tolist()
-    conn = http.client.HTTPConnection(server.host, server.port, timeout=30)
-    try:
-        conn.request("POST", "/v2/models/cnn/infer", body=json.dumps(doc).encode())
-        resp = conn.getresponse()
-        return resp.status, json.loads(resp.read())
-    finally:
-        conn.close()
+    status, _, answer = post_json(server.url, "/v2/models/cnn/infer", doc)
+    return status, answer
 
 
 def _rows(doc: dict[str, Any]) -> np.ndarray[Any, Any]:

@@ -17,27 +17,13 @@ import numpy as np
 import pytest
 
 from support.models import sleepy_model
+from support.serve import post_json
 from tvmrt.serve import BackgroundServer, InferenceApp, model_from_graph
 from tvmrt.testing import GraphBuilder, graphs, numpy_op_library
 
 pytest.importorskip("uvicorn")
 
 SCALE = float(os.environ.get("TVMRT_STRESS_SCALE", "1"))
-
-
-def post(url, path, doc, conn=None):
-    """(status, headers, parsed JSON) of a POST; reuses ``conn`` when given."""
-    own = conn is None
-    if own:
-        host, port = url.removeprefix("http://").split(":")
-        conn = http.client.HTTPConnection(host, int(port), timeout=30)
-    try:
-        conn.request("POST", path, body=json.dumps(doc).encode())
-        resp = conn.getresponse()
-        return resp.status, dict(resp.getheaders()), json.loads(resp.read())
-    finally:
-        if own:
-            conn.close()
 
 
 def sleepy_body(seconds, second=1.0):
@@ -57,7 +43,7 @@ def test_queue_overflow_gets_503_with_retry_after_then_serves():
         with ThreadPoolExecutor(6) as pool:
             answers = list(
                 pool.map(
-                    lambda _: post(server.url, "/v2/models/sleepy/infer", sleepy_body(0.4)),
+                    lambda _: post_json(server.url, "/v2/models/sleepy/infer", sleepy_body(0.4)),
                     range(6),
                 )
             )
@@ -72,23 +58,25 @@ def test_queue_overflow_gets_503_with_retry_after_then_serves():
                 assert doc["outputs"][0]["data"] == pytest.approx([0.8, 2.0])
         assert model.metrics.rejected == codes.count(503)
         assert model.metrics.executions == codes.count(200)
-        assert post(server.url, "/v2/models/sleepy/infer", sleepy_body(0))[0] == 200
+        assert post_json(server.url, "/v2/models/sleepy/infer", sleepy_body(0))[0] == 200
 
 
 def test_timeouts_answer_504_and_drop_queued_work():
     model = sleepy_model(workers=1, max_queue=4, timeout=0.3)
     with BackgroundServer(InferenceApp([model])) as server:
         with ThreadPoolExecutor(2) as pool:
-            running = pool.submit(post, server.url, "/v2/models/sleepy/infer", sleepy_body(1.0))
+            running = pool.submit(
+                post_json, server.url, "/v2/models/sleepy/infer", sleepy_body(1.0)
+            )
             time.sleep(0.05)
-            queued = pool.submit(post, server.url, "/v2/models/sleepy/infer", sleepy_body(0.0))
+            queued = pool.submit(post_json, server.url, "/v2/models/sleepy/infer", sleepy_body(0.0))
             for fut in (running, queued):
                 status, _, doc = fut.result(10)
                 assert status == 504
                 assert doc["error"] == "model 'sleepy' did not answer within 0.3 s"
         wait_idle(model)
         assert model.metrics.executions == 1  # the queued request was dropped unrun
-        status, _, doc = post(server.url, "/v2/models/sleepy/infer", sleepy_body(0.0, 3.0))
+        status, _, doc = post_json(server.url, "/v2/models/sleepy/infer", sleepy_body(0.0, 3.0))
         assert status == 200
         assert doc["outputs"][0]["data"] == [0.0, 6.0]
 
@@ -96,11 +84,11 @@ def test_timeouts_answer_504_and_drop_queued_work():
 def test_kernel_that_raises_gets_500_and_server_keeps_serving():
     model = sleepy_model(workers=2)
     with BackgroundServer(InferenceApp([model])) as server:
-        status, _, doc = post(server.url, "/v2/models/sleepy/infer", sleepy_body(0, -1.0))
+        status, _, doc = post_json(server.url, "/v2/models/sleepy/infer", sleepy_body(0, -1.0))
         assert status == 500
         assert "kernel refuses negative input -1.0" in doc["error"]
         for k in range(4):
-            status, _, doc = post(server.url, "/v2/models/sleepy/infer", sleepy_body(0, k))
+            status, _, doc = post_json(server.url, "/v2/models/sleepy/infer", sleepy_body(0, k))
             assert status == 200
             assert doc["outputs"][0]["data"] == [0, 2 * k]
         assert model.metrics.requests == {500: 1, 200: 4}
@@ -128,7 +116,7 @@ def test_client_disconnects_mid_request():
                 time.sleep(0.005)
         wait_idle(model)
         assert model.metrics.executions == 1  # the abandoned request still ran, once
-        status, _, doc = post(server.url, "/v2/models/sleepy/infer", sleepy_body(0, 2.0))
+        status, _, doc = post_json(server.url, "/v2/models/sleepy/infer", sleepy_body(0, 2.0))
         assert status == 200
         assert doc["outputs"][0]["data"] == [0, 4.0]
 
@@ -161,7 +149,7 @@ def test_load_every_answer_correct_none_lost_or_duplicated():
                     "id": rid,
                     "inputs": [{"name": "x", "shape": [8], "datatype": "FP32", "data": x.tolist()}],
                 }
-                status, _, out = post(url, "/v2/models/add1/infer", doc, conn)
+                status, _, out = post_json(url, "/v2/models/add1/infer", doc, conn)
                 assert status == 200, out
                 assert out["id"] == rid
                 np.testing.assert_array_equal(np.array(out["outputs"][0]["data"], "f4"), x + 1)
@@ -230,7 +218,9 @@ def test_dynamic_batching_pads_splits_and_answers_each_request():
                 }
                 for x in xs
             ]
-            answers = list(pool.map(lambda d: post(server.url, "/v2/models/b4/infer", d), bodies))
+            answers = list(
+                pool.map(lambda d: post_json(server.url, "/v2/models/b4/infer", d), bodies)
+            )
         for x, (status, _, doc) in zip(xs, answers, strict=True):
             assert status == 200, doc
             out = doc["outputs"][0]
@@ -245,7 +235,7 @@ def test_dynamic_batching_pads_splits_and_answers_each_request():
                 assert int((fed == r).all(axis=1).sum()) == 1
         assert int((fed == 0).all(axis=1).sum()) == 4 * len(calls) - sum(rows)
         too_big = {"inputs": [{"name": "x", "shape": [5, 3], "datatype": "FP32", "data": [0] * 15}]}
-        status, _, doc = post(server.url, "/v2/models/b4/infer", too_big)
+        status, _, doc = post_json(server.url, "/v2/models/b4/infer", too_big)
         assert status == 400
         assert doc["error"] == "input 'x' has batch 5, expected 1 to 4"
 

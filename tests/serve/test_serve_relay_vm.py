@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from support.relayvm_cases import same_bits
-from support.serve import tvmrt_serve
+from support.serve import post_json, tvmrt_serve
 from tvmrt.artifact import find_artifact, load_artifact
 from tvmrt.serve import BackgroundServer, InferenceApp, load_model
 from tvmrt.serve.dynamic import parse_signature
@@ -27,15 +27,8 @@ CASE = ("relayvm", "dyn-batch-mlp")
 
 
 def _post(server: BackgroundServer, doc: dict[str, object]) -> tuple[int, dict[str, object]]:
-    import http.client
-
-    conn = http.client.HTTPConnection(server.host, server.port, timeout=30)
-    try:
-        conn.request("POST", "/v2/models/mlp/infer", body=json.dumps(doc).encode())
-        resp = conn.getresponse()
-        return resp.status, json.loads(resp.read())
-    finally:
-        conn.close()
+    status, _, answer = post_json(server.url, "/v2/models/mlp/infer", doc)
+    return status, answer
 
 
 def _get(server: BackgroundServer, path: str) -> dict[str, object]:

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from support.serve import error_of, read_reply, status_of
+from support.serve import error_of, post_json, read_reply, status_of
 from tvmrt.serve import BackgroundServer, InferenceApp, model_from_graph
 from tvmrt.testing import GraphBuilder, graphs, numpy_op_library
 
@@ -26,17 +26,10 @@ def _strict(text: bytes) -> object:
 
 
 def _post(server: BackgroundServer, name: str, datatype: str, data: object, n: int = 4):
-    import http.client
-
     body = {"inputs": [{"name": "x", "shape": [n], "datatype": datatype, "data": data}]}
-    conn = http.client.HTTPConnection(server.host, server.port, timeout=30)
-    try:
-        raw = json.dumps(body).encode()  # Python writes NaN/Infinity tokens, as a hostile client
-        conn.request("POST", f"/v2/models/{name}/infer", body=raw)
-        resp = conn.getresponse()
-        return resp.status, _strict(resp.read())
-    finally:
-        conn.close()
+    # json.dumps writes NaN/Infinity tokens, as a hostile client would
+    status, _, answer = post_json(server.url, f"/v2/models/{name}/infer", body, parse=_strict)
+    return status, answer
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,10 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -79,6 +80,28 @@ def _status_kb(pid: int, key: str) -> int:
             if line.startswith(key + ":"):
                 return int(line.split()[1])
     raise AssertionError(f"no {key} in /proc/{pid}/status")
+
+
+def post_json(
+    url: str,
+    path: str,
+    doc: object,
+    conn: http.client.HTTPConnection | None = None,
+    parse: Callable[[bytes], Any] = json.loads,
+) -> tuple[int, dict[str, str], Any]:
+    """(status, headers, parsed body) of a JSON POST to the server at ``url``
+    (``http://host:port``); reuses ``conn`` when given."""
+    own = conn is None
+    if conn is None:
+        host, port = url.removeprefix("http://").split(":")
+        conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        conn.request("POST", path, body=json.dumps(doc).encode())
+        resp = conn.getresponse()
+        return resp.status, dict(resp.getheaders()), parse(resp.read())
+    finally:
+        if own:
+            conn.close()
 
 
 def read_reply(sock: socket.socket, limit: float = 10) -> bytes:
