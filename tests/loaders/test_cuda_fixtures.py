@@ -173,7 +173,8 @@ def test_relay_era_factory_with_a_cuda_blob_entry(fixtures: Path, fake: FakeLog)
 def test_profile_times_cuda_kernels_with_events(fixtures: Path, fake: FakeLog) -> None:
     """``tvmrt profile --device cuda``: each node's time is its kernels' CUDA event time (the
     stand-in reports 250 us per timed launch, a figure wall time never gives), with events
-    recorded around every launch, for the per-node table and TVM's Report (--csv) alike."""
+    recorded around every launch, each node's launches queued behind a held stream, for the
+    per-node table and TVM's Report (--csv) alike."""
     import contextlib
     import csv
     import io
@@ -195,6 +196,11 @@ def test_profile_times_cuda_kernels_with_events(fixtures: Path, fake: FakeLog) -
         assert len(timed) >= 2  # both kernels (the warm-up runs are not timed)
         assert log.count(record) == 2 * len(timed)
         assert log.count("cuEventElapsedTime") == len(timed)
+        for i in timed:  # queued behind a held stream: no host gap inside its event pair
+            last = [
+                x for x in log[:i] if x in ("cuLaunchHostFunc stream=0", "cuStreamSynchronize 0")
+            ]
+            assert last[-1] == "cuLaunchHostFunc stream=0"
         if fmt:
             rows = list(csv.DictReader(io.StringIO(out.getvalue().strip())))
             assert [float(r["Duration (us)"]) for r in rows] == [250.0, 250.0]
@@ -202,3 +208,33 @@ def test_profile_times_cuda_kernels_with_events(fixtures: Path, fake: FakeLog) -
         else:
             table = [line.split() for line in out.getvalue().splitlines()[2:4]]
             assert [row[2] for row in table] == ["250.0", "250.0"]
+
+
+def test_gpu_check_script_runs_through_on_the_stand_in(
+    fixtures: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``make gpu-check`` (scripts/gpu_check.py) runs every step to its end against the
+    stand-in, so the check is ready for a session with a GPU; it says FAIL there, since the
+    stand-in computes nothing (the results are checked on the GPU)."""
+    import os
+    import subprocess
+    import sys
+
+    from support.paths import REPO
+
+    lib = build(tmp_path_factory.mktemp("fakecuda"))
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), _cuda_driver.LIBRARY_ENV: str(lib)}
+    env["FAKE_LIBCUDA_SM"] = "90"  # the cubin fixtures hold SASS for sm_90
+    script = str(REPO / "scripts" / "gpu_check.py")
+    proc = subprocess.run(
+        [sys.executable, script, str(fixtures)], env=env, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "Traceback" not in out, out
+    assert "FAILED" not in out, out
+    for step in ("device: Fake GPU", "add_one.ptx + meta", "mobilenet_cuda (graph)",
+                 "run(): wall", "profile (debug executor)", "C launcher off", "dense_relu call", "driver cuMemcpyHtoD",
+                 "gpu-check: FAIL"):  # fmt: skip
+        assert step in out, out

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import struct
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,8 +23,8 @@ from tvmrt import runtime
 from tvmrt.binfmt.stream import ByteReader, ByteWriter
 from tvmrt.error import ArrayError, DeviceUnavailableError, KernelError, ModuleLoadError
 from tvmrt.runtime.backends import _cuda_driver
-from tvmrt.runtime.backends.cuda import backend
-from tvmrt.runtime.device_api import find_storage
+from tvmrt.runtime.backends.cuda import CUDADeviceAPI, backend
+from tvmrt.runtime.device_api import find_storage, get_device_api
 from tvmrt.runtime.launch import FunctionInfo, install_device_workspace
 from tvmrt.runtime.loaders.blob import parse_module_blob
 from tvmrt.runtime.loaders.cuda import CUDAModule, kernel_timer, load_cuda_binary
@@ -217,6 +218,36 @@ def test_kernel_timer_and_global_barrier(fake: FakeLog) -> None:
     fake.reset()
     mod["__tvm_prepare_global_barrier"]()
     assert fake.lines()[-2:] == ["cuModuleGetGlobal __tvm_global_barrier_state", "cuMemsetD32 0 x1"]
+
+
+def test_hold_stream_queues_a_gate_before_the_launches(fake: FakeLog) -> None:
+    mod = _module(ADD_ONE)
+    api = get_device_api(runtime.cuda())
+    assert isinstance(api, CUDADeviceAPI)
+    mod["add_one_kernel"](None, None, 1, 1, 1)  # loads the module outside the hold
+    fake.reset()
+    start = time.perf_counter()
+    with kernel_timer() as timer, api.hold_stream(runtime.cuda()):
+        mod["add_one_kernel"](None, None, 1, 1, 1)
+    lines = fake.lines()
+    assert lines[0] == "cuLaunchHostFunc stream=0"  # the stream waits for the block's exit
+    assert lines[2].startswith("cuLaunchKernel add_one_kernel")  # after the start event
+    assert lines[-2:] == ["cuStreamSynchronize 0", "cuEventElapsedTime"]
+    assert timer.times == [("add_one_kernel", 0.25)]
+    assert time.perf_counter() - start < 5  # released on exit, not by the gate's timeout
+
+
+def test_a_wait_inside_a_hold_lets_the_hold_go(fake: FakeLog) -> None:
+    """A copy to host memory (or a sync) inside ``hold_stream`` would wait for the held
+    stream: the backend lets the hold go first instead of waiting out its timeout."""
+    api = get_device_api(runtime.cuda())
+    assert isinstance(api, CUDADeviceAPI)
+    arr = runtime.array(np.arange(4, dtype="float32"), runtime.cuda())
+    start = time.perf_counter()
+    with api.hold_stream(runtime.cuda(), timeout=30):
+        arr.numpy()
+        runtime.cuda().sync()
+    assert time.perf_counter() - start < 5
 
 
 def test_cooperative_launch_flag(fake: FakeLog) -> None:

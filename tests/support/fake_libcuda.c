@@ -4,9 +4,10 @@
  * read from the PTX's .entry) and a text log of every call. It never runs a kernel.
  * Memory is host memory, so copies round-trip for real. Tests load it through
  * TVMRT_LIBCUDA and read the log with fake_log(); fake_config() sets the GPU it pretends to be.
- * A process that cannot call them (a C program under test) sets FAKE_LIBCUDA_GPUS (the number
- * of GPUs, read at cuInit) and FAKE_LIBCUDA_LOG (a file each line is appended to, and the
- * count of live allocations at exit).
+ * A process that cannot call them (a C program or a script under test) sets FAKE_LIBCUDA_GPUS
+ * (the number of GPUs, read at cuInit), FAKE_LIBCUDA_SM (its compute capability, e.g. 90)
+ * and FAKE_LIBCUDA_LOG (a file each line is appended to, and the count of live allocations
+ * at exit).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -105,8 +106,13 @@ static void dump_log(void) {
 
 CUresult cuInit(unsigned flags) {
   const char* gpus = getenv("FAKE_LIBCUDA_GPUS");
+  const char* sm = getenv("FAKE_LIBCUDA_SM"); /* e.g. "90": the GPU's compute capability */
   const char* path = getenv("FAKE_LIBCUDA_LOG");
   if (gpus) g_count = atoi(gpus);
+  if (sm) {
+    g_major = atoi(sm) / 10;
+    g_minor = atoi(sm) % 10;
+  }
   if (!g_inited && path && (g_file = fopen(path, "a")) != NULL) atexit(dump_log);
   g_inited = 1;
   logf_("cuInit %u", flags);
@@ -165,7 +171,11 @@ CUresult cuCtxSetCurrent(void* ctx) {
   logf_("cuCtxSetCurrent");
   return OK;
 }
-CUresult cuCtxSynchronize(void) { return need_ctx("cuCtxSynchronize"); }
+static void run_host_functions(void);
+CUresult cuCtxSynchronize(void) {
+  run_host_functions();
+  return need_ctx("cuCtxSynchronize");
+}
 
 CUresult cuMemAlloc_v2(uint64_t* ptr, size_t n) {
   CUresult r = need_ctx("cuMemAlloc");
@@ -257,9 +267,29 @@ CUresult cuStreamDestroy_v2(void* s) {
   logf_("cuStreamDestroy");
   return s ? OK : INVALID_HANDLE;
 }
+/* host functions queued with cuLaunchHostFunc run at the next synchronisation, as a real
+ * stream runs them once the work queued before them is done */
+typedef void (*HostFn)(void*);
+static HostFn g_hostfn[16];
+static void* g_hostdata[16];
+static int g_nhostfn;
+static void run_host_functions(void) {
+  for (int i = 0; i < g_nhostfn; i++) g_hostfn[i](g_hostdata[i]);
+  g_nhostfn = 0;
+}
+CUresult cuLaunchHostFunc(void* s, HostFn fn, void* data) {
+  CUresult r = need_ctx("cuLaunchHostFunc");
+  if (r) return r;
+  if (!fn || g_nhostfn == 16) return INVALID_VALUE;
+  g_hostfn[g_nhostfn] = fn;
+  g_hostdata[g_nhostfn++] = data;
+  logf_("cuLaunchHostFunc stream=%s", s ? "user" : "0");
+  return OK;
+}
 CUresult cuStreamSynchronize(void* s) {
   CUresult r = need_ctx("cuStreamSynchronize");
   if (!r) logf_("cuStreamSynchronize %s", s ? "user" : "0");
+  run_host_functions();
   return r;
 }
 
@@ -418,7 +448,10 @@ CUresult cuEventRecord(void* e, void* s) {
   logf_("cuEventRecord stream=%s", s ? "user" : "0");
   return e ? OK : INVALID_HANDLE;
 }
-CUresult cuEventSynchronize(void* e) { return e ? OK : INVALID_HANDLE; }
+CUresult cuEventSynchronize(void* e) {
+  run_host_functions();
+  return e ? OK : INVALID_HANDLE;
+}
 CUresult cuEventElapsedTime(float* ms, void* a, void* b) {
   *ms = 0.25f; /* every timed kernel "takes" 250 us: a value wall time never gives */
   logf_("cuEventElapsedTime");

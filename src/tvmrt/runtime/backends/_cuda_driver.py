@@ -69,6 +69,7 @@ _SIGNATURES: dict[str, list[Any]] = {
     "cuFuncSetAttribute": [_p, _int, _int],
     "cuLaunchKernel": [_p, _uint, _uint, _uint, _uint, _uint, _uint, _uint, _p, _pp, _pp],
     "cuLaunchCooperativeKernel": [_p, _uint, _uint, _uint, _uint, _uint, _uint, _uint, _p, _pp],
+    "cuLaunchHostFunc": [_p, _p, _p],
     "cuEventCreate": [_pp, _uint],
     "cuEventRecord": [_p, _p],
     "cuEventSynchronize": [_p],

@@ -16,9 +16,11 @@ reports ``exist = False`` and using one raises :class:`DeviceUnavailableError` n
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import itertools
 import threading
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 import numpy as np
@@ -46,6 +48,7 @@ _PAGE = 4096
 
 
 _tokens = itertools.count(1)
+_HOST_FUNC = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
 class ThreadMirror(Protocol):
@@ -136,6 +139,43 @@ class CUDADeviceAPI(DeviceAPI):
         streams: dict[int, int] = getattr(self._thread, "streams", {})
         return streams.get(dev.device_id, 0)
 
+    @contextlib.contextmanager
+    def hold_stream(self, dev: Device, timeout: float = 10.0) -> Iterator[None]:
+        """Hold this thread's current stream on ``dev`` until the block exits.
+
+        A host function queued first blocks the stream, so the work queued inside starts
+        when the block exits and runs back to back on the GPU: events recorded around each
+        launch then time the kernel alone, not the host's gaps between launches (on an idle
+        GPU an event pair also spans the time the host took to queue the kernel). Nothing
+        inside that waits for the GPU through this backend (:meth:`sync`, a copy to or from
+        host memory) lets the hold go first; a wait the backend does not see (a driver call
+        of one's own) would last until the hold gives way by itself, after ``timeout``
+        seconds. The exit waits for the stream.
+        """
+        released = threading.Event()
+
+        def wait(_: int | None) -> None:
+            released.wait(timeout)
+
+        gate = _HOST_FUNC(wait)
+
+        self.activate(dev)
+        stream = ctypes.c_void_p(self.stream(dev))
+        self.driver.call("cuLaunchHostFunc", stream, gate, None)
+        outer, self._thread.hold = getattr(self._thread, "hold", None), released
+        try:
+            yield
+        finally:
+            self._thread.hold = outer
+            released.set()
+            self.driver.call("cuStreamSynchronize", stream)  # the gate ran: it may be freed
+
+    def _let_go(self) -> None:
+        """Before waiting for the GPU: end this thread's :meth:`hold_stream`, if one holds."""
+        hold: threading.Event | None = getattr(self._thread, "hold", None)
+        if hold is not None:
+            hold.set()
+
     # -- memory ------------------------------------------------------------------------
     def alloc(self, dev: Device, nbytes: int, alignment: int = 64) -> Storage:
         self.check_device(dev)
@@ -180,6 +220,7 @@ class CUDADeviceAPI(DeviceAPI):
         if not src.nbytes:
             return
         host = np.ascontiguousarray(src)
+        self._let_go()
         self.activate(dst.device)
         stream = self.stream(dst.device)
         self.driver.call(
@@ -194,6 +235,7 @@ class CUDADeviceAPI(DeviceAPI):
             return
         if not dst.flags.c_contiguous:
             raise ArrayError("copy from a CUDA array needs a C-contiguous host array")
+        self._let_go()
         self.activate(src.device)
         stream = self.stream(src.device)
         self.driver.call(
@@ -220,6 +262,7 @@ class CUDADeviceAPI(DeviceAPI):
 
     # -- streams -------------------------------------------------------------------------
     def sync(self, dev: Device, stream: int = 0) -> None:
+        self._let_go()
         self.activate(dev)
         self.driver.call("cuStreamSynchronize", ctypes.c_void_p(stream or self.stream(dev)))
 

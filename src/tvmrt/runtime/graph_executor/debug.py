@@ -29,6 +29,7 @@ Where tvmrt departs from TVM, on purpose:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import operator
@@ -46,7 +47,12 @@ from tvmrt.error import (
 )
 from tvmrt.runtime.benchmark import TimingConfig, time_evaluate_config
 from tvmrt.runtime.device import Device, DLDeviceType, cpu
-from tvmrt.runtime.graph_executor.event_timing import all_on_cuda, kernel_timer, time_with_events
+from tvmrt.runtime.graph_executor.event_timing import (
+    all_on_cuda,
+    held,
+    kernel_timer,
+    time_with_events,
+)
 from tvmrt.runtime.graph_executor.executor import GraphExecutor
 from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
 from tvmrt.runtime.graph_executor.packed import devices_from_packed_args
@@ -189,7 +195,7 @@ class GraphExecutorDebug(GraphExecutor):
 
         try:
             if node_dev.device_type == DLDeviceType.kDLCUDA:
-                return time_with_events(timed, host, timing)
+                return time_with_events(timed, host, timing, node_dev)
             result = time_evaluate_config(timed, host, timing)()
         except Exception as exc:
             node = self.graph.nodes[nid]
@@ -323,10 +329,13 @@ class GraphExecutorDebug(GraphExecutor):
         }
         if all_on_cuda([self._node_device(n) for n, c in enumerate(self.node_calls) if c]):
             with kernel_timer() as timer:  # each call's time: its kernels' own, from events
-                return self._profile(Profiler(self.devices, configuration, clock=timer.clock_ns))
-        return self._profile(Profiler(self.devices, configuration))
+                clock = timer.clock_ns
+                return self._profile(Profiler(self.devices, configuration, clock=clock), True)
+        return self._profile(Profiler(self.devices, configuration), False)
 
-    def _profile(self, prof: Profiler) -> Report:
+    def _profile(self, prof: Profiler, on_cuda: bool) -> Report:
+        """One run, node by node, into ``prof``; ``on_cuda``: each node's kernels queued
+        behind a held stream (event_timing.held), so their events time the GPU alone."""
         prof.start()
         g = self.graph
         for nid, node in enumerate(g.nodes):
@@ -338,8 +347,10 @@ class GraphExecutorDebug(GraphExecutor):
             eids = [g.entry_id(r.node_id, r.index) for r in node.inputs]
             eids += [g.entry_id(nid, k) for k in range(node.num_outputs)]
             metrics["Argument Shapes"] = shape_string(g, eids)
-            prof.start_call(node.func_name, self._node_device(nid), metrics)
-            self._run_node(nid)
+            dev = self._node_device(nid)
+            prof.start_call(node.func_name, dev, metrics)
+            with held(dev) if on_cuda else contextlib.nullcontext():
+                self._run_node(nid)
             prof.stop_call()
         prof.stop()
         self._last_executed_node = self.num_nodes - 1
