@@ -115,6 +115,11 @@ gpu-check-pack:
 		scripts/make_cuda_fixtures.py build/cuda-fixtures
 	rm -rf $(GPU_PACK) && mkdir -p $(GPU_PACK)/src
 	cp -r src/tvmrt $(GPU_PACK)/src/ && cp -r build/cuda-fixtures $(GPU_PACK)/fixtures
+	# the serve extra for the GPU machine's Python 3.12 (it has no network): uvicorn, h11,
+	# click, httptools; scripts/gpu_check.py puts deps/ on the path of `tvmrt serve`
+	$(BIN)/python -m pip install -q --target $(GPU_PACK)/deps --only-binary=:all: \
+		--python-version 3.12 --implementation cp --platform manylinux2014_x86_64 \
+		"uvicorn>=0.30" "httptools>=0.6"
 	$(MAKE) -s native NATIVE_DIR=$(GPU_PACK)/native && rm -rf $(GPU_PACK)/native/obj
 	cc -std=c11 -O2 -Isrc/tvmrt/include tests/native/c/run_model.c -o $(GPU_PACK)/native/run_model \
 		-L$(GPU_PACK)/native -ltvmrt_runtime -lpthread -Wl,-rpath,'$$ORIGIN'
@@ -123,7 +128,7 @@ gpu-check-pack:
 
 gpu-check:
 	@test -d $(GPU_PACK)/src || { echo "gpu-check: run make gpu-check-pack first"; exit 2; }
-	PYTHONPATH=$(GPU_PACK)/src timeout 480 python3 scripts/gpu_check.py $(GPU_PACK)/fixtures
+	PYTHONPATH=$(GPU_PACK)/src:$(GPU_PACK)/deps timeout 480 python3 scripts/gpu_check.py $(GPU_PACK)/fixtures
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info
