@@ -125,6 +125,18 @@ def check_fixtures(folder: Path) -> bool:
         ok &= err <= TOLERANCE
         print(f"  {'relay019_ptx.so (graph)':24s} {'TVM 0.19 host, 2 kernels, PTX':34s} "
               f"max err {err:.3g}")  # fmt: skip
+    if (folder / "relay019_vm.ro").exists():  # the same model as TVM 0.19's Relay VM executable
+        from tvmrt.runtime import vm as vm_rt
+
+        lib = runtime.load_module(str(folder / "relay019_vm_ptx.so"))
+        exe = vm_rt.Executable.load_exec((folder / "relay019_vm.ro").read_bytes(), lib)
+        machine = vm_rt.VirtualMachine(exe, runtime.cuda())
+        golden = np.load(folder / "relay019_golden.npz")
+        got = machine.invoke("main", runtime.array(golden["x"])).numpy()
+        err = float(np.max(np.abs(got - golden["expected"])))
+        ok &= err <= TOLERANCE
+        print(f"  {'relay019_vm_ptx.so (VM)':24s} {'TVM 0.19 relay.vm.compile, PTX':34s} "
+              f"max err {err:.3g}")  # fmt: skip
     return ok
 
 

@@ -10,12 +10,14 @@ Stage 1: a dense + bias + relu + softmax Relay model; ``relay.build`` for
 ``Target("cuda -arch=sm_80", host="llvm")`` with ``target.build.cuda`` overridden by a
 Python hook returning TVM 0.19's ``target.build.opencl`` module of the same device IRModule
 (TVM 0.19 from the index has no CUDA codegen), ``export_library("relay.tar")`` (``lib0.o``:
-the host code, ``devc.o``: ``__tvm_dev_mblob``); golden: the same model built for ``llvm``
-and run by TVM 0.19's graph executor. Stage 2: the OpenCL C of the CUDA schedule becomes
-CUDA C (address-space qualifiers, ``get_group_id``/``get_local_id``, ``barrier``), nvcc
-makes PTX (``-arch=compute_75``), the blob's ``opencl`` entry is replaced by a ``cuda``
-entry (fmt ``ptx``, the same FunctionInfo table) and ``lib0.o`` is relinked:
-``relay019_ptx.so`` + ``relay019_golden.npz``.
+the host code, ``devc.o``: ``__tvm_dev_mblob``), and the same model compiled by
+``relay.vm.compile`` for the same target (``vm.ro`` bytecode + ``vm.tar``); golden: the
+same model built for ``llvm`` and run by TVM 0.19's graph executor. Stage 2, for both: the
+OpenCL C of the CUDA schedule becomes CUDA C (address-space qualifiers,
+``get_group_id``/``get_local_id``, ``barrier``), nvcc makes PTX (``-arch=compute_75``),
+the blob's ``opencl`` entry is replaced by a ``cuda`` entry (fmt ``ptx``, the same
+FunctionInfo table) and ``lib0.o`` is relinked:
+``relay019_ptx.so``, ``relay019_vm_ptx.so`` + ``relay019_vm.ro`` and ``relay019_golden.npz``.
 """
 
 from __future__ import annotations
@@ -53,6 +55,12 @@ def stage1(work: Path) -> None:
         cpu = relay.build(mod, target="llvm")
     lib.export_library(str(work / "relay.tar"))
     (work / "kernels.cl").write_text(lib.get_lib().imported_modules[0].get_source())
+    with tvm.transform.PassContext(opt_level=3):  # the same model as a Relay VM executable
+        exe = relay.vm.compile(mod, target=Target("cuda -arch=sm_80", host="llvm"))
+    code, vm_lib = exe.save()
+    vm_lib.export_library(str(work / "vm.tar"))
+    (work / "vm.ro").write_bytes(code)
+    (work / "vm_kernels.cl").write_text(vm_lib.imported_modules[0].get_source())
     data = rng.standard_normal((1, 64)).astype("float32")
     gm = graph_executor.GraphModule(cpu["default"](tvm.cpu()))
     gm.set_input("x", data)
@@ -80,14 +88,24 @@ def _str(b: bytes) -> bytes:
 
 
 def stage2(work: Path, out: Path) -> None:
+    _relink(work / "graph", work / "relay.tar", work / "kernels.cl", out / "relay019_ptx.so")
+    _relink(work / "vm", work / "vm.tar", work / "vm_kernels.cl", out / "relay019_vm_ptx.so")
+    (out / "relay019_vm.ro").write_bytes((work / "vm.ro").read_bytes())
+    (out / "relay019_golden.npz").write_bytes((work / "golden.npz").read_bytes())
+
+
+def _relink(work: Path, tar: Path, kernels: Path, out: Path) -> None:
+    """TVM 0.19's exported library ``tar`` with its ``opencl`` entry replaced by a ``cuda``
+    entry holding the PTX of ``kernels`` (the OpenCL C of the CUDA schedule), as ``out``."""
     from tvmrt.binfmt.stream import ByteReader
     from tvmrt.error import ModuleLoadError
     from tvmrt.runtime.graph_executor.factory import load_factory_binary
     from tvmrt.runtime.launch import read_function_table
 
-    with tarfile.open(work / "relay.tar") as tar:
-        tar.extractall(work, filter="data")
-    (work / "k.cu").write_text(to_cuda((work / "kernels.cl").read_text()))
+    work.mkdir(exist_ok=True)
+    with tarfile.open(tar) as archive:
+        archive.extractall(work, filter="data")
+    (work / "k.cu").write_text(to_cuda(kernels.read_text()))
     subprocess.run(["nvcc", "-w", "-ptx", "-arch=compute_75", "-o", str(work / "k.ptx"),
                     str(work / "k.cu")], check=True)  # fmt: skip
     rodata = subprocess.check_output(
@@ -124,9 +142,8 @@ def stage2(work: Path, out: Path) -> None:
     body = ",".join(str(v) for v in new)
     (work / "devc.c").write_text(f"const unsigned char __tvm_dev_mblob[{len(new)}] = {{{body}}};\n")
     subprocess.run(["cc", "-c", "-fPIC", "-o", str(work / "d.o"), str(work / "devc.c")], check=True)
-    subprocess.run(["cc", "-shared", "-o", str(out / "relay019_ptx.so"), str(work / "lib0.o"),
-                    str(work / "d.o"), "-lm"], check=True)  # fmt: skip
-    (out / "relay019_golden.npz").write_bytes((work / "golden.npz").read_bytes())
+    subprocess.run(["cc", "-shared", "-o", str(out), str(work / "lib0.o"), str(work / "d.o"),
+                    "-lm"], check=True)  # fmt: skip
 
 
 if __name__ == "__main__":

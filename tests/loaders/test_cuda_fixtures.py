@@ -8,6 +8,7 @@ driver (grid, block, argument values), not what the kernels compute (``make gpu-
 
 from __future__ import annotations
 
+import gc
 import importlib
 import importlib.util
 from collections.abc import Iterator
@@ -170,6 +171,36 @@ def test_relay_era_factory_with_a_cuda_blob_entry(fixtures: Path, fake: FakeLog)
     ]
 
 
+def test_relay_vm_executable_for_cuda(fixtures: Path, fake: FakeLog) -> None:
+    """TVM 0.19's ``relay.vm.compile`` of the same model for ``cuda``: the VM puts the
+    constants and the input on the GPU, launches the same kernels (VM names) with the same
+    grid and block as the graph build, returns a cuda(0) tensor and frees what it took."""
+    from tvmrt.runtime import vm as vm_rt
+
+    if not (fixtures / "relay019_vm.ro").exists():
+        pytest.skip("the Relay-era fixtures need TVM 0.19 (the tvm019 peers venv)")
+    lib = runtime.load_module(str(fixtures / "relay019_vm_ptx.so"))
+    exe = vm_rt.Executable.load_exec((fixtures / "relay019_vm.ro").read_bytes(), lib)
+    x = np.load(fixtures / "relay019_golden.npz")["x"]
+    fake.reset()
+    vm = vm_rt.VirtualMachine(exe, runtime.cuda())
+    out = vm.invoke("main", runtime.array(x))
+    assert out.device == runtime.cuda(0)
+    assert out.shape == (1, 32)
+    log = fake.lines()
+    assert [line for line in log if line.startswith("cuLaunchKernel")] == [
+        "cuLaunchKernel vm_mod_fused_nn_dense_add_nn_relu_kernel grid=32,1,1 block=64,1,1 "
+        "smem=0 stream=0 args= dev dev dev dev",
+        "cuLaunchKernel vm_mod_fused_nn_softmax_kernel grid=1,1,1 block=32,1,1 smem=0 "
+        "stream=0 args= dev dev",
+    ]
+    assert "cuMemcpyHtoDAsync 8192 stream=0" in log  # the 32x64 weight constant
+    assert "cuMemcpyHtoDAsync 256 stream=0" in log  # the input
+    del vm, exe, out
+    gc.collect()
+    assert fake.live_allocations() == 0
+
+
 def test_profile_times_cuda_kernels_with_events(fixtures: Path, fake: FakeLog) -> None:
     """``tvmrt profile --device cuda``: each node's time is its kernels' CUDA event time (the
     stand-in reports 250 us per timed launch, a figure wall time never gives), with events
@@ -234,7 +265,7 @@ def test_gpu_check_script_runs_through_on_the_stand_in(
     assert proc.returncode == 1, out
     assert "Traceback" not in out, out
     assert "FAILED" not in out, out
-    for step in ("device: Fake GPU", "add_one.ptx + meta", "mobilenet_cuda (graph)",
+    for step in ("device: Fake GPU", "add_one.ptx + meta", "mobilenet_cuda (graph)", "relay019_vm_ptx.so (VM)",
                  "run(): wall", "profile (debug executor)", "C launcher off", "dense_relu call", "driver cuMemcpyHtoD",
                  "gpu-check: FAIL"):  # fmt: skip
         assert step in out, out
