@@ -367,6 +367,47 @@ def check_serve(folder: Path) -> bool:
         proc.wait(timeout=30)
 
 
+def check_rpc(folder: Path) -> bool:
+    """``remote.cuda(0)`` of a ``tvmrt rpc server`` on this machine (over loopback): the
+    Relay-era fixture uploaded, loaded and run on the server's GPU, against its golden."""
+    import re
+
+    from tvmrt import rpc
+
+    lib_path = folder / "relay019_ptx.so"
+    if not lib_path.exists():
+        return True
+    with tempfile.TemporaryDirectory() as work, tempfile.TemporaryFile("w+") as log:
+        cmd = [sys.executable, "-m", "tvmrt", "rpc", "server", "--port", "0", "--workdir", work]
+        server = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
+        try:
+            assert server.stdout is not None
+            found = re.search(r"listening on .*:(\d+)", server.stdout.readline())
+            if found is None:
+                log.seek(0)
+                print(f"  RPC server: FAILED to start: {log.read().strip()}")
+                return False
+            remote = rpc.connect("127.0.0.1", int(found.group(1)))
+            dev = remote.cuda(0)
+            name = dev.device_name
+            remote.upload(str(lib_path))
+            lib = remote.load_module(lib_path.name)
+            module = graph_executor.GraphModule(lib["default"](dev))
+            golden = np.load(folder / "relay019_golden.npz")
+            module.set_input("x", golden["x"])
+            module.run()
+            err = float(np.max(np.abs(module.get_output(0).numpy() - golden["expected"])))
+        except TVMError as exc:
+            print(f"  RPC remote cuda(0): FAILED: {type(exc).__name__}: {exc}")
+            return False
+        finally:
+            server.terminate()
+            server.wait(30)
+    print(f"  {'RPC relay019_ptx.so':24s} {'remote.cuda(0): ' + name:34s} "
+          f"max err {err:.3g}")  # fmt: skip
+    return err <= TOLERANCE
+
+
 def check_c_runtime(folder: Path) -> bool:
     """The C runtime (libtvmrt_runtime, no Python) runs each CUDA fixture it can load on
     kDLCUDA: ``run_model`` (tests/native/c/run_model.c, built by the pack beside the fixtures)
@@ -408,6 +449,7 @@ def main() -> int:
     print("fixtures (TVM 0.27 host code; golden: the same TIR on the CPU):")
     ok = check_fixtures(folder)
     ok &= check_c_runtime(folder)
+    ok &= check_rpc(folder)
     ok &= check_serve(folder)
     print("benchmark:")
     bench(folder, api)
