@@ -121,6 +121,28 @@ def test_load_fails_early_naming_the_function_then_runs_once_it_is_registered(tm
         remove_global_func("tvmrt.test.late_function")
 
 
+@pytest.mark.parametrize(
+    ("name", "library"),
+    [
+        ("tvm.contrib.cudnn.conv2d.forward", "cuDNN"),
+        ("tvm.contrib.cublas.matmul", "cuBLAS"),
+        ("tvm.contrib.thrust.sort", "Thrust"),
+    ],
+)
+def test_a_cuda_library_extern_is_refused_by_name(tmp_path, name, library):
+    """Host code of a CUDA build that calls cuDNN/cuBLAS/Thrust (TVM's -libs=...) is refused
+    at load, naming the function and the library: tvmrt runs the model's own CUDA kernels
+    and does not call NVIDIA's libraries."""
+    folder = build(tmp_path, CALLING_C.replace("NAME", name))
+    with pytest.raises(ModuleLoadError) as caught:
+        runtime.load_module(str(folder / "deploy.so"))
+    assert repr(name) in str(caught.value)
+    assert (
+        f"{library} on a CUDA GPU; tvmrt runs the model's own CUDA kernels, not {library}"
+        in str(caught.value)
+    )
+
+
 def test_a_stripped_library_is_read_from_its_strings(tmp_path, capsys):
     """No .symtab: the tvm.contrib.* name is a string constant; NNPACK is named as such."""
     name = "tvm.contrib.nnpack.fully_connected_inference"

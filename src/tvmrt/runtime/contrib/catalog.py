@@ -21,15 +21,33 @@ _NAMES = {
 # name prefixes -> the library they need
 _PREFIXES = (
     ("tvm.contrib.nnpack.", "NNPACK (-libs=nnpack); tvmrt does not bundle NNPACK"),
-    ("tvm.contrib.cudnn.", "cuDNN on a CUDA GPU; tvmrt runs CPU kernels"),
-    ("tvm.contrib.cublas.", "cuBLAS on a CUDA GPU; tvmrt runs CPU kernels"),
-    ("tvm.contrib.cublaslt.", "cuBLASLt on a CUDA GPU; tvmrt runs CPU kernels"),
-    ("tvm.contrib.curand.", "cuRAND on a CUDA GPU; tvmrt runs CPU kernels"),
-    ("tvm.contrib.thrust.", "Thrust on a CUDA GPU; tvmrt runs CPU kernels"),
-    ("tvm.contrib.cutlass.", "CUTLASS on a CUDA GPU; tvmrt runs CPU kernels"),
-    ("tvm.contrib.miopen.", "MIOpen on a ROCm GPU; tvmrt runs CPU kernels"),
-    ("tvm.contrib.rocblas.", "rocBLAS on a ROCm GPU; tvmrt runs CPU kernels"),
-    ("tvm.contrib.hipblas.", "hipBLAS on a ROCm GPU; tvmrt runs CPU kernels"),
+    (
+        "tvm.contrib.cudnn.",
+        "cuDNN on a CUDA GPU; tvmrt runs the model's own CUDA kernels, not cuDNN",
+    ),
+    (
+        "tvm.contrib.cublas.",
+        "cuBLAS on a CUDA GPU; tvmrt runs the model's own CUDA kernels, not cuBLAS",
+    ),
+    (
+        "tvm.contrib.cublaslt.",
+        "cuBLASLt on a CUDA GPU; tvmrt runs the model's own CUDA kernels, not cuBLASLt",
+    ),
+    (
+        "tvm.contrib.curand.",
+        "cuRAND on a CUDA GPU; tvmrt runs the model's own CUDA kernels, not cuRAND",
+    ),
+    (
+        "tvm.contrib.thrust.",
+        "Thrust on a CUDA GPU; tvmrt runs the model's own CUDA kernels, not Thrust",
+    ),
+    (
+        "tvm.contrib.cutlass.",
+        "CUTLASS on a CUDA GPU; tvmrt runs the model's own CUDA kernels, not CUTLASS",
+    ),
+    ("tvm.contrib.miopen.", "MIOpen on a ROCm GPU; tvmrt has no ROCm backend"),
+    ("tvm.contrib.rocblas.", "rocBLAS on a ROCm GPU; tvmrt has no ROCm backend"),
+    ("tvm.contrib.hipblas.", "hipBLAS on a ROCm GPU; tvmrt has no ROCm backend"),
     ("tvm.contrib.mps.", "Apple Metal Performance Shaders; tvmrt runs CPU kernels"),
     ("tvm.contrib.coreml", "Apple Core ML; tvmrt has no Core ML runtime"),
     ("tvm.contrib.tflite", "the TensorFlow Lite runtime, which tvmrt does not include"),
