@@ -201,6 +201,27 @@ def test_relay_vm_executable_for_cuda(fixtures: Path, fake: FakeLog) -> None:
     assert fake.live_allocations() == 0
 
 
+def test_bench_waits_for_the_gpu_in_each_measurement(fixtures: Path, fake: FakeLog) -> None:
+    """``tvmrt bench --device cuda`` times the runs, not their launches: each measurement
+    starts and ends with the stream synchronised (a GPU's run returns once it is queued)."""
+    import contextlib
+    import io
+
+    from tvmrt.cli import main as cli_main
+
+    args = ["bench", str(fixtures / "cnn_ptx.so"), "--device", "cuda", "--warmup", "0"]
+    fake.reset()
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert cli_main([*args, "--repeat", "3", "--number", "2"]) == 0
+    seen = [
+        "sync" if line == "cuStreamSynchronize 0" else "launch"
+        for line in fake.lines()
+        if line == "cuStreamSynchronize 0" or line.startswith("cuLaunchKernel")
+    ]
+    measurement = ["sync", *["launch"] * 6, "sync"]  # 2 runs of 3 kernels
+    assert seen[-3 * len(measurement) :] == measurement * 3
+
+
 def test_profile_times_cuda_kernels_with_events(fixtures: Path, fake: FakeLog) -> None:
     """``tvmrt profile --device cuda``: each node's time is its kernels' CUDA event time (the
     stand-in reports 250 us per timed launch, a figure wall time never gives), with events

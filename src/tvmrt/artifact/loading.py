@@ -76,7 +76,9 @@ def load_artifact(
     else:
         lib = load_module(files.lib)
         check_device_code(lib, dev, files.lib)
-    return form.load(LoadRequest(files, dev, debug, dump_root, remote), lib)
+    model = form.load(LoadRequest(files, dev, debug, dump_root, remote), lib)
+    model.device = dev
+    return model
 
 
 def _blob_of(files: ArtifactFiles, sniffed: Sniffed | None) -> RemoteLibrary:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tvmrt.artifact.files import ArtifactFiles
+from tvmrt.runtime.device import Device
 from tvmrt.runtime.executor.protocol import Executor, GraphTiming, ProfilingExecutor, TensorInfo
 from tvmrt.runtime.module import Module
 
@@ -35,6 +36,9 @@ class LoadedModel:
         The names the params supplied (embedded, linked or from the params file).
     profiler
         The same executor as :class:`ProfilingExecutor` when loaded with ``debug=True``.
+    device
+        The device it runs on (set by :func:`~tvmrt.artifact.loading.load_artifact`); its
+        ``sync`` waits for the runs queued there (a GPU's run returns before it finishes).
     """
 
     executor: Executor
@@ -43,6 +47,7 @@ class LoadedModel:
     form: str = ""
     param_names: frozenset[str] = field(default_factory=frozenset)
     profiler: ProfilingExecutor | None = None
+    device: Device | None = None
 
     def user_inputs(self) -> dict[str, tuple[tuple[int, ...], str]]:
         """Inputs that are not params: name → (shape, dtype)."""

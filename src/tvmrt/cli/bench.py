@@ -7,7 +7,7 @@ import json
 import resource
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -94,9 +94,10 @@ def bench(args: argparse.Namespace) -> int:
         else:
             executor.run()
 
+    sync = model.device.sync if model.device is not None else (lambda: None)
     for _ in range(args.warmup):
         once()
-    samples, interrupted = _measure(once, args)
+    samples, interrupted = _measure(once, sync, args)
     if not samples:  # Ctrl-C before the first measurement: nothing to report
         raise KeyboardInterrupt
     stats = _stats(samples)
@@ -153,17 +154,24 @@ EXIT_INTERRUPTED = 130  # as for any command a shell's Ctrl-C stopped
 PROGRESS_AFTER_S = 2.0  # a terminal shows a progress bar once a measurement runs this long
 
 
-def _measure(once: Any, args: argparse.Namespace) -> tuple[list[float], bool]:
-    """The per-run milliseconds of each measurement, and whether Ctrl-C stopped it early."""
+def _measure(
+    once: Callable[[], None], sync: Callable[[], None], args: argparse.Namespace
+) -> tuple[list[float], bool]:
+    """The per-run milliseconds of each measurement, and whether Ctrl-C stopped it early.
+
+    Each measurement starts with the device idle and ends when it is idle again (``sync``,
+    as TVM's time evaluator): on a GPU, ``run`` returns once its kernels are queued."""
     samples: list[float] = []
     start_all = time.perf_counter()
     total = args.duration if args.duration is not None else args.repeat
     with Progress(total, "benchmark", after=PROGRESS_AFTER_S) as bar:
         try:
             while True:
+                sync()
                 start = time.perf_counter_ns()
                 for _ in range(args.number):
                     once()
+                sync()
                 samples.append((time.perf_counter_ns() - start) / args.number / 1e6)
                 elapsed = time.perf_counter() - start_all
                 bar.update(elapsed if args.duration is not None else len(samples))
