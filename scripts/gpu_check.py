@@ -408,6 +408,54 @@ def check_rpc(folder: Path) -> bool:
     return err <= TOLERANCE
 
 
+def check_cli(folder: Path) -> bool:
+    """``tvmrt run``, ``bench`` and ``profile`` of the MobileNet-class folder with
+    ``--device cuda`` (each exits 0; run's top-1 class is the golden's)."""
+    import json
+
+    root = folder / "mobilenet_cuda"
+    if not root.exists():
+        return True
+    golden = np.load(folder / "mobilenet_golden.npz")
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        inputs = Path(tmp) / "x.npy"
+        np.save(inputs, golden["x"])
+        runs = {
+            "run": [
+                "run",
+                str(root),
+                "--device",
+                "cuda",
+                "-i",
+                str(inputs),
+                "-o",
+                f"{tmp}/out.npz",
+            ],
+            "bench": ["bench", str(root), "--device", "cuda", "--repeat", "3", "--json"],
+            "profile": ["profile", str(root), "--device", "cuda", "--number", "2"],
+        }
+        for name, args in runs.items():
+            proc = subprocess.run([sys.executable, "-m", "tvmrt", *args], capture_output=True,
+                                  text=True, timeout=120)  # fmt: skip
+            if proc.returncode != 0:
+                print(f"  tvmrt {name} --device cuda: FAILED ({proc.returncode}): "
+                      f"{(proc.stdout + proc.stderr).strip()[-400:]}")  # fmt: skip
+                ok = False
+                continue
+            if name == "run":
+                saved = np.load(f"{tmp}/out.npz")
+                top = int(saved[saved.files[0]].argmax())
+                ok &= top == int(golden["expected"].argmax())
+                detail = f"top-1 {top}"
+            elif name == "bench":
+                detail = f"mean {json.loads(proc.stdout)['latency_ms']['mean']:.3f} ms per run"
+            else:
+                detail = f"{len(proc.stdout.splitlines())} lines"
+            print(f"  tvmrt {name} mobilenet_cuda --device cuda: ok, {detail}")
+    return ok
+
+
 def check_c_runtime(folder: Path) -> bool:
     """The C runtime (libtvmrt_runtime, no Python) runs each CUDA fixture it can load on
     kDLCUDA: ``run_model`` (tests/native/c/run_model.c, built by the pack beside the fixtures)
@@ -450,6 +498,7 @@ def main() -> int:
     ok = check_fixtures(folder)
     ok &= check_c_runtime(folder)
     ok &= check_rpc(folder)
+    ok &= check_cli(folder)
     ok &= check_serve(folder)
     print("benchmark:")
     bench(folder, api)
