@@ -150,7 +150,8 @@ class CUDADeviceAPI(DeviceAPI):
         inside that waits for the GPU through this backend (:meth:`sync`, a copy to or from
         host memory) lets the hold go first; a wait the backend does not see (a driver call
         of one's own) would last until the hold gives way by itself, after ``timeout``
-        seconds. The exit waits for the stream.
+        seconds; so would a launch into a full queue (the driver queues about a thousand
+        launches), so hold only a run's worth of work. The exit waits for the stream.
         """
         released = threading.Event()
 
