@@ -9,6 +9,7 @@ from tvmrt.artifact import find_artifact, inspect_artifact
 from tvmrt.artifact.report import InspectionReport
 from tvmrt.cli._common import UsageError
 from tvmrt.cli.inspect_vm import relay_vm_lines
+from tvmrt.runtime.loaders.needs import DEVICE_PROVIDED
 
 EXAMPLES = """examples:
   tvmrt inspect model_dir/
@@ -100,8 +101,14 @@ def _text(report: InspectionReport) -> str:
     if lib.device_code is not None:
         lines.append(f"  device code: {lib.device_code}")
     if lib.needs is not None:
+        kernels = [n for n, state in lib.needs.functions.items() if state == DEVICE_PROVIDED]
         for name, state in lib.needs.functions.items():
-            lines.append(f"  calls:  {name} ({state})")
+            if state != DEVICE_PROVIDED:
+                lines.append(f"  calls:  {name} ({state})")
+        if kernels:  # one line for the device module's kernels (--json lists each)
+            shown = ", ".join(kernels[:_SHOWN])
+            more = f", ... and {len(kernels) - _SHOWN} more" if len(kernels) > _SHOWN else ""
+            lines.append(f"  calls:  {len(kernels)} kernel(s) of its device module ({shown}{more})")
         if lib.needs.cpu.uses:
             lines.append(f"  CPU features its code uses: {', '.join(lib.needs.cpu.uses)}")
     if lib.relay_vm is not None:

@@ -31,12 +31,16 @@ from tvmrt.runtime.contrib.catalog import unsupported_reason
 from tvmrt.runtime.loaders import isa
 from tvmrt.runtime.module import Module
 
-__all__ = ["lookup_names", "check_cpu", "check_functions", "describe"]
+__all__ = ["DEVICE_PROVIDED", "lookup_names", "check_cpu", "check_functions", "describe"]
 
 CACHE_PREFIX = ".tvm_func."
 _RODATA_NAME = re.compile(rb"\x00(tvm\.contrib\.[A-Za-z0-9_.]{1,200})(?=\x00)")
 # runtime functions (the global registry); other names are kernels of imported modules
 _RUNTIME_PREFIXES = ("tvm.", "runtime.", "__tvm")
+
+
+# the state of a kernel name that a device module the library carries may define
+DEVICE_PROVIDED = "provided by a device module"
 
 
 def lookup_names(elf: ElfFile) -> list[str]:
@@ -154,7 +158,7 @@ def describe(
         if name in exported or get_global_func(name, allow_missing=True) is not None:
             functions[name] = "provided"
         elif has_device_modules and not name.startswith(_RUNTIME_PREFIXES):
-            functions[name] = "provided by a device module"
+            functions[name] = DEVICE_PROVIDED
         else:
             functions[name] = "missing"
     missing = [n for n, state in functions.items() if state == "missing"]
