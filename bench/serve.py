@@ -298,18 +298,19 @@ def paired_rounds(
     same round)."""
     per_client = max(4, args.requests * 2 // conc)
     per_thread = max(1, per_client * conc // workers)
+    ref_rates: list[float] = []
+    ref_lat: list[float] = []
+    # per server tag (the one tree's tag is ""): its rate over the round's reference rate
     pooled: dict[str, tuple[list[float], list[float]]] = {}
     for k in range(args.rounds):
         rate, lat = in_process(artifact, workers, per_thread)
-        ref = pooled.setdefault("", ([], []))
-        ref[0].append(rate)
-        ref[1].extend(lat)
+        ref_rates.append(rate)
+        ref_lat.extend(lat)
         for tag, server in servers if k % 2 == 0 else servers[::-1]:  # no order bias
             got = load(server, "m", conc, per_client)
             mine = pooled.setdefault(tag, ([], []))
             mine[0].append(got[0] / rate)
             mine[1].extend(got[1])
-    ref_rates, ref_lat = pooled.pop("")
     label = f"in-process GraphModule.run, K={workers} threads (paired with c={conc})"
     print(f"{row(label, statistics.median(ref_rates), ref_lat)} 1 |")
     for tag, (ratios, lat) in pooled.items():
