@@ -166,32 +166,42 @@ def check_cli(folder: Path) -> bool:
 
 
 def check_c_runtime(folder: Path) -> bool:
-    """The C runtime (libtvmrt_runtime, no Python) runs each CUDA fixture it can load on
-    kDLCUDA: ``run_model`` (tests/native/c/run_model.c, built by the pack beside the fixtures)
-    with RUN_MODEL_DEVICE=cuda, its output against the CPU golden. The tvm-ffi fixtures
-    (TVM 0.27) are Python-only: the C runtime runs the legacy ABI (TVM <= 0.20)."""
-    exe = folder.parent / "native" / "run_model"
-    if not exe.exists():
+    """The C runtime (libtvmrt_runtime, no Python) runs the Relay-era CUDA fixture on
+    kDLCUDA from two programs the pack builds beside the fixtures: ``run_model`` (C,
+    tests/native/c/run_model.c, RUN_MODEL_DEVICE=cuda) and ``cuda_deploy`` (C++ with TVM's
+    C++ API, tests/native/cxx/cuda_deploy.cc); each output against the CPU golden. The
+    tvm-ffi fixtures (TVM 0.27) are Python-only: the C runtime runs the legacy ABI."""
+    native = folder.parent / "native"
+    lib = folder / "relay019_ptx.so"
+    if not (native / "run_model").exists() or not (native / "cuda_deploy").exists():
         print("  C runtime: not packed (run make gpu-check-pack)")
         return False
+    if not lib.exists():
+        return True
+    golden = np.load(folder / "relay019_golden.npz")
+    want = golden["expected"]
     ok = True
-    for lib, golden_file in (("relay019_ptx.so", "relay019_golden.npz"),):
-        if not (folder / lib).exists():
-            continue
-        golden = np.load(folder / golden_file)
-        with tempfile.TemporaryDirectory() as tmp:
-            x = Path(tmp) / "x.bin"
-            np.ascontiguousarray(golden["x"]).tofile(x)
-            env = {**os.environ, "RUN_MODEL_DEVICE": "cuda"}
-            cmd = [str(exe), "factory", str(folder / lib), "x", str(x), f"{tmp}/out"]
+    with tempfile.TemporaryDirectory() as tmp:
+        x = Path(tmp) / "x.bin"
+        np.ascontiguousarray(golden["x"], dtype="<f4").tofile(x)
+        programs = {
+            "run_model": ([str(native / "run_model"), "factory", str(lib), "x", str(x),
+                           f"{tmp}/out"], f"{tmp}/out0.bin"),
+            "cuda_deploy": ([str(native / "cuda_deploy"), str(lib), "x", str(golden["x"].size),
+                             str(x), str(want.size), f"{tmp}/cxx.bin"], f"{tmp}/cxx.bin"),
+        }  # fmt: skip
+        env = {**os.environ, "RUN_MODEL_DEVICE": "cuda"}
+        for name, (cmd, out) in programs.items():
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
             if proc.returncode != 0:
-                print(f"  C runtime {lib}: FAILED: {(proc.stdout + proc.stderr).strip()}")
+                print(f"  C runtime {name}: FAILED: {(proc.stdout + proc.stderr).strip()}")
                 ok = False
                 continue
-            want = golden["expected"]
-            got = np.fromfile(f"{tmp}/out0.bin", dtype=want.dtype).reshape(want.shape)
-        err = float(np.max(np.abs(got - want)))
-        ok &= err <= TOLERANCE
-        print(f"  {'C runtime ' + lib:24s} {'run_model on kDLCUDA':34s} max err {err:.3g}")
+            got = np.fromfile(out, dtype=want.dtype).reshape(want.shape)
+            err = float(np.max(np.abs(got - want)))
+            ok &= err <= TOLERANCE
+            what = "C, run_model" if name == "run_model" else "C++, TVM's C++ API"
+            print(
+                f"  {'C runtime relay019_ptx.so':24s} {what + ' on kDLCUDA':34s} max err {err:.3g}"
+            )
     return ok

@@ -167,3 +167,41 @@ def test_cuda_blob_entry_survives_mutations(
     assert proc.stdout.startswith(f"blob: {iterations} inputs"), proc.stdout
     assert "ERROR: AddressSanitizer" not in proc.stderr
     assert "runtime error" not in proc.stderr  # UBSan
+
+
+@pytest.mark.parametrize("variant", ["plain", "asan"])
+def test_cxx_deployment_program_on_kdlcuda(
+    tmp_path_factory: pytest.TempPathFactory, stand_in: Path, tmp_path: Path, variant: str
+) -> None:
+    """tests/native/cxx/cuda_deploy.cc, TVM's C++ API on kDLCUDA (the program make gpu-check
+    runs against the golden): it compiles warning-free against tvmrt's headers and, on the
+    stand-in, puts the input on the GPU, launches both kernels, reads the output back after
+    the stream and frees everything (plain and under ASan/UBSan)."""
+    from tests.support.cxx import SANITIZE, cxx_env, native_lib_dir, shell
+
+    env = cxx_env(native_lib_dir(tmp_path_factory, variant))
+    source = Path(__file__).parent / "cxx" / "cuda_deploy.cc"
+    flags = SANITIZE if variant == "asan" else ""
+    shell(
+        f"g++ -std=c++17 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror {flags} {source} "
+        "$(tvmrt config --cflags --libs) -o cuda_deploy",
+        env,
+        tmp_path,
+    )
+    np.load(GOLDEN)["x"].astype("<f4").tofile(tmp_path / "x.bin")
+    log = tmp_path / "cuda.log"
+    (tmp_path / "lsan.supp").write_text("leak:libfakecuda\n")  # the stand-in's own records
+    env.update(TVMRT_LIBCUDA=str(stand_in), FAKE_LIBCUDA_LOG=str(log))
+    env["LSAN_OPTIONS"] = f"suppressions={tmp_path / 'lsan.supp'}"
+    shell(f"./cuda_deploy {FIXTURE} x 64 x.bin 32 out.bin", env, tmp_path)
+    lines = log.read_text().splitlines()
+    assert "cuMemcpyHtoDAsync 256 stream=0" in lines  # the 1x64 input
+    launches = [line.split()[1] for line in lines if line.startswith("cuLaunchKernel")]
+    assert launches == [
+        "tvmgen_default_fused_nn_dense_add_nn_relu_kernel",
+        "tvmgen_default_fused_nn_softmax_kernel",
+    ]
+    last = max(i for i, line in enumerate(lines) if line.startswith("cuLaunchKernel"))
+    assert "cuMemcpyDtoHAsync 128 stream=0" in lines[last + 1 :]  # the output, read back after
+    assert lines[-1] == "live allocations at exit: 0"
+    assert (tmp_path / "out.bin").stat().st_size == 32 * 4
