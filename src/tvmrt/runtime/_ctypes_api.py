@@ -20,6 +20,7 @@ __all__ = [
     "DLVersionedDeleter",
     "TVMValue",
     "TVMFuncCallType",
+    "TVM_CALL_ARGTYPES",
     "TVMParallelGroupEnv",
     "TVMFFIAny",
     "TVM_DLTENSOR_HANDLE",
@@ -99,17 +100,18 @@ class TVMValue(ctypes.Union):
     ]
 
 
-# int TVMFuncCall(handle, args, type_codes, num_args, ret_val, ret_type_code): the C
-# function's type, and that of a Python callback standing in for it
-TVMFuncCallType = ctypes.CFUNCTYPE(
-    ctypes.c_int,
-    ctypes.c_void_p,
+# TVMFuncCall's arguments after the function handle: args, type_codes, num_args, ret_val,
+# ret_type_code (also what a C caller hands a Python function through another handle)
+TVM_CALL_ARGTYPES = (
     ctypes.POINTER(TVMValue),
     ctypes.POINTER(ctypes.c_int),
     ctypes.c_int,
     ctypes.POINTER(TVMValue),
     ctypes.POINTER(ctypes.c_int),
 )
+# int TVMFuncCall(handle, ...): the C function's type, and that of a Python callback
+# standing in for it
+TVMFuncCallType = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, *TVM_CALL_ARGTYPES)
 
 
 class TVMParallelGroupEnv(ctypes.Structure):

@@ -27,7 +27,7 @@ from typing import Any
 
 from tvmrt.error import KernelError, ModuleLoadError
 from tvmrt.runtime import kernel_services
-from tvmrt.runtime._ctypes_api import TVMValue
+from tvmrt.runtime._ctypes_api import TVM_CALL_ARGTYPES
 from tvmrt.runtime.backends import cuda as cuda_backend
 from tvmrt.runtime.kernel_callbacks import call_python
 from tvmrt.runtime.launch import LaunchConfig
@@ -46,15 +46,8 @@ __all__ = [
 # (type code, bits) -> the C side's argument kind (K_I32 ... K_HANDLE in cuda_launch.c)
 _KINDS = {(0, 32): 0, (1, 32): 1, (0, 64): 2, (1, 64): 3, (2, 32): 4, (2, 64): 5, (3, 64): 6}
 _KDLCUDA = 2
-_ColdCallback = ctypes.CFUNCTYPE(
-    ctypes.c_int,
-    ctypes.c_int64,
-    ctypes.POINTER(TVMValue),
-    ctypes.POINTER(ctypes.c_int),
-    ctypes.c_int,
-    ctypes.POINTER(TVMValue),
-    ctypes.POINTER(ctypes.c_int),
-)
+# the Python launch C falls back to: a kernel id, then TVMFuncCall's arguments
+_ColdCallback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, *TVM_CALL_ARGTYPES)
 _u64, _int, _p, _s = ctypes.c_uint64, ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p
 _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "tvmrt_cuda_set_cold": (None, [_p]),
