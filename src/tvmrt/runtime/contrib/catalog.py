@@ -18,36 +18,25 @@ _NAMES = {
     ),
 }
 
+# GPU libraries TVM's externs call (-libs=...): their prefix after tvm.contrib., the name
+_NVIDIA = (("cudnn", "cuDNN"), ("cublas", "cuBLAS"), ("cublaslt", "cuBLASLt"),
+           ("curand", "cuRAND"), ("thrust", "Thrust"), ("cutlass", "CUTLASS"))  # fmt: skip
+_ROCM = (("miopen", "MIOpen"), ("rocblas", "rocBLAS"), ("hipblas", "hipBLAS"))
+
 # name prefixes -> the library they need
 _PREFIXES = (
     ("tvm.contrib.nnpack.", "NNPACK (-libs=nnpack); tvmrt does not bundle NNPACK"),
-    (
-        "tvm.contrib.cudnn.",
-        "cuDNN on a CUDA GPU; tvmrt runs the model's own CUDA kernels, not cuDNN",
+    *(
+        (
+            f"tvm.contrib.{key}.",
+            f"{lib} on a CUDA GPU; tvmrt runs the model's own CUDA kernels, not {lib}",
+        )
+        for key, lib in _NVIDIA
     ),
-    (
-        "tvm.contrib.cublas.",
-        "cuBLAS on a CUDA GPU; tvmrt runs the model's own CUDA kernels, not cuBLAS",
+    *(
+        (f"tvm.contrib.{key}.", f"{lib} on a ROCm GPU; tvmrt has no ROCm backend")
+        for key, lib in _ROCM
     ),
-    (
-        "tvm.contrib.cublaslt.",
-        "cuBLASLt on a CUDA GPU; tvmrt runs the model's own CUDA kernels, not cuBLASLt",
-    ),
-    (
-        "tvm.contrib.curand.",
-        "cuRAND on a CUDA GPU; tvmrt runs the model's own CUDA kernels, not cuRAND",
-    ),
-    (
-        "tvm.contrib.thrust.",
-        "Thrust on a CUDA GPU; tvmrt runs the model's own CUDA kernels, not Thrust",
-    ),
-    (
-        "tvm.contrib.cutlass.",
-        "CUTLASS on a CUDA GPU; tvmrt runs the model's own CUDA kernels, not CUTLASS",
-    ),
-    ("tvm.contrib.miopen.", "MIOpen on a ROCm GPU; tvmrt has no ROCm backend"),
-    ("tvm.contrib.rocblas.", "rocBLAS on a ROCm GPU; tvmrt has no ROCm backend"),
-    ("tvm.contrib.hipblas.", "hipBLAS on a ROCm GPU; tvmrt has no ROCm backend"),
     ("tvm.contrib.mps.", "Apple Metal Performance Shaders; tvmrt runs CPU kernels"),
     ("tvm.contrib.coreml", "Apple Core ML; tvmrt has no Core ML runtime"),
     ("tvm.contrib.tflite", "the TensorFlow Lite runtime, which tvmrt does not include"),
