@@ -25,7 +25,15 @@ from pathlib import Path
 
 import numpy as np
 from gpu_check_bench import bench, graph_module, mobilenet_module
-from gpu_check_faces import TOLERANCE, check_c_runtime, check_cli, check_rpc, check_serve
+from gpu_check_faces import (
+    TOLERANCE,
+    check_c_runtime,
+    check_cli,
+    check_rpc,
+    check_serve,
+    max_err,
+    run_graph,
+)
 
 from tvmrt import runtime
 from tvmrt.contrib import graph_executor
@@ -65,7 +73,7 @@ def check_fixtures(folder: Path) -> bool:
             try:
                 lib = runtime.load_module(str(folder / label))
                 got = _run(lib, name, inputs, expected.shape)
-                err = float(np.max(np.abs(got - expected)))
+                err = max_err(got, expected)
                 status = "ok" if err <= TOLERANCE else "WRONG"
                 ok &= err <= TOLERANCE
                 summary = lib.imported_modules[0].image.summary()
@@ -81,24 +89,18 @@ def check_fixtures(folder: Path) -> bool:
     n = golden["arr_0"].shape[0]
     threads = 1024  # the kernel's schedule binds 1024 threads a block (add_one.cu)
     mod["add_one_kernel"](a.data_ptr, b.data_ptr, n, -(-n // threads), threads)
-    err = float(np.max(np.abs(b.numpy() - golden["expected"])))
+    err = max_err(b.numpy(), golden["expected"])
     ok &= err <= TOLERANCE
     print(f"  {'add_one.ptx + meta':24s} {mod.image.summary():34s} max err {err:.3g}")
     # a graph-executor factory (Conv, Relu, Gemm, Softmax) on the GPU
-    module = graph_module(folder)
     golden = np.load(folder / "cnn_golden.npz")
-    module.set_input("x", golden["x"])
-    module.run()
-    err = float(np.max(np.abs(module.get_output(0).numpy() - golden["expected"])))
+    err = max_err(run_graph(graph_module(folder), golden["x"]), golden["expected"])
     ok &= err <= TOLERANCE
     print(f"  {'cnn_ptx.so (graph)':24s} {'3 kernels, PTX':34s} max err {err:.3g}")
     if (folder / "mobilenet_cuda").exists():  # tvmrt compile --target cuda, MobileNet-class
-        mobile = mobilenet_module(folder)
         golden = np.load(folder / "mobilenet_golden.npz")
-        mobile.set_input("x", golden["x"])
-        mobile.run()
-        got = mobile.get_output(0).numpy()
-        err = float(np.max(np.abs(got - golden["expected"])))
+        got = run_graph(mobilenet_module(folder), golden["x"])
+        err = max_err(got, golden["expected"])
         rel = err / float(np.max(np.abs(golden["expected"])))
         ok &= rel <= 1e-3 and int(got.argmax()) == int(golden["expected"].argmax())
         print(f"  {'mobilenet_cuda (graph)':24s} {'tvmrt compile --target cuda':34s} "
@@ -108,9 +110,7 @@ def check_fixtures(folder: Path) -> bool:
         lib = runtime.load_module(str(folder / "relay019_ptx.so"))
         relay = graph_executor.GraphModule(lib["default"](runtime.cuda()))
         golden = np.load(folder / "relay019_golden.npz")
-        relay.set_input("x", golden["x"])
-        relay.run()
-        err = float(np.max(np.abs(relay.get_output(0).numpy() - golden["expected"])))
+        err = max_err(run_graph(relay, golden["x"]), golden["expected"])
         ok &= err <= TOLERANCE
         print(f"  {'relay019_ptx.so (graph)':24s} {'TVM 0.19 host, 2 kernels, PTX':34s} "
               f"max err {err:.3g}")  # fmt: skip
@@ -122,7 +122,7 @@ def check_fixtures(folder: Path) -> bool:
         machine = vm_rt.VirtualMachine(exe, runtime.cuda())
         golden = np.load(folder / "relay019_golden.npz")
         got = machine.invoke("main", runtime.array(golden["x"])).numpy()
-        err = float(np.max(np.abs(got - golden["expected"])))
+        err = max_err(got, golden["expected"])
         ok &= err <= TOLERANCE
         print(f"  {'relay019_vm_ptx.so (VM)':24s} {'TVM 0.19 relay.vm.compile, PTX':34s} "
               f"max err {err:.3g}")  # fmt: skip

@@ -32,20 +32,23 @@ def mobilenet_module(folder: Path) -> Any:
     return load_artifact(find_artifact(folder / "mobilenet_cuda"), runtime.cuda()).executor
 
 
-def _wall(module: Any, runs: int) -> float:
-    """us per run(), back to back, the stream synchronised at the end."""
+def _wall(work: Callable[[], object], runs: int) -> float:
+    """us per ``work()`` (a run, a call), back to back after 20 untimed, the stream
+    synchronised before and at the end."""
     dev = runtime.cuda()
     for _ in range(20):
-        module.run()
+        work()
     dev.sync()
     start = time.perf_counter()
     for _ in range(runs):
-        module.run()
+        work()
     dev.sync()
     return (time.perf_counter() - start) / runs * 1e6
 
 
-def _gpu_times(api: CUDADeviceAPI, work: Any, runs: int = 50) -> tuple[float, float, int]:
+def _gpu_times(
+    api: CUDADeviceAPI, work: Callable[[], object], runs: int = 50
+) -> tuple[float, float, int]:
     """``work()`` queued ``runs`` times, each time behind a held stream (nothing runs on the
     GPU until all of it is queued, so no host gap lands inside its events). Returns, per
     call: its span on the GPU in us (an event pair around it, its kernels and the GPU's own
@@ -95,7 +98,7 @@ def _bench_graph(
     executor's profile of one run (its nodes' event times) against the same; and the wall
     time with every launch through Python (the C launcher off), paired."""
     module.set_input("x", x)
-    wall = _wall(module, 300)
+    wall = _wall(module.run, 300)
     span, kernels, count = _gpu_times(api, module.run)
     print(f"  {label} run(): wall {wall:.1f} us/run (back to back); on the GPU {span:.1f} us "
           f"(events around the run); overhead {wall - span:.1f} us = "
@@ -110,10 +113,10 @@ def _bench_graph(
           f"(events around each node's kernels, stream held)")  # fmt: skip
     if cuda_launch.enable(False):
         try:
-            python_wall = _wall(module, 300)
+            python_wall = _wall(module.run, 300)
         finally:
             cuda_launch.enable(True)
-        again = _wall(module, 300)
+        again = _wall(module.run, 300)
         print(f"    with Python launches (C launcher off): wall {python_wall:.1f} us/run; with "
               f"it on again: {again:.1f} us/run")  # fmt: skip
 
@@ -132,15 +135,8 @@ def bench(folder: Path, api: CUDADeviceAPI) -> None:
     x, w = (runtime.array(golden[k], dev) for k in ("arr_0", "arr_1"))
     out = runtime.empty((8, 32), "float32", dev)
     func = lib["dense_relu"]
-    for _ in range(20):
-        func(x, w, out)
-    dev.sync()
     runs = 2000
-    start = time.perf_counter()
-    for _ in range(runs):
-        func(x, w, out)
-    dev.sync()
-    wall = (time.perf_counter() - start) / runs * 1e6
+    wall = _wall(lambda: func(x, w, out), runs)
     span, kernel, _ = _gpu_times(api, lambda: func(x, w, out), runs=200)
     print(f"  dense_relu call: wall {wall:.1f} us/call (back to back, {runs} calls); on the GPU "
           f"{span:.1f} us (kernel {kernel:.1f} us by events around it); overhead "

@@ -3,12 +3,14 @@ server's ``remote.cuda(0)``, the CLI and ``tvmrt serve`` (scripts/gpu_check.py r
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -18,14 +20,23 @@ from tvmrt.error import TVMError
 TOLERANCE = 1e-4  # the largest absolute error a fixture may show against its golden
 
 
+def max_err(got: np.ndarray[Any, Any], want: np.ndarray[Any, Any]) -> float:
+    """The largest absolute difference between two arrays of the same shape."""
+    return float(np.max(np.abs(got - want)))
+
+
+def run_graph(module: Any, x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Output 0 of a graph module (``GraphModule``, local or remote) run once on input ``x``."""
+    module.set_input("x", x)
+    module.run()
+    return module.get_output(0).numpy()
+
+
 def check_serve(folder: Path) -> bool:
     """``tvmrt serve cnn_ptx.so --device cuda`` answers one KServe v2 request correctly."""
     import http.client
     import importlib.util
-    import json
-    import os
     import socket
-    import subprocess
 
     if importlib.util.find_spec("uvicorn") is None:
         print("  serve: skipped (uvicorn is not installed here: pip install 'tvmrt[serve]')")
@@ -68,7 +79,7 @@ def check_serve(folder: Path) -> bool:
             print(f"  serve: FAILED: HTTP {status}: {reply[:300]!r}")
             return False
         out = np.array(json.loads(reply)["outputs"][0]["data"], "float32")
-        err = float(np.max(np.abs(out - golden["expected"].reshape(-1))))
+        err = max_err(out, golden["expected"].reshape(-1))
         print(f"  serve --device cuda: HTTP 200 for model {name!r}, max err {err:.3g}")
         return err <= TOLERANCE
     finally:
@@ -103,9 +114,7 @@ def check_rpc(folder: Path) -> bool:
             lib = remote.load_module(lib_path.name)
             module = graph_executor.GraphModule(lib["default"](dev))
             golden = np.load(folder / "relay019_golden.npz")
-            module.set_input("x", golden["x"])
-            module.run()
-            err = float(np.max(np.abs(module.get_output(0).numpy() - golden["expected"])))
+            err = max_err(run_graph(module, golden["x"]), golden["expected"])
         except TVMError as exc:
             print(f"  RPC remote cuda(0): FAILED: {type(exc).__name__}: {exc}")
             return False
@@ -120,8 +129,6 @@ def check_rpc(folder: Path) -> bool:
 def check_cli(folder: Path) -> bool:
     """``tvmrt run``, ``bench`` and ``profile`` of the MobileNet-class folder with
     ``--device cuda`` (each exits 0; run's top-1 class is the golden's)."""
-    import json
-
     root = folder / "mobilenet_cuda"
     if not root.exists():
         return True
@@ -198,7 +205,7 @@ def check_c_runtime(folder: Path) -> bool:
                 ok = False
                 continue
             got = np.fromfile(out, dtype=want.dtype).reshape(want.shape)
-            err = float(np.max(np.abs(got - want)))
+            err = max_err(got, want)
             ok &= err <= TOLERANCE
             what = "C, run_model" if name == "run_model" else "C++, TVM's C++ API"
             print(

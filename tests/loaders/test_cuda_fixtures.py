@@ -286,7 +286,11 @@ def test_gpu_check_script_runs_through_on_the_stand_in(
     assert proc.returncode == 1, out
     assert "Traceback" not in out, out
     assert "FAILED" not in out, out
-    for step in ("device: Fake GPU", "add_one.ptx + meta", "mobilenet_cuda (graph)", "relay019_vm_ptx.so (VM)", "RPC relay019_ptx.so",
-                 "run(): wall", "profile (debug executor)", "C launcher off", "dense_relu call", "driver cuMemcpyHtoD",
-                 "gpu-check: FAIL"):  # fmt: skip
+    steps = (
+        "device: Fake GPU", "add_one.ptx + meta", "mobilenet_cuda (graph)",
+        "relay019_vm_ptx.so (VM)", "RPC relay019_ptx.so", "run(): wall",
+        "profile (debug executor)", "C launcher off", "dense_relu call",
+        "driver cuMemcpyHtoD", "gpu-check: FAIL",
+    )  # fmt: skip
+    for step in steps:
         assert step in out, out
