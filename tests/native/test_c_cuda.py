@@ -47,16 +47,22 @@ def python_cuda(lib: Path, monkeypatch: pytest.MonkeyPatch, gpus: int = 1) -> It
         yield log
 
 
+def _lsan_options(tmp_path: Path) -> str:
+    """LeakSanitizer's options for a program on the stand-in: the stand-in's own records are
+    not leaks of ours."""
+    suppressions = tmp_path / "lsan.supp"
+    suppressions.write_text("leak:libfakecuda\n")
+    return f"suppressions={suppressions}"
+
+
 def run_c(
     native: NativeBuild, exe: Path, tmp_path: Path, env: dict[str, str]
 ) -> tuple[int, str, list[str]]:
     """run_model on cuda(0): (exit status, stderr, the stand-in's log lines)."""
     np.load(GOLDEN)["x"].tofile(tmp_path / "x.bin")
     log = tmp_path / "cuda.log"
-    suppressions = tmp_path / "lsan.supp"
-    suppressions.write_text("leak:libfakecuda\n")  # the stand-in's own records, not ours
     full = {**native.env, "RUN_MODEL_DEVICE": "cuda", "FAKE_LIBCUDA_LOG": str(log), **env}
-    full["LSAN_OPTIONS"] = f"suppressions={suppressions}"
+    full["LSAN_OPTIONS"] = _lsan_options(tmp_path)
     proc = native.run_env(exe, full, "factory", FIXTURE, "x", tmp_path / "x.bin", tmp_path / "o")
     lines = log.read_text().splitlines() if log.exists() else []
     return proc.returncode, proc.stdout + proc.stderr, lines
@@ -190,9 +196,8 @@ def test_cxx_deployment_program_on_kdlcuda(
     )
     np.load(GOLDEN)["x"].astype("<f4").tofile(tmp_path / "x.bin")
     log = tmp_path / "cuda.log"
-    (tmp_path / "lsan.supp").write_text("leak:libfakecuda\n")  # the stand-in's own records
     env.update(TVMRT_LIBCUDA=str(stand_in), FAKE_LIBCUDA_LOG=str(log))
-    env["LSAN_OPTIONS"] = f"suppressions={tmp_path / 'lsan.supp'}"
+    env["LSAN_OPTIONS"] = _lsan_options(tmp_path)
     shell(f"./cuda_deploy {FIXTURE} x 64 x.bin 32 out.bin", env, tmp_path)
     lines = log.read_text().splitlines()
     assert "cuMemcpyHtoDAsync 256 stream=0" in lines  # the 1x64 input
