@@ -12,8 +12,10 @@ open connections, a deadline and a size cap for a request's headers.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import math
+import os
 import signal
 import socket
 import threading
@@ -65,6 +67,41 @@ def _server(config: Any) -> Any:
     return DrainingServer(config)
 
 
+# glibc's mallopt parameters (malloc.h) and the environment variables that set them
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MALLOC_ENV = ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES")
+KEEP_FREED_BYTES = 32 << 20  # freed heap memory a serving process keeps for the next requests
+HEAP_BLOCK_BYTES = 4 << 20  # blocks up to this size come from the heap, not from mmap
+
+
+def keep_freed_memory() -> bool:
+    """Have glibc keep freed request memory for the next request; True if it was set.
+
+    Each request's body arrives as fresh blocks of 256 KiB and more (socket reads, the
+    body, its parsed tensors). glibc hands blocks that large back to the kernel when they
+    are freed, so every request touched its body's pages anew: ~350 page faults per
+    MobileNet request, 0.6-0.8 ms of each on a KVM guest. Serving blocks up to
+    ``HEAP_BLOCK_BYTES`` from the heap and trimming it only past ``KEEP_FREED_BYTES`` of
+    free memory makes those faults a first request's cost. Left alone where the user
+    tuned malloc (``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_MMAP_THRESHOLD_``,
+    ``GLIBC_TUNABLES``) and on C libraries other than glibc.
+    """
+    if any(name in os.environ for name in _MALLOC_ENV):
+        return False
+    try:
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version  # noqa: B018 (glibc only: musl's mallopt does nothing)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    return bool(
+        mallopt(_M_MMAP_THRESHOLD, HEAP_BLOCK_BYTES)
+        and mallopt(_M_TRIM_THRESHOLD, KEEP_FREED_BYTES)
+    )
+
+
 def serve_forever(
     app: InferenceApp, host: str = "127.0.0.1", port: int = 8000, http: str = "auto"
 ) -> int:
@@ -74,7 +111,9 @@ def serve_forever(
 
     uvicorn re-raises the signal that stopped it once it has drained; the handlers set
     here take it, so the process ends with a normal return rather than being killed.
+    The process keeps freed request memory for reuse (:func:`keep_freed_memory`).
     """
+    keep_freed_memory()
     received: list[int] = []
     previous = {
         sig: signal.signal(sig, lambda num, frame: received.append(num))
