@@ -364,7 +364,9 @@ def main() -> None:
                 paired_rounds(args, args.artifact, servers, workers, conc)
             if workers == 1:
                 for tag, server in servers:
-                    overhead[f"MobileNet v1{tag}"] = paired_overhead(server, "m", args.artifact, 20)
+                    overhead[f"MobileNet v1{tag}"] = paired_overhead(
+                        server, "m", args.artifact, 100
+                    )
         finally:
             for _, server in servers:
                 server.stop()
