@@ -33,6 +33,7 @@ from tvmrt.runtime.module import Module
 from tvmrt.runtime.vm import VirtualMachine
 from tvmrt.serve.batching import BatchItem, BatchRuns, choose_batch
 from tvmrt.serve.dynamic import input_specs, learned_inputs, output_specs
+from tvmrt.serve.handoff import wait_for_run
 from tvmrt.serve.metrics import ModelMetrics
 from tvmrt.serve.protocol import BadRequestError, DeadlineError, OverloadedError, TensorSpec
 
@@ -203,23 +204,17 @@ class ServedModel(BatchRuns):
         outs = self.infer_inline(arrays)
         if outs is not None:
             return outs
-        future = self.submit(arrays)
-        result = asyncio.wrap_future(future)
-        waiters: set[asyncio.Future[Any]] = {result} if abort is None else {result, abort}
-        done, _ = await asyncio.wait(
-            waiters, timeout=self.timeout, return_when=asyncio.FIRST_COMPLETED
-        )
-        if result in done and not result.cancelled():
-            return result.result()
-        future.cancel()  # dropped unrun if still queued
-        result.cancel()
-        if result in done or (abort is not None and abort in done):
-            raise OverloadedError(
+        return await wait_for_run(
+            self.submit(arrays),
+            self.timeout,
+            abort,
+            lambda: DeadlineError(f"model {self.name!r} did not answer within {self.timeout:g} s"),
+            lambda: OverloadedError(
                 f"the server is shutting down: model {self.name!r} could not answer within "
                 "the grace period",
                 retry_after=1,
-            )
-        raise DeadlineError(f"model {self.name!r} did not answer within {self.timeout:g} s")
+            ),
+        )
 
     def set_memory_budget(self, total: int) -> None:
         """Bound what a Relay VM executor holds at once to ``total`` over the workers
