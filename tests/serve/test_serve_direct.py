@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from support.serve import error_of, read_reply, status_of
+from support.serve import error_of, read_reply, split_answers, status_of
 from tvmrt.serve import InferenceApp, model_from_graph
 from tvmrt.serve.limits import ServeLimits
 from tvmrt.serve.server import BackgroundServer
@@ -86,20 +86,6 @@ def _complete(raw: bytes) -> bool:
     return bool(length) and len(body) >= int(length[0].split(b":")[1])
 
 
-def _answers(raw: bytes) -> list[tuple[int, dict[str, str], bytes]]:
-    """Each answer: status, headers without ``date``, body."""
-    out = []
-    while raw:
-        head, _, rest = raw.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        headers = dict(ln.lower().split(": ", 1) for ln in lines[1:])
-        size = int(headers["content-length"])
-        headers.pop("date")
-        out.append((int(lines[0].split(" ")[1]), headers, rest[:size]))
-        raw = rest[size:]
-    return out
-
-
 def _warm(server: BackgroundServer) -> None:
     """Until the model's runs are done on the event loop (its first ones take the ASGI
     route: no runs are timed yet, and a cold run can take over 100 us)."""
@@ -127,8 +113,8 @@ def test_a_direct_answer_equals_the_asgi_answer(servers, body: bytes) -> None:
     app = servers["httptools"].app
     before = app.direct  # type: ignore[attr-defined]
     request = _request(body, b"Connection: close\r\n")
-    direct = _answers(_exchange(servers["httptools"], request, 1))
-    asgi = _answers(_exchange(servers["h11"], request, 1))
+    direct = split_answers(_exchange(servers["httptools"], request, 1))
+    asgi = split_answers(_exchange(servers["h11"], request, 1))
     assert app.direct == before + 1  # type: ignore[attr-defined]
     assert [(s, b) for s, _, b in direct] == [(s, b) for s, _, b in asgi]
     assert direct[0][1] == asgi[0][1]  # the same headers, "server" and "connection" included
@@ -145,7 +131,7 @@ def test_kept_alive_and_pipelined_requests_are_answered_in_order(servers) -> Non
     live = b"GET /v2/health/live HTTP/1.1\r\nHost: a\r\n\r\n"
     data = _request(bodies[0]) + _request(bodies[1]) + live + _request(bodies[2])
     data += _request(bodies[3]) + _request(bodies[4], b"Connection: close\r\n")
-    answers = _answers(_exchange(server, data, 6))
+    answers = split_answers(_exchange(server, data, 6))
     assert [s for s, _, _ in answers] == [200] * 6
     outs = [json.loads(b) for _, _, b in answers]
     assert outs[2] == {"live": True}
@@ -160,7 +146,7 @@ def test_http_1_0_is_answered_and_closed(servers) -> None:
     server = servers["httptools"]
     _warm(server)
     raw = _exchange(server, _request(_json_body([1, 1, 1, 1]), version=b"1.0"), 1)
-    ((status, headers, body),) = _answers(raw)
+    ((status, headers, body),) = split_answers(raw)
     assert status == 200
     assert headers["connection"] == "close"
     assert json.loads(body)["outputs"][0]["data"] == [2.0] * 4
@@ -188,7 +174,7 @@ def test_a_client_leaving_mid_body_costs_nothing(servers) -> None:
             sock.sendall(request[:cut])  # then the connection closes, the body unfinished
     time.sleep(0.2)
     raw = _exchange(server, _request(_json_body([5, 5, 5, 5]), b"Connection: close\r\n"), 1)
-    ((status, _, body),) = _answers(raw)
+    ((status, _, body),) = split_answers(raw)
     assert status == 200
     assert json.loads(body)["outputs"][0]["data"] == [6.0] * 4
     model = server.app.models["add1"]  # type: ignore[attr-defined]

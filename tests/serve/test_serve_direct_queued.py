@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from support.serve import read_reply, status_of
+from support.serve import read_reply, split_answers, status_of
 from tvmrt.serve import InferenceApp, model_from_graph
 from tvmrt.serve.limits import ServeLimits
 from tvmrt.serve.server import BackgroundServer
@@ -90,19 +90,6 @@ def _request(value: float, extra: bytes = b"") -> bytes:
     )  # fmt: skip
 
 
-def _answers(raw: bytes) -> list[tuple[int, dict[str, str], bytes]]:
-    out = []
-    while raw:
-        head, _, rest = raw.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        headers = dict(ln.lower().split(": ", 1) for ln in lines[1:])
-        size = int(headers["content-length"])
-        headers.pop("date")
-        out.append((int(lines[0].split(" ")[1]), headers, rest[:size]))
-        raw = rest[size:]
-    return out
-
-
 def _output(answer: tuple[int, dict[str, str], bytes]) -> np.ndarray[Any, Any]:
     status, headers, body = answer
     assert status == 200, body[:300]
@@ -120,8 +107,8 @@ def test_a_large_body_for_a_worker_thread_skips_asgi_and_equals_its_answer(serve
     app = servers["httptools"].app
     before = app.asgi  # type: ignore[attr-defined]
     request = _request(2.5, b"Connection: close\r\n")
-    direct = _answers(_exchange(servers["httptools"], request))
-    asgi = _answers(_exchange(servers["h11"], request))
+    direct = split_answers(_exchange(servers["httptools"], request))
+    asgi = split_answers(_exchange(servers["h11"], request))
     assert app.asgi == before  # type: ignore[attr-defined]
     assert np.array_equal(_output(direct[0]), np.full(N, 3.5, "float32"))
     assert [(s, b) for s, _, b in direct] == [(s, b) for s, _, b in asgi]
@@ -133,7 +120,7 @@ def test_requests_pipelined_behind_a_running_answer_wait_their_turn(servers) -> 
     server = servers["httptools"]
     live = b"GET /v2/health/live HTTP/1.1\r\nHost: a\r\n\r\n"
     data = _request(0) + _request(1) + live + _request(2, b"Connection: close\r\n")
-    answers = _answers(_exchange(server, data))
+    answers = split_answers(_exchange(server, data))
     assert [s for s, _, _ in answers] == [200] * 4
     assert json.loads(answers[2][2]) == {"live": True}
     for k, answer in zip((0, 1, 3), answers[:2] + answers[3:], strict=True):
@@ -149,7 +136,7 @@ def test_a_client_gone_while_its_answer_runs_costs_nothing(servers) -> None:
         sock.sendall(_request(7))
         time.sleep(PAUSE / 5)  # the run has started
     time.sleep(3 * PAUSE)
-    answers = _answers(_exchange(server, _request(8, b"Connection: close\r\n")))
+    answers = split_answers(_exchange(server, _request(8, b"Connection: close\r\n")))
     assert np.array_equal(_output(answers[0]), np.full(N, 9, "float32"))
     assert (model.pending, server.app.budget.held) == (0, 0)
 
@@ -168,7 +155,7 @@ def test_direct_bodies_are_held_within_the_budget() -> None:
                 time.sleep(0.01)
             assert status_of(_exchange(server, request)) == 503
             holder.sendall(request[-100:])
-            ((status, _, _),) = _answers(read_reply(holder, 10))
+            ((status, _, _),) = split_answers(read_reply(holder, 10))
         assert status == 200
         assert server.app.budget.held == 0
         assert status_of(_exchange(server, request)) == 200
@@ -184,6 +171,6 @@ def test_a_graceful_stop_finishes_a_running_answer_and_closes() -> None:
         stopper.start()
         got.append(read_reply(sock, 10))  # until the server closes the connection
         stopper.join(30)
-    ((status, headers, _),) = _answers(got[0])
+    ((status, headers, _),) = split_answers(got[0])
     assert status == 200
     assert headers["connection"] == "close"

@@ -120,6 +120,21 @@ def read_reply(sock: socket.socket, limit: float = 10) -> bytes:
     return data
 
 
+def split_answers(raw: bytes) -> list[tuple[int, dict[str, str], bytes]]:
+    """The answers in ``raw`` (one connection's bytes, each with a ``Content-Length``):
+    status, headers in lower case without ``date``, body."""
+    out = []
+    while raw:
+        head, _, rest = raw.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        headers = dict(ln.lower().split(": ", 1) for ln in lines[1:])
+        size = int(headers["content-length"])
+        headers.pop("date")
+        out.append((int(lines[0].split(" ")[1]), headers, rest[:size]))
+        raw = rest[size:]
+    return out
+
+
 def status_of(raw: bytes) -> int:
     return int(raw.split(b" ", 2)[1]) if raw.startswith(b"HTTP/") else 0
 
