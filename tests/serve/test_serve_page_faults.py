@@ -1,26 +1,85 @@
 """A serving process reuses freed request memory instead of faulting its pages in again.
 
 glibc returns blocks of 128 KiB and more to the kernel when they are freed, so each
-MobileNet request (a 600 KB body, read 256 KiB at a time) touched ~300 fresh pages. The
+request with a large body (read 256 KiB at a time, then copied) touched fresh pages: ~350
+per MobileNet v1 request. Here ``serve_forever`` serves ``x[:1000] + 1`` of a 600 KB input
+``x`` (MobileNet's input and answer sizes) over a numpy kernel, in a child process. The
 count comes from the server's own ``/proc/PID/stat``, so it does not depend on timing.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
 
-from tvmrt.serve.server import _MALLOC_ENV
+from support.paths import REPO
+from tvmrt.serve.server import _MALLOC_ENV, free_port
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="page-fault counts come from /proc"
 )
+pytest.importorskip("uvicorn")
 
+N = 150528  # 1 x 3 x 224 x 224: MobileNet v1's input, 602 KB of float32
+OUT = 1000  # and its answer's size
 REQUESTS = 20
+SERVER = f"""
+import sys
+from tvmrt.serve import InferenceApp, model_from_graph, serve_forever
+from tvmrt.testing import GraphBuilder, numpy_op_library
+
+def head(a, out):  # a small answer, as a classifier's
+    out.copyfrom(a.numpy()[:{OUT}] + 1)
+
+b = GraphBuilder()
+x = b.input("x", ({N},))
+(y,) = b.op("head", "head", [x], [({OUT},)])
+b.output(y)
+model = model_from_graph("m", b.to_json(), numpy_op_library(head=head))
+serve_forever(InferenceApp([model]), port=int(sys.argv[1]))
+"""
+
+
+@contextmanager
+def _server(env: dict[str, str]) -> Iterator[tuple[int, int]]:
+    """(pid, port) of ``serve_forever`` in a child process, stopped on exit."""
+    port = free_port()
+    keep = {k: v for k, v in os.environ.items() if k not in _MALLOC_ENV}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVER, str(port)],
+        env={**keep, "PYTHONPATH": str(REPO / "src"), **env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                try:
+                    conn.request("GET", "/v2/health/ready")
+                    if conn.getresponse().status == 200:
+                        break
+                finally:
+                    conn.close()
+            except OSError:
+                pass
+            assert proc.poll() is None, f"the server exited with {proc.returncode}"
+            assert time.monotonic() < deadline, "the server was not ready in 60 s"
+            time.sleep(0.1)
+        yield proc.pid, port
+    finally:
+        proc.terminate()
+        proc.wait(30)
 
 
 def _minor_faults(pid: int) -> int:
@@ -29,49 +88,41 @@ def _minor_faults(pid: int) -> int:
     return int(fields[7])  # minflt: the 10th field, the 8th after the command name
 
 
-def _faults_per_request(served: object) -> float:
-    shape = [1, 3, 224, 224]
-    data = np.random.default_rng(0).standard_normal(shape).astype("<f4").tobytes()
-    inputs = [
-        {
-            "name": "data",
-            "shape": shape,
-            "datatype": "FP32",
-            "parameters": {"binary_data_size": len(data)},
-        }
-    ]
-    header = json.dumps({"inputs": inputs}).encode()
-    headers = {"Inference-Header-Content-Length": str(len(header))}
+def _faults_per_request(env: dict[str, str]) -> float:
+    data = np.random.default_rng(0).standard_normal(N).astype("<f4")
+    item = {"name": "x", "shape": [N], "datatype": "FP32"}
+    item["parameters"] = {"binary_data_size": data.nbytes}
+    head = json.dumps({"inputs": [item], "parameters": {"binary_data_output": True}}).encode()
+    headers = {"Inference-Header-Content-Length": str(len(head))}
+    with _server(env) as (pid, port):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
 
-    def infer() -> None:
-        status, _, _ = served.request("POST", "/v2/models/mb/infer", header + data, headers)  # type: ignore[attr-defined]
-        assert status == 200
+        def infer() -> None:
+            conn.request("POST", "/v2/models/m/infer", head + data.tobytes(), headers)
+            resp = conn.getresponse()
+            body = resp.read()
+            assert resp.status == 200, body[:300]
+            out = np.frombuffer(body[int(resp.headers["inference-header-content-length"]) :], "<f4")
+            assert np.array_equal(out, data[:OUT] + 1)
 
-    for _ in range(3):  # the first requests grow the heap
-        infer()
-    before = _minor_faults(served.proc.pid)  # type: ignore[attr-defined]
-    for _ in range(REQUESTS):
-        infer()
-    return (_minor_faults(served.proc.pid) - before) / REQUESTS  # type: ignore[attr-defined]
+        try:
+            for _ in range(3):  # the first requests grow the heap
+                infer()
+            before = _minor_faults(pid)
+            for _ in range(REQUESTS):
+                infer()
+            return (_minor_faults(pid) - before) / REQUESTS
+        finally:
+            conn.close()
 
 
-@pytest.mark.skipif(
-    any(name in os.environ for name in _MALLOC_ENV),
-    reason=f"the environment tunes malloc ({', '.join(_MALLOC_ENV)}): the server leaves it so",
-)
-def test_request_memory_is_reused_not_faulted_in_again(mobilenet_server):
-    with mobilenet_server() as served:
-        kept = _faults_per_request(served)
-    # a 600 KB body is 147 pages; before, each request faulted ~300
+def test_request_memory_is_reused_not_faulted_in_again() -> None:
+    kept = _faults_per_request({})
+    # a 600 KB body is 147 pages, and each request copies it several times
     assert kept < 40, f"{kept:.0f} page faults per request"
 
 
-def test_the_users_malloc_settings_are_left_alone(artifacts):
-    from support.serve import tvmrt_serve
-
+def test_the_users_malloc_settings_are_left_alone() -> None:
     # glibc's own default trim threshold, set by the user: the server must not override it
-    env = {"MALLOC_TRIM_THRESHOLD_": "131072"}
-    args = (str(artifacts / "mobilenet_v1"), "--name", "mb", "--threads", "1")
-    with tvmrt_serve(*args, env=env) as served:
-        faulted = _faults_per_request(served)
+    faulted = _faults_per_request({"MALLOC_TRIM_THRESHOLD_": "131072"})
     assert faulted > 100, f"only {faulted:.0f} page faults per request: the setting was overridden"
