@@ -8,10 +8,13 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
+import time
 
 from support.cli import tvmrt
 from support.paths import REPO
 from tvmrt.rpc import wire
+from tvmrt.rpc.server import RPCServer, ServerConfig
 
 
 def test_exec_rpc_server_serves_and_refuses_a_wrong_key() -> None:
@@ -36,7 +39,13 @@ def test_exec_rpc_server_serves_and_refuses_a_wrong_key() -> None:
             assert wire.recv_handshake(s) == (wire.RPC_MAGIC, "server:k1")
     finally:
         proc.terminate()
-        proc.wait(30)
+        try:
+            proc.wait(30)  # SIGTERM ends it
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(30)
+            proc.stdout.close()  # type: ignore[union-attr]
         if proc.stdout is not None:
             proc.stdout.close()
 
@@ -48,3 +57,17 @@ def test_bad_flags_are_usage_errors() -> None:
     result = tvmrt("rpc", "server", "--max-alloc-mb", "0")
     assert result.returncode == 2
     assert "--max-alloc-mb 0" in result.stderr
+
+
+def test_request_stop_ends_serve_forever_within_its_wake_up() -> None:
+    # what SIGTERM's handler relies on when its interrupt is lost in a finalizer
+    server = RPCServer(ServerConfig(port=0))
+    loop = threading.Thread(target=server.serve_forever, daemon=True)
+    loop.start()
+    time.sleep(0.2)
+    start = time.monotonic()
+    server.request_stop()
+    loop.join(10)
+    server.close()
+    assert not loop.is_alive()
+    assert time.monotonic() - start < 3  # the accept loop wakes at least every 2 s

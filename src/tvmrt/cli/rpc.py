@@ -160,8 +160,15 @@ def run_server(args: argparse.Namespace) -> int:
     )
     server = RPCServer(config)
     print(f"tvmrt rpc server: listening on {args.host}:{server.port}", flush=True)
-    # SIGTERM ends the server as Ctrl-C does: the session is killed, its folder removed
-    signal.signal(signal.SIGTERM, _exit_on_signal)
+
+    # SIGTERM ends the server as Ctrl-C does: the session is killed, its folder removed.
+    # The interrupt is raised wherever the main thread is, and one raised inside a finalizer
+    # or callback is printed and dropped, so the handler also asks the loop to stop.
+    def on_term(signum: int, _frame: object) -> None:
+        server.request_stop()
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, on_term)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -169,10 +176,6 @@ def run_server(args: argparse.Namespace) -> int:
     finally:
         server.close()
     return 0
-
-
-def _exit_on_signal(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def add_tracker_arguments(parser: argparse.ArgumentParser) -> None:

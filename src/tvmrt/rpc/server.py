@@ -123,6 +123,11 @@ class RPCServer:
         self._handshakes: dict[socket.socket, _Handshake] = {}
         self._stop = False
 
+    def request_stop(self) -> None:
+        """Have :meth:`serve_forever` return at its next wake-up (within 2 s, after a running
+        session); safe to call from a signal handler or another thread."""
+        self._stop = True
+
     def close(self) -> None:
         self._stop = True
         self.sock.close()
