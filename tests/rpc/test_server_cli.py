@@ -45,9 +45,8 @@ def test_exec_rpc_server_serves_and_refuses_a_wrong_key() -> None:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(30)
-            proc.stdout.close()  # type: ignore[union-attr]
-        if proc.stdout is not None:
-            proc.stdout.close()
+            if proc.stdout is not None:
+                proc.stdout.close()
 
 
 def test_bad_flags_are_usage_errors() -> None:

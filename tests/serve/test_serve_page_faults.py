@@ -12,16 +12,13 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import subprocess
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import numpy as np
 import pytest
 
 from support.paths import REPO
+from support.serve import served_command
 from tvmrt.serve.server import _MALLOC_ENV, free_port
 
 pytestmark = pytest.mark.skipif(
@@ -49,39 +46,6 @@ serve_forever(InferenceApp([model]), port=int(sys.argv[1]))
 """
 
 
-@contextmanager
-def _server(env: dict[str, str]) -> Iterator[tuple[int, int]]:
-    """(pid, port) of ``serve_forever`` in a child process, stopped on exit."""
-    port = free_port()
-    keep = {k: v for k, v in os.environ.items() if k not in _MALLOC_ENV}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SERVER, str(port)],
-        env={**keep, "PYTHONPATH": str(REPO / "src"), **env},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-                try:
-                    conn.request("GET", "/v2/health/ready")
-                    if conn.getresponse().status == 200:
-                        break
-                finally:
-                    conn.close()
-            except OSError:
-                pass
-            assert proc.poll() is None, f"the server exited with {proc.returncode}"
-            assert time.monotonic() < deadline, "the server was not ready in 60 s"
-            time.sleep(0.1)
-        yield proc.pid, port
-    finally:
-        proc.terminate()
-        proc.wait(30)
-
-
 def _minor_faults(pid: int) -> int:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
@@ -94,7 +58,11 @@ def _faults_per_request(env: dict[str, str]) -> float:
     item["parameters"] = {"binary_data_size": data.nbytes}
     head = json.dumps({"inputs": [item], "parameters": {"binary_data_output": True}}).encode()
     headers = {"Inference-Header-Content-Length": str(len(head))}
-    with _server(env) as (pid, port):
+    port = free_port()
+    command = [sys.executable, "-c", SERVER, str(port)]
+    keep = {k: v for k, v in os.environ.items() if k not in _MALLOC_ENV}
+    with served_command(command, port, {**keep, "PYTHONPATH": str(REPO / "src"), **env}) as served:
+        pid = served.proc.pid
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
 
         def infer() -> None:

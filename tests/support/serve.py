@@ -152,13 +152,21 @@ def tvmrt_serve(
     ``env`` adds to (or overrides) the server's environment, e.g. ``TVMRT_CACHE_DIR``.
     """
     port = free_port(HOST)
+    command = [sys.executable, "-m", "tvmrt", "serve", *args, "--host", HOST, "--port", str(port)]
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), **(env or {})}
+    with served_command(command, port, env, ready_seconds) as served:
+        yield served
+
+
+@contextmanager
+def served_command(
+    command: list[str], port: int, env: dict[str, str], ready_seconds: float = 60
+) -> Iterator[Served]:
+    """A server process started by ``command`` (its whole environment ``env``) that serves
+    on 127.0.0.1:``port``, once it answers ``/v2/health/ready``; stopped as
+    :meth:`Served.stop` does on exit."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tvmrt", "serve", *args, "--host", HOST, "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
     served = Served(port, proc)
     try:
@@ -170,8 +178,8 @@ def tvmrt_serve(
             except OSError:
                 pass
             if proc.poll() is not None:
-                pytest.fail(f"tvmrt serve exited with {proc.returncode}: {proc.stderr.read()}")  # type: ignore[union-attr]
-            assert time.monotonic() < deadline, f"tvmrt serve not ready in {ready_seconds} s"
+                pytest.fail(f"the server exited with {proc.returncode}: {proc.stderr.read()}")  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, f"the server was not ready in {ready_seconds} s"
             time.sleep(0.1)
         yield served
     finally:

@@ -129,7 +129,7 @@ class RPCServer:
         self._stop = True
 
     def close(self) -> None:
-        self._stop = True
+        self.request_stop()
         self.sock.close()
         for conn in self._handshakes:
             conn.close()
