@@ -1,20 +1,19 @@
-"""Build configuration that pyproject.toml cannot express: the native backend library.
+"""Build configuration that pyproject.toml cannot express: tvmrt's native code.
 
-``tvmrt._native_backend`` is a small C library (``src/tvmrt/_native/backend.c``) with the
-services compiled kernels call back into: workspace allocation, the parallel thread pool
-and the error slot. Python loads it with ctypes (see ``tvmrt.runtime._backend``); the
-module-init function only makes it importable. ``sort.c`` adds the runtime functions
-that TOPI's CPU sort kernels call by name (``tvm.contrib.sort.*``); ``isa.c`` scans x86-64
-code for the instruction sets it uses (before a library is loaded). It uses Python's limited
-API, so one build serves every CPython version.
+tvmrt has one native library, ``tvmrt/lib/libtvmrt_runtime.so`` (and ``.a``): the backend
+services compiled kernels call back into (workspace memory, the thread pool, the error slot,
+the system-library table), the CUDA launcher, the runtime functions kernels call by name
+(``sort.c``) and the C runtime (``_native/runtime/*.c``); no Python inside. Python loads it
+with ctypes (``tvmrt.runtime.kernel_services``), C and C++ programs link it, and a process
+holds one copy of it whichever way it came. ``libdlr.so`` is the same objects plus DLR's C
+API (``dlr.h``), for DLR programs. ``make native`` builds the same files into
+``build/native/`` from a checkout.
 
-The same build also makes ``libtvmrt_runtime.so`` and ``libtvmrt_runtime.a`` (the C runtime
-for C and C++ applications: ``services.c`` and its neighbours shared with the extension,
-``sort.c``, and ``_native/runtime/*.c``; no Python inside) and ships them as package data in
-``tvmrt/lib/``, beside the headers in ``tvmrt/include/``, with ``libdlr.so`` (the same objects
-and DLR's C API, ``dlr.h``, for DLR programs). ``make native`` builds the same three
-files into ``build/native/`` from a checkout. Which file goes into which library is written
-once, in ``src/tvmrt/_native/sources.txt``; both builds compile C11.
+``tvmrt._native_backend`` is the CPython glue over it: the prepared kernel and packed calls
+(``backend.c``), which call into the library through addresses Python hands them and link
+nothing of it. It uses Python's limited API, so one build serves every CPython version, and
+makes the wheel a platform (abi3) wheel. Which file goes into which library is written once,
+in ``src/tvmrt/_native/sources.txt``; every file compiles as C11.
 """
 
 from __future__ import annotations
@@ -33,7 +32,6 @@ NATIVE = "src/tvmrt/_native"
 # one language level for every C file of both libraries: C11 (pthreads, GNU extensions)
 _CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra"]
 _CFLAGS += ["-Wno-unused-parameter"]
-_LIBS = ["pthread"] if sys.platform.startswith("linux") else []
 _INCLUDE = [NATIVE, "src/tvmrt/include"]
 
 
@@ -51,7 +49,6 @@ native_backend = Extension(
     include_dirs=_INCLUDE,
     depends=[f"{NATIVE}/sources.txt", *sorted(glob(f"{NATIVE}/*.h"))],
     extra_compile_args=_CFLAGS,
-    libraries=_LIBS,
     define_macros=[("Py_LIMITED_API", "0x030A0000")],
     py_limited_api=True,
     optional=sys.platform == "win32",  # no pthreads there: install without kernel support
@@ -60,6 +57,13 @@ native_backend = Extension(
 RUNTIME_SOURCES = native_sources("runtime")
 DLR_SOURCES = native_sources("dlr")
 RUNTIME_CFLAGS = [*_CFLAGS, "-fPIC"]
+
+
+def _soname(name: str) -> list[str]:
+    """The linker flag that names a shared library (macOS: its install name)."""
+    if sys.platform == "darwin":
+        return [f"-Wl,-install_name,@rpath/{name}"]
+    return [f"-Wl,-soname,{name}"]
 
 
 def _check_toolchain(compiler: object) -> None:
@@ -94,8 +98,8 @@ class BuildWithRuntime(build_ext):
 
     def run(self) -> None:
         super().run()
-        if not sys.platform.startswith("linux"):
-            return  # the C runtime is built and tested on Linux
+        if sys.platform == "win32":
+            return  # no pthreads: the package installs without kernel support
         base = "src" if self.inplace else self.build_lib
         out = os.path.join(base, "tvmrt", "lib")
         os.makedirs(out, exist_ok=True)
@@ -110,7 +114,7 @@ class BuildWithRuntime(build_ext):
             "libtvmrt_runtime.so",
             output_dir=out,
             libraries=["dl", "pthread", "m"],
-            extra_postargs=["-Wl,-soname,libtvmrt_runtime.so"],
+            extra_postargs=_soname("libtvmrt_runtime.so"),
         )
         self.compiler.create_static_lib(objects, "tvmrt_runtime", output_dir=out)
         dlr_objects = self.compiler.compile(
@@ -124,7 +128,7 @@ class BuildWithRuntime(build_ext):
             "libdlr.so",
             output_dir=out,
             libraries=["dl", "pthread", "m"],
-            extra_postargs=["-Wl,-soname,libdlr.so"],
+            extra_postargs=_soname("libdlr.so"),
         )
 
 

@@ -1,9 +1,11 @@
 /*
- * The CPython face of tvmrt's native backend (tvmrt._native_backend): the module init,
+ * The CPython glue of tvmrt's native library (tvmrt._native_backend): the module init,
  * KernelCall, one prepared tvm-ffi kernel call run from C, and PackedCall, one prepared
- * TVMFuncCall of the C runtime. The services themselves
- * (workspace, thread pool, error slot, system-library table) are in services.c, which the
- * native C runtime (libtvmrt_runtime) compiles too.
+ * TVMFuncCall of the C runtime. Everything else native (the services kernels call, the C
+ * runtime) is libtvmrt_runtime, the one native library of the process, which Python loads
+ * with ctypes: this file links nothing of it and calls it only through the addresses
+ * Python gives (bind_runtime, make_kernel_call, make_packed_call), so the process holds one
+ * copy of the services whether Python, a C program or both loaded them.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -20,6 +22,9 @@
 /* tvm-ffi calls are objects of this type instead. Calling one (no arguments) releases    */
 /* the GIL, runs f(NULL, args, num_args, result) and, if the kernel fails, calls the       */
 /* Python `on_error` callable, which raises. The argument memory is owned by `keep`.       */
+
+/* libtvmrt_runtime's tvmrt_clear_last_error, from bind_runtime (NULL: not bound yet) */
+static void (*g_clear_last_error)(void);
 
 typedef struct {
   PyObject_HEAD TVMFFISafeCallType func;
@@ -41,7 +46,7 @@ static PyObject* kernel_call_call(PyObject* self_obj, PyObject* args, PyObject* 
   self->result->type_index = 0;
   self->result->zero_padding = 0;
   self->result->v_int64 = 0;
-  tvmrt_clear_last_error();
+  if (g_clear_last_error != NULL) g_clear_last_error();
   saved = PyEval_SaveThread();
   rc = self->func(NULL, self->args, self->num_args, self->result);
   PyEval_RestoreThread(saved);
@@ -96,6 +101,18 @@ static PyType_Spec kernel_call_spec = {
 };
 
 static PyObject* g_kernel_call_type;
+
+/* bind_runtime(clear_last_error): the runtime's entry point a kernel call clears errors with */
+static PyObject* bind_runtime(PyObject* module, PyObject* args) {
+  unsigned long long clear;
+  if (!PyArg_ParseTuple(args, "K:bind_runtime", &clear)) return NULL;
+  if (clear == 0) {
+    PyErr_SetString(PyExc_ValueError, "bind_runtime: NULL tvmrt_clear_last_error");
+    return NULL;
+  }
+  g_clear_last_error = (void (*)(void))(uintptr_t)clear;
+  Py_RETURN_NONE;
+}
 
 /* make_kernel_call(func, args, num_args, result, on_error, keep) -> KernelCall */
 static PyObject* make_kernel_call(PyObject* module, PyObject* args) {
@@ -221,6 +238,8 @@ static PyObject* make_packed_call(PyObject* module, PyObject* args) {
 }
 
 static PyMethodDef native_backend_methods[] = {
+    {"bind_runtime", bind_runtime, METH_VARARGS,
+     "bind_runtime(clear_last_error): the address of libtvmrt_runtime's error clearing."},
     {"make_kernel_call", make_kernel_call, METH_VARARGS,
      "make_kernel_call(func, args, num_args, result, on_error, keep): a prepared tvm-ffi "
      "kernel call."},
@@ -233,7 +252,7 @@ static PyMethodDef native_backend_methods[] = {
 static struct PyModuleDef native_backend_module = {
     PyModuleDef_HEAD_INIT,
     "_native_backend",
-    "tvmrt's native backend for compiled kernels (mostly used through ctypes).",
+    "CPython glue over libtvmrt_runtime: prepared kernel and packed calls.",
     -1,
     native_backend_methods,
     NULL,

@@ -21,6 +21,7 @@
  * device (set_stream), the device __tvm_set_device selected and whether a kernel timer runs.
  */
 #include <float.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,10 +47,6 @@ typedef int (*cu_text_fn)(int code, const char** out);
 /* the Python launch: kernel id (0: __tvm_set_device), then TVMFuncCall's arguments */
 typedef int (*cold_fn)(int64_t id, TVMValue* args, int* codes, int num_args, TVMValue* ret,
                        int* ret_code);
-
-/* argument kinds, from (type code, bits) as loaders/cuda.py's argument_ctype */
-enum { K_I32, K_U32, K_I64, K_U64, K_F32, K_F64, K_HANDLE };
-enum { CODE_INT = 0, CODE_FLOAT = 2, CODE_HANDLE = 3, CODE_NULL = 4 };
 
 /* A launcher's driver side, for one backend: written before it is published, then only its
    func[] entries are filled in. A launcher moving to another backend (another driver) gets a
@@ -125,7 +122,7 @@ TVM_DLL void* tvmrt_cuda_launcher_new(int64_t id, const char* name, int num_args
   for (int i = 0; i < nslots; ++i)
     if (slots[i] < 0 || slots[i] > 5) return NULL;
   for (int i = 0; i < num_args; ++i)
-    if (kinds[i] > K_HANDLE) return NULL;
+    if (kinds[i] > TVMRT_CUDA_HANDLE) return NULL;
   pthread_mutex_lock(&g_mu);
   if (g_used < SLAB * SLABS) {
     int slab = g_used / SLAB;
@@ -203,39 +200,56 @@ static void error_text(const binding* b, int code, char* out, size_t size) {
   else snprintf(out, size, "%s", name);
 }
 
-/* Pack argument i into *slot; 0, or -1 if Python must decide (type code, float range). */
-static int pack(int kind, TVMValue value, int code, uint64_t* slot) {
+TVM_DLL int tvmrt_cuda_arg_kind(int code, int bits, int lanes) {
+  if (lanes != 1) return -1;
+  if (code == kDLInt) return bits == 32 ? TVMRT_CUDA_I32 : bits == 64 ? TVMRT_CUDA_I64 : -1;
+  if (code == kDLUInt) return bits == 32 ? TVMRT_CUDA_U32 : bits == 64 ? TVMRT_CUDA_U64 : -1;
+  if (code == kDLFloat) return bits == 32 ? TVMRT_CUDA_F32 : bits == 64 ? TVMRT_CUDA_F64 : -1;
+  if (code == kTVMOpaqueHandle) return bits == 64 ? TVMRT_CUDA_HANDLE : -1; /* DataType handle */
+  return -1;
+}
+
+/* float32 of d as round-to-nearest gives it, also beyond the range a C cast is defined on */
+static float to_float32(double d) {
+  const double tie = (double)FLT_MAX + ldexp(1.0, 103); /* half an ulp above FLT_MAX */
+  if (d > FLT_MAX) return d < tie ? FLT_MAX : INFINITY;
+  if (d < -FLT_MAX) return d > -tie ? -FLT_MAX : -INFINITY;
+  return (float)d; /* NaN stays NaN */
+}
+
+int tvmrt_cuda_pack_arg(int kind, TVMValue value, int code, uint64_t* slot) {
+  int integer = code == kDLInt || code == kDLUInt;
   *slot = 0;
   switch (kind) {
-    case K_I32:
-    case K_U32: {
-      uint32_t v = (uint32_t)(uint64_t)value.v_int64; /* ctypes masks to the width */
-      if (code != CODE_INT) return -1;
+    case TVMRT_CUDA_I32:
+    case TVMRT_CUDA_U32: {
+      uint32_t v = (uint32_t)(uint64_t)value.v_int64; /* masked to the width, as ctypes */
+      if (!integer) return -1;
       memcpy(slot, &v, sizeof(v));
       return 0;
     }
-    case K_I64:
-    case K_U64:
-      if (code != CODE_INT) return -1;
+    case TVMRT_CUDA_I64:
+    case TVMRT_CUDA_U64:
+      if (!integer) return -1;
       memcpy(slot, &value.v_int64, sizeof(value.v_int64));
       return 0;
-    case K_F32: {
+    case TVMRT_CUDA_F32: {
       float f;
-      double d = value.v_float64;
-      if (code != CODE_FLOAT || d > FLT_MAX || d < -FLT_MAX) return -1; /* inf, NaN: Python */
-      f = (float)d;
+      if (code != kDLFloat) return -1;
+      f = to_float32(value.v_float64);
       memcpy(slot, &f, sizeof(f));
       return 0;
     }
-    case K_F64:
-      if (code != CODE_FLOAT) return -1;
+    case TVMRT_CUDA_F64:
+      if (code != kDLFloat) return -1;
       memcpy(slot, &value.v_float64, sizeof(value.v_float64));
       return 0;
-    default: /* K_HANDLE: a device address, or a null handle (0) */
-      if (code == CODE_NULL) return 0;
-      if (code != CODE_HANDLE) return -1;
+    case TVMRT_CUDA_HANDLE: /* a device address, or a null handle (0) */
+      if (code == kTVMNullptr) return 0;
+      if (code != kTVMOpaqueHandle) return -1;
       *slot = (uint64_t)(uintptr_t)value.v_handle;
       return 0;
+    default: return -1;
   }
 }
 
@@ -258,13 +272,16 @@ static int launcher_call(void* self, TVMValue* args, int* codes, int num_args, T
   func = __atomic_load_n(&b->func[dev], __ATOMIC_ACQUIRE);
   if (func == NULL) return cold(id, args, codes, num_args, ret, ret_code);
   for (int i = 0; i < n; ++i) {
-    if (pack(l->kinds[i], args[i], codes[i], &values[i]) != 0)
+    double d = args[i].v_float64; /* beyond float32: the Python launch rounds it (the same) */
+    if (l->kinds[i] == TVMRT_CUDA_F32 && codes[i] == kDLFloat && (d > FLT_MAX || d < -FLT_MAX))
+      return cold(id, args, codes, num_args, ret, ret_code);
+    if (tvmrt_cuda_pack_arg(l->kinds[i], args[i], codes[i], &values[i]) != 0)
       return cold(id, args, codes, num_args, ret, ret_code);
     params[i] = &values[i];
   }
   for (int j = 0; j < l->nslots + l->dyn; ++j) {
     int64_t v = args[n + j].v_int64;
-    if (codes[n + j] != CODE_INT || v > (int64_t)UINT32_MAX)
+    if (codes[n + j] != kTVMArgInt || v > (int64_t)UINT32_MAX)
       return cold(id, args, codes, num_args, ret, ret_code);
     if (j == l->nslots) { /* the dynamic shared memory size */
       if (v < 0 || v >= SMEM_LIMIT) return cold(id, args, codes, num_args, ret, ret_code);
@@ -280,7 +297,7 @@ static int launcher_call(void* self, TVMValue* args, int* codes, int num_args, T
   else
     rc = b->launch(func, (unsigned)size[0], (unsigned)size[1], (unsigned)size[2], (unsigned)size[3],
                    (unsigned)size[4], (unsigned)size[5], (unsigned)smem, stream, params, NULL);
-  *ret_code = CODE_NULL;
+  *ret_code = kTVMNullptr;
   if (rc == 0) return 0;
   /* the text the Python launch reports (loaders/cuda.py, kernel_callbacks._report) */
   error_text(b, rc, text, sizeof(text));
@@ -295,8 +312,8 @@ static int launcher_call(void* self, TVMValue* args, int* codes, int num_args, T
 
 /* __tvm_set_device: kDLCUDA with a device id is recorded here; anything else goes to Python. */
 static int set_device_fn(TVMValue* args, int* codes, int num_args, TVMValue* ret, int* ret_code) {
-  if (__atomic_load_n(&g_enabled, __ATOMIC_RELAXED) && num_args == 2 && codes[0] == CODE_INT &&
-      codes[1] == CODE_INT && args[0].v_int64 == kDLCUDA && args[1].v_int64 >= 0 &&
+  if (__atomic_load_n(&g_enabled, __ATOMIC_RELAXED) && num_args == 2 && codes[0] == kTVMArgInt &&
+      codes[1] == kTVMArgInt && args[0].v_int64 == kDLCUDA && args[1].v_int64 >= 0 &&
       args[1].v_int64 < DEVICES) {
     t_device = (int)args[1].v_int64;
     return 0;

@@ -1,6 +1,6 @@
 /*
  * The function environment kernels see: TVMBackendGetFuncFromEnv and TVMFuncCall,
- * forwarded to callbacks the host installs (the Python side or the C runtime), the
+ * answered by the C runtime for what it made and by the host (Python) for the rest, the
  * tables of functions implemented in C (sort.c), the blocks of C objects called with
  * themselves (cuda_launch.c's launchers), and the tvm-ffi lookups and calls, which
  * go to the same environment (see services.c for the whole picture).
@@ -14,17 +14,32 @@
 #include "services.h"
 
 /* ------------------------------------------------------------------------------------ */
-/* Function environment, forwarded to callbacks installed by the Python side             */
+/* Function environment: the C runtime's own contexts and handles, then the host's        */
 
-static tvmrt_getfunc_cb g_getfunc;
+static tvmrt_getfunc_cb g_getfunc; /* the host (Python) */
 static tvmrt_funccall_cb g_funccall;
+static tvmrt_owns_cb g_rt_owns_ctx, g_rt_owns_func; /* the C runtime (globals.c) */
+static tvmrt_getfunc_cb g_rt_getfunc;
+static tvmrt_funccall_cb g_rt_funccall;
 
 TVM_DLL void tvmrt_set_env_callbacks(tvmrt_getfunc_cb getfunc, tvmrt_funccall_cb funccall) {
   g_getfunc = getfunc;
   g_funccall = funccall;
 }
 
+void tvmrt_set_runtime_env(tvmrt_owns_cb owns_ctx, tvmrt_getfunc_cb getfunc,
+                           tvmrt_owns_cb owns_func, tvmrt_funccall_cb funccall) {
+  g_rt_owns_ctx = owns_ctx;
+  g_rt_getfunc = getfunc;
+  g_rt_owns_func = owns_func;
+  g_rt_funccall = funccall;
+}
+
 TVM_DLL int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name, void** out) {
+  /* the runtime's context; anything else is the host's, and with no host, the runtime
+     says what is wrong with it */
+  if (g_rt_getfunc != NULL && (g_getfunc == NULL || g_rt_owns_ctx(mod_node)))
+    return g_rt_getfunc(mod_node, func_name, out);
   if (g_getfunc == NULL) {
     tvmrt_fail("", "%s", "TVMBackendGetFuncFromEnv: the tvmrt function environment is not set up");
     return -1;
@@ -121,6 +136,8 @@ TVM_DLL int TVMFuncCall(void* func, TVMValue* args, int* arg_type_codes, int num
     *ret_type_code = 4;
     return closure(func, args, arg_type_codes, num_args, ret_val, ret_type_code);
   }
+  if (g_rt_funccall != NULL && (g_funccall == NULL || g_rt_owns_func(func)))
+    return g_rt_funccall(func, args, arg_type_codes, num_args, ret_val, ret_type_code);
   if (g_funccall == NULL) {
     tvmrt_fail("", "%s", "TVMFuncCall: the tvmrt function environment is not set up");
     return -1;

@@ -30,6 +30,8 @@
 int tvmrt_fail(const char* kind, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 const char* tvmrt_peek_last_error(void);
 void tvmrt_clear_last_error(void);
+/* the thread's last error, taken: the message, and its kind in *kind ("" for none) */
+TVM_DLL const char* tvmrt_take_last_error(const char** kind);
 
 /* ------------------------------------------------------------------------------------ */
 /* tvm-ffi's call convention (for prepared calls and timing)                             */
@@ -78,16 +80,51 @@ typedef int (*tvmrt_closure_fn)(void* self, TVMValue* args, int* codes, int num_
 #define TVMRT_CLOSURE_BLOCKS 64
 int tvmrt_register_closure_block(const void* base, size_t stride, int count, tvmrt_closure_fn fn);
 
-/* the host's answers to TVMBackendGetFuncFromEnv and TVMFuncCall (Python or the C runtime) */
+/* The answers to TVMBackendGetFuncFromEnv and TVMFuncCall come from two places in one
+   process: the C runtime answers for the module contexts and function handles it made
+   (tvmrt_set_runtime_env, from globals.c), and the host (Python, through
+   tvmrt_set_env_callbacks) for everything else. */
 typedef int (*tvmrt_getfunc_cb)(void* mod_ctx, const char* name, void** out);
 typedef int (*tvmrt_funccall_cb)(void* handle, TVMValue* args, int* codes, int num_args,
                                  TVMValue* ret_val, int* ret_code);
+typedef int (*tvmrt_owns_cb)(const void* handle); /* whether a context or handle is its own */
 TVM_DLL void tvmrt_set_env_callbacks(tvmrt_getfunc_cb getfunc, tvmrt_funccall_cb funccall);
+void tvmrt_set_runtime_env(tvmrt_owns_cb owns_ctx, tvmrt_getfunc_cb getfunc,
+                           tvmrt_owns_cb owns_func, tvmrt_funccall_cb funccall);
+
+/* workspace.c: TVMBackendAllocWorkspace on devices other than the CPU, from the host (Python)
+   once it installs its allocator, else from the C runtime for the device type it serves; the
+   runtime's free returns 1 (no error set) for a pointer it did not allocate */
+typedef void* (*tvmrt_dev_alloc_cb)(int device_type, int device_id, uint64_t nbytes);
+typedef int (*tvmrt_dev_free_cb)(int device_type, int device_id, void* ptr);
+TVM_DLL void tvmrt_set_device_workspace_callbacks(tvmrt_dev_alloc_cb alloc, tvmrt_dev_free_cb fr);
+void tvmrt_set_runtime_device_workspace(int device_type, tvmrt_dev_alloc_cb alloc,
+                                        tvmrt_dev_free_cb fr);
+
+/* cuda_launch.c: how a CUDA kernel takes each argument (TVM's PackFuncVoidAddr), the one table
+   both launchers (this one for Python's engine, runtime/cuda_module.c for the C runtime's)
+   and the Python side read */
+enum {
+  TVMRT_CUDA_I32,
+  TVMRT_CUDA_U32,
+  TVMRT_CUDA_I64,
+  TVMRT_CUDA_U64,
+  TVMRT_CUDA_F32,
+  TVMRT_CUDA_F64,
+  TVMRT_CUDA_HANDLE
+};
+/* the kind of an argument of DLDataType (code, bits, lanes), or -1: not a device argument */
+TVM_DLL int tvmrt_cuda_arg_kind(int code, int bits, int lanes);
+/* pack a TVMValue of type code `code` as an argument of `kind` into *slot (32-bit values
+   narrowed, float32 rounded as a C cast would, out of range to +-inf); 0, or -1 when the type
+   code does not fit the kind (no error set) */
+int tvmrt_cuda_pack_arg(int kind, TVMValue value, int code, uint64_t* slot);
 
 /* system_lib.c, thread_pool.c, sort.c */
 TVM_DLL void* tvmrt_system_lib_lookup(const char* name);
 TVM_DLL int64_t tvmrt_system_lib_generation(void);
 TVM_DLL int tvmrt_set_num_threads(int n);
+int tvmrt_set_num_threads_unless_set(int n); /* the size, where none was set yet */
 TVM_DLL const void* tvmrt_native_function(const char* name);
 
 #endif /* TVMRT_NATIVE_H_ */

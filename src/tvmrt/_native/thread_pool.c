@@ -405,6 +405,17 @@ TVM_DLL int tvmrt_set_num_threads(int n) {
   return n;
 }
 
+/* The C runtime's start-up sizing (TVM_NUM_THREADS for C programs): only a pool nobody has
+ * sized yet takes it, so Python's choice, or an application's tvmrt_set_num_threads, stands. */
+int tvmrt_set_num_threads_unless_set(int n) {
+  int sized;
+  pool_ready();
+  pthread_mutex_lock(&g_config_mu);
+  sized = LOAD(&g_pool.num_threads) > 0;
+  pthread_mutex_unlock(&g_config_mu);
+  return sized ? tvmrt_get_num_threads() : tvmrt_set_num_threads(n);
+}
+
 TVM_DLL void tvmrt_set_spin_count(int n) {
   pool_ready();
   g_spin_count = n < 0 ? 0 : n;

@@ -13,15 +13,27 @@
 /* A thread caches at most this many bytes of freed workspace; beyond, frees go to the OS. */
 static size_t g_cache_limit = (size_t)1 << 30;
 
-/* Workspace on other devices (OpenCL, ...) is allocated by the Python device layer. */
-typedef void* (*tvmrt_dev_alloc_cb)(int device_type, int device_id, uint64_t nbytes);
-typedef int (*tvmrt_dev_free_cb)(int device_type, int device_id, void* ptr);
+/* Workspace on other devices: the host's allocator (the Python device layer, once it has
+   loaded a device module: CUDA, OpenCL, emulated devices) where one is installed, else the C
+   runtime's for the device type it serves (kDLCUDA, registered when the library loads). A
+   block goes back to whichever made it: the runtime's free answers 1 for a pointer it did
+   not hand out. */
 static tvmrt_dev_alloc_cb g_dev_alloc;
 static tvmrt_dev_free_cb g_dev_free;
+static int g_rt_dev_type = -1;
+static tvmrt_dev_alloc_cb g_rt_dev_alloc;
+static tvmrt_dev_free_cb g_rt_dev_free;
 
 TVM_DLL void tvmrt_set_device_workspace_callbacks(tvmrt_dev_alloc_cb alloc, tvmrt_dev_free_cb fr) {
   g_dev_alloc = alloc;
   g_dev_free = fr;
+}
+
+void tvmrt_set_runtime_device_workspace(int device_type, tvmrt_dev_alloc_cb alloc,
+                                        tvmrt_dev_free_cb fr) {
+  g_rt_dev_alloc = alloc;
+  g_rt_dev_free = fr;
+  g_rt_dev_type = device_type;
 }
 
 static void set_device_error(const char* func, int device_type) {
@@ -77,6 +89,7 @@ TVM_DLL void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t 
   COUNT(ts, ST_WS_ALLOCS, 1);
   if (device_type != kDLCPU) {
     if (g_dev_alloc != NULL) return g_dev_alloc(device_type, device_id, nbytes);
+    if (device_type == g_rt_dev_type) return g_rt_dev_alloc(device_type, device_id, nbytes);
     set_device_error("TVMBackendAllocWorkspace", device_type);
     return NULL;
   }
@@ -122,6 +135,17 @@ TVM_DLL int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) {
   if (ts != NULL) COUNT(ts, ST_WS_FREES, 1);
   if (ptr == NULL) return 0;
   if (device_type != kDLCPU) {
+    if (device_type == g_rt_dev_type) {
+      int rc = g_rt_dev_free(device_type, device_id, ptr);
+      if (rc != 1) return rc;
+      if (g_dev_free == NULL) {
+        tvmrt_fail("",
+                   "TVMBackendFreeWorkspace: %p is not workspace of device type %d allocated "
+                   "by TVMBackendAllocWorkspace",
+                   ptr, device_type);
+        return -1;
+      }
+    }
     if (g_dev_free != NULL) return g_dev_free(device_type, device_id, ptr);
     set_device_error("TVMBackendFreeWorkspace", device_type);
     return -1;

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from tvmrt.error import RPCProtocolError
 from tvmrt.rpc.wire import DEFAULT_LIMITS, Limits
+from tvmrt.runtime._ctypes_api import ArgTypeCode, FFITypeIndex
 
 __all__ = [
     "Dialect",
@@ -71,45 +72,45 @@ class Kind(enum.Enum):
 
 # TVM <= 0.20 type codes (include/tvm/runtime/c_runtime_api.h)
 _LEGACY: dict[Kind, int] = {
-    Kind.INT: 0,
-    Kind.UINT: 1,
-    Kind.FLOAT: 2,
-    Kind.OPAQUE: 3,
-    Kind.NULL: 4,
-    Kind.DTYPE: 5,
-    Kind.DEVICE: 6,
-    Kind.TENSOR: 7,
-    Kind.OBJECT: 8,
-    Kind.MODULE: 9,
-    Kind.FUNC: 10,
-    Kind.STR: 11,
-    Kind.BYTES: 12,
-    Kind.NDARRAY: 13,
-    Kind.BOOL: 15,
+    Kind.INT: ArgTypeCode.INT,
+    Kind.UINT: ArgTypeCode.UINT,
+    Kind.FLOAT: ArgTypeCode.FLOAT,
+    Kind.OPAQUE: ArgTypeCode.HANDLE,
+    Kind.NULL: ArgTypeCode.NULL,
+    Kind.DTYPE: ArgTypeCode.TVM_TYPE,
+    Kind.DEVICE: ArgTypeCode.DLDEVICE,
+    Kind.TENSOR: ArgTypeCode.DLTENSOR_HANDLE,
+    Kind.OBJECT: ArgTypeCode.OBJECT_HANDLE,
+    Kind.MODULE: ArgTypeCode.MODULE_HANDLE,
+    Kind.FUNC: ArgTypeCode.PACKED_FUNC_HANDLE,
+    Kind.STR: ArgTypeCode.STR,
+    Kind.BYTES: ArgTypeCode.BYTES,
+    Kind.NDARRAY: ArgTypeCode.NDARRAY_HANDLE,
+    Kind.BOOL: ArgTypeCode.BOOL,
 }
 # TVM >= 0.21 type indices (tvm/ffi/c_api.h); 115 is the runtime's RPCObjectRef
 _FFI: dict[Kind, int] = {
-    Kind.NULL: 0,
-    Kind.INT: 1,
-    Kind.BOOL: 2,
-    Kind.FLOAT: 3,
-    Kind.OPAQUE: 4,
-    Kind.DTYPE: 5,
-    Kind.DEVICE: 6,
-    Kind.TENSOR: 7,
-    Kind.STR: 8,
-    Kind.BYTES: 9,
-    Kind.FFI_STR: 65,
-    Kind.FFI_BYTES: 66,
-    Kind.FUNC: 68,
-    Kind.NDARRAY: 70,
-    Kind.MODULE: 73,
-    Kind.OBJECT: 115,
+    Kind.NULL: FFITypeIndex.NONE,
+    Kind.INT: FFITypeIndex.INT,
+    Kind.BOOL: FFITypeIndex.BOOL,
+    Kind.FLOAT: FFITypeIndex.FLOAT,
+    Kind.OPAQUE: FFITypeIndex.OPAQUE_PTR,
+    Kind.DTYPE: FFITypeIndex.DATA_TYPE,
+    Kind.DEVICE: FFITypeIndex.DEVICE,
+    Kind.TENSOR: FFITypeIndex.DLTENSOR_PTR,
+    Kind.STR: FFITypeIndex.RAW_STR,
+    Kind.BYTES: FFITypeIndex.BYTE_ARRAY_PTR,
+    Kind.FFI_STR: FFITypeIndex.STR,
+    Kind.FFI_BYTES: FFITypeIndex.BYTES,
+    Kind.FUNC: FFITypeIndex.FUNCTION,
+    Kind.NDARRAY: FFITypeIndex.TENSOR,
+    Kind.MODULE: FFITypeIndex.MODULE,
+    Kind.OBJECT: 115,  # RPCObjectRef: a type the runtime registers, not a static index
 }
 _CODES = {Dialect.LEGACY: _LEGACY, Dialect.FFI: _FFI}
 _KINDS = {d: {v: k for k, v in table.items()} for d, table in _CODES.items()}
 _LEGACY_RPC_OBJECT_REF = 9  # the object type index TVM <= 0.20 sends after code 8
-_FFI_OBJECT_BEGIN = 64
+_FFI_OBJECT_BEGIN = FFITypeIndex.STATIC_OBJECT_BEGIN
 
 
 def type_code(dialect: Dialect, kind: Kind) -> int:

@@ -1,13 +1,18 @@
-"""ctypes mirrors of the C structures compiled kernels and DLPack exchange read.
+"""ctypes mirrors of the C structures compiled kernels and DLPack exchange read, and the
+one copy in Python of the C API's type codes.
 
 Layouts are for LP64 platforms (x86-64 and aarch64 Linux: 8-byte pointers and
 ``int64_t``, natural alignment), as ``dlpack/dlpack.h`` and ``tvm/runtime/c_runtime_api.h``
-under ``src/tvmrt/include`` declare them.
+under ``src/tvmrt/include`` declare them. :class:`ArgTypeCode` is ``TVMArgTypeCode`` of that
+header (TVM v0.19's ``tvm._ffi.runtime_ctypes.ArgTypeCode``); :class:`FFITypeIndex` is
+tvm-ffi's ``TVMFFITypeIndex`` (TVM >= 0.22). A type code appears in the Python source as a
+member of one of them, never as a number (``tests/runtime/test_type_codes.py``).
 """
 
 from __future__ import annotations
 
 import ctypes
+import enum
 
 __all__ = [
     "DLDevice",
@@ -23,12 +28,60 @@ __all__ = [
     "TVM_CALL_ARGTYPES",
     "TVMParallelGroupEnv",
     "TVMFFIAny",
-    "TVM_DLTENSOR_HANDLE",
-    "FFI_DLTENSOR_PTR",
+    "ArgTypeCode",
+    "FFITypeIndex",
 ]
 
-TVM_DLTENSOR_HANDLE = 7  # legacy TVMArgTypeCode kTVMDLTensorHandle
-FFI_DLTENSOR_PTR = 7  # tvm-ffi TVMFFITypeIndex kTVMFFIDLTensorPtr
+
+class ArgTypeCode(enum.IntEnum):
+    """``TVMArgTypeCode``: what a ``TVMValue`` of the legacy packed-function ABI holds."""
+
+    INT = 0  # kTVMArgInt (kDLInt)
+    UINT = 1  # kDLUInt
+    FLOAT = 2  # kTVMArgFloat (kDLFloat)
+    HANDLE = 3  # kTVMOpaqueHandle
+    NULL = 4  # kTVMNullptr
+    TVM_TYPE = 5  # kTVMDataType
+    DLDEVICE = 6  # kDLDevice
+    DLTENSOR_HANDLE = 7  # kTVMDLTensorHandle
+    OBJECT_HANDLE = 8  # kTVMObjectHandle
+    MODULE_HANDLE = 9  # kTVMModuleHandle
+    PACKED_FUNC_HANDLE = 10  # kTVMPackedFuncHandle
+    STR = 11  # kTVMStr
+    BYTES = 12  # kTVMBytes
+    NDARRAY_HANDLE = 13  # kTVMNDArrayHandle
+    OBJECT_RVALUE_REF_ARG = 14  # kTVMObjectRValueRefArg
+    BOOL = 15  # kTVMArgBool
+    EXT_BEGIN = 16  # kTVMExtBegin
+
+
+class FFITypeIndex(enum.IntEnum):
+    """tvm-ffi's ``TVMFFITypeIndex`` (TVM >= 0.22; TVM 0.21 numbered the objects from 71:
+    ``Shape`` 71, ``NDArray`` 72)."""
+
+    NONE = 0
+    INT = 1
+    BOOL = 2
+    FLOAT = 3
+    OPAQUE_PTR = 4
+    DATA_TYPE = 5
+    DEVICE = 6
+    DLTENSOR_PTR = 7
+    RAW_STR = 8
+    BYTE_ARRAY_PTR = 9
+    OBJECT_RVALUE_REF = 10
+    SMALL_STR = 11
+    SMALL_BYTES = 12
+    STATIC_OBJECT_BEGIN = 64
+    STR = 65
+    BYTES = 66
+    ERROR = 67
+    FUNCTION = 68
+    SHAPE = 69
+    TENSOR = 70
+    ARRAY = 71
+    MAP = 72
+    MODULE = 73
 
 
 class DLDevice(ctypes.Structure):

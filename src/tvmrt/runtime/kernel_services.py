@@ -1,14 +1,17 @@
 """Kernel services: what compiled kernels call into (workspace, parallel launch, errors).
 
-The services live in a small C library built with the package (``tvmrt._native_backend``,
-sources ``src/tvmrt/_native/services.c`` and its neighbours, shared with the C runtime
-``libtvmrt_runtime``): a 64-byte aligned caching workspace allocator, a
-persistent pthread pool for ``TVMBackendParallelLaunch``, and the thread-local error slot.
-One implementation serves both kernel ABIs. Loaders write the addresses from
-:func:`slot_addresses` (legacy) or :func:`ffi_symbol_addresses` (tvm-ffi) into a kernel
+The services live in tvmrt's one native library, ``tvmrt/lib/libtvmrt_runtime.so``
+(``src/tvmrt/_native/services.c`` and its neighbours, beside the C runtime): a 64-byte
+aligned caching workspace allocator, a persistent pthread pool for
+``TVMBackendParallelLaunch``, and the thread-local error slot. Python loads it here with
+ctypes; the C runtime's engines (the Relay VM, ...) and C programs use the same library, so a
+process holds one copy of the services, one pool and one error slot per thread, whoever
+loaded it first. One implementation serves both kernel ABIs. Loaders write the addresses
+from :func:`slot_addresses` (legacy) or :func:`ffi_symbol_addresses` (tvm-ffi) into a kernel
 library's ``__TVMBackend*`` / ``__TVMFFI*`` slots, or into the GOT entries of the names it
-imports; kernels then call into C without touching Python. :func:`make_kernel_call`
-builds the native object the graph executor calls once per tvm-ffi kernel.
+imports; kernels then call into C without touching Python. :func:`make_kernel_call` builds
+the native object (``tvmrt._native_backend``, CPython glue that links nothing of the
+library) the graph executor calls once per tvm-ffi kernel.
 
 The library is loaded with ``RTLD_LOCAL``. :func:`make_global` promotes it to
 ``RTLD_GLOBAL`` when a library is about to be loaded that *imports* the backend
@@ -19,7 +22,8 @@ global, these definitions also take precedence for libraries loaded later (for e
 entry points are exported under ``tvmrt_``-prefixed names for the same reason.
 
 Only ``TVMBackendGetFuncFromEnv`` and ``TVMFuncCall`` (``call_packed`` externs, rare)
-come back into Python, through the callbacks of :mod:`tvmrt.runtime.kernel_callbacks`; a
+come back into Python, through the callbacks of :mod:`tvmrt.runtime.kernel_callbacks`, and
+only for the module contexts and handles Python made (the C runtime answers for its own); a
 lookup that finds a function implemented in C (the ``tvm.contrib.sort`` family,
 ``src/tvmrt/_native/sort.c``) hands out its native handle, which ``TVMFuncCall`` runs
 without Python.
@@ -28,12 +32,13 @@ without Python.
 from __future__ import annotations
 
 import ctypes
-import importlib.util
+import importlib
 import os
 import threading
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tvmrt.error import ArgumentTypeError, InvalidArgumentError, ModuleLoadError, TVMError
@@ -48,7 +53,6 @@ __all__ = [
     "make_global",
     "num_threads",
     "set_num_threads",
-    "follow_num_threads",
     "set_spin_count",
     "slot_addresses",
     "ffi_error_addresses",
@@ -66,6 +70,7 @@ __all__ = [
 ]
 
 _EXTENSION = "tvmrt._native_backend"
+_LIBRARY = Path(__file__).resolve().parents[1] / "lib" / "libtvmrt_runtime.so"
 
 # Context slots a kernel library may define ("__" + name), and the C function for each.
 SLOT_FUNCTIONS = (
@@ -79,6 +84,10 @@ SLOT_FUNCTIONS = (
 )
 # Functions a C-target kernel library may import by name (resolved once the backend is global).
 PROVIDED_SYMBOLS = frozenset(SLOT_FUNCTIONS)
+# The TVM* functions a library Python loads may import: the services above and the system
+# library's registration. The native library also exports the C runtime's API (TVMArrayAlloc,
+# ...), whose objects the Python engine does not take: an import of one is refused by name.
+HOST_SYMBOLS = PROVIDED_SYMBOLS | {"TVMBackendRegisterSystemLibSymbol"}
 
 # What tvm-ffi kernel libraries may call, by the C name they use (as a "__" + name slot, or
 # as an undefined import whose GOT entry the loader patches), and the backend function
@@ -110,8 +119,6 @@ _STAT_NAMES = (
 
 _lock = threading.RLock()
 _lib: ctypes.CDLL | None = None
-_path: str | None = None
-_followers: list[Callable[[int], object]] = []
 _global = False
 
 
@@ -148,23 +155,19 @@ class BackendStats:
 
 
 def library_path() -> str:
-    """Path of the native backend library.
+    """Path of the native library (``tvmrt/lib/libtvmrt_runtime.so``).
 
     Raises
     ------
     ModuleLoadError
         If the package was installed without building it.
     """
-    global _path
-    if _path is None:
-        spec = importlib.util.find_spec(_EXTENSION)
-        if spec is None or spec.origin is None:
-            raise ModuleLoadError(
-                f"the native backend {_EXTENSION!r} is not built; reinstall tvmrt with a C "
-                "compiler available (pip install -e . builds it)"
-            )
-        _path = spec.origin
-    return _path
+    if not _LIBRARY.is_file():
+        raise ModuleLoadError(
+            f"tvmrt's native library {_LIBRARY} is not built; reinstall tvmrt with a C "
+            "compiler available (pip install -e . builds it)"
+        )
+    return str(_LIBRARY)
 
 
 def native_library() -> ctypes.CDLL:
@@ -193,7 +196,7 @@ def _load(path: str) -> None:
     try:
         lib = ctypes.CDLL(path, mode=os.RTLD_NOW | os.RTLD_LOCAL)
     except OSError as exc:
-        raise ModuleLoadError(f"cannot load the native backend {path!r}: {exc}") from exc
+        raise ModuleLoadError(f"cannot load tvmrt's native library {path!r}: {exc}") from exc
     c_int, c_char_p = ctypes.c_int, ctypes.c_char_p
     lib.tvmrt_get_num_threads.restype = c_int
     lib.tvmrt_get_num_threads.argtypes = []
@@ -221,7 +224,19 @@ def _load(path: str) -> None:
     lib.tvmrt_clear_last_error.restype = None
     lib.tvmrt_clear_last_error.argtypes = []
     _resize_pool(lib, default_num_threads())  # the environment is parsed on this side only
+    _glue().bind_runtime(_address(lib, "tvmrt_clear_last_error"))
     _lib = lib
+
+
+def _glue() -> Any:
+    """``tvmrt._native_backend``: the prepared calls (ModuleLoadError if it is not built)."""
+    try:
+        return importlib.import_module(_EXTENSION)
+    except ImportError as exc:
+        raise ModuleLoadError(
+            f"tvmrt's CPython glue {_EXTENSION!r} is not built; reinstall tvmrt with a C "
+            "compiler available (pip install -e . builds it)"
+        ) from exc
 
 
 def make_global() -> None:
@@ -276,14 +291,6 @@ def set_num_threads(n: int) -> None:
             f"use, at least 64), got {n}"
         )
     _resize_pool(native_library(), n or default_num_threads())
-    for follow in list(_followers):
-        follow(n or default_num_threads())
-
-
-def follow_num_threads(resize: Callable[[int], object]) -> None:
-    """Call ``resize(n)`` whenever :func:`set_num_threads` resizes the pool (the C runtime's
-    own pool, when the Relay VM runs there, follows this one)."""
-    _followers.append(resize)
 
 
 def _resize_pool(lib: ctypes.CDLL, n: int) -> None:
@@ -366,8 +373,7 @@ def make_kernel_call(
     About 50 ns per call, where a ctypes call costs 280-350 ns (bench/README.md).
     """
     native_library()  # the services the kernel calls into are set up
-    extension: Any = importlib.import_module(_EXTENSION)
-    call: Callable[[], None] = extension.make_kernel_call(
+    call: Callable[[], None] = _glue().make_kernel_call(
         func, args, num_args, result, on_error, keep
     )
     return call
@@ -376,13 +382,11 @@ def make_kernel_call(
 def make_packed_call(
     tvm_func_call: int, handle: int, values: int, codes: int, capacity: int, ret: int, code: int
 ) -> Callable[[int], int]:
-    """A prepared ``TVMFuncCall`` of another C runtime (``libtvmrt_runtime``'s): calling it
-    with the argument count ``n`` releases the GIL and returns ``tvm_func_call(handle,
-    values, codes, n, ret, code)``'s status. The caller owns and fills the buffers (at most
-    ``capacity`` arguments) and keeps them alive. About a microsecond less per call than
-    the same call through ctypes."""
-    extension: Any = importlib.import_module(_EXTENSION)
-    call: Callable[[int], int] = extension.make_packed_call(
+    """A prepared ``TVMFuncCall`` of the C runtime: calling it with the argument count ``n``
+    releases the GIL and returns ``tvm_func_call(handle, values, codes, n, ret, code)``'s
+    status. The caller owns and fills the buffers (at most ``capacity`` arguments) and keeps
+    them alive. About a microsecond less per call than the same call through ctypes."""
+    call: Callable[[int], int] = _glue().make_packed_call(
         tvm_func_call, handle, values, codes, capacity, ret, code
     )
     return call

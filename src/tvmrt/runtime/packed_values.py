@@ -1,7 +1,8 @@
 """Conversion between Python values and the legacy packed-function ABI (``TVMValue`` + code).
 
-Type codes are those of ``TVMArgTypeCode`` (``src/tvmrt/include/tvm/runtime/
-c_runtime_api.h``, TVM v0.19's values); tensors always travel as code 7 (``DLTensor*``).
+Type codes are :class:`~tvmrt.runtime._ctypes_api.ArgTypeCode` (``TVMArgTypeCode`` of
+``src/tvmrt/include/tvm/runtime/c_runtime_api.h``, TVM v0.19's values); tensors always
+travel as ``DLTENSOR_HANDLE`` (``DLTensor*``).
 """
 
 from __future__ import annotations
@@ -14,15 +15,17 @@ from typing import Any
 import numpy as np
 
 from tvmrt.error import ArgumentTypeError, ArrayError
-from tvmrt.runtime._ctypes_api import DLTensor, TVMValue
+from tvmrt.runtime._ctypes_api import ArgTypeCode, DLTensor, TVMValue
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.ndarray import NDArray
 
 __all__ = ["pack_args", "from_tvm_value", "to_tvm_value", "ndarray_from_dltensor"]
 
-INT, UINT, FLOAT, HANDLE, NULL, DATATYPE, DEVICE, DLTENSOR = 0, 1, 2, 3, 4, 5, 6, 7
-OBJECT, MODULE, FUNC, STR, BYTES, NDARRAY = 8, 9, 10, 11, 12, 13
+INT, UINT, FLOAT, HANDLE, NULL = (ArgTypeCode.INT, ArgTypeCode.UINT, ArgTypeCode.FLOAT,
+                                  ArgTypeCode.HANDLE, ArgTypeCode.NULL)  # fmt: skip
+DATATYPE, DEVICE, DLTENSOR = ArgTypeCode.TVM_TYPE, ArgTypeCode.DLDEVICE, ArgTypeCode.DLTENSOR_HANDLE
+STR, BYTES, NDARRAY = ArgTypeCode.STR, ArgTypeCode.BYTES, ArgTypeCode.NDARRAY_HANDLE
 _CPU = 1
 
 

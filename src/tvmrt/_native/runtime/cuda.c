@@ -287,7 +287,16 @@ void* tvmrt_cuda_workspace_alloc(int device_type, int device_id, uint64_t nbytes
   if (best != NULL) best->in_use = 1;
   pthread_mutex_unlock(&g_ws_mu);
   if (best != NULL) return best->ptr;
-  if (tvmrt_cuda_alloc(device_id, want, &ptr) != 0) return NULL;
+  if (tvmrt_cuda_alloc(device_id, want, &ptr) != 0) {
+    char msg[1024], kind[64];
+    const char* k = "";
+    const char* m = tvmrt_take_last_error(&k);
+    snprintf(msg, sizeof(msg), "%s", m != NULL ? m : "the CUDA allocation failed");
+    snprintf(kind, sizeof(kind), "%s", k != NULL ? k : "");
+    if (*kind) tvmrt_fail("", "TVMBackendAllocWorkspace: %s: %s", kind, msg); /* as kernels do */
+    else tvmrt_fail("", "TVMBackendAllocWorkspace: %s", msg);
+    return NULL;
+  }
   b = (ws_block*)calloc(1, sizeof(ws_block));
   if (b == NULL) {
     tvmrt_cuda_free(device_id, ptr);
@@ -316,10 +325,7 @@ int tvmrt_cuda_workspace_free(int device_type, int device_id, void* ptr) {
     }
   }
   pthread_mutex_unlock(&g_ws_mu);
-  return tvmrt_fail("InvalidArgumentError",
-                    "TVMBackendFreeWorkspace: %p is not workspace of device type %d allocated by "
-                    "TVMBackendAllocWorkspace",
-                    ptr, device_type);
+  return 1; /* not a block of this pool: workspace.c says so, or asks the host's */
 }
 
 /* __tvm_set_device(device_type, device_id): what host code calls before its kernels */

@@ -21,8 +21,6 @@
 #define MAX_KERNEL_ARGS 1024
 #define SMEM_DEFAULT_LIMIT (48 * 1024)
 
-enum { A_I32, A_U32, A_F32, A_I64, A_U64, A_F64, A_HANDLE };
-
 typedef struct {
   char* key;
   int num_args;
@@ -42,15 +40,6 @@ typedef struct cu_module {
   void* modules[MAX_GPUS];
   pthread_mutex_t mu;
 } cu_module;
-
-static int arg_kind(uint8_t code, uint8_t bits, uint16_t lanes) {
-  if (lanes != 1) return -1;
-  if (code == kDLInt) return bits == 32 ? A_I32 : bits == 64 ? A_I64 : -1;
-  if (code == kDLUInt) return bits == 32 ? A_U32 : bits == 64 ? A_U64 : -1;
-  if (code == kDLFloat) return bits == 32 ? A_F32 : bits == 64 ? A_F64 : -1;
-  if (code == 3 /* handle */) return bits == 64 ? A_HANDLE : -1;
-  return -1;
-}
 
 /* the work-size slot of a tag: 0-5, -1 the dynamic shared memory, -2 a launch flag, -3 bad */
 static int tag_slot(const char* tag) {
@@ -121,7 +110,7 @@ static int read_kernel(tvmrt_reader* r, cu_kernel* k, int extra_tags) {
     uint8_t t[4];
     int kind;
     if (tvmrt_read_bytes(r, t, 4, "argument type") != 0) return -1;
-    kind = arg_kind(t[0], t[1], (uint16_t)(t[2] | t[3] << 8));
+    kind = tvmrt_cuda_arg_kind(t[0], t[1], t[2] | t[3] << 8);
     if (kind < 0) {
       return tvmrt_fail("ModuleLoadError",
                         "CUDA kernel '%.200s': cannot handle argument %llu of type (code %u, bits "
@@ -227,32 +216,15 @@ static int f_launch(void* self, TVMValue* args, int* codes, int n, TVMValue* ret
                       k->key, k->num_args, k->num_slots + k->dyn_smem, n);
   }
   for (i = 0; i < k->num_args; ++i) {
-    int kind = k->kinds[i], want_float = kind == A_F32 || kind == A_F64;
-    int handle = codes[i] == kTVMOpaqueHandle || codes[i] == kTVMNullptr;
-    int ok = kind == A_HANDLE ? handle
-             : want_float     ? codes[i] == kDLFloat
-                              : codes[i] == kDLInt || codes[i] == kDLUInt;
-    if (!ok) {
+    int kind = k->kinds[i];
+    if (tvmrt_cuda_pack_arg(kind, args[i], codes[i], &holder[i]) != 0) {
       return tvmrt_fail("KernelError",
                         "kernel '%.200s': argument %d must be a %s value, got type code %d", k->key,
                         i,
-                        kind == A_HANDLE ? "handle"
-                        : want_float     ? "float"
-                                         : "integer",
+                        kind == TVMRT_CUDA_HANDLE                          ? "handle"
+                        : kind == TVMRT_CUDA_F32 || kind == TVMRT_CUDA_F64 ? "float"
+                                                                           : "integer",
                         codes[i]);
-    }
-    holder[i] = 0;
-    if (kind == A_I32 || kind == A_U32) {
-      uint32_t v = (uint32_t)args[i].v_int64;
-      memcpy(&holder[i], &v, 4);
-    } else if (kind == A_F32) {
-      float v = (float)args[i].v_float64;
-      memcpy(&holder[i], &v, 4);
-    } else if (kind == A_HANDLE) {
-      uint64_t v = codes[i] == kTVMNullptr ? 0 : (uint64_t)(uintptr_t)args[i].v_handle;
-      holder[i] = v;
-    } else {
-      memcpy(&holder[i], &args[i], 8);
     }
     ptrs[i] = &holder[i];
   }

@@ -234,15 +234,27 @@ static int env_lookup(void* mod_ctx, const char* name, void** out) {
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
+static int owns_module(const void* handle) { return tvmrt_object_live(handle, RT_MAGIC_MODULE); }
+static int owns_func(const void* handle) { return tvmrt_object_live(handle, RT_MAGIC_FUNC); }
+
+/* The library is the process's one copy of the services. From the moment it loads, the
+   function environment answers for the runtime's own modules and functions (the host,
+   Python, for the rest) and CUDA workspace has the runtime's pool (where the host installs
+   none); at the first C API call, the thread pool takes TVM_NUM_THREADS unless a host sized
+   it already. */
+__attribute__((constructor)) static void at_load(void) {
+  tvmrt_set_runtime_env(owns_module, env_lookup, owns_func, tvmrt_func_call);
+  tvmrt_set_runtime_device_workspace(kDLCUDA, tvmrt_cuda_workspace_alloc,
+                                     tvmrt_cuda_workspace_free);
+}
+
 static void init_once(void) {
   const char* env = getenv("TVM_NUM_THREADS");
   if (env == NULL || *env == '\0') env = getenv("OMP_NUM_THREADS");
-  tvmrt_set_env_callbacks(env_lookup, tvmrt_func_call);
-  tvmrt_set_device_workspace_callbacks(tvmrt_cuda_workspace_alloc, tvmrt_cuda_workspace_free);
   if (env != NULL && *env != '\0') {
     char* end = NULL;
     long n = strtol(env, &end, 10);
-    if (end != env && *end == '\0' && n > 0 && n <= 1024) tvmrt_set_num_threads((int)n);
+    if (end != env && *end == '\0' && n > 0 && n <= 1024) tvmrt_set_num_threads_unless_set((int)n);
   }
 }
 

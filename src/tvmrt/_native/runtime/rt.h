@@ -187,9 +187,6 @@ int tvmrt_cuda_stream_free(int device_id, void* stream);
 int tvmrt_cuda_set_stream(int device_id, void* stream);
 void* tvmrt_cuda_workspace_alloc(int device_type, int device_id, uint64_t nbytes);
 int tvmrt_cuda_workspace_free(int device_type, int device_id, void* ptr);
-/* workspace.c: where TVMBackendAllocWorkspace sends devices other than the CPU */
-TVM_DLL void tvmrt_set_device_workspace_callbacks(void* (*alloc)(int, int, uint64_t),
-                                                  int (*fr)(int, int, void*));
 int tvmrt_cuda_current_device(void); /* the last __tvm_set_device on this thread */
 /* the global function __tvm_set_device(device_type, device_id) */
 int tvmrt_cuda_set_device(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc);

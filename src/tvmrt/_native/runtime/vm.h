@@ -93,9 +93,6 @@ typedef struct {
   char** prims;
 } vm_exe;
 
-/* services.c: the thread's last error, taken (kind and message apart) */
-const char* tvmrt_take_last_error(const char** kind);
-
 /* vm_format.c: parse code.ro (check_hash 0: skip the hashes, for fuzzing the operand checks);
    0, or -1 with a ModuleLoadError naming `what` */
 int tvmrt_vm_read(const uint8_t* data, size_t size, const char* what, int check_hash, vm_exe* out);

@@ -17,6 +17,7 @@ from typing import Any
 
 from tvmrt.binfmt.stream import ByteReader
 from tvmrt.error import InternalError, ModuleLoadError
+from tvmrt.runtime._ctypes_api import DLDataType
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.executor._aot_io import AotIO
@@ -33,16 +34,12 @@ _MAX_TENSORS = 1 << 16
 _MAX_RANK = 64
 
 
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
 class _TensorInfo(ctypes.Structure):
     _fields_ = [
         ("name", ctypes.c_char_p),
         ("shape", ctypes.POINTER(ctypes.c_int64)),
         ("num_shape", ctypes.c_int64),
-        ("dtype", _DLDataType),
+        ("dtype", DLDataType),
     ]
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tvmrt.error import InternalError, ModuleLoadError, TVMError
-from tvmrt.runtime._ctypes_api import DLTensor, TVMValue
+from tvmrt.runtime._ctypes_api import ArgTypeCode, DLTensor, TVMValue
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.executor._aot_io import AotIO
 from tvmrt.runtime.executor.protocol import TensorInfo
@@ -33,7 +33,6 @@ from tvmrt.runtime.packed_func import PackedFunc
 
 __all__ = ["CrtAotExecutor", "CrtAotFactory", "create_factory"]
 
-_DLTENSOR_HANDLE = 7  # kTVMDLTensorHandle
 _ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32)
 
 
@@ -96,7 +95,7 @@ class CrtAotExecutor(AotIO):
         values = (TVMValue * count)()
         for i, tensor in enumerate(tensors):
             values[i].v_handle = ctypes.addressof(tensor)
-        codes = (ctypes.c_int * count)(*([_DLTENSOR_HANDLE] * count))
+        codes = (ctypes.c_int * count)(*([ArgTypeCode.DLTENSOR_HANDLE] * count))
         self._keep = (tensors, values, codes)
         value_address, code_address = ctypes.addressof(values), ctypes.addressof(codes)
         return lambda: int(lib.call_packed(lib.entry, value_address, code_address, count))

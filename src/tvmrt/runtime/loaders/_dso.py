@@ -18,6 +18,7 @@ from pathlib import Path
 from tvmrt.binfmt.binary import ElfFile, ElfSymbol
 from tvmrt.binfmt.elf_checks import check_loadable
 from tvmrt.error import ArrayError, ModuleLoadError
+from tvmrt.runtime.kernel_services import HOST_SYMBOLS
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.packed_func import PackedFunc
@@ -107,6 +108,9 @@ def check_imports_resolve(
     missing = []
     for symbol in dynsym:
         if symbol.defined or symbol.bind == "weak" or not symbol.name or symbol.name in provided:
+            continue
+        if symbol.name.startswith("TVM") and symbol.name not in HOST_SYMBOLS:
+            missing.append(symbol.name)  # the C runtime's API: not the Python engine's
             continue
         try:
             lib[symbol.name]

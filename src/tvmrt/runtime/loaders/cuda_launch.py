@@ -43,9 +43,6 @@ __all__ = [
     "set_timing",
 ]
 
-# (type code, bits) -> the C side's argument kind (K_I32 ... K_HANDLE in cuda_launch.c)
-_KINDS = {(0, 32): 0, (1, 32): 1, (0, 64): 2, (1, 64): 3, (2, 32): 4, (2, 64): 5, (3, 64): 6}
-_KDLCUDA = 2
 # the Python launch C falls back to: a kernel id, then TVMFuncCall's arguments
 _ColdCallback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int64, *TVM_CALL_ARGTYPES)
 _u64, _int, _p, _s = ctypes.c_uint64, ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p
@@ -61,6 +58,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "tvmrt_cuda_launcher_bind": (None, [_p, _u64, _int, _p, _p, _p, _p, _p]),
     "tvmrt_cuda_launcher_release": (None, [_p]),
     "tvmrt_cuda_set_device_function": (_p, []),
+    "tvmrt_cuda_arg_kind": (_int, [_int, _int, _int]),
 }  # fmt: skip
 
 _lock = threading.Lock()
@@ -139,8 +137,8 @@ class Launcher:
         lib = _native()
         if lib is None:
             return None
-        kinds = [_KINDS.get((t.type_code, t.bits), 255) if t.lanes == 1 else 255
-                 for t in arg_types]  # fmt: skip
+        # the C table's kind of each argument (255: none, so C refuses the launcher)
+        kinds = [lib.tvmrt_cuda_arg_kind(t.type_code, t.bits, t.lanes) % 256 for t in arg_types]
         kernel_id = next(_ids)
         handle = lib.tvmrt_cuda_launcher_new(
             kernel_id, repr(kernel.name).encode("utf-8", errors="replace"), len(kinds),

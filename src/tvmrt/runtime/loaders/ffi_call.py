@@ -19,7 +19,7 @@ import numpy as np
 
 from tvmrt.error import ArgumentTypeError, KernelError
 from tvmrt.runtime import kernel_services
-from tvmrt.runtime._ctypes_api import FFI_DLTENSOR_PTR, DLDataType, DLTensor, TVMFFIAny
+from tvmrt.runtime._ctypes_api import DLDataType, DLTensor, FFITypeIndex, TVMFFIAny
 from tvmrt.runtime._dlpack import dlpack_dtype
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.dtype import DataType
@@ -30,9 +30,19 @@ from tvmrt.runtime.packed_func import PackedFunc, PreparedCall
 
 __all__ = ["FFIKernelFunc", "kernel_call_parts"]
 
-# TVMFFITypeIndex values (unchanged since v0.21)
-_NONE, _INT, _BOOL, _FLOAT, _OPAQUE_PTR, _DATATYPE, _DEVICE = 0, 1, 2, 3, 4, 5, 6
-_RAW_STR, _SMALL_STR, _FIRST_OBJECT = 8, 11, 64
+# the TVMFFITypeIndex values kernels pass and return (unchanged since v0.21)
+_NONE, _INT, _BOOL, _FLOAT = (
+    FFITypeIndex.NONE,
+    FFITypeIndex.INT,
+    FFITypeIndex.BOOL,
+    FFITypeIndex.FLOAT,
+)
+_OPAQUE_PTR, _DATATYPE, _DEVICE = (
+    FFITypeIndex.OPAQUE_PTR,
+    FFITypeIndex.DATA_TYPE,
+    FFITypeIndex.DEVICE,
+)
+_RAW_STR, _SMALL_STR = FFITypeIndex.RAW_STR, FFITypeIndex.SMALL_STR
 
 # int (*)(void* self, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result)
 _SafeCall = ctypes.CFUNCTYPE(
@@ -71,7 +81,7 @@ def _set_any(slot: TVMFFIAny, arg: object, index: int, name: str, keep: list[obj
     if isinstance(arg, NDArray):
         _check_tensor(arg, index, name)
         dl = _ffi_dltensor(arg)
-        slot.type_index, slot.v_ptr = FFI_DLTENSOR_PTR, ctypes.addressof(dl)
+        slot.type_index, slot.v_ptr = FFITypeIndex.DLTENSOR_PTR, ctypes.addressof(dl)
         keep.extend((arg, dl))
     elif arg is None:
         slot.type_index = _NONE

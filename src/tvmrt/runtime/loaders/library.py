@@ -26,7 +26,7 @@ from tvmrt.binfmt.abi import LibraryFacts, TvmSymbols
 from tvmrt.binfmt.binary import ElfFile, ElfSymbol
 from tvmrt.error import ArgumentTypeError, KernelError, ModuleLoadError
 from tvmrt.runtime import kernel_callbacks, kernel_services, packed_values
-from tvmrt.runtime._ctypes_api import TVM_DLTENSOR_HANDLE, TVMValue
+from tvmrt.runtime._ctypes_api import ArgTypeCode, TVMValue
 from tvmrt.runtime.loaders import needs
 from tvmrt.runtime.loaders._dso import (
     KernelLibrary,
@@ -141,7 +141,7 @@ class LegacyPackedFunc(PackedFunc):
                 )
             check_aligned(arg, i, self.name)
             values[i].v_handle = ctypes.addressof(arg.dltensor())
-            codes[i] = TVM_DLTENSOR_HANDLE
+            codes[i] = ArgTypeCode.DLTENSOR_HANDLE
         values.keepalive = (tuple(args), self)  # type: ignore[attr-defined]
         ret = TVMValue()
         ret_code = ctypes.c_int(_NULL_CODE)

@@ -8,11 +8,11 @@ as ``DLTensor`` views of the arrays' memory (the C VM views an aligned compact o
 TVM's ``NDArray::FromExternalDLTensor``, else copies it); tuples as C ADTs of copies.
 Results come back copied into tvmrt NDArrays, a tuple as an :class:`ADT`.
 
-The C runtime is a second library in the process, beside the Python extension: both are
-loaded ``RTLD_LOCAL``, so neither's ``TVM*`` names reach the other, and the kernel
-libraries each opens are separate instances (Python loads its own from a private
-in-memory copy) with their own context slots. The C runtime's thread pool follows
-:func:`tvmrt.runtime.kernel_services.set_num_threads`.
+The C runtime is tvmrt's one native library, which Python's engines use too: one thread
+pool (:func:`tvmrt.runtime.kernel_services.set_num_threads` sizes it for both), one
+workspace pool and one error slot per thread. The kernel libraries each side opens are
+separate instances (Python loads its own from a private in-memory copy) with their own
+context slots.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import numpy as np
 from tvmrt.binfmt.abi import scan_tvm_symbols
 from tvmrt.binfmt.binary import ElfFile
 from tvmrt.error import ArgumentTypeError, TVMError, UnsupportedError
-from tvmrt.runtime._ctypes_api import DLTensor
+from tvmrt.runtime._ctypes_api import ArgTypeCode, DLTensor
 from tvmrt.runtime.container import ADT
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.dtype import DataType
@@ -39,7 +39,9 @@ from tvmrt.runtime.vm.native_lib import CFunc, Owned, dl_of, dtype_name, fail, r
 
 __all__ = ["NativeVM", "library_refusal", "native_module", "native_source"]
 
-_STR, _INT, _DLTENSOR, _OBJECT, _MODULE, _NDARRAY, _BYTES = 11, 0, 7, 8, 9, 13, 12  # type codes
+_STR, _INT, _BYTES = ArgTypeCode.STR, ArgTypeCode.INT, ArgTypeCode.BYTES
+_DLTENSOR, _NDARRAY = ArgTypeCode.DLTENSOR_HANDLE, ArgTypeCode.NDARRAY_HANDLE
+_OBJECT, _MODULE = ArgTypeCode.OBJECT_HANDLE, ArgTypeCode.MODULE_HANDLE
 _MACHINE_FUNCS: tuple[str, ...]
 _MACHINE_FUNCS = ("init", "set_input", "set_one_input", "invoke", "invoke_stateful")
 _MACHINE_FUNCS += ("get_output", "get_num_outputs", "get_input_index", "set_limits")

@@ -1,15 +1,14 @@
-"""The C runtime (``libtvmrt_runtime``) from Python through ctypes: the library, its
-packed-function calls and errors, and DLTensor views of numpy arrays (for :mod:`.native`).
+"""The C runtime (``libtvmrt_runtime``) from Python through ctypes: its packed-function
+calls and errors, and DLTensor views of numpy arrays (for :mod:`.native`).
 
-It is loaded ``RTLD_LOCAL | RTLD_DEEPBIND`` beside the Python extension, so neither's
-``TVM*`` names reach the other, even after a system library made the extension's global;
-its thread pool follows :func:`tvmrt.runtime.kernel_services.set_num_threads`.
+The C runtime is tvmrt's one native library, the one
+:func:`tvmrt.runtime.kernel_services.native_library` loads: its engines share the process's
+thread pool, workspace pool and error slots with the kernels Python runs.
 """
 
 from __future__ import annotations
 
 import ctypes
-import os
 import re
 import threading
 from pathlib import Path
@@ -18,44 +17,35 @@ from typing import Any
 import numpy as np
 
 from tvmrt import error as errors
-from tvmrt.error import ArgumentTypeError, ModuleLoadError, TVMError, UnsupportedError
+from tvmrt.error import ArgumentTypeError, TVMError, UnsupportedError
 from tvmrt.runtime import kernel_services
-from tvmrt.runtime._ctypes_api import DLDataType, DLDevice, DLTensor, TVMValue
+from tvmrt.runtime._ctypes_api import ArgTypeCode, DLDataType, DLDevice, DLTensor, TVMValue
+from tvmrt.runtime.device_type import DLDeviceType
+from tvmrt.runtime.dtype import DataTypeCode
 
 __all__ = ["CFunc", "Owned", "dl_of", "dtype_name", "fail", "library_file", "runtime_library"]
 
-_STR, _INT = 11, 0  # TVMArgTypeCode kTVMStr, kDLInt
+_STR, _INT = ArgTypeCode.STR, ArgTypeCode.INT
 _KIND = re.compile(r"^([A-Za-z]+Error): ")
 _lock = threading.Lock()
-_lib: ctypes.CDLL | None = None
-# its own TVM* functions first: once a system-lib or C-target kernel library has made the
-# extension global, its TVM* names would otherwise win inside the C runtime too (errors,
-# the registry and __tvm_set_device landing in the extension's tables)
-_DEEPBIND = getattr(os, "RTLD_DEEPBIND", 0)
+_declared = False
 
 
 def library_file() -> Path:
     """``tvmrt/lib/libtvmrt_runtime.so`` of this package (checkout or installed wheel)."""
-    return Path(__file__).resolve().parents[2] / "lib" / "libtvmrt_runtime.so"
+    return Path(kernel_services.library_path())
 
 
 def runtime_library() -> ctypes.CDLL:
-    """The C runtime, loaded once (``RTLD_LOCAL``); ModuleLoadError if it is missing."""
-    global _lib
-    with _lock:
-        if _lib is None:
-            path = library_file()
-            if not path.is_file():
-                raise ModuleLoadError(f"the C runtime {path} is not built (make .venv/.installed)")
-            try:
-                lib = ctypes.CDLL(str(path), mode=os.RTLD_NOW | os.RTLD_LOCAL | _DEEPBIND)
-            except OSError as exc:
-                raise ModuleLoadError(f"cannot load the C runtime {path}: {exc}") from exc
-            _declare(lib)
-            lib.tvmrt_set_num_threads(kernel_services.num_threads())
-            kernel_services.follow_num_threads(lib.tvmrt_set_num_threads)
-            _lib = lib
-        return _lib
+    """The native library with the C runtime's API typed; ModuleLoadError if it is missing."""
+    global _declared
+    lib = kernel_services.native_library()
+    if not _declared:
+        with _lock:
+            if not _declared:
+                _declare(lib)
+                _declared = True
+    return lib
 
 
 def _declare(lib: ctypes.CDLL) -> None:
@@ -148,9 +138,9 @@ class CFunc:
 
 
 def dtype_name(dt: DLDataType) -> str:
-    if dt.lanes == 1 and dt.code == 1 and dt.bits == 1:
+    if dt.lanes == 1 and dt.code == DataTypeCode.UINT and dt.bits == 1:
         return "bool"
-    names = {0: "int", 1: "uint", 2: "float"}
+    names = {DataTypeCode.INT: "int", DataTypeCode.UINT: "uint", DataTypeCode.FLOAT: "float"}
     if dt.lanes != 1 or dt.code not in names or dt.bits not in (8, 16, 32, 64):
         raise UnsupportedError(
             f"the C VM returned a tensor of type code {dt.code}, {dt.bits} bits, {dt.lanes} "
@@ -161,14 +151,15 @@ def dtype_name(dt: DLDataType) -> str:
 
 def dl_of(arr: np.ndarray[Any, Any]) -> tuple[DLTensor, Any]:
     """A DLTensor viewing a C-contiguous numpy array, and what keeps its shape alive."""
-    kind = {"i": 0, "u": 1, "f": 2, "b": 1}.get(arr.dtype.kind)
+    codes = {"i": DataTypeCode.INT, "u": DataTypeCode.UINT, "f": DataTypeCode.FLOAT}
+    kind = codes.get(arr.dtype.kind, DataTypeCode.UINT if arr.dtype.kind == "b" else None)
     if kind is None:
         raise ArgumentTypeError(f"the C VM takes int, uint, float or bool tensors, not {arr.dtype}")
     shape = (ctypes.c_int64 * max(arr.ndim, 1))(*arr.shape)
     bits = 1 if arr.dtype.kind == "b" else arr.dtype.itemsize * 8
     dl = DLTensor(
         data=arr.ctypes.data,
-        device=DLDevice(1, 0),
+        device=DLDevice(DLDeviceType.kDLCPU, 0),
         ndim=arr.ndim,
         dtype=DLDataType(kind, bits, 1),
         shape=shape,
