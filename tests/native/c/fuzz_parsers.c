@@ -312,7 +312,7 @@ static int run_one(const char* kind, const uint8_t* data, size_t size, tvmrt_mod
     if (rc == 0) tvmrt_params_free(&p);
     return rc;
   } else {
-    tvmrt_module* root = tvmrt_process_blob(data, size, lib);
+    tvmrt_module* root = tvmrt_process_blob(data, size, lib, RT_BLOB_MBLOB);
     if (root == NULL) return -1;
     tvmrt_release(&root->hdr);
     return 0;

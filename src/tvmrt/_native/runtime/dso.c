@@ -130,10 +130,11 @@ static tvmrt_module* new_library(void* handle, const char* prefix) {
 }
 
 /* The root of the library's module tree (a new reference; `lib`'s reference is taken). */
-static tvmrt_module* with_blob(tvmrt_module* lib, const uint8_t* blob, size_t limit) {
+static tvmrt_module* with_blob(tvmrt_module* lib, const uint8_t* blob, size_t limit,
+                               int container) {
   tvmrt_module* root;
   if (blob == NULL) return lib;
-  root = tvmrt_process_blob(blob, limit, lib);
+  root = tvmrt_process_blob(blob, limit, lib, container);
   tvmrt_release(&lib->hdr);
   return root;
 }
@@ -252,8 +253,10 @@ tvmrt_module* tvmrt_load_dso(const char* path) {
     tvmrt_release(&lib->hdr);
     return root;
   }
+  blob = (const uint8_t*)dlsym(handle, "__tvm_ffi_library_bin"); /* TVM 0.21's, the old layout */
+  if (blob != NULL) return with_blob(lib, blob, symbol_limit(blob), RT_BLOB_FFI_021);
   blob = (const uint8_t*)dlsym(handle, "__tvm_dev_mblob");
-  return with_blob(lib, blob, blob != NULL ? symbol_limit(blob) : SIZE_MAX);
+  return with_blob(lib, blob, blob != NULL ? symbol_limit(blob) : SIZE_MAX, RT_BLOB_MBLOB);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -269,7 +272,8 @@ static tvmrt_module* build_system_lib(const char* prefix) {
   if (lib == NULL) return NULL;
   ctx = ((dso_impl*)lib->impl)->prefix;
   fill_slots(syslib_symbol, ctx, lib);
-  return with_blob(lib, (const uint8_t*)syslib_symbol(ctx, "__tvm_dev_mblob"), SIZE_MAX);
+  return with_blob(lib, (const uint8_t*)syslib_symbol(ctx, "__tvm_dev_mblob"), SIZE_MAX,
+                   RT_BLOB_MBLOB);
 }
 
 tvmrt_module* tvmrt_system_lib(const char* prefix) {

@@ -15,7 +15,12 @@ typedef struct {
   const uint8_t* data;
   size_t size, off;
   const char* what; /* named in errors */
+  int container;    /* the module blob it came from: RT_BLOB_* (0 for any other stream) */
 } tvmrt_reader;
+
+/* module blobs: `__tvm_dev_mblob` (TVM <= 0.20), TVM 0.21's `__tvm_ffi_library_bin` (the same
+   layout), `__tvm_ffi__library_bin` (TVM >= 0.22, indptr layout) */
+enum { RT_BLOB_MBLOB = 0, RT_BLOB_FFI_021 = 1, RT_BLOB_FFI = 2 };
 
 int tvmrt_read_u64(tvmrt_reader* r, uint64_t* out, const char* field);
 int tvmrt_read_bytes(tvmrt_reader* r, void* out, size_t n, const char* field);

@@ -133,9 +133,11 @@ tvmrt_func* tvmrt_ffi_func(void* fn, tvmrt_object* owner);
 /* dso.c */
 tvmrt_module* tvmrt_load_dso(const char* path);
 tvmrt_module* tvmrt_system_lib(const char* prefix);
-/* blob.c: the module tree a `__tvm_dev_mblob` describes, with `lib` as its "_lib"; the
+/* blob.c: the module tree a `__tvm_dev_mblob` (or TVM 0.21's `__tvm_ffi_library_bin`, the
+   same layout: `container` says which, RT_BLOB_*) describes, with `lib` as its "_lib"; the
    loader of a blob entry's type key (NULL: none) */
-tvmrt_module* tvmrt_process_blob(const uint8_t* blob, size_t limit, tvmrt_module* lib);
+tvmrt_module* tvmrt_process_blob(const uint8_t* blob, size_t limit, tvmrt_module* lib,
+                                 int container);
 typedef tvmrt_module* (*tvmrt_blob_loader_fn)(tvmrt_reader* r);
 tvmrt_blob_loader_fn tvmrt_blob_loader(const char* key);
 /* ffi_bin.c: the module tree of a tvm-ffi `__tvm_ffi__library_bin` (TVM >= 0.22), with
