@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tvmrt import contrib, error, module, relay, runtime
+from tvmrt import contrib, error, module, relax, relay, runtime
 from tvmrt._version import __version__
 from tvmrt.contrib import graph_executor
 from tvmrt.error import TVMError
@@ -54,6 +54,7 @@ __all__ = [
     "contrib",
     "module",
     "relay",
+    "relax",
     "nd",
     "TVMError",
     "DataType",

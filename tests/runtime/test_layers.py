@@ -63,12 +63,15 @@ LAYERS: dict[str, set[str]] = {
     # TVM <= 0.6's ``tvm.module`` and the params helpers of ``tvm.relay``, faces of the runtime
     "tvmrt.module": _RUNTIME,
     "tvmrt.relay": _RUNTIME,
+    # TVM's tvm.relax as a runtime has it: the Relax VM's face
+    "tvmrt.relax": _RUNTIME,
     "tvmrt": {
         *_RUNTIME,
         "tvmrt.contrib",
         "tvmrt.compiler",
         "tvmrt.module",
         "tvmrt.relay",
+        "tvmrt.relax",
     },
     "tvmrt.__main__": {"tvmrt.cli"},
 }
@@ -124,6 +127,8 @@ RUNTIME_FLOORS: dict[str, str] = {
     "tvmrt.runtime.kernel_callbacks": "kernel host",
     "tvmrt.runtime.kernel_services": "kernel host",
     "tvmrt.runtime.launch": "kernel host",
+    # TVM's Python faces of the C runtime's modules, functions and values (its engines)
+    "tvmrt.runtime.native_module": "kernel host",
     "tvmrt.runtime.contrib": "kernel host",
     "tvmrt.runtime.contrib.*": "kernel host",
     # loaders: files -> modules (one leaf per form of library)
@@ -148,6 +153,7 @@ RUNTIME_FLOORS: dict[str, str] = {
     "tvmrt.runtime.nd": "faces",
     "tvmrt.runtime.vm": "faces",
     "tvmrt.runtime.vm.api": "faces",
+    "tvmrt.runtime.relax_vm": "faces",
     "tvmrt.runtime.executor": "faces",
     "tvmrt.runtime.executor.*": "faces",
     "tvmrt.runtime.profiler_vm": "faces",

@@ -124,6 +124,7 @@ int tvmrt_cuda_pack_arg(int kind, TVMValue value, int code, uint64_t* slot);
 TVM_DLL void* tvmrt_system_lib_lookup(const char* name);
 TVM_DLL int64_t tvmrt_system_lib_generation(void);
 TVM_DLL int tvmrt_set_num_threads(int n);
+TVM_DLL int tvmrt_get_num_threads(void);
 int tvmrt_set_num_threads_unless_set(int n); /* the size, where none was set yet */
 TVM_DLL const void* tvmrt_native_function(const char* name);
 

@@ -23,7 +23,9 @@ __all__ = [
     "LINKED_PARAM_LOOKUP",
     "SYSTEM_LIB_REGISTER",
     "LibraryFacts",
+    "RELAX_KINDS",
     "TvmSymbols",
+    "first_blob_kind",
     "read_library",
     "scan_tvm_symbols",
 ]
@@ -33,6 +35,9 @@ LINKED_PARAM_LOOKUP = "_lookup_linked_param"
 # where a library keeps its module blob, in order of preference: legacy (<= 0.20), tvm-ffi
 # (>= 0.22), tvm-ffi 0.21 (legacy layout under the new name)
 BLOB_SYMBOLS = ("__tvm_dev_mblob", "__tvm_ffi__library_bin", "__tvm_ffi_library_bin")
+
+# the module kinds of a Relax VM executable (TVM <= 0.19; >= 0.20)
+RELAX_KINDS = ("relax.Executable", "relax.VMExecutable")
 
 LEGACY_SLOTS = (
     "__TVMFuncCall",
@@ -199,3 +204,36 @@ def read_library(path: str, shown: str, info: BinaryInfo) -> LibraryFacts:
             f"cannot load {shown!r}: the shared library has no dynamic symbol table"
         )
     return LibraryFacts(path, shown, info, elf, dynsym, scan_tvm_symbols(dynsym))
+
+
+def first_blob_kind(elf: ElfFile, symbols: TvmSymbols) -> str:
+    """The kind of the first module a library's blob holds (its root: ``"relax.Executable"``,
+    ``"GraphExecutorFactory"``, ...), or ``""`` when there is no blob or it cannot tell.
+
+    Reads only the blob's head: ``u64 nbytes``, then ``u64 count`` and a string in the old
+    layout (``__tvm_dev_mblob``, TVM 0.21's ``__tvm_ffi_library_bin``), or the import tree's
+    two vectors and then a string in tvm-ffi's (``__tvm_ffi__library_bin``).
+    """
+    name = symbols.blob_symbol
+    symbol = next((s for s in elf.symbols(dynamic=True) if s.name == name and s.defined), None)
+    if symbol is None:
+        return ""
+    try:
+        blob = elf.read_sized_blob(symbol)
+    except ModuleLoadError:
+        return ""
+    at = 8
+    if name == BLOB_SYMBOLS[1]:  # tvm-ffi: indptr and children first
+        for _ in range(2):
+            if at + 8 > len(blob):
+                return ""
+            count = int.from_bytes(blob[at : at + 8], "little")
+            at += 8 + 8 * count
+    else:
+        at += 8  # the number of entries
+    if at + 8 > len(blob):
+        return ""
+    size = int.from_bytes(blob[at : at + 8], "little")
+    if size > 256 or at + 8 + size > len(blob):
+        return ""
+    return blob[at + 8 : at + 8 + size].decode("utf-8", errors="replace")

@@ -1,5 +1,6 @@
 """TVM's runtime containers: ``ADT`` and ``tuple_object`` (the Relay VM hands them out),
-and ``String`` and ``ShapeTuple`` (:mod:`tvmrt.runtime.object`), as ``tvm.runtime.container``.
+``Array`` (the Relax VM's tuples, TVM's ``tvm.ir.container.Array`` / ``tvm_ffi.Array``), and
+``String`` and ``ShapeTuple`` (:mod:`tvmrt.runtime.object`), as ``tvm.runtime.container``.
 
 ``tvm.runtime.container.ADT`` is an algebraic data type value: an int32 constructor tag
 and its fields (tensors or more ADTs). A Relay tuple is an ADT with tag 0.
@@ -13,7 +14,7 @@ from typing import Any
 from tvmrt.error import ArgumentTypeError, InputIndexError
 from tvmrt.runtime.object import Object, ShapeTuple, String
 
-__all__ = ["ADT", "tuple_object", "ShapeTuple", "String"]
+__all__ = ["ADT", "Array", "tuple_object", "ShapeTuple", "String"]
 
 
 class ADT(Object):
@@ -55,3 +56,31 @@ class ADT(Object):
 def tuple_object(fields: Sequence[Any] | None = None) -> ADT:
     """A Relay tuple value (an ADT with tag 0) of ``fields``."""
     return ADT(0, () if fields is None else fields)
+
+
+class Array(tuple[Any, ...], Object):
+    """An immutable sequence of runtime values (a Relax tuple): indexable, sized, iterable,
+    and equal to a list or tuple of the same items, as TVM's ``Array``.
+
+    >>> a = Array([1, 2])
+    >>> a == [1, 2], len(a), a[-1]
+    (True, 2, 2)
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, items: Iterable[Any] = ()) -> Array:
+        return super().__new__(cls, items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, list):
+            other = tuple(other)
+        return tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
+    def __repr__(self) -> str:
+        return f"[{', '.join(repr(item) for item in self)}]"

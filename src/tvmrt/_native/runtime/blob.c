@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "relax.h"
 #include "rt.h"
 #include "vm.h"
 
@@ -25,6 +26,8 @@ static const struct {
     {"AotExecutorFactory", tvmrt_aot_factory_load},
     {"metadata_module", tvmrt_aot_metadata_load},
     {"cuda", tvmrt_cuda_module_load},
+    {"relax.Executable", tvmrt_rx_exec_load_blob_019}, /* a Relax VM executable (relax_exec.c) */
+    {"relax.VMExecutable", tvmrt_rx_exec_load_blob},
 };
 #define NUM_LOADERS (sizeof(k_loaders) / sizeof(k_loaders[0]))
 
@@ -42,8 +45,8 @@ static tvmrt_module* load_entry(const char* key, tvmrt_reader* r) {
   tvmrt_fail("ModuleLoadError",
              "Binary was created using {%.100s} but a loader of that name is not registered. "
              "libtvmrt_runtime loads GraphExecutorFactory (and GraphRuntimeFactory), "
-             "AotExecutorFactory, metadata_module and VMExecutable modules of CPU kernels, "
-             "and cuda modules.",
+             "AotExecutorFactory, metadata_module, VMExecutable (the Relay VM), "
+             "relax.Executable and relax.VMExecutable (the Relax VM) and cuda modules.",
              key);
   return NULL;
 }

@@ -72,7 +72,7 @@ static tvmrt_func* ffi_lookup(tvmrt_module* mod, void* handle, const char* name)
   if (strlen(name) >= RT_MAX_NAME) return NULL;
   snprintf(buf, sizeof(buf), "__tvm_ffi_%s", name);
   f = dlsym(handle, buf);
-  return f != NULL ? tvmrt_ffi_func(f, &mod->hdr) : NULL;
+  return f != NULL ? tvmrt_ffi_func(f, &mod->hdr, 0) : NULL;
 }
 
 static tvmrt_func* dso_lookup(tvmrt_module* mod, const char* name) {
@@ -92,7 +92,7 @@ static tvmrt_func* dso_lookup(tvmrt_module* mod, const char* name) {
     return ffi_lookup(mod, impl->handle, name);
   }
   if (f == NULL) return NULL;
-  if (impl->plain_ffi) return tvmrt_ffi_func(f, &mod->hdr);
+  if (impl->plain_ffi) return tvmrt_ffi_func(f, &mod->hdr, 1);
   return tvmrt_func_backend((TVMBackendPackedCFunc)f, &mod->hdr);
 }
 

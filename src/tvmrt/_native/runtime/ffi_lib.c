@@ -224,16 +224,21 @@ enum { FFI_NONE = 0, FFI_INT = 1, FFI_BOOL = 2, FFI_FLOAT = 3, FFI_PTR = 4 };
 enum { FFI_DTYPE = 5, FFI_DEVICE = 6, FFI_TENSOR = 7, FFI_RAW_STR = 8 };
 #define SMALL_ARGS 16
 
-/* TVM 0.19's bool, (kDLUInt, 1), is DLPack's (kDLBool, 8) in tvm-ffi */
-static DLDataType ffi_dtype(DLDataType t) {
-  if (t.code == kDLUInt && t.bits == 1) {
+/* TVM 0.19's bool, (kDLUInt, 1), is DLPack's (kDLBool, 8) in tvm-ffi from TVM 0.22 on;
+   TVM 0.21's kernels still check for (kDLUInt, 1) */
+static DLDataType ffi_dtype(DLDataType t, int legacy_bool) {
+  if (!legacy_bool && t.code == kDLUInt && t.bits == 1) {
     t.code = 6;
     t.bits = 8;
+  } else if (legacy_bool && t.code == 6 && t.bits == 8) {
+    t.code = kDLUInt;
+    t.bits = 1;
   }
   return t;
 }
 
-static int to_ffi(const TVMValue* v, int code, int i, TVMFFIAny* out, DLTensor* tensor) {
+static int to_ffi(const TVMValue* v, int code, int i, TVMFFIAny* out, DLTensor* tensor,
+                  int legacy_bool) {
   memset(out, 0, sizeof(*out));
   memcpy(&out->v_int64, v, sizeof(TVMValue));
   switch (code) {
@@ -244,7 +249,7 @@ static int to_ffi(const TVMValue* v, int code, int i, TVMFFIAny* out, DLTensor* 
     case kDLDevice: out->type_index = FFI_DEVICE; return 0;
     case kTVMStr: out->type_index = FFI_RAW_STR; return 0;
     case kTVMDataType: {
-      DLDataType t = ffi_dtype(v->v_type);
+      DLDataType t = ffi_dtype(v->v_type, legacy_bool);
       out->type_index = FFI_DTYPE;
       memcpy(&out->v_int64, &t, sizeof(t));
       return 0;
@@ -256,7 +261,7 @@ static int to_ffi(const TVMValue* v, int code, int i, TVMFFIAny* out, DLTensor* 
       *tensor = *t;
       tensor->data = (char*)t->data + t->byte_offset;
       tensor->byte_offset = 0;
-      tensor->dtype = ffi_dtype(t->dtype);
+      tensor->dtype = ffi_dtype(t->dtype, legacy_bool);
       out->type_index = FFI_TENSOR;
       memcpy(&out->v_int64, &tensor, sizeof(tensor));
       return 0;
@@ -269,8 +274,8 @@ static int to_ffi(const TVMValue* v, int code, int i, TVMFFIAny* out, DLTensor* 
                     i, code);
 }
 
-static int ffi_call(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* ret_code) {
-  TVMFFISafeCallType fn = (TVMFFISafeCallType)self;
+static int call(TVMFFISafeCallType fn, int legacy_bool, TVMValue* args, int* codes, int n,
+                TVMValue* ret, int* ret_code) {
   TVMFFIAny small[SMALL_ARGS] = {{0, 0, 0}}, result;
   DLTensor tsmall[SMALL_ARGS];
   TVMFFIAny* in = small;
@@ -285,7 +290,8 @@ static int ffi_call(void* self, TVMValue* args, int* codes, int n, TVMValue* ret
       return tvmrt_fail("DeviceOutOfMemoryError", "cannot pass %d arguments", n);
     }
   }
-  for (i = 0; i < n && rc == 0; ++i) rc = to_ffi(&args[i], codes[i], i, &in[i], &tensors[i]);
+  for (i = 0; i < n && rc == 0; ++i)
+    rc = to_ffi(&args[i], codes[i], i, &in[i], &tensors[i], legacy_bool);
   if (rc == 0) {
     memset(&result, 0, sizeof(result));
     rc = fn(NULL, in, n, &result) == 0 ? 0 : -1;
@@ -311,6 +317,15 @@ static int ffi_call(void* self, TVMValue* args, int* codes, int n, TVMValue* ret
   return rc;
 }
 
-tvmrt_func* tvmrt_ffi_func(void* fn, tvmrt_object* owner) {
-  return tvmrt_func_new(ffi_call, fn, owner);
+static int ffi_call(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* ret_code) {
+  return call((TVMFFISafeCallType)self, 0, args, codes, n, ret, ret_code);
+}
+
+static int ffi_call_021(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
+                        int* ret_code) {
+  return call((TVMFFISafeCallType)self, 1, args, codes, n, ret, ret_code);
+}
+
+tvmrt_func* tvmrt_ffi_func(void* fn, tvmrt_object* owner, int tvm021) {
+  return tvmrt_func_new(tvm021 ? ffi_call_021 : ffi_call, fn, owner);
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "relax.h"
 #include "rt.h"
 #include "vm.h"
 
@@ -78,6 +79,34 @@ static int f_load_from_file(void* self, TVMValue* args, int* codes, int n, TVMVa
   return 0;
 }
 
+/* TVM's module reflection: runtime.ModuleGetTypeKey(mod), ModuleImportsSize(mod),
+   ModuleGetImport(mod, i) */
+static int f_module_info(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  const char* which = (const char*)self;
+  tvmrt_module* m;
+  if (n < 1 || codes[0] != kTVMModuleHandle || (m = tvmrt_module_check(args[0].v_handle)) == NULL)
+    return tvmrt_fail("ArgumentTypeError", "runtime.%s takes a Module", which);
+  if (strcmp(which, "ModuleGetTypeKey") == 0) {
+    ret->v_str = m->type_key; /* lives as long as the module */
+    *rc = kTVMStr;
+  } else if (strcmp(which, "ModuleImportsSize") == 0) {
+    ret->v_int64 = (int64_t)m->num_imports;
+    *rc = kDLInt;
+  } else {
+    if (n != 2 || codes[1] != kDLInt || args[1].v_int64 < 0 ||
+        (uint64_t)args[1].v_int64 >= m->num_imports) {
+      return tvmrt_fail("IndexOutOfRangeError",
+                        "runtime.ModuleGetImport: the module has %zu "
+                        "imports",
+                        m->num_imports);
+    }
+    tvmrt_retain(&m->imports[args[1].v_int64]->hdr);
+    ret->v_handle = m->imports[args[1].v_int64];
+    *rc = kTVMModuleHandle;
+  }
+  return 0;
+}
+
 /* a C-implemented contrib function (sort.c) behind a registry handle */
 static int f_native(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
   return TVMFuncCall(self, args, codes, n, ret, rc);
@@ -94,6 +123,9 @@ static const struct {
     {"runtime.ModuleLoadFromFile", f_load_from_file},
     {"tvm.aot_executor.create", tvmrt_aot_global_create},
     {"__tvm_set_device", tvmrt_cuda_set_device},
+    {"runtime.ModuleGetTypeKey", f_module_info},
+    {"runtime.ModuleImportsSize", f_module_info},
+    {"runtime.ModuleGetImport", f_module_info},
 };
 #define NUM_BUILTINS (sizeof(k_builtins) / sizeof(k_builtins[0]))
 
@@ -103,9 +135,11 @@ tvmrt_func* tvmrt_registry_get(const char* name) {
   const void* native;
   if (f != NULL) return f;
   for (i = 0; i < NUM_BUILTINS; ++i) {
-    if (strcmp(k_builtins[i].name, name) == 0) return tvmrt_func_new(k_builtins[i].fn, NULL, NULL);
+    if (strcmp(k_builtins[i].name, name) == 0) /* the name after "runtime." for the shared ones */
+      return tvmrt_func_new(k_builtins[i].fn, (void*)(k_builtins[i].name + 8), NULL);
   }
   if ((f = tvmrt_vm_global(name)) != NULL) return f; /* the Relay VM's (vm_exec.c) */
+  if ((f = tvmrt_rx_global(name)) != NULL) return f; /* the Relax VM's values (relax_exec.c) */
   native = tvmrt_native_function(name);
   if (native != NULL) return tvmrt_func_new(f_native, (void*)native, NULL);
   return NULL;
@@ -121,15 +155,18 @@ TVM_DLL int TVMFuncGetGlobal(const char* name, TVMFunctionHandle* out) {
 }
 
 TVM_DLL int TVMFuncListGlobalNames(int* out_size, const char*** out_array) {
-  const char* builtin_names[NUM_BUILTINS + 16];
-  size_t i, num_vm = 0;
+  const char* builtin_names[NUM_BUILTINS + 32];
+  size_t i, k, num_vm = 0;
   const char* const* vm_names = tvmrt_vm_global_names(&num_vm);
+  const char* name;
   if (out_size == NULL || out_array == NULL) {
     return tvmrt_fail("InvalidArgumentError", "TVMFuncListGlobalNames: outputs are required");
   }
   for (i = 0; i < NUM_BUILTINS; ++i) builtin_names[i] = k_builtins[i].name;
-  for (i = 0; i < num_vm && i < 16; ++i) builtin_names[NUM_BUILTINS + i] = vm_names[i];
-  return tvmrt_registry_names(builtin_names, NUM_BUILTINS + i, out_size, out_array);
+  for (k = 0; k < num_vm && i < NUM_BUILTINS + 16; ++k) builtin_names[i++] = vm_names[k];
+  for (k = 0; (name = tvmrt_rx_global_name(k)) != NULL && i < NUM_BUILTINS + 32; ++k)
+    builtin_names[i++] = name;
+  return tvmrt_registry_names(builtin_names, i, out_size, out_array);
 }
 
 /* ---------------------------------------------------------------------------------- */

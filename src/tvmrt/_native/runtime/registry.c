@@ -2,6 +2,8 @@
  * The functions applications register as globals (TVMFuncRegisterGlobal,
  * TVMFuncRemoveGlobal): a list that wins over the runtime's own global functions on lookup.
  * The lookup of all of them, TVMFuncGetGlobal and TVMFuncListGlobalNames are in globals.c.
+ * A host (Python) may answer too (tvmrt_set_host_registry), for a name nothing here has:
+ * the functions registered in its own registry, handed over as packed functions.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +28,10 @@ static entry* find_user(const char* name) {
   return NULL;
 }
 
+static tvmrt_host_lookup_cb g_host;
+
+TVM_DLL void tvmrt_set_host_registry(tvmrt_host_lookup_cb lookup) { g_host = lookup; }
+
 tvmrt_func* tvmrt_registry_find(const char* name) {
   entry* e;
   tvmrt_func* f = NULL;
@@ -36,6 +42,18 @@ tvmrt_func* tvmrt_registry_find(const char* name) {
     f = e->func;
   }
   pthread_mutex_unlock(&g_mu);
+  return f;
+}
+
+tvmrt_func* tvmrt_registry_find_host(const char* name) {
+  void* handle = NULL;
+  tvmrt_func* f;
+  if (g_host == NULL || g_host(name, &handle) != 0 || handle == NULL) {
+    tvmrt_clear_last_error();
+    return NULL;
+  }
+  f = tvmrt_func_check(handle); /* the host made it with TVMFuncCreateFromCFunc: ours now */
+  if (f == NULL) tvmrt_clear_last_error();
   return f;
 }
 

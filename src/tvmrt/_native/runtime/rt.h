@@ -128,7 +128,7 @@ tvmrt_func* tvmrt_module_get(tvmrt_module* mod, const char* name, int query_impo
 int tvmrt_ffi_is_ffi_library(void* handle, int* plain_names);
 int tvmrt_ffi_link(void* handle, const char* path);
 void tvmrt_ffi_set_context(void* handle, void* module, void* only_if);
-tvmrt_func* tvmrt_ffi_func(void* fn, tvmrt_object* owner);
+tvmrt_func* tvmrt_ffi_func(void* fn, tvmrt_object* owner, int tvm021);
 
 /* dso.c */
 tvmrt_module* tvmrt_load_dso(const char* path);
@@ -295,6 +295,11 @@ int tvmrt_device_args(TVMValue* args, int* codes, int first, int n, DLDevice* ou
 
 /* registry.c: the functions applications register as globals */
 tvmrt_func* tvmrt_registry_find(const char* name); /* new reference or NULL (no error) */
+/* the host's (Python's) registered function of that name: a new reference or NULL (no
+   error); the host answers with a handle from TVMFuncCreateFromCFunc */
+typedef int (*tvmrt_host_lookup_cb)(const char* name, void** out);
+TVM_DLL void tvmrt_set_host_registry(tvmrt_host_lookup_cb lookup);
+tvmrt_func* tvmrt_registry_find_host(const char* name);
 /* every registered name, then the `num_more` names of `more` (TVMFuncListGlobalNames) */
 int tvmrt_registry_names(const char* const* more, size_t num_more, int* out_size,
                          const char*** out_array);

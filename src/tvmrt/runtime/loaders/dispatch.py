@@ -13,6 +13,9 @@ nothing is loaded or executed) and handed to exactly one leaf:
                       registers its functions while loading        pinned); ``system_lib()``
                                                                    is :mod:`.systemlib`
 ``tvm-ffi-so``        shared library of TVM >= 0.21 kernels        :mod:`.ffi`
+``relax-vm``          a Relax VM executable (TVM 0.16-0.27, any    the C runtime
+                      ABI): its blob's root is relax.Executable    (:mod:`~tvmrt.runtime.
+                      or relax.VMExecutable                        native_module`)
 ``object``            one ``.o`` (``export_library('x.o')``)       :mod:`.link`, then as above
 ``export-tar``        ``export_library('x.tar')``: objects and/or  :mod:`.link` (compiles C with
                       C sources (``devc.c``, ``target="c"``)       tvmrt's headers), then above
@@ -38,9 +41,10 @@ from enum import Enum
 from pathlib import Path
 
 from tvmrt.binfmt import archive
-from tvmrt.binfmt.abi import LibraryFacts, read_library
+from tvmrt.binfmt.abi import RELAX_KINDS, LibraryFacts, first_blob_kind, read_library
 from tvmrt.binfmt.binary import BinaryInfo, check_host_compatible, identify
 from tvmrt.error import ModuleFileNotFoundError, ModuleLoadError
+from tvmrt.runtime import native_module
 from tvmrt.runtime.loaders import ffi, library, link, mlf_aot, needs, packages
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.packed_func import PackedFunc
@@ -72,6 +76,10 @@ def _load_legacy(found: Sniffed, path: str, shown: str) -> Module:
 def _load_ffi(found: Sniffed, path: str, shown: str) -> Module:
     assert found.facts is not None
     return ffi.load_ffi_library(found.facts)
+
+
+def _load_relax(found: Sniffed, path: str, shown: str) -> Module:
+    return native_module.load_file(path, shown)  # the C runtime is its engine
 
 
 def _load_object(found: Sniffed, path: str, shown: str) -> Module:
@@ -124,6 +132,7 @@ class FileKind(str, Enum):
     )
     # no TVM era in the phrase: inspect's ABI line names it
     TVM_FFI_SO = ("tvm-ffi-so", "TVM kernel library (tvm-ffi ABI)", _load_ffi)
+    RELAX_VM = ("relax-vm", "Relax VM executable (the kernels and the VM's bytecode)", _load_relax)
     OBJECT = (
         "object",
         "object file from export_library (linked into a library when loaded)",
@@ -147,7 +156,12 @@ class FileKind(str, Enum):
     @property
     def is_shared_library(self) -> bool:
         """A shared library of TVM kernels, loaded by ``dlopen`` (CPU features checked first)."""
-        return self in (FileKind.LEGACY_SO, FileKind.SYSTEM_LIB_SO, FileKind.TVM_FFI_SO)
+        return self in (
+            FileKind.LEGACY_SO,
+            FileKind.SYSTEM_LIB_SO,
+            FileKind.TVM_FFI_SO,
+            FileKind.RELAX_VM,
+        )
 
     @property
     def is_linked(self) -> bool:
@@ -245,6 +259,8 @@ def sniff(path: str, shown: str | None = None) -> Sniffed:
                 "none of TVM's symbols such as __tvm_main__, __tvm_module_ctx, "
                 "__tvm_dev_mblob or __TVMAPISetLastError, and no TVM kernel names)",
             )
+        if facts.elf is not None and first_blob_kind(facts.elf, symbols) in RELAX_KINDS:
+            return Sniffed(FileKind.RELAX_VM, info, facts)
         if symbols.abi.startswith("tvm-ffi"):
             return Sniffed(FileKind.TVM_FFI_SO, info, facts)
         return Sniffed(

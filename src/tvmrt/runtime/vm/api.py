@@ -32,6 +32,8 @@ from tvmrt.runtime.executor.protocol import TensorInfo
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, array
 from tvmrt.runtime.object import Object
+from tvmrt.runtime.relax_vm import VirtualMachine as RelaxVirtualMachine
+from tvmrt.runtime.relax_vm import is_relax_executable
 from tvmrt.runtime.vm.executable_api import Executable, convert, convert_input
 from tvmrt.runtime.vm.native import library_refusal, native_module, native_source
 
@@ -67,6 +69,13 @@ class VirtualMachine:
     #: why this class never runs on the C VM ("" when it may); a subclass that needs the
     #: Python interpreter (the profiler's per-kernel hook) says why here
     python_only = ""
+
+    def __new__(cls, exe: Executable | Module, *args: Any, **kwargs: Any) -> Any:
+        # TVM 0.27's tvm.runtime.vm.VirtualMachine runs Relax executables: so does this
+        if isinstance(exe, Module) and is_relax_executable(exe):
+            kwargs.pop("engine", None)
+            return RelaxVirtualMachine(exe, *args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(
         self,

@@ -1,0 +1,513 @@
+"""TVM's Python faces over the C runtime: modules, functions and values of ``libtvmrt_runtime``.
+
+An artifact the C runtime is the engine of (a Relax VM executable: ``load_module`` hands it
+here) is a :class:`NativeModule`: its functions are the C runtime's packed functions, called
+with ``TVMFuncCall``, and what crosses the call is converted once, at the boundary:
+
+============================  =======================================================
+Python                        C
+============================  =======================================================
+NDArray (CPU or CUDA)          a ``DLTensor*`` (the C side copies it, as TVM copies a
+                               tensor it did not make), or the C array it views
+numpy array                    the same, through :func:`tvmrt.runtime.ndarray.array`
+int, float, bool, None, str    the same (``bool`` as an int)
+DataType, Device               ``kTVMDataType``, ``kDLDevice``
+ShapeTuple; tuple or list      ``runtime.ShapeTuple``; ``runtime.Array`` of the items
+NativeModule, NativeFunction   their handles
+a Python callable              a function made with ``TVMFuncCreateFromCFunc``
+============================  =======================================================
+
+and back: a C array becomes an NDArray viewing its memory (it keeps the array alive), a
+shape a :class:`~tvmrt.runtime.object.ShapeTuple`, a tuple a
+:class:`~tvmrt.runtime.container.Array`, a string a :class:`~tvmrt.runtime.object.String`,
+a closure or function a :class:`NativeFunction`. Errors come back as the ``tvmrt.error``
+class the C side named (``"InvalidArgumentError: ..."``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import re
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from tvmrt import error as errors
+from tvmrt.error import ArgumentTypeError, TVMError
+from tvmrt.runtime import kernel_services
+from tvmrt.runtime._ctypes_api import ArgTypeCode, DLTensor, TVMValue
+from tvmrt.runtime.container import Array
+from tvmrt.runtime.device import Device
+from tvmrt.runtime.dtype import DataType
+from tvmrt.runtime.module import Module
+from tvmrt.runtime.ndarray import NDArray, array
+from tvmrt.runtime.object import ShapeTuple, String
+from tvmrt.runtime.packed_func import PackedFunc
+
+__all__ = ["NativeFunction", "NativeModule", "load_file", "c_global", "to_python"]
+
+_KIND = re.compile(r"^([A-Za-z]+Error): ")
+_CODE = ArgTypeCode
+# the value kinds of relax.h's rx_value (tvmrt.relax.kind)
+_RX_STR, _RX_SHAPE, _RX_TENSOR, _RX_TUPLE, _RX_CLOSURE = 6, 7, 8, 9, 10
+_RX_FUNC, _RX_STORAGE, _RX_MODULE = 11, 12, 13
+
+_lock = threading.Lock()
+_declared: list[ctypes.CDLL] = []
+_globals: dict[str, NativeFunction] = {}
+_callbacks: list[Any] = []  # Python functions handed to C: kept alive with the process
+
+
+def _lib() -> ctypes.CDLL:
+    """The native library with the C API typed (once)."""
+    if _declared:
+        return _declared[0]
+    with _lock:
+        if not _declared:
+            lib = kernel_services.native_library()
+            vp, out, i32 = ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int
+            lib.TVMGetLastError.restype = ctypes.c_char_p
+            lib.TVMGetLastError.argtypes = []
+            sigs: dict[str, list[Any]] = {
+                "TVMFuncCall": [vp, vp, vp, i32, vp, vp],
+                "TVMFuncFree": [vp],
+                "TVMFuncGetGlobal": [ctypes.c_char_p, out],
+                "TVMFuncCreateFromCFunc": [vp, vp, vp, out],
+                "TVMModLoadFromFile": [ctypes.c_char_p, ctypes.c_char_p, out],
+                "TVMModGetFunction": [vp, ctypes.c_char_p, i32, out],
+                "TVMModFree": [vp],
+                "TVMObjectFree": [vp],
+                "TVMArrayFree": [vp],
+                "TVMCFuncSetReturn": [vp, vp, vp, i32],
+            }
+            for name, argtypes in sigs.items():
+                func = getattr(lib, name)
+                func.argtypes = argtypes
+                func.restype = ctypes.c_int
+            _declared.append(lib)
+    return _declared[0]
+
+
+def fail(what: str = "") -> TVMError:
+    """The C runtime's last error as the tvmrt.error class it names."""
+    raw = _lib().TVMGetLastError() or b""
+    msg = raw.decode("utf-8", "replace")
+    match = _KIND.match(msg)
+    cls: Any = getattr(errors, match.group(1), None) if match else None
+    if not (isinstance(cls, type) and issubclass(cls, TVMError)):
+        cls = TVMError
+    text = msg[match.end() :] if match else msg
+    return cls(f"{what}: {text}" if what else text)  # type: ignore[no-any-return]
+
+
+class _Handle:
+    """A C object reference, released when the last Python holder goes."""
+
+    __slots__ = ("__weakref__", "free", "value")
+
+    def __init__(self, value: int, free: Callable[[Any], int]) -> None:
+        self.value, self.free = value, free
+
+    def __del__(self) -> None:
+        if self.value:
+            self.free(ctypes.c_void_p(self.value))
+            self.value = 0
+
+
+# -- Python -> C ---------------------------------------------------------------------------
+
+
+def _dltensor_arg(arr: NDArray, keep: list[object]) -> tuple[int, int]:
+    owner = getattr(arr, "_owner", None)
+    if isinstance(owner, _ArrayOwner):  # a C array's own view: the handle, no copy
+        return _CODE.NDARRAY_HANDLE, owner.handle.value
+    dl = arr.dltensor()
+    keep.append(arr)
+    return _CODE.DLTENSOR_HANDLE, ctypes.addressof(dl)
+
+
+def _to_c(value: object, keep: list[object]) -> tuple[int, Any]:
+    """(type code, TVMValue field value) for one argument; what C reads stays in keep."""
+    if isinstance(value, NDArray):
+        return _dltensor_arg(value, keep)
+    if isinstance(value, np.ndarray):
+        return _dltensor_arg(array(value), keep)
+    if value is None:
+        return _CODE.NULL, None
+    if isinstance(value, bool | int | np.integer):
+        return _CODE.INT, int(value)
+    if isinstance(value, float | np.floating):
+        return _CODE.FLOAT, float(value)
+    if isinstance(value, str):
+        data = value.encode("utf-8")
+        keep.append(data)
+        return _CODE.STR, data
+    if isinstance(value, DataType):
+        return _CODE.TVM_TYPE, value.type_code | (value.bits << 8) | (value.lanes << 16)
+    if isinstance(value, Device):
+        raw = (value.device_type & 0xFFFFFFFF) | ((value.device_id & 0xFFFFFFFF) << 32)
+        return _CODE.DLDEVICE, raw
+    if isinstance(value, NativeModule):
+        keep.append(value)
+        return _CODE.MODULE_HANDLE, value.handle.value
+    if isinstance(value, NativeFunction):
+        keep.append(value)
+        return (
+            _CODE.OBJECT_HANDLE if value.is_object else _CODE.PACKED_FUNC_HANDLE
+        ), value.handle.value
+    if isinstance(value, ShapeTuple):
+        made = c_global("runtime.ShapeTuple")(*value)
+        keep.append(made)
+        return _CODE.OBJECT_HANDLE, made.handle.value
+    if isinstance(value, Array | list | tuple):
+        made = c_global("runtime.Array")(*value)
+        keep.append(made)
+        return _CODE.OBJECT_HANDLE, made.handle.value
+    if callable(value):
+        func = function_from_python(value)
+        keep.append(func)
+        return _CODE.PACKED_FUNC_HANDLE, func.handle.value
+    raise ArgumentTypeError(
+        f"cannot pass a {type(value).__name__} to the C runtime; expected an NDArray, numpy "
+        "array, int, float, str, None, DataType, Device, ShapeTuple, tuple, module or function"
+    )
+
+
+def _pack(args: Sequence[object]) -> tuple[Any, Any, list[object]]:
+    n = len(args)
+    values = (TVMValue * max(n, 1))()
+    codes = (ctypes.c_int * max(n, 1))()
+    keep: list[object] = []
+    for i, arg in enumerate(args):
+        code, v = _to_c(arg, keep)
+        codes[i] = code
+        if code == _CODE.INT or code in (_CODE.TVM_TYPE, _CODE.DLDEVICE):
+            values[i].v_int64 = v
+        elif code == _CODE.FLOAT:
+            values[i].v_float64 = v
+        elif code == _CODE.STR:
+            values[i].v_str = v
+        else:
+            values[i].v_handle = v
+    return values, codes, keep
+
+
+# -- C -> Python ---------------------------------------------------------------------------
+
+
+class _ArrayOwner:
+    """A C array's memory as numpy sees it: it holds the array (one reference)."""
+
+    __slots__ = ("__array_interface__", "handle")
+    __array_interface__: dict[str, Any]
+
+    def __init__(self, handle: _Handle) -> None:
+        self.handle = handle
+
+
+def _dtype_of(dl: DLTensor) -> DataType:
+    code, bits, lanes = dl.dtype.code, dl.dtype.bits, dl.dtype.lanes
+    if code == 6 and bits == 8:  # tvm-ffi's bool (kDLBool)
+        return DataType("bool")
+    return DataType.from_code(code, bits, lanes)
+
+
+def _ndarray(address: int) -> NDArray:
+    """The C array at address (a reference the caller gives us) as an NDArray viewing it."""
+    handle = _Handle(address, _lib().TVMArrayFree)
+    owner = _ArrayOwner(handle)
+    dl = DLTensor.from_address(address)
+    shape = tuple(int(dl.shape[i]) for i in range(dl.ndim))
+    dtype = _dtype_of(dl)
+    device = Device(dl.device.device_type, dl.device.device_id)
+    if dl.device.device_type != 1:
+        return _device_array(dl, shape, dtype, device, owner)
+    np_dtype = dtype.numpy_dtype
+    if math.prod(shape) == 0 or not dl.data:
+        return NDArray.from_host_memory(np.empty(shape, np_dtype), dtype, device, owner)
+    owner.__array_interface__ = {
+        "data": (dl.data + dl.byte_offset, False),
+        "shape": shape,
+        "typestr": np_dtype.str,
+        "version": 3,
+    }
+    return NDArray.from_host_memory(np.asarray(owner), dtype, device, owner)
+
+
+def _device_array(
+    dl: DLTensor, shape: tuple[int, ...], dtype: DataType, device: Device, owner: _ArrayOwner
+) -> NDArray:
+    """A C array in device memory as an NDArray over a Storage of its pointer."""
+    from tvmrt.runtime.device_api import Storage, get_device_api
+
+    nbytes = math.prod(shape) * dtype.itemsize
+    storage = Storage(get_device_api(device), device, int(dl.data or 0), dl.byte_offset + nbytes)
+    storage.obj = owner  # the C array outlives every view of its storage
+    return NDArray.from_storage(storage, int(dl.byte_offset), shape, dtype)
+
+
+def _object(address: int) -> Any:
+    """A C object handle (a reference the caller gives us) as a Python value."""
+    handle = _Handle(address, _lib().TVMObjectFree)
+    kind = c_global("tvmrt.relax.kind")._call((_CODE.OBJECT_HANDLE, address))[1]
+    if kind == _RX_SHAPE:
+        size = c_global("runtime.GetShapeTupleSize")
+        elem = c_global("runtime.GetShapeTupleElem")
+        n = size._call((_CODE.OBJECT_HANDLE, address))[1]
+        return ShapeTuple(
+            [elem._call((_CODE.OBJECT_HANDLE, address), (_CODE.INT, i))[1] for i in range(n)]
+        )
+    if kind == _RX_STR:
+        _code, raw = c_global("runtime.GetFFIString")._call((_CODE.OBJECT_HANDLE, address))
+        return String(ctypes.string_at(raw).decode("utf-8", "replace"))
+    if kind == _RX_TUPLE:
+        count = c_global("runtime.ArraySize")._call((_CODE.OBJECT_HANDLE, address))[1]
+        item = c_global("runtime.ArrayGetItem")
+        return Array(
+            [
+                to_python(*item._call((_CODE.OBJECT_HANDLE, address), (_CODE.INT, i)))
+                for i in range(count)
+            ]
+        )
+    return NativeFunction(
+        handle, "closure" if kind == _RX_CLOSURE else f"object {kind}", is_object=True
+    )
+
+
+def to_python(code: int, raw: int) -> Any:
+    """A C return value (type code, raw 64 bits) as a Python value; a handle's reference is
+    taken."""
+    if code == _CODE.INT:
+        return raw
+    if code == _CODE.FLOAT:
+        return ctypes.c_double.from_buffer(ctypes.c_int64(raw)).value
+    if code == _CODE.NULL:
+        return None
+    if code == _CODE.STR:
+        return String(ctypes.string_at(raw).decode("utf-8", "replace"))
+    if code == _CODE.HANDLE:
+        return raw
+    if code == _CODE.NDARRAY_HANDLE:
+        return _ndarray(raw)
+    if code == _CODE.OBJECT_HANDLE:
+        return _object(raw)
+    if code == _CODE.MODULE_HANDLE:
+        return NativeModule(_Handle(raw, _lib().TVMModFree))
+    if code == _CODE.PACKED_FUNC_HANDLE:
+        return NativeFunction(_Handle(raw, _lib().TVMFuncFree), "function")
+    if code == _CODE.TVM_TYPE:
+        return DataType.from_code(raw & 0xFF, (raw >> 8) & 0xFF, (raw >> 16) & 0xFFFF)
+    raise ArgumentTypeError(f"the C runtime returned a value of type code {code}")
+
+
+# -- functions and modules -------------------------------------------------------------------
+
+
+class NativeFunction(PackedFunc):
+    """A packed function of the C runtime (or a closure: ``is_object``), called from Python."""
+
+    __slots__ = ("handle", "is_object")
+
+    def __init__(self, handle: _Handle, name: str, is_object: bool = False) -> None:
+        super().__init__(self._invoke, name)
+        self.handle = handle
+        self.is_object = is_object
+
+    def _call(self, *args: tuple[int, Any]) -> tuple[int, int]:
+        """A raw call: (type code, value) arguments, the raw (code, 64 bits) result."""
+        n = len(args)
+        values = (TVMValue * max(n, 1))()
+        codes = (ctypes.c_int * max(n, 1))()
+        for i, (code, v) in enumerate(args):
+            codes[i] = code
+            if code == _CODE.INT:
+                values[i].v_int64 = v
+            else:
+                values[i].v_handle = v
+        ret, ret_code = TVMValue(), ctypes.c_int(_CODE.NULL)
+        if _lib().TVMFuncCall(
+            self.handle.value, values, codes, n, ctypes.byref(ret), ctypes.byref(ret_code)
+        ):
+            raise fail(self.name)
+        return ret_code.value, int(ret.v_int64 or 0)
+
+    def _invoke(self, *args: Any) -> Any:
+        if self.is_object:
+            raise ArgumentTypeError(
+                f"a {self.name} of the C runtime is called through its VM (invoke_closure)"
+            )
+        values, codes, keep = _pack(args)
+        ret, ret_code = TVMValue(), ctypes.c_int(_CODE.NULL)
+        rc = _lib().TVMFuncCall(
+            self.handle.value, values, codes, len(args), ctypes.byref(ret), ctypes.byref(ret_code)
+        )
+        del keep
+        if rc:
+            raise fail()
+        return to_python(ret_code.value, int(ret.v_int64 or 0))
+
+    def __repr__(self) -> str:
+        return f"NativeFunction({self.name!r})"
+
+
+class NativeModule(Module):
+    """A module of the C runtime (``load_module`` of a file the C runtime runs)."""
+
+    def __init__(self, handle: _Handle, source_file: str | None = None) -> None:
+        super().__init__()
+        self.handle = handle
+        self.source_file = source_file
+        self._type_key: str | None = None
+        self._cache: dict[str, NativeFunction] = {}
+
+    @property
+    def type_key(self) -> str:
+        if self._type_key is None:
+            _code, raw = c_global("runtime.ModuleGetTypeKey")._call(
+                (_CODE.MODULE_HANDLE, self.handle.value)
+            )
+            self._type_key = ctypes.string_at(raw).decode()
+        return self._type_key
+
+    @property
+    def imported_modules(self) -> list[Module]:
+        size = c_global("runtime.ModuleImportsSize")._call(
+            (_CODE.MODULE_HANDLE, self.handle.value)
+        )[1]
+        get = c_global("runtime.ModuleGetImport")
+        mods: list[Module] = []
+        for i in range(size):
+            _code, raw = get._call((_CODE.MODULE_HANDLE, self.handle.value), (_CODE.INT, i))
+            mods.append(NativeModule(_Handle(raw, _lib().TVMModFree)))
+        return mods
+
+    def import_module(self, module: Module) -> None:
+        raise ArgumentTypeError(
+            "a module of the C runtime imports only modules of the C runtime (its file's)"
+        )
+
+    def _get_function(self, name: str) -> PackedFunc | None:
+        found = self._cache.get(name)
+        if found is not None:
+            return found
+        out = ctypes.c_void_p()
+        if _lib().TVMModGetFunction(self.handle.value, name.encode(), 0, ctypes.byref(out)):
+            raise fail(name)
+        if not out.value:
+            return None
+        func = NativeFunction(_Handle(out.value, _lib().TVMFuncFree), name)
+        self._cache[name] = func
+        return func
+
+    def find_function(self, name: str, query_imports: bool = False) -> PackedFunc | None:
+        func = self._get_function(name)
+        if func is not None or not query_imports:
+            return func
+        for module in self.imported_modules:
+            found = module.find_function(name, True)
+            if found is not None:
+                return found
+        return None
+
+
+def c_global(name: str) -> NativeFunction:
+    """The C runtime's global function ``name`` (FunctionNotFoundError if it has none)."""
+    found = _globals.get(name)
+    if found is None:
+        out = ctypes.c_void_p()
+        if _lib().TVMFuncGetGlobal(name.encode(), ctypes.byref(out)):
+            raise fail(name)
+        if not out.value:
+            raise errors.GlobalFunctionNotFoundError(
+                f"the C runtime has no global function {name!r}"
+            )
+        found = _globals.setdefault(
+            name, NativeFunction(_Handle(out.value, _lib().TVMFuncFree), name)
+        )
+    return found
+
+
+def load_file(path: str, shown: str | None = None) -> NativeModule:
+    """The C runtime's ``TVMModLoadFromFile`` of ``path`` (checked by Python's loaders first)."""
+    out = ctypes.c_void_p()
+    if _lib().TVMModLoadFromFile(path.encode(), b"so", ctypes.byref(out)):
+        raise fail(f"cannot load {shown or path!r}")
+    return NativeModule(_Handle(int(out.value or 0), _lib().TVMModFree), shown or path)
+
+
+# -- Python functions handed to C ----------------------------------------------------------
+
+_Finalizer = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_CFunc = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.POINTER(TVMValue),
+    ctypes.POINTER(ctypes.c_int),
+    ctypes.c_int,
+    ctypes.c_void_p,
+    ctypes.c_void_p,
+)
+
+
+def function_from_python(func: Callable[..., Any]) -> NativeFunction:
+    """A C function (``TVMFuncCreateFromCFunc``) that calls ``func`` with Python values."""
+
+    def call(args: Any, codes: Any, n: int, ret: int, resource: int) -> int:
+        try:
+            values = [_borrowed(codes[i], args[i]) for i in range(n)]
+            result = func(*values)
+            if result is not None:
+                r_values, r_codes, keep = _pack([result])
+                _callbacks.append(keep)  # lives until the C side has copied it
+                del _callbacks[:-64]
+                if _lib().TVMCFuncSetReturn(ret, r_values, r_codes, 1):
+                    raise fail()
+            return 0
+        except Exception as exc:  # a callback must not raise into C
+            _lib().TVMAPISetLastError(f"{type(exc).__name__}: {exc}".encode("utf-8", "replace"))
+            return -1
+
+    cfunc = _CFunc(call)
+    _callbacks.append(cfunc)
+    out = ctypes.c_void_p()
+    if _lib().TVMFuncCreateFromCFunc(
+        ctypes.cast(cfunc, ctypes.c_void_p), None, None, ctypes.byref(out)
+    ):
+        raise fail("TVMFuncCreateFromCFunc")
+    return NativeFunction(
+        _Handle(int(out.value or 0), _lib().TVMFuncFree), getattr(func, "__name__", "python")
+    )
+
+
+def _borrowed(code: int, value: TVMValue) -> Any:
+    """An argument C lends a Python function (objects are retained for Python's copy)."""
+    if code in (_CODE.INT, _CODE.UINT):
+        return int(value.v_int64)
+    if code == _CODE.FLOAT:
+        return float(value.v_float64)
+    if code == _CODE.NULL:
+        return None
+    if code == _CODE.STR:
+        return String((value.v_str or b"").decode("utf-8", "replace"))
+    if code == _CODE.HANDLE:
+        return value.v_handle
+    if code == _CODE.TVM_TYPE:
+        raw = value.v_int64 & 0xFFFFFFFF
+        return DataType.from_code(raw & 0xFF, (raw >> 8) & 0xFF, raw >> 16)
+    if code in (
+        _CODE.NDARRAY_HANDLE,
+        _CODE.OBJECT_HANDLE,
+        _CODE.MODULE_HANDLE,
+        _CODE.PACKED_FUNC_HANDLE,
+    ):
+        retain = c_global("tvmrt.retain")
+        retain._call((code, value.v_handle))
+        return to_python(code, int(value.v_handle or 0))
+    if code == _CODE.DLTENSOR_HANDLE:
+        from tvmrt.runtime.packed_values import ndarray_from_dltensor
+
+        view = ndarray_from_dltensor(value.v_handle)
+        return array(view.numpy(), device=view.device)
+    raise ArgumentTypeError(f"a C function passed Python a value of type code {code}")
