@@ -222,7 +222,7 @@ TVM_DLL int tvmrt_ffi_function_call(void* func, void* args, int32_t num_args, vo
     if (in[i].type_index == kFFIBool) values[i].v_int64 = in[i].v.v_int64 != 0;
   }
   int rc = TVMFuncCall(func, values, codes, num_args, &ret, &ret_code);
-  if (out != NULL) { /* results are not handed back: the callers here use none */
+  if (out != NULL) { /* numbers, and the runtime's arrays and objects (their reference) */
     memset(out, 0, sizeof(*out));
     if (rc == 0 && ret_code == 0) {
       out->type_index = kFFIInt;
@@ -230,6 +230,15 @@ TVM_DLL int tvmrt_ffi_function_call(void* func, void* args, int32_t num_args, vo
     } else if (rc == 0 && ret_code == 2) {
       out->type_index = kFFIFloat;
       out->v.v_float64 = ret.v_float64;
+    } else if (rc == 0 && ret_code == 13) { /* kTVMNDArrayHandle: a DLTensor* of an array */
+      out->type_index = kFFIDLTensorPtr;
+      out->v.v_ptr = ret.v_handle;
+    } else if (rc == 0 && (ret_code == 8 || ret_code == 9 || ret_code == 10)) { /* objects */
+      out->type_index = kFFIOpaquePtr;
+      out->v.v_ptr = ret.v_handle;
+    } else if (rc == 0 && ret_code == 5) { /* kTVMDataType */
+      out->type_index = kFFIDataType;
+      out->v.v_int64 = ret.v_int64;
     }
   }
   return rc;

@@ -88,7 +88,9 @@ static tvmrt_func* dso_lookup(tvmrt_module* mod, const char* name) {
   } else {
     f = sym(ctx, name);
   }
-  if (f == NULL && impl->handle != NULL && strncmp(name, "__", 2) != 0) {
+  if (f == NULL && impl->handle != NULL &&
+      (strncmp(name, "__", 2) != 0 ||
+       strncmp(name, "__vmtir__", 9) == 0)) { /* a compiled Relax function */
     return ffi_lookup(mod, impl->handle, name);
   }
   if (f == NULL) return NULL;

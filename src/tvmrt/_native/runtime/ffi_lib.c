@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "relax.h"
 #include "rt.h"
 
 /* tvm-ffi's services by their names, and the runtime's implementations (services.c,
@@ -41,6 +42,10 @@ static const struct {
     {"TVMBackendGetFuncFromEnv", (void*)tvmrt_ffi_get_func_from_env},
     {"TVMFFIEnvModLookupFromImports", (void*)tvmrt_ffi_env_mod_lookup_from_imports},
     {"TVMFFIFunctionCall", (void*)tvmrt_ffi_function_call},
+    /* compiled Relax functions (relax_tir.c): the tvm-ffi any-list */
+    {"TVMBackendAnyListSetPackedArg", (void*)tvmrt_rx_anylist_set_packed_arg},
+    {"TVMBackendAnyListResetItem", (void*)tvmrt_rx_anylist_reset_item},
+    {"TVMBackendAnyListMoveFromPackedReturn", (void*)tvmrt_rx_anylist_move_from_return},
 };
 #define NUM_SERVICES (sizeof(k_services) / sizeof(k_services[0]))
 
@@ -70,8 +75,14 @@ int tvmrt_ffi_is_ffi_library(void* handle, int* plain_names) {
 #define R_GLOB R_AARCH64_GLOB_DAT
 #endif
 
+/* The service of that name for this library: the any-list functions differ by ABI, so a
+   legacy library's (TVM <= 0.20 compiled Relax code) resolve to the runtime's exported
+   legacy ones instead. */
+static int g_linking_ffi; /* the library being linked is a tvm-ffi one (under g_link_mu) */
+
 static void* service(const char* name) {
   size_t i;
+  if (!g_linking_ffi && strncmp(name, "TVMBackendAnyList", 17) == 0) return NULL;
   for (i = 0; i < NUM_SERVICES; ++i) {
     if (strcmp(k_services[i].name, name) == 0) return k_services[i].fn;
   }
@@ -195,12 +206,15 @@ int tvmrt_ffi_link(void* handle, const char* path) {
   char slot[64];
   size_t i;
   int status;
+  int plain, ffi = tvmrt_ffi_is_ffi_library(handle, &plain);
   pthread_mutex_lock(&g_link_mu);
+  g_linking_ffi = ffi;
   status = link_imports(handle, path);
   pthread_mutex_unlock(&g_link_mu);
   if (status != 0) return -1;
   for (i = 0; i < NUM_SERVICES; ++i) {
     void** p;
+    if (!ffi && strncmp(k_services[i].name, "TVMBackendAnyList", 17) == 0) continue;
     snprintf(slot, sizeof(slot), "__%s", k_services[i].name);
     p = (void**)dlsym(handle, slot);
     if (p != NULL) *p = k_services[i].fn;

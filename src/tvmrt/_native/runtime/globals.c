@@ -140,6 +140,7 @@ tvmrt_func* tvmrt_registry_get(const char* name) {
   }
   if ((f = tvmrt_vm_global(name)) != NULL) return f; /* the Relay VM's (vm_exec.c) */
   if ((f = tvmrt_rx_global(name)) != NULL) return f; /* the Relax VM's values (relax_exec.c) */
+  if ((f = tvmrt_rx_builtin_global(name)) != NULL) return f; /* its builtins, for compiled code */
   native = tvmrt_native_function(name);
   if (native != NULL) return tvmrt_func_new(f_native, (void*)native, NULL);
   return NULL;

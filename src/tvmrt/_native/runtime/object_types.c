@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "relax.h"
 #include "rt.h"
 
 /* TVM's TypeIndex (include/tvm/runtime/object.h): index -> key; every type's parent is the
@@ -160,11 +161,7 @@ TVM_DLL int TVMBackendRegisterEnvCAPI(const char* name, void* ptr) {
 /* any-lists: arrays of values, each TVMRetValue's layout (a TVMValue, then its type code);
    an item owns what it holds: a reference to an object, a copy of a string               */
 
-typedef struct {
-  TVMValue value;
-  int32_t code;
-  int32_t pad;
-} any_item;
+typedef tvmrt_any_item any_item;
 
 static int item_index(void* anylist, int index, const char* fn) {
   if (anylist == NULL || index < 0) {
@@ -188,7 +185,7 @@ static tvmrt_object* item_object(const any_item* it) {
   }
 }
 
-static void item_clear(any_item* it) {
+void tvmrt_any_item_clear(tvmrt_any_item* it) {
   if (it->code == kTVMStr || it->code == kTVMBytes) {
     free(it->value.v_handle);
   } else {
@@ -200,7 +197,7 @@ static void item_clear(any_item* it) {
 
 TVM_DLL int TVMBackendAnyListResetItem(void* anylist, int index) {
   if (item_index(anylist, index, "TVMBackendAnyListResetItem") != 0) return -1;
-  item_clear((any_item*)anylist + index);
+  tvmrt_any_item_clear((any_item*)anylist + index);
   return 0;
 }
 
@@ -269,14 +266,15 @@ TVM_DLL int TVMBackendAnyListMoveFromPackedReturn(void* anylist, int index, TVMV
                                                     : RT_MAGIC_FUNC;
     if (obj != NULL && !tvmrt_object_live(obj, magic) &&
         !(in.code == kTVMObjectHandle &&
-          (tvmrt_object_live(obj, RT_MAGIC_MODULE) || tvmrt_object_live(obj, RT_MAGIC_ADT)))) {
+          (tvmrt_object_live(obj, RT_MAGIC_MODULE) || tvmrt_object_live(obj, RT_MAGIC_ADT) ||
+           tvmrt_rx_is_live_object(obj)))) {
       return tvmrt_fail("ArgumentTypeError",
                         "TVMBackendAnyListMoveFromPackedReturn: return value %p (type code %d) is "
                         "not a live object of this runtime",
                         in.value.v_handle, in.code);
     }
   }
-  item_clear(it);
+  tvmrt_any_item_clear(it);
   *it = in; /* the return value's reference moves into the item */
   return 0;
 }

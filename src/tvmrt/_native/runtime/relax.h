@@ -155,6 +155,8 @@ const char* tvmrt_rx_type_key(rx_value v);
 /* a data type as TVM writes it ("float32", "bool", "int64x4") into buf */
 const char* tvmrt_rx_dtype_text(DLDataType t, char* buf, size_t n);
 
+/* whether p is a live object the Relax VM hands out (any of its kinds, a function, a module) */
+int tvmrt_rx_is_live_object(const void* p);
 /* a value as a packed argument (borrowed: valid while v lives); closures become functions
    the caller must release through *temp (NULL when none was made) */
 int tvmrt_rx_to_packed(rx_value v, int era, TVMValue* out, int* code, tvmrt_object** temp);
@@ -290,6 +292,16 @@ int tvmrt_rx_empty(rx_vm* vm, const int64_t* shape, int ndim, DLDataType dtype, 
                    rx_value* out);
 /* the VM of a context argument (RX_HANDLE of a live VM), or NULL with an error */
 rx_vm* tvmrt_rx_context(rx_vm* vm, rx_value ctx, const char* what);
+
+/* relax_tir.c: compiled mode. A vm_tir function's closure body (calls `vmtir` with the VM's
+   any-lists; vm is not retained); the builtins as global packed functions for compiled
+   code; the tvm-ffi any-list functions (a tvm-ffi library's imports are linked to these) */
+tvmrt_func* tvmrt_rx_tir_func(rx_vm* vm, int64_t func, tvmrt_func* vmtir);
+tvmrt_func* tvmrt_rx_builtin_global(const char* name);
+TVM_DLL int tvmrt_rx_anylist_set_packed_arg(void* list, int index, TVMFFIAny* args, int arg_offset);
+TVM_DLL int tvmrt_rx_anylist_reset_item(void* list, int index);
+TVM_DLL int tvmrt_rx_anylist_move_from_return(void* list, int index, TVMFFIAny* args,
+                                              int ret_offset);
 
 /* relax_vm.c: the VirtualMachine module over an executable module (retained) */
 tvmrt_module* tvmrt_rx_machine_new(tvmrt_module* exec_mod, const rx_exe* exe);

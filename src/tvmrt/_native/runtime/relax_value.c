@@ -275,10 +275,32 @@ int tvmrt_rx_to_packed(rx_value v, int era, TVMValue* out, int* code, tvmrt_obje
   }
 }
 
+int tvmrt_rx_is_live_object(const void* p) {
+  static const uint32_t magics[] = {RT_MAGIC_RX_STR,     RT_MAGIC_RX_SHAPE,   RT_MAGIC_RX_TUPLE,
+                                    RT_MAGIC_RX_CLOSURE, RT_MAGIC_RX_STORAGE, RT_MAGIC_FUNC,
+                                    RT_MAGIC_MODULE};
+  size_t i;
+  if (p == NULL) return 0;
+  for (i = 0; i < sizeof(magics) / sizeof(magics[0]); ++i) {
+    if (tvmrt_object_live(p, magics[i])) return 1;
+  }
+  return 0;
+}
+
 int tvmrt_rx_from_packed(TVMValue v, int code, int ret, rx_value* out) {
   tvmrt_object* obj = NULL;
   int kind;
   out->pad = 0;
+  /* compiled code passes the VM's own values through tvm-ffi calls as a DLTensor* of one of
+     the runtime's arrays and as an opaque pointer to an object: the same values again */
+  if (code == kTVMDLTensorHandle && v.v_handle != NULL &&
+      tvmrt_object_live(&((tvmrt_ndarray*)v.v_handle)->hdr, RT_MAGIC_ARRAY)) {
+    code = kTVMNDArrayHandle;
+  } else if (code == kTVMOpaqueHandle && tvmrt_rx_is_live_object(v.v_handle)) {
+    code = tvmrt_object_live(v.v_handle, RT_MAGIC_FUNC)     ? kTVMPackedFuncHandle
+           : tvmrt_object_live(v.v_handle, RT_MAGIC_MODULE) ? kTVMModuleHandle
+                                                            : kTVMObjectHandle;
+  }
   switch (code) {
     case kDLInt:
     case kDLUInt: out->kind = RX_INT, out->v.i = v.v_int64; return 0;

@@ -163,10 +163,16 @@ static int resolve(rx_vm* vm) {
         append_missing(missing, &used, name, "the compiled function of a vm_tir function");
         continue;
       }
-      tvmrt_release(&packed->hdr);
-      nmissing++;
-      append_missing(missing, &used, f->name,
-                     "compiled mode (exec_mode=\"compiled\") is not run by tvmrt's Relax VM yet");
+      {
+        tvmrt_func* body = tvmrt_rx_tir_func(vm, (int64_t)i, packed);
+        rx_closure* c;
+        tvmrt_release(&packed->hdr);
+        if (body == NULL) return -1;
+        c = tvmrt_rx_closure_new(0, -1, body, f->name, NULL, 0);
+        tvmrt_release(&body->hdr);
+        if (c == NULL) return -1;
+        e->value = tvmrt_rx_object(RX_CLOSURE, &c->hdr);
+      }
       continue;
     }
     for (k = 0; k < vm->exec->num_imports && packed == NULL; ++k)

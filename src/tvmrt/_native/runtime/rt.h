@@ -293,6 +293,15 @@ int tvmrt_aot_global_create(void* self, TVMValue* args, int* codes, int n, TVMVa
 /* factory.c: the device of a packed call (DLDevice, or a (type, id) int pair) at `first` */
 int tvmrt_device_args(TVMValue* args, int* codes, int first, int n, DLDevice* out, const char* fn);
 
+/* object_types.c: an any-list item of the legacy ABI (TVM's TVMRetValue layout: a TVMValue,
+   then its type code), owning what it holds; emptied (its reference released) */
+typedef struct {
+  TVMValue value;
+  int32_t code;
+  int32_t pad;
+} tvmrt_any_item;
+void tvmrt_any_item_clear(tvmrt_any_item* it);
+
 /* registry.c: the functions applications register as globals */
 tvmrt_func* tvmrt_registry_find(const char* name); /* new reference or NULL (no error) */
 /* the host's (Python's) registered function of that name: a new reference or NULL (no

@@ -44,7 +44,7 @@ from tvmrt.binfmt import archive
 from tvmrt.binfmt.abi import RELAX_KINDS, LibraryFacts, first_blob_kind, read_library
 from tvmrt.binfmt.binary import BinaryInfo, check_host_compatible, identify
 from tvmrt.error import ModuleFileNotFoundError, ModuleLoadError
-from tvmrt.runtime import native_module
+from tvmrt.runtime import kernel_services, native_module
 from tvmrt.runtime.loaders import ffi, library, link, mlf_aot, needs, packages
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.packed_func import PackedFunc
@@ -79,6 +79,11 @@ def _load_ffi(found: Sniffed, path: str, shown: str) -> Module:
 
 
 def _load_relax(found: Sniffed, path: str, shown: str) -> Module:
+    symbols = found.facts.symbols if found.facts is not None else None
+    if symbols is not None and symbols.abi == "legacy" and any(
+        name.startswith("TVM") for name in symbols.undefined
+    ):  # TVM <= 0.20 code importing the runtime's functions by name (compiled mode)
+        kernel_services.make_global()
     return native_module.load_file(path, shown)  # the C runtime is its engine
 
 
