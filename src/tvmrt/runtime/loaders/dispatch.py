@@ -80,8 +80,10 @@ def _load_ffi(found: Sniffed, path: str, shown: str) -> Module:
 
 def _load_relax(found: Sniffed, path: str, shown: str) -> Module:
     symbols = found.facts.symbols if found.facts is not None else None
-    if symbols is not None and symbols.abi == "legacy" and any(
-        name.startswith("TVM") for name in symbols.undefined
+    if (
+        symbols is not None
+        and symbols.abi == "legacy"
+        and any(name.startswith("TVM") for name in symbols.undefined)
     ):  # TVM <= 0.20 code importing the runtime's functions by name (compiled mode)
         kernel_services.make_global()
     return native_module.load_file(path, shown)  # the C runtime is its engine
