@@ -109,12 +109,18 @@ $(NATIVE_DIR)/libdlr.so: $(NATIVE_OBJ) $(DLR_OBJ)
 # CUDA on a GPU machine: `make gpu-check-pack` here (TVM 0.27 + nvcc make the fixtures),
 # then `make gpu-check` there with build/gpu-check carried (Python 3 + numpy + the driver)
 GPU_PACK := build/gpu-check
+RELAX027 := $(or $(TVMRT_FIXTURES_DIR),build/fixtures)/relax027
 TVM_PYTHON ?= $(BIN)/python
 gpu-check-pack:
 	@test -f build/cuda-fixtures/mobilenet_golden.npz || PYTHONPATH=src $(TVM_PYTHON) \
 		scripts/make_cuda_fixtures.py build/cuda-fixtures
 	rm -rf $(GPU_PACK) && mkdir -p $(GPU_PACK)/src
 	cp -r src/tvmrt $(GPU_PACK)/src/ && cp -r build/cuda-fixtures $(GPU_PACK)/fixtures
+	# TVM 0.27's Relax CUDA models (tests/fixtures/build_relax.py; the test suite builds them)
+	@test -d $(RELAX027) || $(BIN)/python -c "import sys; sys.path.insert(0, 'tests'); \
+		from support.fixtures import artifact_folder; artifact_folder('relax027')"
+	mkdir -p $(GPU_PACK)/fixtures/relax && for m in cuda_mlp cuda_mlp_ptx; do \
+		test -d $(RELAX027)/$$m && cp -r $(RELAX027)/$$m $(GPU_PACK)/fixtures/relax/; done
 	# the serve extra for the GPU machine's Python 3.12 (it has no network): uvicorn, h11,
 	# click, httptools; scripts/gpu_check.py puts deps/ on the path of `tvmrt serve`
 	$(BIN)/python -m pip install -q --target $(GPU_PACK)/deps --only-binary=:all: \

@@ -34,6 +34,7 @@ from gpu_check_faces import (
     max_err,
     run_graph,
 )
+from gpu_check_relax import check_relax
 
 from tvmrt import runtime
 from tvmrt.contrib import graph_executor
@@ -137,6 +138,7 @@ def main() -> int:
           f"driver CUDA {api.driver.version_text}, {api.count} GPU(s)")  # fmt: skip
     print("fixtures (TVM 0.27 host code; golden: the same TIR on the CPU):")
     ok = check_fixtures(folder)
+    ok &= check_relax(folder)
     ok &= check_c_runtime(folder)
     ok &= check_rpc(folder)
     ok &= check_cli(folder)

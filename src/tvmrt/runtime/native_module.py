@@ -27,10 +27,13 @@ class the C side named (``"InvalidArgumentError: ..."``).
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import math
+import os
 import re
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -61,12 +64,29 @@ _globals: dict[str, NativeFunction] = {}
 _callbacks: list[Any] = []  # Python functions handed to C: kept alive with the process
 
 
+def _nvrtc_defaults() -> None:
+    """Point the C runtime at NVIDIA's NVRTC and libcu++ headers where the ``nvrtc`` extra
+    installed them (a CUDA import holding CUDA C source is compiled with them), unless the
+    environment names others (TVMRT_LIBNVRTC, TVMRT_CUDA_INCLUDE)."""
+    spec = importlib.util.find_spec("nvidia")
+    roots = [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
+    for root in roots:
+        libs = sorted((root / "cuda_nvrtc" / "lib").glob("libnvrtc.so.*"))
+        libs = [p for p in libs if "alt" not in p.name and "builtins" not in p.name]
+        if libs:
+            os.environ.setdefault("TVMRT_LIBNVRTC", str(libs[-1]))
+        include = root / "cuda_cccl" / "include"
+        if include.is_dir():
+            os.environ.setdefault("TVMRT_CUDA_INCLUDE", str(include))
+
+
 def _lib() -> ctypes.CDLL:
     """The native library with the C API typed (once)."""
     if _declared:
         return _declared[0]
     with _lock:
         if not _declared:
+            _nvrtc_defaults()
             lib = kernel_services.native_library()
             vp, out, i32 = ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int
             lib.TVMGetLastError.restype = ctypes.c_char_p

@@ -34,7 +34,8 @@ typedef struct {
 
 typedef struct cu_module {
   char fmt[16];
-  uint8_t* image; /* PTX gets a NUL after it */
+  int source;     /* the image is CUDA C source: NVRTC makes PTX per GPU architecture */
+  uint8_t* image; /* PTX (and source) gets a NUL after it */
   size_t num_kernels;
   cu_kernel* kernels;
   void* modules[MAX_GPUS];
@@ -176,6 +177,33 @@ static void* kernel_function(cu_kernel* k, int dev, const tvmrt_cuda_api* api) {
   void* f;
   int rc = 0;
   pthread_mutex_lock(&m->mu);
+  if (m->modules[dev] == NULL && m->source) { /* compiled for this GPU's architecture */
+    int cudev = 0, major = 0, minor = 0;
+    char* ptx;
+    char what[64];
+    snprintf(what, sizeof(what), "CUDA module (cuda source) on cuda(%d)", dev);
+    if ((rc = api->device_get(&cudev, dev)) != 0 ||
+        (rc = api->device_get_attribute(&major, 75, cudev)) !=
+            0 || /* ..._COMPUTE_CAPABILITY_MAJOR */
+        (rc = api->device_get_attribute(&minor, 76, cudev)) != 0) {
+      pthread_mutex_unlock(&m->mu);
+      tvmrt_cuda_error("cuDeviceGetAttribute", rc);
+      return NULL;
+    }
+    ptx = tvmrt_nvrtc_compile((const char*)m->image, major, minor, what);
+    if (ptx == NULL) {
+      pthread_mutex_unlock(&m->mu);
+      return NULL;
+    }
+    rc = api->module_load_data(&m->modules[dev], ptx);
+    free(ptx);
+    if (rc != 0) {
+      m->modules[dev] = NULL;
+      pthread_mutex_unlock(&m->mu);
+      tvmrt_cuda_error("cuModuleLoadData", rc);
+      return NULL;
+    }
+  }
   if (m->modules[dev] == NULL && (rc = api->module_load_data(&m->modules[dev], m->image)) != 0) {
     m->modules[dev] = NULL;
     pthread_mutex_unlock(&m->mu);
@@ -300,12 +328,14 @@ tvmrt_module* tvmrt_cuda_module_load(tvmrt_reader* r) {
   }
   pthread_mutex_init(&m->mu, NULL);
   if (tvmrt_read_str(r, &fmt, NULL, "CUDA module format") != 0) goto fail;
-  if (strcmp(fmt, "ptx") != 0 && strcmp(fmt, "cubin") != 0 && strcmp(fmt, "fatbin") != 0) {
-    int source = strcmp(fmt, "cu") == 0 || strcmp(fmt, "cuda") == 0;
-    tvmrt_fail("ModuleLoadError", "%s: CUDA module format '%.32s' %s: expected ptx, cubin, fatbin",
-               r->what, fmt,
-               source ? "is CUDA C source, which needs the CUDA toolkit to compile"
-                      : "is not one tvmrt loads");
+  m->source = strcmp(fmt, "cu") == 0 || strcmp(fmt, "cuda") == 0;
+  if (m->source && tvmrt_nvrtc_available(r->what) != 0) goto fail;
+  if (!m->source && strcmp(fmt, "ptx") != 0 && strcmp(fmt, "cubin") != 0 &&
+      strcmp(fmt, "fatbin") != 0) {
+    tvmrt_fail("ModuleLoadError",
+               "%s: CUDA module format '%.32s' is not one tvmrt loads: expected ptx, cubin, "
+               "fatbin or CUDA C source (cuda)",
+               r->what, fmt);
     goto fail;
   }
   snprintf(m->fmt, sizeof(m->fmt), "%s", fmt);

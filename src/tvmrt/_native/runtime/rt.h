@@ -193,7 +193,14 @@ int tvmrt_cuda_current_device(void); /* the last __tvm_set_device on this thread
 /* the global function __tvm_set_device(device_type, device_id) */
 int tvmrt_cuda_set_device(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc);
 
-/* cuda_module.c: the `cuda` entry of a module blob (PTX, cubin or fatbin + kernel table) */
+/* nvrtc.c: CUDA C source to PTX for compute capability major.minor (malloc'd, cached on
+   disk), or NULL with a ModuleLoadError naming `what`; whether NVRTC can be loaded (0, or
+   -1 with the error saying what is missing) */
+char* tvmrt_nvrtc_compile(const char* source, int major, int minor, const char* what);
+int tvmrt_nvrtc_available(const char* what);
+
+/* cuda_module.c: the `cuda` entry of a module blob (PTX, cubin, fatbin or CUDA C source +
+   kernel table) */
 tvmrt_module* tvmrt_cuda_module_load(tvmrt_reader* r);
 
 /* ---------------------------------------------------------------------------------- */
