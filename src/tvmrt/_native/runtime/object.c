@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "relax.h"
 #include "rt.h"
 
 TVM_DLL const char* TVMGetLastError(void) { return tvmrt_peek_last_error(); }
@@ -261,13 +262,27 @@ TVM_DLL int TVMFuncFree(TVMFunctionHandle func) {
   return 0;
 }
 
+/* an object a call hands to C code as kTVMObjectHandle: a module, a function, a Relay VM
+   ADT, or one of the Relax VM's values (a string, shape, tuple, closure or storage; their
+   magics only: relax_value.c is above this file) */
+static int handed_out(const tvmrt_object* o) {
+  static const uint32_t magics[] = {RT_MAGIC_FUNC,       RT_MAGIC_MODULE,    RT_MAGIC_ADT,
+                                    RT_MAGIC_RX_TUPLE,   RT_MAGIC_RX_SHAPE,  RT_MAGIC_RX_STR,
+                                    RT_MAGIC_RX_CLOSURE, RT_MAGIC_RX_STORAGE};
+  size_t i;
+  for (i = 0; i < sizeof(magics) / sizeof(magics[0]); ++i) {
+    if (tvmrt_object_live(o, magics[i])) return 1;
+  }
+  return 0;
+}
+
 TVM_DLL int TVMObjectRetain(TVMObjectHandle obj) {
   tvmrt_object* o = (tvmrt_object*)obj;
   if (o == NULL) return 0;
-  if (!tvmrt_object_live(o, RT_MAGIC_FUNC) && !tvmrt_object_live(o, RT_MAGIC_MODULE) &&
-      !tvmrt_object_live(o, RT_MAGIC_ADT)) {
+  if (!handed_out(o)) {
     return tvmrt_fail("ArgumentTypeError",
-                      "TVMObjectRetain: %p is not a live module, function or ADT (freed already?)",
+                      "TVMObjectRetain: %p is not a live module, function, ADT or Relax VM "
+                      "object (freed already?)",
                       obj);
   }
   tvmrt_retain(o);
@@ -277,10 +292,10 @@ TVM_DLL int TVMObjectRetain(TVMObjectHandle obj) {
 TVM_DLL int TVMObjectFree(TVMObjectHandle obj) {
   tvmrt_object* o = (tvmrt_object*)obj;
   if (o == NULL) return 0;
-  if (!tvmrt_object_live(o, RT_MAGIC_FUNC) && !tvmrt_object_live(o, RT_MAGIC_MODULE) &&
-      !tvmrt_object_live(o, RT_MAGIC_ADT)) {
+  if (!handed_out(o)) {
     return tvmrt_fail("ArgumentTypeError",
-                      "TVMObjectFree: %p is not a live module, function or ADT (freed already?)",
+                      "TVMObjectFree: %p is not a live module, function, ADT or Relax VM object "
+                      "(freed already?)",
                       obj);
   }
   tvmrt_release(o);
