@@ -1,11 +1,11 @@
 /*
  * The CPython glue of tvmrt's native library (tvmrt._native_backend): the module init,
  * KernelCall, one prepared tvm-ffi kernel call run from C, and PackedCall, one prepared
- * TVMFuncCall of the C runtime. Everything else native (the services kernels call, the C
- * runtime) is libtvmrt_runtime, the one native library of the process, which Python loads
- * with ctypes: this file links nothing of it and calls it only through the addresses
- * Python gives (bind_runtime, make_kernel_call, make_packed_call), so the process holds one
- * copy of the services whether Python, a C program or both loaded them.
+ * TVMFuncCall of the C runtime (py_call.c adds the Python faces' Handle and FastCall). Everything
+ * else native (the services kernels call, the C runtime) is libtvmrt_runtime, the one native
+ * library of the process, which Python loads with ctypes: this file links nothing of it and calls
+ * it only through the addresses Python gives (bind_runtime, make_kernel_call, make_packed_call), so
+ * the process holds one copy of the services whether Python, a C program or both loaded them.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "native.h"
+#include "py_call.h"
 
 /* ------------------------------------------------------------------------------------ */
 /* Python side: KernelCall, one prepared tvm-ffi kernel call                             */
@@ -287,6 +288,10 @@ PyMODINIT_FUNC PyInit__native_backend(void) {
   Py_INCREF(g_packed_call_type);
   if (PyModule_AddObject(module, "PackedCall", g_packed_call_type) != 0) {
     Py_DECREF(g_packed_call_type);
+    Py_DECREF(module);
+    return NULL;
+  }
+  if (tvmrt_py_call_init(module) != 0) { /* Handle, FastCall (py_call.c) */
     Py_DECREF(module);
     return NULL;
   }

@@ -92,11 +92,17 @@ typedef struct {
   size_t stride;
   int count;
   tvmrt_closure_fn fn;
+  tvmrt_ffi_closure_fn ffi_fn; /* may be NULL: tvm-ffi calls are converted */
 } closure_block;
 static closure_block g_blocks[TVMRT_CLOSURE_BLOCKS];
 static int g_block_count = 0;
 
 int tvmrt_register_closure_block(const void* base, size_t stride, int count, tvmrt_closure_fn fn) {
+  return tvmrt_register_closure_block_ffi(base, stride, count, fn, NULL);
+}
+
+int tvmrt_register_closure_block_ffi(const void* base, size_t stride, int count,
+                                     tvmrt_closure_fn fn, tvmrt_ffi_closure_fn ffi_fn) {
   int n, status = 0;
   if (base == NULL || stride == 0 || count <= 0 || fn == NULL) return -1;
   pthread_mutex_lock(&g_native_mu);
@@ -104,24 +110,29 @@ int tvmrt_register_closure_block(const void* base, size_t stride, int count, tvm
   if (n == TVMRT_CLOSURE_BLOCKS) {
     status = -1;
   } else {
-    g_blocks[n] = (closure_block){(const char*)base, stride, count, fn};
+    g_blocks[n] = (closure_block){(const char*)base, stride, count, fn, ffi_fn};
     __atomic_store_n(&g_block_count, n + 1, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&g_native_mu);
   return status;
 }
 
-/* The closure function of `handle`, or NULL if it lies in no registered block. */
-static tvmrt_closure_fn closure_of(const void* handle) {
+/* The block `handle` lies in, or NULL if it lies in no registered block. */
+static const closure_block* block_of(const void* handle) {
   int i, n = __atomic_load_n(&g_block_count, __ATOMIC_ACQUIRE);
   const char* h = (const char*)handle;
   for (i = 0; i < n; ++i) {
     const closure_block* b = &g_blocks[i];
     if (h >= b->base && h < b->base + b->stride * (size_t)b->count &&
         (size_t)(h - b->base) % b->stride == 0)
-      return b->fn;
+      return b;
   }
   return NULL;
+}
+
+static tvmrt_closure_fn closure_of(const void* handle) {
+  const closure_block* b = block_of(handle);
+  return b != NULL ? b->fn : NULL;
 }
 
 TVM_DLL int TVMFuncCall(void* func, TVMValue* args, int* arg_type_codes, int num_args,
@@ -204,10 +215,16 @@ TVM_DLL int tvmrt_ffi_function_call(void* func, void* args, int32_t num_args, vo
   tvmrt_ffi_any* out = (tvmrt_ffi_any*)result;
   TVMValue ret;
   int ret_code = 4;
+  const closure_block* block;
   if (num_args < 0 || num_args > TVMRT_FFI_MAX_ARGS || (num_args > 0 && in == NULL)) {
     tvmrt_fail("RuntimeError", "TVMFFIFunctionCall: %d arguments (at most %d)", (int)num_args,
                TVMRT_FFI_MAX_ARGS);
     return -1;
+  }
+  block = block_of(func);
+  if (block != NULL && block->ffi_fn != NULL) { /* it takes tvm-ffi's convention itself */
+    if (out != NULL) memset(out, 0, sizeof(*out));
+    return block->ffi_fn(func, (const TVMFFIAny*)args, num_args, (TVMFFIAny*)result);
   }
   for (int32_t i = 0; i < num_args; ++i) {
     codes[i] = legacy_code(in[i].type_index);
@@ -232,9 +249,11 @@ TVM_DLL int tvmrt_ffi_function_call(void* func, void* args, int32_t num_args, vo
       out->v.v_float64 = ret.v_float64;
     } else if (rc == 0 && ret_code == 13) { /* kTVMNDArrayHandle: a DLTensor* of an array */
       out->type_index = kFFIDLTensorPtr;
+      out->zero_padding = TVMRT_FFI_OWNED;
       out->v.v_ptr = ret.v_handle;
     } else if (rc == 0 && (ret_code == 8 || ret_code == 9 || ret_code == 10)) { /* objects */
       out->type_index = kFFIOpaquePtr;
+      out->zero_padding = TVMRT_FFI_OWNED;
       out->v.v_ptr = ret.v_handle;
     } else if (rc == 0 && ret_code == 5) { /* kTVMDataType */
       out->type_index = kFFIDataType;

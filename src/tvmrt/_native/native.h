@@ -79,6 +79,29 @@ typedef int (*tvmrt_closure_fn)(void* self, TVMValue* args, int* codes, int num_
                                 TVMValue* ret_val, int* ret_code);
 #define TVMRT_CLOSURE_BLOCKS 64
 int tvmrt_register_closure_block(const void* base, size_t stride, int count, tvmrt_closure_fn fn);
+/* the same, with a second entry for tvm-ffi callers (TVMFFIFunctionCall): ffi_fn takes their
+   TVMFFIAny arguments and result as they are, with no conversion to the legacy convention */
+typedef int (*tvmrt_ffi_closure_fn)(void* self, const TVMFFIAny* args, int32_t num_args,
+                                    TVMFFIAny* result);
+int tvmrt_register_closure_block_ffi(const void* base, size_t stride, int count,
+                                     tvmrt_closure_fn fn, tvmrt_ffi_closure_fn ffi_fn);
+/* What a binding reads of a value the C runtime handed it as kTVMObjectHandle, without a
+   packed call per item (the CPython glue unpacks results with these; relax_exec.c):
+   tvmrt_value_peek says which kind it is and its size (a tuple's item count, a shape's
+   dimension count, a string's length) and points *data at a shape's dims or a string's
+   bytes (valid while the object lives); tvmrt_value_tuple_item gives item i as a packed
+   value (a new reference for arrays and objects). */
+enum { TVMRT_VALUE_OTHER = 0, TVMRT_VALUE_TUPLE = 1, TVMRT_VALUE_SHAPE = 2, TVMRT_VALUE_STR = 3 };
+typedef int (*tvmrt_value_peek_fn)(void* obj, int64_t* size, const void** data);
+typedef int (*tvmrt_value_tuple_item_fn)(void* obj, int64_t i, TVMValue* value, int* code);
+TVM_DLL int tvmrt_value_peek(void* obj, int64_t* size, const void** data);
+TVM_DLL int tvmrt_value_tuple_item(void* obj, int64_t i, TVMValue* value, int* code);
+
+/* A TVMFFIAny's zero_padding when it holds a reference to one of the runtime's arrays
+   (type index 7, its DLTensor*) or objects (4, an opaque pointer): what the runtime's
+   TVMFFIFunctionCall returns and its any-lists hold, so the item is known for the runtime's
+   own without a lookup (nothing but the runtime writes these values) */
+#define TVMRT_FFI_OWNED 0x52544f31u
 
 /* The answers to TVMBackendGetFuncFromEnv and TVMFuncCall come from two places in one
    process: the C runtime answers for the module contexts and function handles it made

@@ -61,6 +61,7 @@ class ArrayMemory:
     __slots__ = (
         "__weakref__",
         "_byte_offset",
+        "_c",
         "_device",
         "_dl",
         "_dtype",
@@ -78,6 +79,9 @@ class ArrayMemory:
     _byte_offset: int
     _owner: object
     _dl: tuple[DLTensor, Any] | None
+    # the C runtime's array over these bytes (native_module.py: made when the array is
+    # first passed to it, False where it cannot view them), or None
+    _c: object
 
     @classmethod
     def from_host_memory(
@@ -100,6 +104,7 @@ class ArrayMemory:
         self._owner = owner
         self._byte_offset = byte_offset
         self._dl = None
+        self._c = None
         self._shape = view.shape[:-1] if dtype.lanes > 1 else view.shape
         self._storage = owner if isinstance(owner, Storage) else None
         return self
@@ -134,6 +139,7 @@ class ArrayMemory:
         self._byte_offset = byte_offset
         self._shape = shape
         self._dl = None
+        self._c = None
         return self
 
     def _device_storage(self) -> Storage:

@@ -59,6 +59,7 @@ __all__ = [
     "ffi_symbol_addresses",
     "make_kernel_call",
     "make_packed_call",
+    "glue",
     "call_packed_address",
     "take_last_error",
     "take_last_error_with_kind",
@@ -224,11 +225,11 @@ def _load(path: str) -> None:
     lib.tvmrt_clear_last_error.restype = None
     lib.tvmrt_clear_last_error.argtypes = []
     _resize_pool(lib, default_num_threads())  # the environment is parsed on this side only
-    _glue().bind_runtime(_address(lib, "tvmrt_clear_last_error"))
+    glue().bind_runtime(_address(lib, "tvmrt_clear_last_error"))
     _lib = lib
 
 
-def _glue() -> Any:
+def glue() -> Any:
     """``tvmrt._native_backend``: the prepared calls (ModuleLoadError if it is not built)."""
     try:
         return importlib.import_module(_EXTENSION)
@@ -373,9 +374,7 @@ def make_kernel_call(
     About 50 ns per call, where a ctypes call costs 280-350 ns (bench/README.md).
     """
     native_library()  # the services the kernel calls into are set up
-    call: Callable[[], None] = _glue().make_kernel_call(
-        func, args, num_args, result, on_error, keep
-    )
+    call: Callable[[], None] = glue().make_kernel_call(func, args, num_args, result, on_error, keep)
     return call
 
 
@@ -386,7 +385,7 @@ def make_packed_call(
     releases the GIL and returns ``tvm_func_call(handle, values, codes, n, ret, code)``'s
     status. The caller owns and fills the buffers (at most ``capacity`` arguments) and keeps
     them alive. About a microsecond less per call than the same call through ctypes."""
-    call: Callable[[int], int] = _glue().make_packed_call(
+    call: Callable[[int], int] = glue().make_packed_call(
         tvm_func_call, handle, values, codes, capacity, ret, code
     )
     return call

@@ -2,13 +2,18 @@
 
 An artifact the C runtime is the engine of (a Relax VM executable: ``load_module`` hands it
 here) is a :class:`NativeModule`: its functions are the C runtime's packed functions, called
-with ``TVMFuncCall``, and what crosses the call is converted once, at the boundary:
+with ``TVMFuncCall`` (through the CPython glue's FastCall, ``_native/py_call.c``, which
+converts the usual arguments and results in C), and what crosses the call is converted
+once, at the boundary:
 
 ============================  =======================================================
 Python                        C
 ============================  =======================================================
-NDArray (CPU or CUDA)          a ``DLTensor*`` (the C side copies it, as TVM copies a
-                               tensor it did not make), or the C array it views
+NDArray                        the C array it views (a result of the C runtime), or
+                               that views it: a host array gets one at its first call
+                               (``TVMArrayFromDLPack``, no copy; kept in its ``_c``);
+                               else a ``DLTensor*`` (the C side copies it, as TVM
+                               copies a tensor it did not make)
 numpy array                    the same, through :func:`tvmrt.runtime.ndarray.array`
 int, float, bool, None, str    the same (``bool`` as an int)
 DataType, Device               ``kTVMDataType``, ``kDLDevice``
@@ -17,7 +22,8 @@ NativeModule, NativeFunction   their handles
 a Python callable              a function made with ``TVMFuncCreateFromCFunc``
 ============================  =======================================================
 
-and back: a C array becomes an NDArray viewing its memory (it keeps the array alive), a
+and back: a C array becomes an NDArray of it (its handle: shape, dtype and the numpy view
+are read when first used, as TVM's NDArray is a handle; it keeps the array alive), a
 shape a :class:`~tvmrt.runtime.object.ShapeTuple`, a tuple a
 :class:`~tvmrt.runtime.container.Array`, a string a :class:`~tvmrt.runtime.object.String`,
 a closure or function a :class:`NativeFunction`. Errors come back as the ``tvmrt.error``
@@ -27,6 +33,7 @@ class the C side named (``"InvalidArgumentError: ..."``).
 from __future__ import annotations
 
 import ctypes
+import functools
 import importlib.util
 import math
 import os
@@ -42,6 +49,8 @@ from tvmrt import error as errors
 from tvmrt.error import ArgumentTypeError, TVMError
 from tvmrt.runtime import kernel_services
 from tvmrt.runtime._ctypes_api import ArgTypeCode, DLTensor, TVMValue
+from tvmrt.runtime._dlpack import LEGACY, USED_LEGACY, capsule_pointer, rename_capsule
+from tvmrt.runtime.array_memory import ArrayMemory
 from tvmrt.runtime.container import Array
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.dtype import DataType
@@ -57,6 +66,9 @@ _CODE = ArgTypeCode
 # the value kinds of relax.h's rx_value (tvmrt.relax.kind)
 _RX_STR, _RX_SHAPE, _RX_TENSOR, _RX_TUPLE, _RX_CLOSURE = 6, 7, 8, 9, 10
 _RX_FUNC, _RX_STORAGE, _RX_MODULE = 11, 12, 13
+# plain ints of the hot path's codes (an IntEnum member's lookup costs ~100 ns)
+_INT, _FLOAT, _NULL, _STR = int(_CODE.INT), int(_CODE.FLOAT), int(_CODE.NULL), int(_CODE.STR)
+_NDARRAY, _OBJECT = int(_CODE.NDARRAY_HANDLE), int(_CODE.OBJECT_HANDLE)
 
 _lock = threading.Lock()
 _declared: list[ctypes.CDLL] = []
@@ -101,6 +113,7 @@ def _lib() -> ctypes.CDLL:
                 "TVMModFree": [vp],
                 "TVMObjectFree": [vp],
                 "TVMArrayFree": [vp],
+                "TVMArrayFromDLPack": [vp, out],
                 "TVMCFuncSetReturn": [vp, vp, vp, i32],
             }
             for name, argtypes in sigs.items():
@@ -123,38 +136,96 @@ def fail(what: str = "") -> TVMError:
     return cls(f"{what}: {text}" if what else text)  # type: ignore[no-any-return]
 
 
-class _Handle:
-    """A C object reference, released when the last Python holder goes."""
+def _handle(value: int, free: str) -> Any:
+    """A reference to the C object at ``value``, released with the C API function ``free``
+    (``TVMArrayFree`` ...) when Python drops it (the glue's Handle: freed from C, so also at
+    interpreter exit)."""
+    handle_type = _handle_type
+    if not handle_type:
+        handle_type.append(kernel_services.glue().Handle)
+    return handle_type[0](value, _address(free))
 
-    __slots__ = ("__weakref__", "free", "value")
 
-    def __init__(self, value: int, free: Callable[[Any], int]) -> None:
-        self.value, self.free = value, free
-
-    def __del__(self) -> None:
-        if self.value:
-            self.free(ctypes.c_void_p(self.value))
-            self.value = 0
+_handle_type: list[Any] = []
+_free_functions: dict[str, int | None] = {}  # C function addresses by name
 
 
 # -- Python -> C ---------------------------------------------------------------------------
 
 
-def _dltensor_arg(arr: NDArray, keep: list[object]) -> tuple[int, int]:
-    owner = getattr(arr, "_owner", None)
-    if isinstance(owner, _ArrayOwner):  # a C array's own view: the handle, no copy
-        return _CODE.NDARRAY_HANDLE, owner.handle.value
+def _raise_last_error() -> None:
+    raise fail()
+
+
+_configured: list[bool] = []
+
+
+def _make_fast_call(handle: int) -> Any:
+    """The glue's FastCall of the C function at ``handle`` (py_call.c), the glue told once
+    what results become."""
+    glue = kernel_services.glue()
+    if not _configured:
+        with _lock:
+            if not _configured:
+                glue.configure(
+                    *(_address(name) for name in ("TVMArrayFree", "TVMObjectFree")),
+                    *(_address(name) for name in ("tvmrt_value_peek", "tvmrt_value_tuple_item")),
+                    _CArray,
+                    Array,
+                    ShapeTuple,
+                    String,
+                    to_python,
+                    _raise_last_error,
+                )
+                _configured.append(True)
+    return glue.make_fast_call(_address("TVMFuncCall"), handle)
+
+
+def _address(name: str) -> int:
+    """The address of the C runtime's function ``name``."""
+    address = _free_functions.get(name)
+    if address is None:
+        address = _free_functions[name] = ctypes.cast(getattr(_lib(), name), ctypes.c_void_p).value
+    return address or 0
+
+
+def _host_twin(arr: NDArray) -> Any:
+    """A C array viewing ``arr``'s host bytes (no copy; TVMArrayFromDLPack of numpy's own
+    export, whose deleter lets go of the bytes when the C side does), or None where the C
+    runtime cannot view them (not compact or not 64-byte aligned, bool, lanes)."""
+    view = arr._np
+    if view is None or view.dtype.kind not in "iuf" or arr.dtype.lanes != 1:
+        return None
+    try:
+        capsule = view.__dlpack__()
+    except BufferError:  # read-only
+        return None
+    out = ctypes.c_void_p()
+    if _lib().TVMArrayFromDLPack(capsule_pointer(capsule, LEGACY), ctypes.byref(out)):
+        return None  # the capsule still owns its tensor: its destructor frees it
+    rename_capsule(capsule, USED_LEGACY)  # the C array owns it now
+    return _handle(int(out.value or 0), "TVMArrayFree")
+
+
+def _array_arg(arr: NDArray, keep: list[object]) -> tuple[int, int]:
+    """An NDArray as C sees it: the C array it views, or that views it (made once and kept
+    with the NDArray), else its DLTensor (the C side copies it)."""
+    twin = arr._c
+    if twin is None:
+        twin = arr._c = _host_twin(arr) or False
+    keep.append(arr)  # alive (and its twin) until the call returns
+    if twin:  # a C array's own NDArray, or its host twin
+        return _NDARRAY, twin.value  # type: ignore[attr-defined]
     dl = arr.dltensor()
-    keep.append(arr)
     return _CODE.DLTENSOR_HANDLE, ctypes.addressof(dl)
 
 
 def _to_c(value: object, keep: list[object]) -> tuple[int, Any]:
     """(type code, TVMValue field value) for one argument; what C reads stays in keep."""
     if isinstance(value, NDArray):
-        return _dltensor_arg(value, keep)
+        return _array_arg(value, keep)
     if isinstance(value, np.ndarray):
-        return _dltensor_arg(array(value), keep)
+        return _array_arg(array(value), keep)
     if value is None:
         return _CODE.NULL, None
     if isinstance(value, bool | int | np.integer):
@@ -196,6 +267,17 @@ def _to_c(value: object, keep: list[object]) -> tuple[int, Any]:
     )
 
 
+def _set_value(slot: TVMValue, code: int, v: Any) -> None:
+    if code == _FLOAT:
+        slot.v_float64 = v
+    elif code == _STR:
+        slot.v_str = v
+    elif code in (_INT, _CODE.TVM_TYPE, _CODE.DLDEVICE):
+        slot.v_int64 = v
+    else:
+        slot.v_handle = v
+
+
 def _pack(args: Sequence[object]) -> tuple[Any, Any, list[object]]:
     n = len(args)
     values = (TVMValue * max(n, 1))()
@@ -204,61 +286,72 @@ def _pack(args: Sequence[object]) -> tuple[Any, Any, list[object]]:
     for i, arg in enumerate(args):
         code, v = _to_c(arg, keep)
         codes[i] = code
-        if code == _CODE.INT or code in (_CODE.TVM_TYPE, _CODE.DLDEVICE):
-            values[i].v_int64 = v
-        elif code == _CODE.FLOAT:
-            values[i].v_float64 = v
-        elif code == _CODE.STR:
-            values[i].v_str = v
-        else:
-            values[i].v_handle = v
+        _set_value(values[i], code, v)
     return values, codes, keep
 
 
 # -- C -> Python ---------------------------------------------------------------------------
 
 
-class _ArrayOwner:
-    """A C array's memory as numpy sees it: it holds the array (one reference)."""
-
-    __slots__ = ("__array_interface__", "handle")
-    __array_interface__: dict[str, Any]
-
-    def __init__(self, handle: _Handle) -> None:
-        self.handle = handle
-
-
-def _dtype_of(dl: DLTensor) -> DataType:
-    code, bits, lanes = dl.dtype.code, dl.dtype.bits, dl.dtype.lanes
+@functools.lru_cache(maxsize=256)
+def _dtype_of(code: int, bits: int, lanes: int) -> DataType:
     if code == 6 and bits == 8:  # tvm-ffi's bool (kDLBool)
         return DataType("bool")
     return DataType.from_code(code, bits, lanes)
 
 
-def _ndarray(address: int) -> NDArray:
-    """The C array at address (a reference the caller gives us) as an NDArray viewing it."""
-    handle = _Handle(address, _lib().TVMArrayFree)
-    owner = _ArrayOwner(handle)
-    dl = DLTensor.from_address(address)
+class _CArray(NDArray):
+    """An NDArray of a C array, read when first used: a result of the C runtime is a handle
+    (as TVM's is), and its shape, dtype and numpy view are made the first time anything
+    asks (they fill the NDArray's slots; an unset slot is what sends the read here). Passed
+    back to C it is its handle again, never read."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in ArrayMemory.__slots__ or name in ("_owner", "__weakref__"):
+            raise AttributeError(name)
+        owner = object.__getattribute__(self, "_owner")
+        _fill(self, owner)
+        return object.__getattribute__(self, name)
+
+
+def _fill(arr: NDArray, owner: Any) -> None:
+    """Give ``arr`` (a _CArray) the slots of an NDArray viewing its C array."""
+    dl = DLTensor.from_address(owner.value)
     shape = tuple(int(dl.shape[i]) for i in range(dl.ndim))
-    dtype = _dtype_of(dl)
+    dtype = _dtype_of(dl.dtype.code, dl.dtype.bits, dl.dtype.lanes)
     device = Device(dl.device.device_type, dl.device.device_id)
     if dl.device.device_type != 1:
-        return _device_array(dl, shape, dtype, device, owner)
-    np_dtype = dtype.numpy_dtype
-    if math.prod(shape) == 0 or not dl.data:
-        return NDArray.from_host_memory(np.empty(shape, np_dtype), dtype, device, owner)
-    owner.__array_interface__ = {
-        "data": (dl.data + dl.byte_offset, False),
-        "shape": shape,
-        "typestr": np_dtype.str,
-        "version": 3,
-    }
-    return NDArray.from_host_memory(np.asarray(owner), dtype, device, owner)
+        full = _device_array(dl, shape, dtype, device, owner)
+    else:
+        np_dtype = dtype.numpy_dtype
+        if math.prod(shape) == 0 or not dl.data:
+            view = np.empty(shape, np_dtype)
+        else:
+            owner.__array_interface__ = {
+                "data": (dl.data + dl.byte_offset, False),
+                "shape": shape,
+                "typestr": np_dtype.str,
+                "version": 3,
+            }
+            view = np.asarray(owner)
+        full = NDArray.from_host_memory(view, dtype, device, owner)
+    for slot in ArrayMemory.__slots__:
+        if slot not in ("__weakref__", "_owner"):
+            object.__setattr__(arr, slot, object.__getattribute__(full, slot))
+    arr._c = owner  # passed back to C, it is this array again
+
+
+def _ndarray(address: int) -> NDArray:
+    """The C array at address (a reference the caller gives us) as an NDArray of it."""
+    arr = object.__new__(_CArray)
+    arr._owner = arr._c = _handle(address, "TVMArrayFree")
+    return arr
 
 
 def _device_array(
-    dl: DLTensor, shape: tuple[int, ...], dtype: DataType, device: Device, owner: _ArrayOwner
+    dl: DLTensor, shape: tuple[int, ...], dtype: DataType, device: Device, owner: Any
 ) -> NDArray:
     """A C array in device memory as an NDArray over a Storage of its pointer."""
     from tvmrt.runtime.device_api import Storage, get_device_api
@@ -271,7 +364,7 @@ def _device_array(
 
 def _object(address: int) -> Any:
     """A C object handle (a reference the caller gives us) as a Python value."""
-    handle = _Handle(address, _lib().TVMObjectFree)
+    handle = _handle(address, "TVMObjectFree")
     kind = c_global("tvmrt.relax.kind")._call((_CODE.OBJECT_HANDLE, address))[1]
     if kind == _RX_SHAPE:
         size = c_global("runtime.GetShapeTupleSize")
@@ -300,7 +393,9 @@ def _object(address: int) -> Any:
 def to_python(code: int, raw: int) -> Any:
     """A C return value (type code, raw 64 bits) as a Python value; a handle's reference is
     taken."""
-    if code == _CODE.INT:
+    if code == _NDARRAY:  # the common result first
+        return _ndarray(raw)
+    if code == _INT:
         return raw
     if code == _CODE.FLOAT:
         return ctypes.c_double.from_buffer(ctypes.c_int64(raw)).value
@@ -310,14 +405,12 @@ def to_python(code: int, raw: int) -> Any:
         return String(ctypes.string_at(raw).decode("utf-8", "replace"))
     if code == _CODE.HANDLE:
         return raw
-    if code == _CODE.NDARRAY_HANDLE:
-        return _ndarray(raw)
-    if code == _CODE.OBJECT_HANDLE:
+    if code == _OBJECT:
         return _object(raw)
     if code == _CODE.MODULE_HANDLE:
-        return NativeModule(_Handle(raw, _lib().TVMModFree))
+        return NativeModule(_handle(raw, "TVMModFree"))
     if code == _CODE.PACKED_FUNC_HANDLE:
-        return NativeFunction(_Handle(raw, _lib().TVMFuncFree), "function")
+        return NativeFunction(_handle(raw, "TVMFuncFree"), "function")
     if code == _CODE.TVM_TYPE:
         return DataType.from_code(raw & 0xFF, (raw >> 8) & 0xFF, (raw >> 16) & 0xFFFF)
     raise ArgumentTypeError(f"the C runtime returned a value of type code {code}")
@@ -327,14 +420,19 @@ def to_python(code: int, raw: int) -> Any:
 
 
 class NativeFunction(PackedFunc):
-    """A packed function of the C runtime (or a closure: ``is_object``), called from Python."""
+    """A packed function of the C runtime (or a closure: ``is_object``), called from Python.
 
-    __slots__ = ("handle", "is_object")
+    A call goes through the glue's FastCall (its arguments converted in C, the GIL released
+    while it runs); one it cannot convert (strings, shapes, tuples, callables, arrays the C
+    runtime cannot view) is converted here and called through ctypes."""
 
-    def __init__(self, handle: _Handle, name: str, is_object: bool = False) -> None:
+    __slots__ = ("_fast", "handle", "is_object")
+
+    def __init__(self, handle: Any, name: str, is_object: bool = False) -> None:
         super().__init__(self._invoke, name)
         self.handle = handle
         self.is_object = is_object
+        self._fast: Any = None
 
     def _call(self, *args: tuple[int, Any]) -> tuple[int, int]:
         """A raw call: (type code, value) arguments, the raw (code, 64 bits) result."""
@@ -354,11 +452,25 @@ class NativeFunction(PackedFunc):
             raise fail(self.name)
         return ret_code.value, int(ret.v_int64 or 0)
 
+    def __call__(self, *args: Any) -> Any:
+        fast = self._fast
+        if fast is None:
+            if self.is_object:
+                raise ArgumentTypeError(
+                    f"a {self.name} of the C runtime is called through its VM (invoke_closure)"
+                )
+            fast = self._fast = _make_fast_call(self.handle.value)
+        result = fast(*args)
+        if result is NotImplemented:  # an argument FastCall does not take
+            return self._invoke_unprepared(args)
+        if type(result) is tuple:
+            return to_python(*result)
+        return result
+
     def _invoke(self, *args: Any) -> Any:
-        if self.is_object:
-            raise ArgumentTypeError(
-                f"a {self.name} of the C runtime is called through its VM (invoke_closure)"
-            )
+        return self(*args)
+
+    def _invoke_unprepared(self, args: Sequence[object]) -> Any:
         values, codes, keep = _pack(args)
         ret, ret_code = TVMValue(), ctypes.c_int(_CODE.NULL)
         rc = _lib().TVMFuncCall(
@@ -376,7 +488,7 @@ class NativeFunction(PackedFunc):
 class NativeModule(Module):
     """A module of the C runtime (``load_module`` of a file the C runtime runs)."""
 
-    def __init__(self, handle: _Handle, source_file: str | None = None) -> None:
+    def __init__(self, handle: Any, source_file: str | None = None) -> None:
         super().__init__()
         self.handle = handle
         self.source_file = source_file
@@ -401,7 +513,7 @@ class NativeModule(Module):
         mods: list[Module] = []
         for i in range(size):
             _code, raw = get._call((_CODE.MODULE_HANDLE, self.handle.value), (_CODE.INT, i))
-            mods.append(NativeModule(_Handle(raw, _lib().TVMModFree)))
+            mods.append(NativeModule(_handle(raw, "TVMModFree")))
         return mods
 
     def import_module(self, module: Module) -> None:
@@ -418,7 +530,7 @@ class NativeModule(Module):
             raise fail(name)
         if not out.value:
             return None
-        func = NativeFunction(_Handle(out.value, _lib().TVMFuncFree), name)
+        func = NativeFunction(_handle(out.value, "TVMFuncFree"), name)
         self._cache[name] = func
         return func
 
@@ -444,9 +556,7 @@ def c_global(name: str) -> NativeFunction:
             raise errors.GlobalFunctionNotFoundError(
                 f"the C runtime has no global function {name!r}"
             )
-        found = _globals.setdefault(
-            name, NativeFunction(_Handle(out.value, _lib().TVMFuncFree), name)
-        )
+        found = _globals.setdefault(name, NativeFunction(_handle(out.value, "TVMFuncFree"), name))
     return found
 
 
@@ -455,7 +565,7 @@ def load_file(path: str, shown: str | None = None) -> NativeModule:
     out = ctypes.c_void_p()
     if _lib().TVMModLoadFromFile(path.encode(), b"so", ctypes.byref(out)):
         raise fail(f"cannot load {shown or path!r}")
-    return NativeModule(_Handle(int(out.value or 0), _lib().TVMModFree), shown or path)
+    return NativeModule(_handle(int(out.value or 0), "TVMModFree"), shown or path)
 
 
 # -- Python functions handed to C ----------------------------------------------------------
@@ -497,7 +607,7 @@ def function_from_python(func: Callable[..., Any]) -> NativeFunction:
     ):
         raise fail("TVMFuncCreateFromCFunc")
     return NativeFunction(
-        _Handle(int(out.value or 0), _lib().TVMFuncFree), getattr(func, "__name__", "python")
+        _handle(int(out.value or 0), "TVMFuncFree"), getattr(func, "__name__", "python")
     )
 
 

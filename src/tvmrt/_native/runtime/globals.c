@@ -240,7 +240,7 @@ static int env_lookup(void* mod_ctx, const char* name, void** out) {
   pthread_mutex_lock(&mod->env_mu);
   for (e = mod->env; e != NULL; e = e->next) {
     if (strcmp(e->name, name) == 0) {
-      *out = e->func;
+      *out = e->handle;
       pthread_mutex_unlock(&mod->env_mu);
       return 0;
     }
@@ -263,9 +263,11 @@ static int env_lookup(void* mod_ctx, const char* name, void** out) {
     return tvmrt_fail("DeviceOutOfMemoryError", "cannot cache function %s", name);
   }
   e->func = f;
+  e->handle = tvmrt_rx_builtin_handle_of(f);
+  if (e->handle == NULL) e->handle = f;
   e->next = mod->env;
   mod->env = e;
-  *out = f;
+  *out = e->handle;
   pthread_mutex_unlock(&mod->env_mu);
   return 0;
 }

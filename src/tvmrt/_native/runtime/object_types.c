@@ -44,11 +44,12 @@ TVM_DLL int TVMObjectGetTypeIndex(TVMObjectHandle obj, unsigned* out_tindex) {
   if (out_tindex == NULL) {
     return tvmrt_fail("InvalidArgumentError", "TVMObjectGetTypeIndex: out_tindex is required");
   }
-  if (tvmrt_object_live(obj, RT_MAGIC_MODULE)) {
+  uint32_t magic = tvmrt_object_live_magic(obj);
+  if (magic == RT_MAGIC_MODULE) {
     *out_tindex = 1; /* kRuntimeModule */
-  } else if (tvmrt_object_live(obj, RT_MAGIC_FUNC)) {
+  } else if (magic == RT_MAGIC_FUNC) {
     *out_tindex = 7; /* kRuntimePackedFunc */
-  } else if (tvmrt_object_live(obj, RT_MAGIC_ADT)) {
+  } else if (magic == RT_MAGIC_ADT) {
     *out_tindex = 11; /* kRuntimeADT: a Relay VM tuple or constructor value */
   } else {
     return tvmrt_fail("ArgumentTypeError",
@@ -264,10 +265,9 @@ TVM_DLL int TVMBackendAnyListMoveFromPackedReturn(void* anylist, int index, TVMV
     uint32_t magic = in.code == kTVMModuleHandle    ? RT_MAGIC_MODULE
                      : in.code == kTVMNDArrayHandle ? RT_MAGIC_ARRAY
                                                     : RT_MAGIC_FUNC;
-    if (obj != NULL && !tvmrt_object_live(obj, magic) &&
-        !(in.code == kTVMObjectHandle &&
-          (tvmrt_object_live(obj, RT_MAGIC_MODULE) || tvmrt_object_live(obj, RT_MAGIC_ADT) ||
-           tvmrt_rx_is_live_object(obj)))) {
+    uint32_t live = obj != NULL ? tvmrt_object_live_magic(obj) : magic;
+    if (live != magic &&
+        !(in.code == kTVMObjectHandle && (live == RT_MAGIC_ADT || tvmrt_rx_is_value_magic(live)))) {
       return tvmrt_fail("ArgumentTypeError",
                         "TVMBackendAnyListMoveFromPackedReturn: return value %p (type code %d) is "
                         "not a live object of this runtime",

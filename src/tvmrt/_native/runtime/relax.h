@@ -157,6 +157,12 @@ const char* tvmrt_rx_dtype_text(DLDataType t, char* buf, size_t n);
 
 /* whether p is a live object the Relax VM hands out (any of its kinds, a function, a module) */
 int tvmrt_rx_is_live_object(const void* p);
+/* whether a live object's magic (tvmrt_object_live_magic) is one of the values above */
+static inline int tvmrt_rx_is_value_magic(uint32_t magic) {
+  return magic == RT_MAGIC_RX_STR || magic == RT_MAGIC_RX_SHAPE || magic == RT_MAGIC_RX_TUPLE ||
+         magic == RT_MAGIC_RX_CLOSURE || magic == RT_MAGIC_RX_STORAGE || magic == RT_MAGIC_FUNC ||
+         magic == RT_MAGIC_MODULE;
+}
 /* a value as a packed argument (borrowed: valid while v lives); closures become functions
    the caller must release through *temp (NULL when none was made) */
 int tvmrt_rx_to_packed(rx_value v, int era, TVMValue* out, int* code, tvmrt_object** temp);
@@ -237,6 +243,9 @@ typedef struct {
 /* the builtin of that name (vm.builtin.* and relax.run.*), or NULL */
 const rx_builtin* tvmrt_rx_builtin(const char* name);
 const rx_builtin* tvmrt_rx_run_builtin(const char* name); /* relax.run.* (relax_run.c) */
+/* the two tables whole (their entries are the builtins' handles for compiled code) */
+const rx_builtin* tvmrt_rx_builtin_table(size_t* count);
+const rx_builtin* tvmrt_rx_run_table(size_t* count);
 /* the families tvmrt refuses by name (LLM KV caches, sampling, tensor cache, disco, CUDA
    graphs): why, or NULL when the name is none of them */
 const char* tvmrt_rx_refused_family(const char* name);
@@ -279,6 +288,10 @@ struct rx_vm {
   size_t num_saved;
   char** saved_names;
   rx_value* saved;
+  /* compiled mode: the constants and functions as the any-lists generated code reads (made at
+     its first call, read-only to it; relax_tir.c) */
+  void* tir_consts;
+  void* tir_funcs;
 };
 
 /* call the function a pool entry or a value names, with `args` (borrowed); *ret a new
@@ -297,7 +310,13 @@ rx_vm* tvmrt_rx_context(rx_vm* vm, rx_value ctx, const char* what);
    any-lists; vm is not retained); the builtins as global packed functions for compiled
    code; the tvm-ffi any-list functions (a tvm-ffi library's imports are linked to these) */
 tvmrt_func* tvmrt_rx_tir_func(rx_vm* vm, int64_t func, tvmrt_func* vmtir);
+void tvmrt_rx_tir_free_pools(rx_vm* vm); /* vm->tir_consts and tir_funcs, at release_state */
 tvmrt_func* tvmrt_rx_builtin_global(const char* name);
+/* what TVMBackendGetFuncFromEnv answers compiled code for a builtin's global function f: the
+   builtin's table entry (called without a lookup: a closure block), or NULL if f is none */
+void* tvmrt_rx_builtin_handle_of(const tvmrt_func* f);
+/* the value kind of an object's magic (RX_STR ... RX_MODULE), -1 for another */
+int tvmrt_rx_kind_of_magic(uint32_t magic);
 TVM_DLL int tvmrt_rx_anylist_set_packed_arg(void* list, int index, TVMFFIAny* args, int arg_offset);
 TVM_DLL int tvmrt_rx_anylist_reset_item(void* list, int index);
 TVM_DLL int tvmrt_rx_anylist_move_from_return(void* list, int index, TVMFFIAny* args,

@@ -125,11 +125,13 @@ static int b_alloc_shape_heap(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
 
 /* one MatchShapeCode step: value against the code's immediate or heap slot */
 static int match_one(const char* fn, const char* ctx, int64_t value, int64_t code, int64_t reg,
-                     int64_t* heap, int64_t size, const char* what) {
+                     int64_t* heap, int64_t size, int64_t dim) {
   int64_t* slot = NULL;
+  char what[48] = "PrimValue"; /* formatted on failure only: this runs per dimension per call */
   switch (code) {
     case MATCH_IMM:
       if (value != reg) {
+        if (dim >= 0) snprintf(what, sizeof(what), "shape[%lld]", (long long)dim);
         return tvmrt_fail("InvalidArgumentError",
                           "%s match_cast error, %s mismatch to specified constant: %lld vs %lld",
                           ctx, what, (long long)value, (long long)reg);
@@ -143,6 +145,7 @@ static int match_one(const char* fn, const char* ctx, int64_t value, int64_t cod
     case MATCH_LOAD:
       if (heap_slot(fn, heap, size, reg, &slot) != 0) return -1;
       if (value != *slot) {
+        if (dim >= 0) snprintf(what, sizeof(what), "shape[%lld]", (long long)dim);
         return tvmrt_fail("InvalidArgumentError",
                           "%s match_cast error, %s mismatch to a previous populated value: %lld "
                           "vs %lld",
@@ -162,7 +165,6 @@ static int b_match_shape(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   const int64_t* dims;
   int64_t ndim, size, k, *heap, hsize;
   const char* ctx;
-  char what[48];
   (void)vm;
   (void)ret;
   if (arity(fn, n, 3, -1) != 0 || get_int(fn, 2, a[2], &size) != 0) return -1;
@@ -192,8 +194,7 @@ static int b_match_shape(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
     if (get_int(fn, (int)(3 + 2 * k), a[3 + 2 * k], &code) != 0 ||
         get_int(fn, (int)(4 + 2 * k), a[4 + 2 * k], &reg) != 0)
       return -1;
-    snprintf(what, sizeof(what), "shape[%lld]", (long long)k);
-    if (match_one(fn, ctx, dims[k], code, reg, heap, hsize, what) != 0) return -1;
+    if (match_one(fn, ctx, dims[k], code, reg, heap, hsize, k) != 0) return -1;
   }
   return 0;
 }
@@ -207,7 +208,7 @@ static int b_match_prim_value(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
       heap_of(fn, 1, a[1], &heap, &hsize) != 0 || get_int(fn, 2, a[2], &code) != 0 ||
       get_int(fn, 3, a[3], &reg) != 0)
     return -1;
-  return match_one(fn, n > 4 ? context(a[4]) : "", value, code, reg, heap, hsize, "PrimValue");
+  return match_one(fn, n > 4 ? context(a[4]) : "", value, code, reg, heap, hsize, -1);
 }
 
 static int b_make_shape(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
@@ -791,6 +792,11 @@ static const rx_builtin k_builtins[] = {
     {"vm.builtin.invoke_debug_func", b_invoke_debug_func},
 };
 #define NUM_BUILTINS (sizeof(k_builtins) / sizeof(k_builtins[0]))
+
+const rx_builtin* tvmrt_rx_builtin_table(size_t* count) {
+  *count = NUM_BUILTINS;
+  return k_builtins;
+}
 
 const rx_builtin* tvmrt_rx_builtin(const char* name) {
   size_t i;

@@ -495,6 +495,35 @@ static int g_array_item(void* self, TVMValue* args, int* codes, int n, TVMValue*
   return 0;
 }
 
+TVM_DLL int tvmrt_value_peek(void* obj, int64_t* size, const void** data) {
+  *size = 0;
+  *data = NULL;
+  switch (tvmrt_object_live_magic(obj)) {
+    case RT_MAGIC_RX_TUPLE: *size = (int64_t)((rx_tuple*)obj)->size; return TVMRT_VALUE_TUPLE;
+    case RT_MAGIC_RX_SHAPE:
+      *size = (int64_t)((rx_shape*)obj)->ndim;
+      *data = ((rx_shape*)obj)->dims;
+      return TVMRT_VALUE_SHAPE;
+    case RT_MAGIC_RX_STR:
+      *size = (int64_t)((rx_str*)obj)->len;
+      *data = ((rx_str*)obj)->data;
+      return TVMRT_VALUE_STR;
+    default: return TVMRT_VALUE_OTHER;
+  }
+}
+
+TVM_DLL int tvmrt_value_tuple_item(void* obj, int64_t i, TVMValue* value, int* code) {
+  rx_tuple* t = (rx_tuple*)obj;
+  rx_value item = {RX_NULL, 0, {0}};
+  if (!tvmrt_object_live(obj, RT_MAGIC_RX_TUPLE))
+    return tvmrt_fail("ArgumentTypeError", "tvmrt_value_tuple_item: %p is not a live tuple", obj);
+  if (i < 0 || (uint64_t)i >= t->size)
+    return tvmrt_fail("IndexOutOfRangeError", "tvmrt_value_tuple_item: index out of range");
+  tvmrt_rx_copy(&item, t->items[i]);
+  hand_out(item, value, code);
+  return 0;
+}
+
 /* tvmrt.relax.kind(value): the RX_* kind of a value (for the Python face) */
 static int g_kind(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
   rx_value v;

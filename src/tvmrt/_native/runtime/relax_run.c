@@ -893,6 +893,11 @@ static const rx_builtin k_run[] = {
     {"relax.run.nonzero", r_nonzero},
 };
 
+const rx_builtin* tvmrt_rx_run_table(size_t* count) {
+  *count = sizeof(k_run) / sizeof(k_run[0]);
+  return k_run;
+}
+
 const rx_builtin* tvmrt_rx_run_builtin(const char* name) {
   size_t i;
   for (i = 0; i < sizeof(k_run) / sizeof(k_run[0]); ++i) {

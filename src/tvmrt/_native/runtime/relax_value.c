@@ -275,16 +275,27 @@ int tvmrt_rx_to_packed(rx_value v, int era, TVMValue* out, int* code, tvmrt_obje
   }
 }
 
-int tvmrt_rx_is_live_object(const void* p) {
-  static const uint32_t magics[] = {RT_MAGIC_RX_STR,     RT_MAGIC_RX_SHAPE,   RT_MAGIC_RX_TUPLE,
-                                    RT_MAGIC_RX_CLOSURE, RT_MAGIC_RX_STORAGE, RT_MAGIC_FUNC,
-                                    RT_MAGIC_MODULE};
-  size_t i;
-  if (p == NULL) return 0;
-  for (i = 0; i < sizeof(magics) / sizeof(magics[0]); ++i) {
-    if (tvmrt_object_live(p, magics[i])) return 1;
+/* the value kind of a live object of this runtime a Relax value can hold (RX_STR ... RX_MODULE,
+   RX_TENSOR for an array), -1 for anything else: one lookup of the live set */
+static int live_kind(const void* p) { return tvmrt_rx_kind_of_magic(tvmrt_object_live_magic(p)); }
+
+int tvmrt_rx_kind_of_magic(uint32_t magic) {
+  switch (magic) {
+    case RT_MAGIC_RX_STR: return RX_STR;
+    case RT_MAGIC_RX_SHAPE: return RX_SHAPE;
+    case RT_MAGIC_RX_TUPLE: return RX_TUPLE;
+    case RT_MAGIC_RX_CLOSURE: return RX_CLOSURE;
+    case RT_MAGIC_RX_STORAGE: return RX_STORAGE;
+    case RT_MAGIC_FUNC: return RX_FUNC;
+    case RT_MAGIC_MODULE: return RX_MODULE;
+    case RT_MAGIC_ARRAY: return RX_TENSOR;
+    default: return -1;
   }
-  return 0;
+}
+
+int tvmrt_rx_is_live_object(const void* p) {
+  int kind = live_kind(p);
+  return kind >= 0 && kind != RX_TENSOR;
 }
 
 int tvmrt_rx_from_packed(TVMValue v, int code, int ret, rx_value* out) {
@@ -296,10 +307,13 @@ int tvmrt_rx_from_packed(TVMValue v, int code, int ret, rx_value* out) {
   if (code == kTVMDLTensorHandle && v.v_handle != NULL &&
       tvmrt_object_live(&((tvmrt_ndarray*)v.v_handle)->hdr, RT_MAGIC_ARRAY)) {
     code = kTVMNDArrayHandle;
-  } else if (code == kTVMOpaqueHandle && tvmrt_rx_is_live_object(v.v_handle)) {
-    code = tvmrt_object_live(v.v_handle, RT_MAGIC_FUNC)     ? kTVMPackedFuncHandle
-           : tvmrt_object_live(v.v_handle, RT_MAGIC_MODULE) ? kTVMModuleHandle
-                                                            : kTVMObjectHandle;
+  } else if (code == kTVMOpaqueHandle) {
+    kind = live_kind(v.v_handle);
+    if (kind >= 0 && kind != RX_TENSOR) {
+      code = kind == RX_FUNC     ? kTVMPackedFuncHandle
+             : kind == RX_MODULE ? kTVMModuleHandle
+                                 : kTVMObjectHandle;
+    }
   }
   switch (code) {
     case kDLInt:
@@ -362,14 +376,8 @@ int tvmrt_rx_from_packed(TVMValue v, int code, int ret, rx_value* out) {
       break;
     case kTVMObjectHandle:
       obj = (tvmrt_object*)v.v_handle;
-      if (tvmrt_object_live(obj, RT_MAGIC_RX_STR)) kind = RX_STR;
-      else if (tvmrt_object_live(obj, RT_MAGIC_RX_SHAPE)) kind = RX_SHAPE;
-      else if (tvmrt_object_live(obj, RT_MAGIC_RX_TUPLE)) kind = RX_TUPLE;
-      else if (tvmrt_object_live(obj, RT_MAGIC_RX_CLOSURE)) kind = RX_CLOSURE;
-      else if (tvmrt_object_live(obj, RT_MAGIC_RX_STORAGE)) kind = RX_STORAGE;
-      else if (tvmrt_object_live(obj, RT_MAGIC_FUNC)) kind = RX_FUNC;
-      else if (tvmrt_object_live(obj, RT_MAGIC_MODULE)) kind = RX_MODULE;
-      else
+      kind = live_kind(obj);
+      if (kind < 0 || kind == RX_TENSOR)
         return tvmrt_fail("ArgumentTypeError",
                           "%p is not a live object of this runtime (a string, shape, tuple, "
                           "closure, storage, function or module)",
@@ -600,7 +608,7 @@ rx_storage* tvmrt_rx_storage_alloc(rx_pool* p, uint64_t nbytes, const char* scop
   s->nbytes = (size_t)nbytes;
   s->capacity = size;
   s->dev = p->dev;
-  snprintf(s->scope, sizeof(s->scope), "global");
+  memcpy(s->scope, "global", sizeof("global"));
   s->pool = p;
   tvmrt_retain(&p->hdr);
   if (tvmrt_object_init(&s->hdr, RT_MAGIC_RX_STORAGE, storage_destroy) != 0) {

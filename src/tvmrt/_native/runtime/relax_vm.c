@@ -213,6 +213,7 @@ static int resolve(rx_vm* vm) {
 
 static void release_state(rx_vm* vm) {
   size_t i;
+  tvmrt_rx_tir_free_pools(vm);
   for (i = 0; vm->func_pool != NULL && i < vm->exe->num_funcs; ++i) {
     tvmrt_rx_release(&vm->func_pool[i].value);
     if (vm->func_pool[i].packed != NULL) tvmrt_release(&vm->func_pool[i].packed->hdr);

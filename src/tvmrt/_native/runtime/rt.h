@@ -60,6 +60,9 @@ typedef struct tvmrt_object {
 int tvmrt_object_init(tvmrt_object* obj, uint32_t magic, void (*destroy)(tvmrt_object*));
 /* whether obj is a live object of this magic (never reads a freed object's memory) */
 int tvmrt_object_live(const void* obj, uint32_t magic);
+/* the magic of a live object (one lookup for callers that accept several kinds), 0 if obj is
+   not a live object of this runtime */
+uint32_t tvmrt_object_live_magic(const void* obj);
 void tvmrt_retain(tvmrt_object* obj);
 void tvmrt_release(tvmrt_object* obj); /* the last release unregisters, then destroys */
 
@@ -97,6 +100,7 @@ int tvmrt_func_call(void* handle, TVMValue* args, int* codes, int num_args, TVMV
 typedef struct tvmrt_env_entry {
   char* name;
   tvmrt_func* func;
+  void* handle; /* what the lookup answers: func, or a builtin's table entry (relax_tir.c) */
   struct tvmrt_env_entry* next;
 } tvmrt_env_entry;
 

@@ -1,0 +1,396 @@
+/*
+ * The CPython glue of the C runtime's Python faces (tvmrt.runtime.native_module): Handle, a
+ * reference to one of libtvmrt_runtime's objects, released with the free function it was
+ * given when Python drops it, and FastCall, TVMFuncCall of one C function with its
+ * arguments converted here rather than through ctypes (which costs about a microsecond a
+ * call, as much as the C Relax VM's whole run of a small model).
+ *
+ * A FastCall takes what a call usually passes: ints (and bools), floats, None, and arrays
+ * that are a C array or have one (an object whose `_c` attribute is a Handle: an NDArray of
+ * native_module). For anything else it returns NotImplemented before calling, and the
+ * Python face converts the call itself. Results are unpacked here too: a C array is a
+ * native_module._CArray whose `_owner` and `_c` are its Handle; a tuple an Array of its
+ * items, a shape a ShapeTuple, a string a String (read with tvmrt_value_peek and
+ * tvmrt_value_tuple_item, no packed call per item); anything else (closures, functions,
+ * modules) is what `on_value(code, raw)` makes of it. A failed call calls `on_error()`,
+ * which raises the C runtime's error. The classes and functions are configure()'s.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include <stdint.h>
+
+#include "native.h"
+#include "py_call.h"
+
+/* ------------------------------------------------------------------------------------ */
+/* Handle                                                                                 */
+
+typedef int (*free_fn)(void*);
+
+typedef struct {
+  PyObject_HEAD void* value;
+  free_fn free;
+  PyObject* array_interface; /* numpy's view of an array's memory (native_module._fill) */
+} Handle;
+
+static PyObject* g_handle_type;
+
+static PyObject* handle_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  unsigned long long value, free;
+  Handle* self;
+  if (kwargs != NULL && PyDict_Size(kwargs) != 0) {
+    PyErr_SetString(PyExc_TypeError, "Handle(value, free) takes no keyword arguments");
+    return NULL;
+  }
+  if (!PyArg_ParseTuple(args, "KK:Handle", &value, &free)) return NULL;
+  self = (Handle*)PyType_GenericAlloc(type, 0);
+  if (self == NULL) return NULL;
+  self->value = (void*)(uintptr_t)value;
+  self->free = (free_fn)(uintptr_t)free;
+  return (PyObject*)self;
+}
+
+static PyObject* handle_make(void* value, free_fn free) {
+  Handle* self = (Handle*)PyType_GenericAlloc((PyTypeObject*)g_handle_type, 0);
+  if (self == NULL) return NULL;
+  self->value = value;
+  self->free = free;
+  return (PyObject*)self;
+}
+
+static void handle_dealloc(PyObject* self_obj) {
+  Handle* self = (Handle*)self_obj;
+  PyTypeObject* tp = Py_TYPE(self_obj);
+  freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+  if (self->value != NULL && self->free != NULL) self->free(self->value);
+  self->value = NULL;
+  Py_CLEAR(self->array_interface);
+  tp_free(self_obj);
+  Py_DECREF(tp);
+}
+
+static PyObject* handle_value(PyObject* self_obj, void* unused) {
+  (void)unused;
+  return PyLong_FromVoidPtr(((Handle*)self_obj)->value);
+}
+
+static PyGetSetDef handle_getset[] = {
+    {"value", handle_value, NULL, "The object's address (0 for none).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMemberDef handle_members[] = {
+    {"__array_interface__", T_OBJECT_EX, offsetof(Handle, array_interface), 0,
+     "numpy's description of an array's memory, where one was set."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot handle_slots[] = {
+    {Py_tp_new, (void*)handle_new},
+    {Py_tp_dealloc, (void*)handle_dealloc},
+    {Py_tp_getset, (void*)handle_getset},
+    {Py_tp_members, (void*)handle_members},
+    {Py_tp_doc, (void*)"Handle(value, free): a C runtime object reference; free(value) runs "
+                       "when Python drops it."},
+    {0, NULL},
+};
+
+static PyType_Spec handle_spec = {
+    "tvmrt._native_backend.Handle", sizeof(Handle), 0, Py_TPFLAGS_DEFAULT, handle_slots,
+};
+
+/* ------------------------------------------------------------------------------------ */
+/* FastCall                                                                               */
+
+typedef int (*tvm_func_call_fn)(void*, TVMValue*, int*, int, TVMValue*, int*);
+
+#define FAST_MAX_ARGS 32
+enum { CODE_INT = 0, CODE_FLOAT = 2, CODE_NULL = 4, CODE_OBJECT = 8, CODE_NDARRAY = 13 };
+
+typedef struct {
+  PyObject_HEAD tvm_func_call_fn call;
+  void* handle; /* the function (not a reference: the Python face holds one) */
+} FastCall;
+
+static PyObject* g_fast_call_type;
+static PyObject* g_object_new; /* object.__new__ */
+static PyObject* g_tuple_new;  /* tuple.__new__ */
+static PyObject* g_str_new;    /* str.__new__ */
+static PyObject* g_str_c;
+static PyObject* g_str_owner;
+
+/* configure(): what results become (set once by native_module) */
+static struct {
+  free_fn array_free, object_free;
+  tvmrt_value_peek_fn peek;
+  tvmrt_value_tuple_item_fn tuple_item;
+  PyObject *carray_type, *array_type, *shape_type, *string_type, *on_value, *on_error;
+} g_values;
+
+/* args[i] as a packed argument; 0 when it is none of the kinds taken here */
+static int fast_arg(PyObject* item, TVMValue* value, int* code) {
+  if (item == Py_None) {
+    value->v_handle = NULL;
+    *code = CODE_NULL;
+    return 1;
+  }
+  if (PyLong_Check(item)) {
+    int overflow = 0;
+    value->v_int64 = PyLong_AsLongLongAndOverflow(item, &overflow);
+    if (overflow || (value->v_int64 == -1 && PyErr_Occurred())) {
+      PyErr_Clear();
+      return 0;
+    }
+    *code = CODE_INT;
+    return 1;
+  }
+  if (PyFloat_Check(item)) {
+    value->v_float64 = PyFloat_AsDouble(item);
+    *code = CODE_FLOAT;
+    return 1;
+  }
+  {
+    PyObject* c = PyObject_GetAttr(item, g_str_c);
+    int ok;
+    if (c == NULL) {
+      PyErr_Clear();
+      return 0;
+    }
+    ok = Py_TYPE(c) == (PyTypeObject*)g_handle_type && ((Handle*)c)->value != NULL;
+    if (ok) value->v_handle = ((Handle*)c)->value; /* item keeps c, args keeps item */
+    Py_DECREF(c);
+    *code = CODE_NDARRAY;
+    return ok;
+  }
+}
+
+static PyObject* c_array(void* address) {
+  PyObject* handle = handle_make(address, g_values.array_free);
+  PyObject* arr;
+  if (handle == NULL) {
+    g_values.array_free(address);
+    return NULL;
+  }
+  arr = PyObject_CallFunctionObjArgs(g_object_new, g_values.carray_type, NULL);
+  if (arr == NULL || PyObject_SetAttr(arr, g_str_owner, handle) != 0 ||
+      PyObject_SetAttr(arr, g_str_c, handle) != 0) {
+    Py_XDECREF(arr);
+    Py_DECREF(handle);
+    return NULL;
+  }
+  Py_DECREF(handle);
+  return arr;
+}
+
+#define UNPACK_MAX_DEPTH 64
+
+static PyObject* unpack(int code, TVMValue value, int depth);
+
+/* the object a result holds (its reference is taken: released here) */
+static PyObject* unpack_object(void* obj, int depth) {
+  int64_t size = 0, i;
+  const void* data = NULL;
+  PyObject *items = NULL, *out = NULL;
+  int kind = g_values.peek(obj, &size, &data);
+  if (kind == TVMRT_VALUE_OTHER || depth > UNPACK_MAX_DEPTH || size > PY_SSIZE_T_MAX) {
+    return PyObject_CallFunction(g_values.on_value, "iK", 8 /* kTVMObjectHandle */,
+                                 (unsigned long long)(uintptr_t)obj);
+  }
+  if (kind == TVMRT_VALUE_STR) {
+    PyObject* text = PyUnicode_DecodeUTF8((const char*)data, (Py_ssize_t)size, "replace");
+    if (text != NULL)
+      out = PyObject_CallFunctionObjArgs(g_str_new, g_values.string_type, text, NULL);
+    Py_XDECREF(text);
+    g_values.object_free(obj);
+    return out;
+  }
+  items = PyList_New((Py_ssize_t)size);
+  for (i = 0; items != NULL && i < size; ++i) {
+    PyObject* item;
+    if (kind == TVMRT_VALUE_SHAPE) {
+      item = PyLong_FromLongLong(((const int64_t*)data)[i]);
+    } else {
+      TVMValue v;
+      int c;
+      if (g_values.tuple_item(obj, i, &v, &c) != 0) {
+        PyObject* raised = PyObject_CallObject(g_values.on_error, NULL);
+        Py_XDECREF(raised);
+        item = NULL;
+      } else {
+        item = unpack(c, v, depth + 1);
+      }
+    }
+    if (item == NULL) {
+      Py_CLEAR(items);
+      break;
+    }
+    PyList_SetItem(items, (Py_ssize_t)i, item); /* steals item */
+  }
+  if (items != NULL) {
+    PyObject* type = kind == TVMRT_VALUE_SHAPE ? g_values.shape_type : g_values.array_type;
+    out = PyObject_CallFunctionObjArgs(g_tuple_new, type, items, NULL);
+    Py_DECREF(items);
+  }
+  g_values.object_free(obj);
+  return out;
+}
+
+/* a result (a reference for handles) as a Python value */
+static PyObject* unpack(int code, TVMValue value, int depth) {
+  switch (code) {
+    case CODE_NDARRAY:
+      if (value.v_handle != NULL) return c_array(value.v_handle);
+      break;
+    case CODE_OBJECT:
+      if (value.v_handle != NULL) return unpack_object(value.v_handle, depth);
+      break;
+    case CODE_INT: return PyLong_FromLongLong((long long)value.v_int64);
+    case CODE_FLOAT: return PyFloat_FromDouble(value.v_float64);
+    case CODE_NULL: Py_RETURN_NONE;
+    default: break;
+  }
+  return PyObject_CallFunction(g_values.on_value, "iL", code, (long long)value.v_int64);
+}
+
+static PyObject* fast_call_call(PyObject* self_obj, PyObject* args, PyObject* kwargs) {
+  FastCall* self = (FastCall*)self_obj;
+  TVMValue values[FAST_MAX_ARGS], ret;
+  int codes[FAST_MAX_ARGS], ret_code = CODE_NULL, rc;
+  Py_ssize_t n = PyTuple_Size(args), i;
+  PyThreadState* saved;
+  if (n < 0) return NULL;
+  if ((kwargs != NULL && PyDict_Size(kwargs) != 0) || n > FAST_MAX_ARGS) {
+    Py_INCREF(Py_NotImplemented);
+    return Py_NotImplemented;
+  }
+  for (i = 0; i < n; ++i) {
+    if (!fast_arg(PyTuple_GetItem(args, i), &values[i], &codes[i])) {
+      Py_INCREF(Py_NotImplemented);
+      return Py_NotImplemented;
+    }
+  }
+  ret.v_int64 = 0;
+  saved = PyEval_SaveThread();
+  rc = self->call(self->handle, values, codes, (int)n, &ret, &ret_code);
+  PyEval_RestoreThread(saved);
+  if (rc != 0) {
+    PyObject* out = PyObject_CallObject(g_values.on_error, NULL);
+    if (out == NULL) return NULL; /* the usual case: on_error raised */
+    Py_DECREF(out);
+    PyErr_SetString(PyExc_RuntimeError, "the call failed and its error handler did not raise");
+    return NULL;
+  }
+  return unpack(ret_code, ret, 0);
+}
+
+static void fast_call_dealloc(PyObject* self_obj) {
+  PyTypeObject* tp = Py_TYPE(self_obj);
+  freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+  tp_free(self_obj);
+  Py_DECREF(tp);
+}
+
+static PyType_Slot fast_call_slots[] = {
+    {Py_tp_call, (void*)fast_call_call},
+    {Py_tp_dealloc, (void*)fast_call_dealloc},
+    {Py_tp_doc, (void*)"TVMFuncCall of one C function with its arguments converted in C."},
+    {0, NULL},
+};
+
+static PyType_Spec fast_call_spec = {
+    "tvmrt._native_backend.FastCall", sizeof(FastCall), 0, Py_TPFLAGS_DEFAULT, fast_call_slots,
+};
+
+/* configure(array_free, object_free, peek, tuple_item, carray_type, array_type, shape_type,
+             string_type, on_value, on_error) */
+static PyObject* configure(PyObject* module, PyObject* args) {
+  unsigned long long array_free, object_free, peek, tuple_item;
+  PyObject* objs[6];
+  PyObject** slots[6] = {&g_values.carray_type, &g_values.array_type, &g_values.shape_type,
+                         &g_values.string_type, &g_values.on_value,   &g_values.on_error};
+  int i;
+  (void)module;
+  if (!PyArg_ParseTuple(args, "KKKKOOOOOO:configure", &array_free, &object_free, &peek, &tuple_item,
+                        &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5]))
+    return NULL;
+  if (array_free == 0 || object_free == 0 || peek == 0 || tuple_item == 0) {
+    PyErr_SetString(PyExc_ValueError, "configure: a NULL function address");
+    return NULL;
+  }
+  for (i = 0; i < 6; ++i) {
+    if (i < 4 ? !PyType_Check(objs[i]) : !PyCallable_Check(objs[i])) {
+      PyErr_SetString(PyExc_TypeError, "configure: expected four classes and two callables");
+      return NULL;
+    }
+  }
+  g_values.array_free = (free_fn)(uintptr_t)array_free;
+  g_values.object_free = (free_fn)(uintptr_t)object_free;
+  g_values.peek = (tvmrt_value_peek_fn)(uintptr_t)peek;
+  g_values.tuple_item = (tvmrt_value_tuple_item_fn)(uintptr_t)tuple_item;
+  for (i = 0; i < 6; ++i) {
+    PyObject* old = *slots[i];
+    Py_INCREF(objs[i]);
+    *slots[i] = objs[i];
+    Py_XDECREF(old);
+  }
+  Py_RETURN_NONE;
+}
+
+/* make_fast_call(tvm_func_call, handle) */
+static PyObject* make_fast_call(PyObject* module, PyObject* args) {
+  unsigned long long call, handle;
+  FastCall* self;
+  (void)module;
+  if (!PyArg_ParseTuple(args, "KK:make_fast_call", &call, &handle)) return NULL;
+  if (call == 0 || handle == 0 || g_values.peek == NULL) {
+    PyErr_SetString(PyExc_ValueError,
+                    "make_fast_call: a NULL function or handle, or configure() not called");
+    return NULL;
+  }
+  self = (FastCall*)PyType_GenericAlloc((PyTypeObject*)g_fast_call_type, 0);
+  if (self == NULL) return NULL;
+  self->call = (tvm_func_call_fn)(uintptr_t)call;
+  self->handle = (void*)(uintptr_t)handle;
+  return (PyObject*)self;
+}
+
+static PyMethodDef py_call_methods[] = {
+    {"configure", configure, METH_VARARGS,
+     "configure(array_free, object_free, peek, tuple_item, carray_type, array_type, "
+     "shape_type, string_type, on_value, on_error): what FastCall results become."},
+    {"make_fast_call", make_fast_call, METH_VARARGS,
+     "make_fast_call(tvm_func_call, handle): TVMFuncCall of one C function, its arguments "
+     "converted in C."},
+    {NULL, NULL, 0, NULL},
+};
+
+static int add_type(PyObject* module, PyObject** slot, PyType_Spec* spec, const char* name) {
+  if (*slot == NULL && (*slot = PyType_FromSpec(spec)) == NULL) return -1;
+  Py_INCREF(*slot);
+  if (PyModule_AddObject(module, name, *slot) != 0) {
+    Py_DECREF(*slot);
+    return -1;
+  }
+  return 0;
+}
+
+int tvmrt_py_call_init(PyObject* module) {
+  if (g_object_new == NULL &&
+      (g_object_new = PyObject_GetAttrString((PyObject*)&PyBaseObject_Type, "__new__")) == NULL)
+    return -1;
+  if (g_tuple_new == NULL &&
+      (g_tuple_new = PyObject_GetAttrString((PyObject*)&PyTuple_Type, "__new__")) == NULL)
+    return -1;
+  if (g_str_new == NULL &&
+      (g_str_new = PyObject_GetAttrString((PyObject*)&PyUnicode_Type, "__new__")) == NULL)
+    return -1;
+  if (g_str_c == NULL && (g_str_c = PyUnicode_InternFromString("_c")) == NULL) return -1;
+  if (g_str_owner == NULL && (g_str_owner = PyUnicode_InternFromString("_owner")) == NULL)
+    return -1;
+  if (add_type(module, &g_handle_type, &handle_spec, "Handle") != 0 ||
+      add_type(module, &g_fast_call_type, &fast_call_spec, "FastCall") != 0)
+    return -1;
+  return PyModule_AddFunctions(module, py_call_methods);
+}
