@@ -135,3 +135,153 @@ def test_every_fixture_matches_tvms_golden_from_c(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout == expected_stdout(runs), proc.stdout
     check_outputs(tmp_path, runs)
+
+
+def _run_checks(
+    native: NativeBuild, compile_c: Compile, tmp_path: Path, folder: Path, *args: str
+) -> str:
+    """relax_checks CHECK on `folder`'s model and first run; its stdout (exit 0 required)."""
+    exe = compile_c(native, "relax_checks", False)
+    spec = write_spec([(folder, relax_runs(folder)[:1])], tmp_path)
+    proc = native.run(exe, args[0], spec, *args[1:], timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def test_an_llm_library_is_refused_at_vm_initialization_naming_its_kv_cache_builtins(
+    native: NativeBuild, compile_c: Compile, tmp_path: Path
+) -> None:
+    folder = relax_folder("027", "llm_like")  # built by TVM 0.27 only
+    exe = compile_c(native, "run_relax", False)
+    spec = write_spec([(folder, relax_runs(folder))], tmp_path)
+    proc = native.run(exe, "call", spec, tmp_path)
+    assert proc.returncode == 3, proc.stdout + proc.stderr  # refused, everything freed
+    assert proc.stdout == (
+        "vm_initialization failed: UnsupportedError: Cannot find 4 PackedFuncs in either the "
+        "Relax VM kernel library or tvmrt's runtime: "
+        "vm.builtin.attention_kv_cache_create (the LLM KV cache (attention_kv_cache_*)); "
+        "vm.builtin.attention_kv_cache_append (the LLM KV cache (attention_kv_cache_*)); "
+        "vm.builtin.attention_kv_cache_view (the LLM KV cache (attention_kv_cache_*)); "
+        "vm.builtin.paged_attention_kv_cache_create (the LLM paged KV cache)\n"
+    )
+    assert "AddressSanitizer" not in proc.stderr
+
+
+def test_two_eras_side_by_side_in_one_process(
+    native: NativeBuild, compile_c: Compile, tmp_path: Path
+) -> None:
+    # a TVM 0.19 executable (__tvm_dev_mblob, legacy kernels) and a TVM 0.27 one
+    # (__tvm_ffi__library_bin, tvm-ffi kernels, V2 magic) loaded together, their runs
+    # interleaved: 0.19 run0, 0.27 run0, 0.19 run1, 0.27 run1
+    old, new = relax_folder("019", "mlp_dyn"), relax_folder("027", "mlp_dyn")
+    a, b = relax_runs(old, "a"), relax_runs(new, "b")
+    assert len(a) == len(b) == 2
+    models = [(old, a[:1]), (new, b[:1]), (old, a[1:]), (new, b[1:])]
+    exe = compile_c(native, "run_relax", False)
+    proc = native.run(exe, "call,stateful", write_spec(models, tmp_path), tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    check_outputs(tmp_path, a + b, ("call", "stateful"))
+
+
+@pytest.mark.parametrize("model", ["mlp_dyn", "tuple_out"])
+def test_one_vm_per_thread_over_one_executable(
+    native: NativeBuild,
+    compile_c: Compile,
+    tmp_path: Path,
+    model: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    if model == "tuple_out" and native.variant == "asan":
+        request.applymarker(
+            pytest.mark.xfail(
+                strict=True,
+                reason="finding 5: a thread that frees a tuple leaks its 1 KiB deferred-free "
+                "list at exit (relax_value.c release_items: t_pending is _Thread_local and "
+                "only freed past 4096 entries); LeakSanitizer reports 4 x 1024 bytes",
+            )
+        )
+    out = _run_checks(native, compile_c, tmp_path, relax_folder("027", model), "threads", "4", "25")
+    assert out == "threads: 4 x 25 invokes, 100 the same bytes\n"
+
+
+def test_a_second_thread_is_refused_while_an_invoke_runs(
+    native: NativeBuild, compile_c: Compile, tmp_path: Path
+) -> None:
+    # thread A's invoke is held inside the instrument (a C function) until B has tried
+    out = _run_checks(native, compile_c, tmp_path, relax_folder("019", "mlp_dyn"), "busy")
+    busy = (
+        "InvalidArgumentError: the Relax VM is running an invoke on another thread; one VM "
+        "runs one invoke at a time (make a VirtualMachine per thread)"
+    )
+    assert out.splitlines() == [
+        f"main on B: {busy}",
+        f"invoke_stateful on B: {busy}",
+        "vm_initialization on B: InvalidArgumentError: vm_initialization while an invoke runs "
+        "on this VM is refused",
+        "B's own VM: the same bytes",
+        "A's invoke: the same bytes",
+    ]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding 3: set_instrument from another thread while an invoke runs is not "
+    "refused (relax_vm.c f_set_instrument has no busy check): the instrument is released "
+    "and finalized while the running invoke is still inside it",
+)
+def test_set_instrument_from_another_thread_during_an_invoke_is_refused(
+    native: NativeBuild, compile_c: Compile, tmp_path: Path
+) -> None:
+    folder = relax_folder("019", "mlp_dyn")
+    out = _run_checks(native, compile_c, tmp_path, folder, "instrument-race")
+    lines = out.splitlines()
+    assert lines[0].startswith("set_instrument(None) during A's invoke: InvalidArgumentError")
+    assert lines[1:] == ["A's invoke: the same bytes", "the instrument was not finalized"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding 4: TVMObjectGetTypeIndex knows no Relax VM object (object_types.c): a C "
+    "program cannot tell a tuple result (Array, 4) from a shape (runtime.ShapeTuple, 6)",
+)
+def test_type_index_of_tuple_and_shape_results(
+    native: NativeBuild, compile_c: Compile, tmp_path: Path
+) -> None:
+    out = _run_checks(native, compile_c, tmp_path, relax_folder("027", "tuple_out"), "typeindex")
+    assert out.splitlines() == [
+        "object: type index 4, Array",
+        f"  type code {13}",  # kTVMNDArrayHandle
+        "  object: type index 4, Array",
+        "    type code 13",
+        "    type code 13",
+        "  object: type index 6, runtime.ShapeTuple",
+    ]
+
+
+def test_a_deep_tuple_is_freed_without_recursion(
+    native: NativeBuild, compile_c: Compile, tmp_path: Path
+) -> None:
+    # 10^6 nested runtime.Array tuples freed by one TVMObjectFree, and handed to main,
+    # whose check refuses it
+    folder = relax_folder("019", "mlp_dyn")
+    out = _run_checks(native, compile_c, tmp_path, folder, "chain", "1000000", "free")
+    assert out == "a 1000000-deep tuple: freed\n"
+    out = _run_checks(native, compile_c, tmp_path, folder, "chain", "1000000", "main")
+    assert out.startswith("main: ArgumentTypeError: ErrorContext(fn=main, loc=param[0], param=x")
+    assert out.endswith("expect a Tensor but get Array\nfreed\n")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding 2: set_input and save_function copy a tuple argument onto the VM's "
+    "device recursively (relax_interp.c tvmrt_rx_to_device calls itself per level): a "
+    "10^6-deep tuple overflows the C stack (SIGSEGV)",
+)
+@pytest.mark.parametrize("what", ["set_input", "save_function"])
+def test_a_deep_tuple_given_to_set_input_or_save_function(
+    native: NativeBuild, compile_c: Compile, tmp_path: Path, what: str
+) -> None:
+    folder = relax_folder("019", "mlp_dyn")
+    out = _run_checks(native, compile_c, tmp_path, folder, "chain", "1000000", what)
+    assert out.startswith(f"{what}: ")
+    assert out.endswith("freed\n")
