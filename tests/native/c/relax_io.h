@@ -53,9 +53,15 @@ static inline int rx_new_vm(TVMModuleHandle exe, TVMModuleHandle* out) {
   return status;
 }
 
-/* load model.so and make its VM: 0, or -1 after printing why vm_initialization refused */
+/* load model.so and make its VM: 0, or -1 after printing why TVMModLoadFromFile or
+   vm_initialization refused (nothing is left allocated then) */
 static inline int rx_load(const char* path, rx_model* m) {
-  CHECK(TVMModLoadFromFile(path, "", &m->exe));
+  m->exe = m->vm = NULL;
+  if (TVMModLoadFromFile(path, "", &m->exe) != 0) {
+    printf("TVMModLoadFromFile failed: %s\n", TVMGetLastError());
+    m->exe = NULL;
+    return -1;
+  }
   if (rx_new_vm(m->exe, &m->vm) != 0) {
     printf("vm_initialization failed: %s\n", TVMGetLastError());
     CHECK(TVMModFree(m->exe));

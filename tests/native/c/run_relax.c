@@ -20,8 +20,10 @@
  *              second one saved with include_return=0 must return None)
  *   closure    invoke_closure(vm["main"], inputs...)
  *
- * If vm_initialization refuses a model, its error is printed ("vm_initialization failed:
- * ...") and the program exits 3 after freeing everything.
+ * If TVMModLoadFromFile or vm_initialization refuses a model, its error is printed
+ * ("TVMModLoadFromFile failed: ...", "vm_initialization failed: ...") and the program exits
+ * 3; if main fails in mode `call` ("NAME: main failed: ..."), it exits 4; either after
+ * freeing everything (so that leak checks still hold).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,8 +88,8 @@ static void walk_output(rx_model* m, const rx_readers* r, int64_t* idx, int dept
   rx_append(structure, STRUCTURE_CAP, "]");
 }
 
-static void run_mode(rx_model* m, const rx_readers* r, const char* mode, const char* run,
-                     TVMValue* in, int nin, const char* dir) {
+static int run_mode(rx_model* m, const rx_readers* r, const char* mode, const char* run,
+                    TVMValue* in, int nin, const char* dir) {
   TVMValue args[MAX_PARAMS + 4], ret;
   int codes[MAX_PARAMS + 4], code, i, k = 0;
   char name[512], structure[STRUCTURE_CAP] = "";
@@ -97,7 +99,11 @@ static void run_mode(rx_model* m, const rx_readers* r, const char* mode, const c
     int as = strcmp(mode, "call") == 0 ? kTVMNDArrayHandle : kTVMDLTensorHandle;
     for (i = 0; i < nin; ++i) args[i] = in[i], codes[i] = as;
     f = get(m->vm, "main");
-    CHECK(TVMFuncCall(f, args, codes, nin, &ret, &code));
+    if (TVMFuncCall(f, args, codes, nin, &ret, &code) != 0) {
+      printf("%s: main failed: %s\n", name, TVMGetLastError());
+      CHECK(TVMFuncFree(f));
+      return -1;
+    }
     CHECK(TVMFuncFree(f));
     rx_walk(r, ret, code, dir, name, &k, structure, sizeof(structure));
   } else if (strcmp(mode, "stateful") == 0) {
@@ -140,6 +146,7 @@ static void run_mode(rx_model* m, const rx_readers* r, const char* mode, const c
     exit(2);
   }
   rx_write_structure(dir, name, structure);
+  return 0;
 }
 
 int main(int argc, char** argv) {
@@ -168,12 +175,13 @@ int main(int argc, char** argv) {
       if (name[0] != '\0') { /* the run before this line */
         char* mode;
         snprintf(modes, sizeof(modes), "%s", argv[1]);
-        for (mode = strtok(modes, ","); mode != NULL; mode = strtok(NULL, ","))
-          run_mode(current, &readers, mode, name, in, nin, argv[3]);
+        for (mode = strtok(modes, ","); mode != NULL && status == 0; mode = strtok(NULL, ","))
+          if (run_mode(current, &readers, mode, name, in, nin, argv[3]) != 0) status = 4;
       }
       for (i = 0; i < nin; ++i) CHECK(TVMArrayFree(in[i].v_handle));
       nin = 0;
       name[0] = '\0';
+      if (status != 0) break;
       if (strncmp(line, "run ", 4) == 0) {
         if (current == NULL) return 2;
         snprintf(name, sizeof(name), "%.200s", line + 4);
