@@ -1,7 +1,9 @@
 """Long runs of the C runtime's parser fuzzer (tests/native/c/fuzz_parsers.c) under ASan +
 UBSan: builds libtvmrt_runtime with `make native` into build/native-asan, links the
 harness with it, then runs every target with one RNG seed after another until the time
-budget is spent. Any sanitizer report or a failure without an error message stops it.
+budget is spent. The `relax-*` targets' seeds are the Relax fixtures the test suite builds
+(build/fixtures/relax<era>, or $TVMRT_FIXTURES_DIR: run tests/relax once first). Any
+sanitizer report or a failure without an error message stops it.
 
     python fuzz/native_parsers.py --seconds 300 [--iterations 20000] [--target graph-cnn]
 """
@@ -19,6 +21,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(os.environ.get("TVMRT_ARTIFACTS", REPO.parent / "shared" / "artifacts"))
+# the project's own builds of TVM's artifacts (tests/support/fixtures.py): the Relax models
+FIXTURES = Path(os.environ.get("TVMRT_FIXTURES_DIR", REPO / "build" / "fixtures"))
 FLAGS = "-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined"
 # target -> (the harness's parser, seed: a file under the artifacts root, a file of the
 # repository, or "TAR!MEMBER"); tests/native/test_c_fuzz.py runs the same targets briefly
@@ -35,6 +39,12 @@ TARGETS = {
     "blob-aot": ("blob", "relay016/aot-so/deploy.so"),
     "aotmeta-cnn": ("aotmeta", "relay016/aot-so/deploy.so"),
     "ffibin-digits": ("ffibin", "examples/digits/model/standalone.so"),  # in the repository
+    # Relax VM executables, one per blob container (the era) and form: If/Goto, tuples and
+    # shapes, tensor constants, compiled mode
+    "relax-control-019": ("relax", "relax019/control/model.so"),
+    "relax-onnx-cnn-021": ("relax", "relax021/onnx_cnn/model.so"),
+    "relax-tuple-out-027": ("relax", "relax027/tuple_out/model.so"),
+    "relax-compiled-027": ("relax", "relax027/compiled/model.so"),
 }
 
 
@@ -56,6 +66,8 @@ def seed_file(spec: str, work: Path, artifacts: Path = ARTIFACTS) -> Path:
     ``TAR!MEMBER`` the member extracted into ``work``."""
     if spec.startswith("examples/"):  # a file of the repository
         return REPO / spec
+    if spec.startswith("relax") and artifacts is ARTIFACTS:  # built by the tests' fixtures
+        return FIXTURES / spec
     if "!" not in spec:
         return artifacts / spec
     tar_name, member = spec.split("!")

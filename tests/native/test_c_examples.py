@@ -1,11 +1,12 @@
 """The C programs of examples/cpp, one per form the C runtime runs, built by its Makefile
 against this checkout's runtime and run plain and under ASan + UBSan: graph_model.c on the
 digits model's legacy build (TVM 0.16) and its tvm-ffi build (`tvmrt compile`), equal byte
-for byte to the Python runtime, and aot_model.c on TVM 0.16's AOT export, equal to TVM's
-golden."""
+for byte to the Python runtime, aot_model.c on TVM 0.16's AOT export, equal to TVM's
+golden, and relax_model.c on Relax models of TVM 0.16 to 0.27, equal to TVM's goldens."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -30,7 +31,8 @@ def built(
     env = cxx_env(native_lib_dir(tmp_path_factory, variant))
     build = tmp_path_factory.mktemp(f"c-examples-{variant}")
     shell(
-        f"make -C {EXAMPLES} graph_model aot_model BUILD={build} CFLAGS='{CFLAGS[variant]}' "
+        f"make -C {EXAMPLES} graph_model aot_model relax_model BUILD={build} "
+        f"CFLAGS='{CFLAGS[variant]}' "
         f"TVMRT_CONFIG='{sys.executable} -m tvmrt.config'",
         env,
         build,
@@ -74,3 +76,51 @@ def test_aot_model_matches_tvms_golden(built: tuple[Path, dict[str, str]], artif
     text = shell(f"{build / 'aot_model'} {case / 'deploy.so'} data.bin {out}", env, build)
     assert text.splitlines()[0] == "input 0: data"
     assert out.read_bytes() == expected.astype("<f4").tobytes()
+
+
+@pytest.mark.parametrize(
+    ("era", "model"),
+    [
+        ("016", "cnn"),
+        ("019", "tuple_out"),
+        ("021", "control"),
+        ("025", "onnx_cnn"),
+        ("027", "mlp_dyn"),
+    ],
+)
+def test_relax_model_matches_tvms_golden(
+    built: tuple[Path, dict[str, str]], artifacts: Path, era: str, model: str
+) -> None:
+    build, env = built
+    folder = artifacts / f"relax{era}" / model
+    case = json.loads((folder / "case.json").read_text())
+    run = case["runs"][0]
+    work = build / f"relax{era}-{model}"
+    work.mkdir(exist_ok=True)
+    with np.load(folder / run["inputs"]) as npz:
+        for k in range(len(case["params"])):
+            np.save(work / f"arg{k}.npy", npz[f"arg{k}"])
+    inputs = " ".join(str(work / f"arg{k}.npy") for k in range(len(case["params"])))
+    text = shell(f"{build / 'relax_model'} {folder / 'model.so'} -o {work}/out {inputs}", env, work)
+    with np.load(folder / run["golden"]) as npz:
+        goldens = [npz[f"out{k}"] for k in range(len(npz.files))]
+    lines = text.splitlines()
+    assert len(lines) == len(goldens), text
+    for k, want in enumerate(goldens):
+        got = np.load(work / f"out{k}.npy")
+        assert got.dtype == want.dtype, k
+        assert got.shape == want.shape, k
+        assert got.tobytes() == want.tobytes(), k
+        assert lines[k].startswith(f"output {k}: "), text
+
+
+def test_relax_model_takes_fills_and_names_mains_parameters(
+    built: tuple[Path, dict[str, str]], artifacts: Path
+) -> None:
+    build, env = built
+    so = artifacts / "relax027" / "control" / "model.so"
+    assert shell(f"{build / 'relax_model'} {so} 4:float32=1 :bool=1", env, build) == (
+        "output 0: float32 (4) 7 7 7 7\n"
+    )
+    text = shell(f"{build / 'relax_model'} {so} 4:float32=1 2>&1 || echo exit $?", env, build)
+    assert text == "main takes 2 inputs: x flag\nexit 2\n"

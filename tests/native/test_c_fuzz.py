@@ -1,5 +1,5 @@
 """The C parsers of outside bytes (graph JSON, params blobs, the module blob, AOT metadata,
-the Relay VM's code.ro), fuzzed with a fixed seed under ASan + UBSan
+the Relay VM's code.ro, a Relax VM executable's payload, then run), fuzzed with a fixed seed under ASan + UBSan
 (tests/native/c/fuzz_parsers.c, linked with the static library): every mutated input
 parses or fails with an error message; no crash, leak or
 undefined behaviour. TVMRT_NATIVE_FUZZ_ITERATIONS sets the inputs per target (default
@@ -39,3 +39,7 @@ def test_parser_survives_mutations(
     assert proc.stdout.startswith(f"{kind}: {ITERATIONS} inputs"), proc.stdout
     assert "ERROR: AddressSanitizer" not in proc.stderr
     assert "runtime error" not in proc.stderr  # UBSan
+    if kind == "relax":  # mutated executables that loaded also ran (or failed with an error)
+        ran = proc.stdout.splitlines()[1]
+        assert ran.startswith("relax: main returned "), proc.stdout
+        assert ran != "relax: main returned 0 times, failed with an error 0 times", ran

@@ -130,6 +130,7 @@ def test_cmake_find_package_builds_both_examples(wheel_layout, lib_dir, artifact
     assert (build / "relay_vm").is_file()
     assert (build / "graph_model").is_file()
     assert (build / "aot_model").is_file()
+    assert (build / "relax_model").is_file()
     golden = np.load(model.parent / "golden.npz")
     golden["data"].astype("<f4").tofile(tmp_path / "in.bin")
     shell(f"{build / 'system_module'} data in.bin out.bin", env, tmp_path)

@@ -5,16 +5,20 @@
  * into bytes, mutated, and rebuilt with its pointers before each parse), a single-file
  * tvm-ffi build's `__tvm_ffi__library_bin` (ffibin), and the Relay VM's code.ro (vmcode:
  * read with the instruction hashes unchecked, so that mutations reach the operand checks;
- * then decoded and, when it loads, `main` run over no-op kernels under small limits).
- * Linked with libtvmrt_runtime.a to reach the parsers directly; built with ASan + UBSan by
- * the tests, so any out-of-bounds access, leak or undefined behaviour fails the run. The
- * rule checked here: every input either parses or fails with an error message; nothing
- * else.
+ * then decoded and, when it loads, `main` run over no-op kernels under small limits), and a
+ * Relax VM executable's payload (relax: read by tvmrt_rx_read with all its checks, and when
+ * it loads, made into a VirtualMachine over no-op kernels, initialised under small budgets
+ * and its `main` run on tensors of the shapes its own checks ask for). Linked with
+ * libtvmrt_runtime.a to reach the parsers directly; built with ASan + UBSan by the tests, so any
+ * out-of-bounds access, leak or undefined behaviour fails the run. The rule checked here: every
+ * input either parses or fails with an error message; nothing else.
  *
- *   fuzz_parsers graph|params|blob|aotmeta|ffibin|vmcode SEED_FILE ITERATIONS RNG_SEED
+ *   fuzz_parsers graph|params|blob|aotmeta|ffibin|vmcode|relax SEED_FILE ITERATIONS RNG_SEED
  *
  * For `blob` the seed file is a factory .so; its __tvm_dev_mblob is the seed (`ffibin`: a
- * single-file tvm-ffi .so, its __tvm_ffi__library_bin). For `aotmeta`
+ * single-file tvm-ffi .so, its __tvm_ffi__library_bin). For `relax` it is a Relax model.so
+ * of any era: the executable payload after its module blob's relax.Executable or
+ * relax.VMExecutable key is the seed, and the blob's symbol gives the era. For `aotmeta`
  * it is an AOT build's .so; what its get_c_metadata returns, flattened, is the seed.
  */
 #include <dlfcn.h>
@@ -24,6 +28,7 @@
 #include <string.h>
 
 #include "runtime/graph.h"
+#include "runtime/relax.h"
 #include "runtime/rt.h"
 #include "runtime/vm.h"
 
@@ -178,6 +183,144 @@ done:
 }
 
 /* ---------------------------------------------------------------------------------- */
+/* relax: a Relax VM executable's payload                                               */
+
+static int g_relax_era;                    /* RX_ERA_* of the seed's container */
+static size_t g_relax_code, g_relax_words; /* where the seed's instruction words start, count */
+static size_t g_relax_ran, g_relax_failed; /* main's runs that returned, and that failed */
+
+/* the kernels of a Relax executable: no-ops, but never a vm.builtin or relax.run name (so
+   that those resolve to the VM's builtins) */
+static tvmrt_func* relax_kernel_lookup(tvmrt_module* mod, const char* name) {
+  if (strncmp(name, "vm.", 3) == 0 || strncmp(name, "relax.run.", 10) == 0) return NULL;
+  return tvmrt_func_backend(noop_kernel, &mod->hdr);
+}
+
+/* the immediate argument k of Call words w, or fallback */
+static int64_t relax_imm(const int64_t* w, int64_t k, int64_t fallback) {
+  return k < w[3] && rx_arg_kind(w[4 + k]) == RX_ARG_IMM ? rx_arg_value(w[4 + k]) : fallback;
+}
+
+/* an input for parameter `reg` of VM function f: the rank, dtype and static dims that f's
+   own check_tensor_info and match_shape calls ask for (2 where a symbol binds a dim) */
+static tvmrt_ndarray* relax_input(const rx_exe* exe, const rx_func_info* f, int64_t reg) {
+  int64_t shape[RT_MAX_NDIM], pc, k, ndim = 1;
+  DLDataType dtype = {kDLFloat, 32, 1};
+  tvmrt_ndarray* a;
+  size_t nbytes;
+  for (k = 0; k < RT_MAX_NDIM; ++k) shape[k] = 2;
+  for (pc = f->start; f->kind == RX_FUNC_VM && pc < f->end; ++pc) { /* (vm_tir: no code) */
+    const int64_t* w = exe->words + exe->offsets[pc];
+    const char* name;
+    if (w[0] != RX_OP_CALL || w[3] < 2 || rx_arg_kind(w[4]) != RX_ARG_REG ||
+        rx_arg_value(w[4]) != reg || exe->funcs[w[2]].kind != RX_FUNC_PACKED)
+      continue;
+    name = exe->funcs[w[2]].name;
+    if (strcmp(name, "vm.builtin.check_tensor_info") == 0) {
+      ndim = relax_imm(w, 1, ndim);
+      if (w[3] >= 3 && rx_arg_kind(w[6]) == RX_ARG_CONST &&
+          exe->consts[rx_arg_value(w[6])].kind == RX_DTYPE) {
+        DLDataType t = exe->consts[rx_arg_value(w[6])].v.t;
+        if (t.bits > 0 && t.bits <= 64 && t.lanes == 1) dtype = t;
+      }
+    } else if (strcmp(name, "vm.builtin.match_shape") == 0) {
+      int64_t size = relax_imm(w, 2, -1);
+      if (size < 0 || size > RT_MAX_NDIM) continue;
+      ndim = size;
+      for (k = 0; k < size && 4 + 2 * k < w[3]; ++k) {
+        int64_t dim = relax_imm(w, 4 + 2 * k, 2);
+        shape[k] = relax_imm(w, 3 + 2 * k, -1) == 0 && dim >= 0 && dim <= 64 ? dim : 2;
+      }
+    }
+  }
+  if (ndim < 0 || ndim > 4) ndim = 1; /* keep inputs small */
+  a = tvmrt_ndarray_empty(shape, (int)ndim, dtype);
+  if (a != NULL && tvmrt_tensor_nbytes(&a->dl, &nbytes) == 0) memset(a->dl.data, 0, nbytes);
+  return a;
+}
+
+static int relax_call(TVMModuleHandle mod, const char* name, TVMValue* a, int* c, int n,
+                      TVMValue* ret, int* rc) {
+  TVMFunctionHandle f = NULL;
+  int status = TVMModGetFunction(mod, name, 0, &f);
+  if (status != 0 || f == NULL) return -1;
+  status = TVMFuncCall(f, a, c, n, ret, rc);
+  TVMFuncFree(f);
+  return status;
+}
+
+/* read the payload (0 when it loads), then run main in a VM over no-op kernels */
+static int run_relax(const uint8_t* data, size_t size, tvmrt_module* kernels) {
+  tvmrt_reader r = {data, size, 0, "relax payload", g_relax_era};
+  tvmrt_module* exec =
+      g_relax_era == RX_ERA_LEGACY ? tvmrt_rx_exec_load_blob_019(&r) : tvmrt_rx_exec_load_blob(&r);
+  const rx_exe* exe;
+  TVMModuleHandle vm = NULL;
+  TVMValue a[64], ret;
+  int c[64], rc, k, nargs = 0;
+  if (exec == NULL) return -1;
+  exe = tvmrt_rx_exec_of(exec);
+  if (tvmrt_module_import(exec, kernels) != 0 ||
+      relax_call(exec, "vm_load_executable", NULL, NULL, 0, &ret, &rc) != 0) {
+    tvmrt_release(&exec->hdr);
+    return -1;
+  }
+  vm = ret.v_handle;
+  for (k = 0; k < 4; ++k) c[k] = kDLInt;
+  a[0].v_int64 = 1000;    /* steps */
+  a[1].v_int64 = 64;      /* frames */
+  a[2].v_int64 = 1 << 22; /* live bytes */
+  a[3].v_int64 = 1 << 20; /* one storage */
+  if (relax_call(vm, "set_limits", a, c, 4, &ret, &rc) != 0) goto done;
+  a[0].v_int64 = kDLCPU, a[1].v_int64 = 0, a[2].v_int64 = 2;
+  /* a VM the executable cannot initialise (a missing name, a constant's scope) is refused */
+  if (relax_call(vm, "vm_initialization", a, c, 3, &ret, &rc) == 0) {
+    int f = tvmrt_rx_find_func(exe, "main");
+    if (f >= 0 && exe->funcs[f].kind != RX_FUNC_PACKED && exe->funcs[f].num_args <= 64) {
+      for (nargs = 0; nargs < exe->funcs[f].num_args; ++nargs) {
+        tvmrt_ndarray* x = relax_input(exe, &exe->funcs[f], nargs);
+        if (x == NULL) break;
+        a[nargs].v_handle = &x->dl;
+        c[nargs] = kTVMNDArrayHandle;
+      }
+      if (nargs == exe->funcs[f].num_args && relax_call(vm, "main", a, c, nargs, &ret, &rc) == 0) {
+        ++g_relax_ran;
+        if (rc == kTVMNDArrayHandle) TVMArrayFree(ret.v_handle);
+        else if (rc == kTVMObjectHandle || rc == kTVMModuleHandle || rc == kTVMPackedFuncHandle)
+          tvmrt_release((tvmrt_object*)ret.v_handle);
+      } else {
+        const char* msg = TVMGetLastError();
+        ++g_relax_failed;
+        if (msg == NULL || strchr(msg, ':') == NULL) {
+          fprintf(stderr, "a run failed without an error message: %s\n", msg ? msg : "(none)");
+          exit(1);
+        }
+        if (getenv("FUZZ_VERBOSE") != NULL) fprintf(stderr, "main: %s\n", msg);
+      }
+      for (k = 0; k < nargs; ++k) TVMArrayFree(a[k].v_handle);
+    }
+  }
+done:
+  TVMModFree(vm);
+  tvmrt_release(&exec->hdr);
+  return 0;
+}
+
+/* Half of the relax inputs: 1..4 instruction words of the seed set to small values (an
+   opcode, register, offset, count or index near the tables' sizes, or an argument word of
+   any kind), the layout kept, so that mutations reach the code checks and the run loop. */
+static void mutate_words(uint8_t* buf) {
+  int edits = 1 + (int)below(4), k;
+  for (k = 0; k < edits && g_relax_words > 0; ++k) {
+    size_t at = g_relax_code + 8 * below(g_relax_words);
+    int64_t v = (int64_t)below(48) - 8;
+    if (below(3) == 0) v = (int64_t)((uint64_t)below(5) << 56 | (uint64_t)below(40));
+    if (below(8) == 0) v = (int64_t)1 << (40 + below(23));
+    memcpy(buf + at, &v, 8);
+  }
+}
+
+/* ---------------------------------------------------------------------------------- */
 /* aotmeta: TVM's TVMMetadata flattened into int64 fields:                               */
 /*   version, num_inputs, num_outputs, num_workspace_pools, null_flags, then per tensor  */
 /*   (inputs, then outputs; at most FLAT_TENSORS) num_shape, code, bits, lanes, 8 dims, */
@@ -299,6 +442,7 @@ static int run_aotmeta(const uint8_t* data, size_t size) {
 static int run_one(const char* kind, const uint8_t* data, size_t size, tvmrt_module* lib) {
   if (strcmp(kind, "graph") == 0) return run_graph(data, size, lib);
   if (strcmp(kind, "vmcode") == 0) return run_vmcode(data, size, lib);
+  if (strcmp(kind, "relax") == 0) return run_relax(data, size, lib);
   if (strcmp(kind, "aotmeta") == 0) return run_aotmeta(data, size);
   if (strcmp(kind, "ffibin") == 0) {
     tvmrt_module* root = tvmrt_ffi_library_bin(data, size, lib);
@@ -335,6 +479,31 @@ static uint8_t* load_seed(const char* kind, const char* path, size_t* size) {
     buf = (uint8_t*)malloc(*size);
     memcpy(buf, blob, *size);
     return buf; /* the library stays loaded: the blob's factory imports it */
+  } else if (strcmp(kind, "relax") == 0) { /* the payload after the executable's key */
+    size_t n, i;
+    uint8_t* file = load_seed("file", path, &n);
+    static const char* const keys[] = {"relax.Executable", "relax.VMExecutable"};
+    g_relax_era = memmem(file, n, "__tvm_ffi__library_bin", 23) != NULL  ? RX_ERA_FFI
+                  : memmem(file, n, "__tvm_ffi_library_bin", 22) != NULL ? RX_ERA_021
+                                                                         : RX_ERA_LEGACY;
+    for (i = 0; i < 2; ++i) {
+      uint8_t key[40];
+      uint64_t len = strlen(keys[i]), plen;
+      const uint8_t* at;
+      memcpy(key, &len, 8);
+      memcpy(key + 8, keys[i], len);
+      at = (const uint8_t*)memmem(file, n, key, 8 + len);
+      if (at == NULL || at + 16 + len > file + n) continue;
+      memcpy(&plen, at + 8 + len, 8);
+      if (plen > (uint64_t)(file + n - (at + 16 + len))) break;
+      buf = (uint8_t*)malloc((size_t)plen);
+      memcpy(buf, at + 16 + len, (size_t)plen);
+      *size = (size_t)plen;
+      free(file);
+      return buf;
+    }
+    fprintf(stderr, "no Relax executable in %s\n", path);
+    exit(2);
   } else if (strcmp(kind, "aotmeta") == 0) {
     void* h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
     void* get = h != NULL ? dlsym(h, "get_c_metadata") : NULL;
@@ -365,7 +534,7 @@ int main(int argc, char** argv) {
   tvmrt_module* lib;
   if (argc != 5) {
     fprintf(stderr,
-            "usage: fuzz_parsers graph|params|blob|aotmeta|ffibin|vmcode SEED_FILE "
+            "usage: fuzz_parsers graph|params|blob|aotmeta|ffibin|vmcode|relax SEED_FILE "
             "ITERATIONS RNG_SEED\n");
     return 2;
   }
@@ -377,15 +546,27 @@ int main(int argc, char** argv) {
   buf = (uint8_t*)malloc(cap);
   tvmrt_init();
   lib = tvmrt_module_new("library", NULL);
-  lib->lookup = noop_lookup;
+  lib->lookup = strcmp(kind, "relax") == 0 ? relax_kernel_lookup : noop_lookup;
   if (run_one(kind, seed, seed_size, lib) != 0) {
     fprintf(stderr, "the unmutated seed does not parse: %s\n", TVMGetLastError());
     return 1;
   }
+  if (strcmp(kind, "relax") == 0) { /* the instruction words: the payload's last vector */
+    rx_exe exe;
+    if (tvmrt_rx_read(seed, seed_size, g_relax_era, "seed", &exe) != 0) return 1;
+    g_relax_words = exe.num_words;
+    g_relax_code = seed_size - 8 * exe.num_words;
+    tvmrt_rx_exe_free(&exe);
+  }
   for (i = 0; i < iterations; ++i) {
     size_t size;
     memcpy(buf, seed, seed_size);
-    size = mutate(buf, seed_size, cap);
+    if (g_relax_words > 0 && below(2)) {
+      mutate_words(buf);
+      size = seed_size;
+    } else {
+      size = mutate(buf, seed_size, cap);
+    }
     TVMAPISetLastError("");
     if (run_one(kind, buf, size, lib) == 0) {
       ++parsed;
@@ -402,6 +583,9 @@ int main(int argc, char** argv) {
   }
   printf("%s: %zu inputs, %zu parsed, %zu refused with an error\n", kind, iterations, parsed,
          refused);
+  if (strcmp(kind, "relax") == 0) /* the seed's run included */
+    printf("relax: main returned %zu times, failed with an error %zu times\n", g_relax_ran,
+           g_relax_failed);
   tvmrt_release(&lib->hdr);
   free(buf);
   free(seed);
