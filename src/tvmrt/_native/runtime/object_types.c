@@ -44,20 +44,21 @@ TVM_DLL int TVMObjectGetTypeIndex(TVMObjectHandle obj, unsigned* out_tindex) {
   if (out_tindex == NULL) {
     return tvmrt_fail("InvalidArgumentError", "TVMObjectGetTypeIndex: out_tindex is required");
   }
-  uint32_t magic = tvmrt_object_live_magic(obj);
-  if (magic == RT_MAGIC_MODULE) {
-    *out_tindex = 1; /* kRuntimeModule */
-  } else if (magic == RT_MAGIC_FUNC) {
-    *out_tindex = 7; /* kRuntimePackedFunc */
-  } else if (magic == RT_MAGIC_ADT) {
-    *out_tindex = 11; /* kRuntimeADT: a Relay VM tuple or constructor value */
-  } else {
-    return tvmrt_fail("ArgumentTypeError",
-                      "TVMObjectGetTypeIndex: %p is not a live module, function or ADT (freed "
-                      "already? an array's type index comes from TVMArrayGetTypeIndex)",
-                      obj);
+  switch (tvmrt_object_live_magic(obj)) {
+    case RT_MAGIC_MODULE: *out_tindex = 1; return 0;      /* kRuntimeModule */
+    case RT_MAGIC_RX_STR: *out_tindex = 3; return 0;      /* kRuntimeString */
+    case RT_MAGIC_RX_TUPLE: *out_tindex = 4; return 0;    /* kRuntimeArray: a Relax tuple */
+    case RT_MAGIC_RX_SHAPE: *out_tindex = 6; return 0;    /* kRuntimeShapeTuple */
+    case RT_MAGIC_FUNC: *out_tindex = 7; return 0;        /* kRuntimePackedFunc */
+    case RT_MAGIC_RX_CLOSURE: *out_tindex = 10; return 0; /* kRuntimeClosure: a VMClosure */
+    case RT_MAGIC_ADT: *out_tindex = 11; return 0; /* kRuntimeADT: a Relay VM tuple or value */
+    default:
+      return tvmrt_fail("ArgumentTypeError",
+                        "TVMObjectGetTypeIndex: %p is not a live module, function, ADT, string, "
+                        "tuple, shape or closure (freed already? an array's type index comes "
+                        "from TVMArrayGetTypeIndex)",
+                        obj);
   }
-  return 0;
 }
 
 TVM_DLL int TVMObjectTypeKey2Index(const char* type_key, unsigned* out_tindex) {

@@ -31,6 +31,12 @@
 #define RX_MAX_REGISTERS (1 << 20) /* per frame */
 #define RX_MAX_CONSTS (1 << 24)
 #define RX_MAX_ARGS 4096 /* arguments of one call */
+/* what recursion on the C stack may reach: the tuple nesting a device copy or relax.run.print
+   walks (a deeper one is refused by name: freeing any depth is iterative), and the run loops
+   nested on the C stack (a VM function called from outside the loop, as a builtin's callee:
+   call_tir_dyn of a VM function, a kernel calling back) */
+#define RX_MAX_NESTING 1000
+#define RX_MAX_NESTED_RUNS 64
 #define RX_VOID_REG (INT64_C(1) << 54)
 #define RX_VM_REG ((INT64_C(1) << 54) + 1)
 
@@ -279,6 +285,7 @@ struct rx_vm {
   rx_budget* budget; /* bytes of live VM values, charged by the pools */
   int64_t steps;     /* this invoke's */
   int64_t depth;
+  int nested_runs; /* run loops on the C stack now (RX_MAX_NESTED_RUNS) */
   tvmrt_func* instrument;
   uint64_t busy_thread; /* the thread running an invoke, 0 when none (atomics) */
   /* set_input / invoke_stateful / get_output, per function index */

@@ -81,7 +81,13 @@ int tvmrt_rx_empty(rx_vm* vm, const int64_t* shape, int ndim, DLDataType dtype, 
   return 0;
 }
 
+static int to_device(rx_vm* vm, rx_value in, DLDevice dev, rx_value* out, int depth);
+
 int tvmrt_rx_to_device(rx_vm* vm, rx_value in, DLDevice dev, rx_value* out) {
+  return to_device(vm, in, dev, out, 0);
+}
+
+static int to_device(rx_vm* vm, rx_value in, DLDevice dev, rx_value* out, int depth) {
   tvmrt_ndarray* a = tvmrt_rx_tensor(in);
   rx_tuple* t = tvmrt_rx_tuple(in);
   out->kind = RX_NULL;
@@ -98,11 +104,16 @@ int tvmrt_rx_to_device(rx_vm* vm, rx_value in, DLDevice dev, rx_value* out) {
     return 0;
   }
   if (t != NULL) {
-    rx_tuple* copy = tvmrt_rx_tuple_new(t->size);
+    rx_tuple* copy;
     size_t i;
-    if (copy == NULL) return -1;
+    if (depth >= RX_MAX_NESTING) {
+      return tvmrt_fail("InvalidArgumentError",
+                        "a tuple nested more than %d levels deep cannot be copied to a device",
+                        RX_MAX_NESTING);
+    }
+    if ((copy = tvmrt_rx_tuple_new(t->size)) == NULL) return -1;
     for (i = 0; i < t->size; ++i) {
-      if (tvmrt_rx_to_device(vm, t->items[i], dev, &copy->items[i]) != 0) {
+      if (to_device(vm, t->items[i], dev, &copy->items[i], depth + 1) != 0) {
         tvmrt_release(&copy->hdr);
         return -1;
       }
@@ -371,8 +382,20 @@ static int run(rx_vm* vm, int64_t func, const rx_value* args, int n, const rx_va
   int64_t cap = SMALL_ARGS;
   int status = -1;
   ret->kind = RX_NULL;
-  if (vm->exe->funcs[func].kind == RX_FUNC_VM_TIR)
-    return call_entry(vm, func, (rx_value*)args, n, ret); /* compiled: no frame here */
+  if (vm->nested_runs >= RX_MAX_NESTED_RUNS) {
+    return tvmrt_fail("KernelError",
+                      "the Relax VM has %d calls nested on the C stack (a VM function called "
+                      "from outside the loop: through a builtin, a kernel or compiled code), "
+                      "its limit",
+                      vm->nested_runs);
+  }
+  if (vm->exe->funcs[func].kind == RX_FUNC_VM_TIR) { /* compiled: no frame here */
+    vm->nested_runs++;
+    status = call_entry(vm, func, (rx_value*)args, n, ret);
+    vm->nested_runs--;
+    return status;
+  }
+  vm->nested_runs++;
   if (push(vm, &s, func, args, n, bound, nbound, RX_VOID_REG, -1) != 0) goto done;
   for (;;) {
     frame* f = &s.frames[s.depth - 1];
@@ -475,5 +498,6 @@ done:
   while (s.depth > 0) pop(vm, &s);
   free(s.frames);
   if (cargs != small) free(cargs);
+  vm->nested_runs--;
   return status;
 }

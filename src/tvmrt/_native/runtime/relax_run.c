@@ -442,7 +442,7 @@ static int render_tensor(const DLTensor* t, sbuf* b) {
 }
 
 /* a value as TVM's render_object writes it */
-static int render(rx_vm* vm, rx_value v, sbuf* b) {
+static int render(rx_vm* vm, rx_value v, sbuf* b, int depth) {
   char text[64];
   switch (v.kind) {
     case RX_TENSOR: {
@@ -461,10 +461,15 @@ static int render(rx_vm* vm, rx_value v, sbuf* b) {
     case RX_TUPLE: {
       rx_tuple* t = tvmrt_rx_tuple(v);
       size_t i;
+      if (depth >= RX_MAX_NESTING) {
+        return tvmrt_fail("InvalidArgumentError",
+                          "relax.run.print: a tuple nested more than %d levels deep",
+                          RX_MAX_NESTING);
+      }
       puts_(b, "(");
       for (i = 0; i < t->size; ++i) {
         if (i) puts_(b, ", ");
-        if (render(vm, t->items[i], b) != 0) return -1;
+        if (render(vm, t->items[i], b, depth + 1) != 0) return -1;
       }
       puts_(b, ")");
       return 0;
@@ -564,7 +569,7 @@ static int message(rx_vm* vm, const char* format, rx_value* values, int n, const
   if (parts == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot render values");
   for (i = 0; i < n && rc == 0; ++i) {
     sbuf b = {NULL, 0, 0, 0};
-    rc = render(vm, values[i], &b);
+    rc = render(vm, values[i], &b, 0);
     if (b.oom) rc = tvmrt_fail("DeviceOutOfMemoryError", "cannot render a value");
     parts[i] = b.s != NULL ? b.s : strdup("");
   }

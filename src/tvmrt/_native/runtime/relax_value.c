@@ -105,22 +105,32 @@ rx_shape* tvmrt_rx_shape_new(const int64_t* dims, size_t n) {
 
 /* Freeing a tuple or closure frees what it holds; a chain of them (a tuple in a tuple in
    ...) is freed iteratively: the values a dying container held go to this thread's list,
-   which the outermost free empties, so no nesting depth grows the C stack. */
+   which the outermost free empties, so no nesting depth grows the C stack. The list lives
+   in the thread's own storage (nothing to free when the thread ends) until a long chain
+   outgrows it; then it is on the heap until the outermost free has emptied it. */
+#define PENDING_INLINE 64
+static _Thread_local rx_value t_inline[PENDING_INLINE];
 static _Thread_local rx_value* t_pending;
 static _Thread_local size_t t_npending, t_cap;
 static _Thread_local int t_draining;
 
 static void release_items(rx_value* items, size_t n) {
   size_t i;
+  if (t_pending == NULL) {
+    t_pending = t_inline;
+    t_cap = PENDING_INLINE;
+  }
   if (t_npending + n > t_cap) {
-    size_t cap = t_cap ? t_cap : 64;
+    size_t cap = t_cap;
     rx_value* grown;
     while (cap < t_npending + n) cap *= 2;
-    grown = (rx_value*)realloc(t_pending, cap * sizeof(rx_value));
+    grown = (rx_value*)malloc(cap * sizeof(rx_value));
     if (grown == NULL) { /* no room to defer: free in place (deeper stack, same result) */
       for (i = 0; i < n; ++i) tvmrt_rx_release(&items[i]);
       return;
     }
+    memcpy(grown, t_pending, t_npending * sizeof(rx_value));
+    if (t_pending != t_inline) free(t_pending);
     t_pending = grown;
     t_cap = cap;
   }
@@ -135,10 +145,10 @@ static void release_items(rx_value* items, size_t n) {
     tvmrt_rx_release(&v); /* may append what it held */
   }
   t_draining = 0;
-  if (t_cap > 4096) { /* a long chain's list is not kept */
+  if (t_pending != t_inline) { /* a long chain's list is not kept */
     free(t_pending);
-    t_pending = NULL;
-    t_cap = 0;
+    t_pending = t_inline;
+    t_cap = PENDING_INLINE;
   }
 }
 

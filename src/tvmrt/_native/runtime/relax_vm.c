@@ -662,6 +662,11 @@ static int f_set_instrument(void* self, TVMValue* args, int* codes, int n, TVMVa
   tvmrt_func* f = NULL;
   (void)ret;
   (void)rc;
+  if (__atomic_load_n(&vm->busy_thread, __ATOMIC_ACQUIRE) != 0) { /* it may be running */
+    return tvmrt_fail("InvalidArgumentError",
+                      "set_instrument while an invoke runs on this VM is refused (the "
+                      "instrument in use would be released)");
+  }
   if (n >= 1 && codes[0] == kTVMPackedFuncHandle) {
     f = tvmrt_func_check(args[0].v_handle);
     if (f == NULL) return -1;
