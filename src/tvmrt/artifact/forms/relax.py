@@ -29,13 +29,13 @@ from tvmrt.artifact.model import LoadedModel
 from tvmrt.artifact.relax_probe import probe
 from tvmrt.artifact.report import RelaxCallee, RelaxFunction, RelaxReport, RelaxTensor
 from tvmrt.binfmt.abi import RELAX_KINDS
-from tvmrt.error import ModuleLoadError, TVMError
+from tvmrt.error import ModuleLoadError, TVMError, UnsupportedError
 from tvmrt.runtime.loaders.dispatch import FileKind, Sniffed
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.relax_profiler import RelaxVMProfiler
-from tvmrt.runtime.relax_vm import VirtualMachine
+from tvmrt.runtime.relax_vm import VirtualMachine, describe
 
-__all__ = ["FORM", "describe_executable"]
+__all__ = ["FORM", "compiled_mode", "describe_executable"]
 
 _NOT_TAKEN = "a Relax VM executable carries its own code and constants"
 
@@ -52,6 +52,9 @@ def _load(request: LoadRequest, lib: Module) -> LoadedModel:
                 f"{files.lib.name!r} is a Relax VM executable: {_NOT_TAKEN}, so it takes no "
                 f"{role} ({str(given)!r}); drop --graph/--params"
             )
+    compiled = [f["name"] for f in describe(lib)["functions"] if f["kind"] == "vm_tir"]
+    if compiled:  # refused by name before the VM resolves its function table
+        raise UnsupportedError(f"{files.lib.name!r}: {compiled_mode(compiled)}")
     if request.debug:
         profiler = RelaxVMProfiler(lib, request.device, dump_root=request.dump_root)
         return LoadedModel(profiler, lib, files, "relax", frozenset(), profiler)
@@ -169,16 +172,21 @@ def _devices(kinds: list[str]) -> list[str]:
     ]
 
 
+def compiled_mode(functions: list[str]) -> str:
+    """Why an executable built in compiled mode does not run (its vm_tir functions)."""
+    are = "is a vm_tir function" if len(functions) == 1 else "are vm_tir functions"
+    return (
+        f'it was built in compiled mode (exec_mode="compiled"): {", ".join(functions)} {are}, '
+        "which tvmrt's Relax VM does not run yet; build it in bytecode mode (the default)"
+    )
+
+
 def _problems(report: RelaxReport, refused: str | None) -> list[str]:
     """What stops a VM of it here: compiled mode, then what the VM refused to resolve."""
     problems = []
     compiled = [f.name for f in report.functions if f.kind == "vm_tir"]
     if compiled:
-        problems.append(
-            f'compiled mode (exec_mode="compiled"): {", ".join(compiled)} '
-            f"{'is a vm_tir function' if len(compiled) == 1 else 'are vm_tir functions'}, "
-            "which tvmrt's Relax VM does not run yet; build it in bytecode mode (the default)"
-        )
+        problems.append(compiled_mode(compiled))
     unresolved = [c for c in report.builtins if c.provided_by in ("refused", "missing")]
     if refused is not None and (unresolved or not compiled):
         problems.append(f"tvmrt's Relax VM refuses it: {refused}")
