@@ -199,9 +199,10 @@ def _inspect(
     found_here: list[str] = []
     inspect_library_code(files.lib, sniffed, found, found_here)
     # Python's blob reader has no loader for the executable (the C runtime reads it)
-    problems.extend(
+    in_library = [
         p for p in found_here if not any(f"imports a {k!r} module" in p for k in RELAX_KINDS)
-    )
+    ]
+    problems.extend(in_library)
     found.graph_expected = False
     found.library.form_text = "Relax VM executable (relax.build / tvm.compile, export_library)"
     for role, given in (("graph JSON", files.graph), ("params file", files.params)):
@@ -217,7 +218,7 @@ def _inspect(
         )
     answer = probe(files.lib)
     if "error" in answer:
-        if not problems:  # else the reason it cannot be loaded is among them already
+        if not in_library:  # else the reason it cannot be loaded is among those already
             problems.append(str(answer["error"]))
         return
     kinds += list(answer.get("imports", []))
