@@ -154,6 +154,7 @@ RUNTIME_FLOORS: dict[str, str] = {
     "tvmrt.runtime.vm": "faces",
     "tvmrt.runtime.vm.api": "faces",
     "tvmrt.runtime.relax_vm": "faces",
+    "tvmrt.runtime.relax_profiler": "faces",
     "tvmrt.runtime.executor": "faces",
     "tvmrt.runtime.executor.*": "faces",
     "tvmrt.runtime.profiler_vm": "faces",

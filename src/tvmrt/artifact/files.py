@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from tvmrt.error import ArtifactNotFoundError, ModuleLoadError
+from tvmrt.error import ArtifactNotFoundError, ModuleLoadError, TVMError
 from tvmrt.runtime.loaders.mlf_aot import is_mlf_folder
 
 __all__ = ["ArtifactFiles", "find_artifact"]
@@ -115,7 +115,24 @@ def find_artifact(
             raise ArtifactNotFoundError(f"{role} file {str(file)!r} does not exist")
     if found_code is not None and found_lib.name == "vm.so":
         found_code = None  # vm.so carries its own code
+    if path is not None and Path(path).is_dir() and _is_relax(found_lib):
+        # a Relax VM executable carries its code and constants: the folder's other .json
+        # and .params files (a case description, say) are not its graph or params
+        found_graph = Path(graph) if graph else None
+        found_params = Path(params) if params else None
     return ArtifactFiles(found_lib, found_graph, found_params, found_code)
+
+
+def _is_relax(lib: Path) -> bool:
+    """Whether ``lib`` is a Relax VM executable (the loader's dispatcher sniffs it)."""
+    from tvmrt.runtime.loaders.dispatch import FileKind, sniff
+
+    if lib.suffix != ".so":
+        return False
+    try:
+        return sniff(str(lib)).form is FileKind.RELAX_VM
+    except (TVMError, OSError):
+        return False  # loading says what is wrong with it
 
 
 def _without_tar_so(libs: list[Path]) -> list[Path]:

@@ -49,6 +49,9 @@ class Found:
         The modules of the library's module blob (factories, device code).
     aot
         Whether it is an AOT build (no graph expected).
+    graph_expected
+        False for an executable that takes no graph (a Relax VM's): a graph JSON is not
+        looked for.
     """
 
     library: LibraryReport
@@ -57,6 +60,7 @@ class Found:
     params: dict[str, NDArray] = field(default_factory=dict)
     embedded: list[Module] = field(default_factory=list)
     aot: bool = False
+    graph_expected: bool = True
 
 
 def describe_library(path: Path, sniffed: Sniffed | None, problems: list[str]) -> Found:

@@ -51,6 +51,8 @@ def inspect_artifact(files: ArtifactFiles) -> InspectionReport:
     found = describe_library(files.lib, sniffed, problems)
     form.inspect(files, sniffed, found, problems)
     graph_json = files.graph.read_text() if files.graph else found.graph_json
+    if not found.graph_expected:  # an executable of its own (Relax VM): no graph to read
+        graph_json = None
     params = {name: arr.nbytes for name, arr in found.params.items()}
     layouts = {name: (tuple(arr.shape), str(arr.dtype)) for name, arr in found.params.items()}
     subnormals: dict[str, int] = {}
@@ -70,7 +72,7 @@ def inspect_artifact(files: ArtifactFiles) -> InspectionReport:
             problems.append(str(exc))
     described: GraphReport | None = None
     if graph_json is None:
-        if not found.aot and found.library.relay_vm is None:
+        if not found.aot and found.library.relay_vm is None and found.graph_expected:
             problems.append("no graph JSON: the library carries none and none was given")
     else:
         try:

@@ -18,6 +18,7 @@ from tvmrt.artifact.forms.base import RemoteLibrary, remote_refusal
 from tvmrt.artifact.forms.graph_build import graph_executor, params_of
 from tvmrt.artifact.inspect_binary import describe_library, inspect_library_code
 from tvmrt.artifact.model import Executor, LoadedModel
+from tvmrt.binfmt.abi import RELAX_KINDS
 from tvmrt.runtime.device import Device, cpu
 from tvmrt.runtime.executor import AotExecutorFactory
 from tvmrt.runtime.graph_executor import GraphExecutorFactory
@@ -88,8 +89,9 @@ def _blob_of(files: ArtifactFiles, sniffed: Sniffed | None) -> RemoteLibrary:
     for module in found.embedded:
         if isinstance(module, GraphExecutorFactory | AotExecutorFactory):
             return RemoteLibrary(module.type_key, frozenset(module.params))
-        if module.type_key == "VMExecutable":
-            return RemoteLibrary(module.type_key)
+        kind = module if isinstance(module, str) else module.type_key  # str: not loaded here
+        if kind == "VMExecutable" or kind in RELAX_KINDS:
+            return RemoteLibrary(kind)
     return RemoteLibrary()
 
 

@@ -28,6 +28,10 @@ __all__ = [
     "RelayVMConstants",
     "RelayVMFunction",
     "RelayVMReport",
+    "RelaxCallee",
+    "RelaxFunction",
+    "RelaxReport",
+    "RelaxTensor",
     "Section",
     "StorageReport",
     "TensorReport",
@@ -197,6 +201,67 @@ class RelayVMReport(Section):
 
 
 @dataclass
+class RelaxTensor(Section):
+    """A parameter or the result of a Relax VM function, as the executable's checks say.
+
+    ``shape`` has -1 where a dimension is symbolic; ``symbols`` names those dimensions
+    (index -> the symbol of the function's annotation, ``{"0": "n"}``) where it names them.
+    """
+
+    omitted: ClassVar[frozenset[str]] = frozenset({"name", "shape", "dtype", "symbols"})
+
+    kind: str  # "tensor", "tuple", "shape", "prim" or "any" (not checked)
+    name: str | None = None
+    shape: list[int] | None = None
+    dtype: str | None = None
+    symbols: dict[str, str] | None = None
+
+
+@dataclass
+class RelaxFunction(Section):
+    """One VM function of a Relax executable (``vm``: bytecode; ``vm_tir``: compiled mode)."""
+
+    name: str
+    kind: str
+    params: list[RelaxTensor]
+    returns: RelaxTensor
+    registers: int
+    instructions: int
+
+
+@dataclass
+class RelaxCallee(Section):
+    """A name of the executable's function table that the VM calls, and what provides it:
+    ``kernel`` (the library), ``builtin`` (tvmrt's Relax VM), ``registered``, ``runtime``,
+    ``refused`` (a family tvmrt does not run, named) or ``missing``."""
+
+    omitted: ClassVar[frozenset[str]] = frozenset({"family"})
+
+    name: str
+    provided_by: str
+    family: str | None = None
+
+
+@dataclass
+class RelaxReport(Section):
+    """A Relax VM executable (``relax.build`` / ``tvm.compile``, ``export_library``), as the
+    C runtime's reader describes it (:func:`tvmrt.runtime.relax_vm.describe`)."""
+
+    module_kind: str  # relax.Executable (TVM 0.16-0.19) or relax.VMExecutable
+    era: str
+    magic: str
+    version: str
+    exec_mode: str  # "bytecode", or "compiled" when a function is vm_tir
+    functions: list[RelaxFunction]
+    builtins: list[RelaxCallee]  # the function table less the kernels
+    kernels: list[RelaxCallee]
+    constants: int
+    tensor_constants: int
+    tensor_constant_bytes: int
+    devices: list[str]  # what its kernels are for: CPU, then CUDA for a cuda import...
+
+
+@dataclass
 class LibraryReport(Section):
     """The library: its form as the loader's dispatcher sees it, and what its code holds.
 
@@ -218,6 +283,7 @@ class LibraryReport(Section):
     needs: LibraryNeeds | None = None
     c_sources: list[str] | None = None
     relay_vm: RelayVMReport | None = None
+    relax: RelaxReport | None = None
     members: list[str] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     _order: list[str] = field(default_factory=list, init=False, repr=False, compare=False)

@@ -37,7 +37,8 @@ def add_artifact_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "artifact",
         nargs="?",
-        help="folder with graph JSON + library + params, or a factory library (.so/.tar)",
+        help="folder with graph JSON + library + params, a factory library (.so/.tar), or a "
+        "Relax VM executable (model.so)",
     )
     parser.add_argument("--graph", metavar="FILE", help="graph JSON (overrides the folder's)")
     parser.add_argument("--lib", metavar="FILE", help="kernel library .so/.tar/.o")
@@ -75,6 +76,14 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
         help="values for inputs not given with -i (default: random)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed for --fill random (default 0)")
+    parser.add_argument(
+        "--input-shape",
+        action="append",
+        default=[],
+        metavar="NAME=DIMS",
+        help="the shape --fill gives an input with dynamic dimensions (a Relax VM function's "
+        "-1 sizes), e.g. x=4x16; repeatable",
+    )
     parser.add_argument(
         "--allow-missing-params",
         action="store_true",
@@ -155,6 +164,7 @@ def make_inputs(model: LoadedModel, args: argparse.Namespace) -> dict[str, np.nd
     _ignore_members(ignored, wanted, given)
     _check_weights(model, given, args)
     rng = np.random.default_rng(args.seed)
+    shapes = _fill_shapes(getattr(args, "input_shape", []), wanted)
     out = {}
     for name, (shape, dtype) in wanted.items():
         if not dtype:  # shape and dtype come with the data (a Relay VM function)
@@ -165,11 +175,58 @@ def make_inputs(model: LoadedModel, args: argparse.Namespace) -> dict[str, np.nd
             continue
         if name in given:
             arr = given[name]
-            if arr.shape != shape:
-                raise UsageError(f"input {name!r} has shape {arr.shape}, the model expects {shape}")
+            if not _fits(arr.shape, shape):
+                raise UsageError(
+                    f"input {name!r} has shape {arr.shape}, the model expects {shape_text(shape)}"
+                )
             out[name] = arr
+        elif -1 in shape:  # a dynamic dimension: --fill needs its size
+            if name not in shapes:
+                example = "x".join("4" if d == -1 else str(d) for d in shape) or "1"
+                raise UsageError(
+                    f"input {name!r} has dynamic dimensions (shape {shape_text(shape)}): give "
+                    f"its array with -i, or the shape to fill with --input-shape "
+                    f"{name}={example}"
+                )
+            out[name] = _fill(shapes[name], dtype, args.fill, rng)
         else:
             out[name] = _fill(shape, dtype, args.fill, rng)
+    return out
+
+
+def shape_text(shape: tuple[int, ...]) -> str:
+    """``(?, 16)``: a shape with its dynamic dimensions (-1) as ``?``."""
+    dims = ["?" if d == -1 else str(d) for d in shape]
+    return f"({', '.join(dims)}{',' if len(dims) == 1 else ''})"
+
+
+def _fits(got: tuple[int, ...], want: tuple[int, ...]) -> bool:
+    """Whether shape ``got`` is ``want``, a -1 of ``want`` matching any size."""
+    return len(got) == len(want) and all(w in (-1, g) for g, w in zip(got, want, strict=True))
+
+
+def _fill_shapes(
+    specs: list[str], wanted: Mapping[str, tuple[tuple[int, ...], str]]
+) -> dict[str, tuple[int, ...]]:
+    """``--input-shape NAME=4x16`` as name -> shape, each checked against the input."""
+    out = {}
+    for spec in specs:
+        name, sep, dims = spec.partition("=")
+        try:
+            shape = tuple(int(d) for d in dims.split("x")) if dims else ()
+        except ValueError:
+            shape = (-2,)
+        if not sep or not name or any(d < 0 for d in shape):
+            raise UsageError(f"--input-shape {spec!r}: expected NAME=DIMS, e.g. x=4x16")
+        if name not in wanted:
+            raise UsageError(
+                f"--input-shape {spec!r}: the model has no input {name!r}; inputs are "
+                f"{sorted(wanted)}"
+            )
+        want = wanted[name][0]
+        if not _fits(shape, want):
+            raise UsageError(f"--input-shape {spec!r}: input {name!r} has shape {shape_text(want)}")
+        out[name] = shape
     return out
 
 
@@ -298,9 +355,10 @@ def _read_npz_inputs(
             if key not in wanted or not wanted[key][1]:
                 continue  # the data gives the shape
             shape = npz.header(key)[0]
-            if shape != tuple(wanted[key][0]):
+            if not _fits(shape, tuple(wanted[key][0])):
                 raise UsageError(
-                    f"input {key!r} has shape {shape}, the model expects {tuple(wanted[key][0])}"
+                    f"input {key!r} has shape {shape}, the model expects "
+                    f"{shape_text(tuple(wanted[key][0]))}"
                 )
         return {key: npz.array(key) for key in npz.keys if is_input(key)}
 

@@ -39,7 +39,8 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "bench",
         help="measure latency (mean/median/p90/p99), load time and peak memory",
-        description="Benchmark a graph-executor artifact. Each of --repeat measurements "
+        description="Benchmark an artifact (graph executor, AOT, Relay or Relax VM). Each of "
+        "--repeat measurements "
         "times --number runs; statistics are over the per-run averages of the measurements.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -8,12 +8,14 @@ from typing import Any
 from tvmrt.artifact import find_artifact, inspect_artifact
 from tvmrt.artifact.report import InspectionReport
 from tvmrt.cli._common import UsageError
+from tvmrt.cli.inspect_relax import relax_lines
 from tvmrt.cli.inspect_vm import relay_vm_lines
 from tvmrt.runtime.loaders.needs import DEVICE_PROVIDED
 
 EXAMPLES = """examples:
   tvmrt inspect model_dir/
   tvmrt inspect deploy_lib.tar --json
+  tvmrt inspect model.so                     # a Relax VM executable (tvm.compile)
   tvmrt inspect --graph g.json --lib lib.so --params p.params
 
 exit status: 0 if the artifact can run here, 1 if something would stop it (listed).
@@ -26,11 +28,13 @@ def register(subparsers: Any) -> None:
         "inspect",
         help="describe an artifact without running any of its code",
         description="Describe an artifact (its form: factory library, system-lib, AOT, object, "
-        "export tar, Model Library Format or tvmc package; ABI, architecture, inputs, "
-        "outputs, kernels, params, planned memory) and list what would stop it from running "
-        "here. "
+        "export tar, Model Library Format, tvmc package, Relay or Relax VM executable; ABI, "
+        "architecture, inputs, outputs, kernels, params, planned memory) and list what would "
+        "stop it from running here. "
         "Only headers, symbol tables, the graph and the params are read: nothing from the "
-        "artifact executes.",
+        "artifact executes in this process (a Relax VM executable is read by the C runtime "
+        "in a child process, which opens its library: its initialisers run there, none of "
+        "its kernels).",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -113,6 +117,8 @@ def _text(report: InspectionReport) -> str:
             lines.append(f"  CPU features its code uses: {', '.join(lib.needs.cpu.uses)}")
     if lib.relay_vm is not None:
         lines.extend(relay_vm_lines(lib.relay_vm))
+    if lib.relax is not None:
+        lines.extend(relax_lines(lib.relax))
     graph = report.graph
     if graph:
         lines.append(

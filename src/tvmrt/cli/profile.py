@@ -27,6 +27,7 @@ EXAMPLES = """examples:
   tvmrt profile model_dir/ --trace trace.json  # Chrome trace: open in ui.perfetto.dev
   tvmrt profile model_dir/ --dump dbg/         # TVM's debug dump folder (graph, trace, tensors)
   tvmrt profile model_dir/ --html report.html  # one page: charts, graph, memory pools
+  tvmrt profile model.so --input-shape x=8x16  # a Relax VM executable: every call it makes
 """
 
 
@@ -36,7 +37,8 @@ def register(subparsers: Any) -> None:
         "profile",
         help="time every node with the debug executor",
         description="Time every node of the graph with the debug executor and print the "
-        "nodes slowest first, with their share of the total.",
+        "nodes slowest first, with their share of the total (an AOT build: its whole run; a "
+        "Relay or Relax VM executable: every kernel, and for Relax every builtin, it calls).",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -79,9 +81,10 @@ def profile(args: argparse.Namespace) -> int:
         table = profiler.run_timed(args.number, args.repeat)
         summary = None
         timing = profiler.node_timing()
-        if timing is None:  # one call for the whole model (AOT): its trace is the run itself
+        if timing is None:  # no graph (AOT: one call; a VM: its calls): the trace is its own
             if args.html:
-                raise UsageError("--html draws the graph, and this artifact has none (AOT)")
+                kind = "a VM executable" if model.form in ("relax", "relay_vm") else "AOT"
+                raise UsageError(f"--html draws the graph, and this artifact has none ({kind})")
             if args.trace:
                 shutil.copyfile(Path(profiler.dump_path) / TRACE_FILE, args.trace)
         else:

@@ -26,6 +26,7 @@ EXAMPLES = """examples:
   tvmrt run model_dir/ -i golden.npz --compare golden.npz
   tvmrt run deploy_lib.tar -i float_input=sample.npy --top-k 3
   tvmrt run --graph g.json --lib lib.so --params p.params -i x.npy
+  tvmrt run model.so --input-shape x=4x16      # a Relax VM executable, x of shape (n, 16)
 """
 
 
@@ -34,7 +35,8 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "run",
         help="run the model once and print a summary",
-        description="Run a graph-executor artifact once and print its inputs and outputs.",
+        description="Run an artifact (a graph-executor build, an AOT build, a Relay or Relax "
+        "VM executable) once and print its inputs and outputs.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -1,8 +1,10 @@
 """The functions a TVM client calls by name on the server, over one private work folder.
 
 ``tvm.rpc.server.upload/download/remove/listdir/workpath/load_module/
-download_linked_module/ModuleGetFunction/ImportModule``, ``runtime.RPCTimeEvaluator``
-and the ``cache_flush_cpu_non_first_arg`` preprocessor; every other name is looked up in
+download_linked_module/ModuleGetFunction/ImportModule``, ``runtime.RPCTimeEvaluator``,
+the ``cache_flush_cpu_non_first_arg`` preprocessor and TVM's ``runtime.GetShapeTupleSize`` /
+``GetShapeTupleElem`` (a Relax VM's shape results stay on the server as objects: the client
+reads them so); every other name is looked up in
 tvmrt's global registry (``tvm.graph_executor.create``, ``tvm.contrib.random.*``, ...).
 A file name that would leave the work folder (absolute, ``..``, a symlink out) is refused.
 """
@@ -18,10 +20,17 @@ from typing import Any
 
 import numpy as np
 
-from tvmrt.error import FunctionNotFoundError, InvalidArgumentError, ModuleLoadError
+from tvmrt.error import (
+    ArgumentTypeError,
+    FunctionNotFoundError,
+    IndexOutOfRangeError,
+    InvalidArgumentError,
+    ModuleLoadError,
+)
 from tvmrt.runtime.benchmark import time_evaluate
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.module import Module, load_module
+from tvmrt.runtime.object import ShapeTuple
 from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.registry import get_global_func
 
@@ -43,6 +52,27 @@ def cache_flush_cpu_non_first_arg(*args: Any) -> None:
     _flush_buffer += 1
 
 
+def _shape(value: object, func: str) -> ShapeTuple:
+    if not isinstance(value, ShapeTuple):
+        raise ArgumentTypeError(f"{func} takes a ShapeTuple, got {type(value).__name__}")
+    return value
+
+
+def shape_tuple_size(shape: object) -> int:
+    """TVM's ``runtime.GetShapeTupleSize``: the number of dimensions of a shape."""
+    return len(_shape(shape, "runtime.GetShapeTupleSize"))
+
+
+def shape_tuple_elem(shape: object, index: object) -> int:
+    """TVM's ``runtime.GetShapeTupleElem``: dimension ``index`` of a shape."""
+    dims = _shape(shape, "runtime.GetShapeTupleElem")
+    if not isinstance(index, int) or not 0 <= index < len(dims):
+        raise IndexOutOfRangeError(
+            f"runtime.GetShapeTupleElem: index {index!r} of a shape of {len(dims)} dimensions"
+        )
+    return int(dims[index])
+
+
 class ServerEnv:
     """The by-name functions of one session, rooted at ``workdir``."""
 
@@ -61,6 +91,8 @@ class ServerEnv:
             "tvm.rpc.server.ImportModule": self.import_module,
             "runtime.RPCTimeEvaluator": self.time_evaluator,
             "cache_flush_cpu_non_first_arg": cache_flush_cpu_non_first_arg,
+            "runtime.GetShapeTupleSize": shape_tuple_size,
+            "runtime.GetShapeTupleElem": shape_tuple_elem,
         }
 
     def lookup(self, name: str) -> Callable[..., Any] | None:

@@ -25,6 +25,7 @@ from tvmrt.runtime.benchmark import BenchmarkResult
 from tvmrt.runtime.container import Array
 from tvmrt.runtime.device import Device, cpu
 from tvmrt.runtime.device_type import RPC_SESS_MASK
+from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.executor.protocol import TensorInfo
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.native_module import NativeModule
@@ -49,10 +50,16 @@ def is_relax_executable(mod: object) -> bool:
     return isinstance(mod, NativeModule) and mod.type_key in RELAX_KINDS
 
 
+def _is_remote(mod: object) -> bool:
+    """Whether ``mod`` is a module of an RPC session (a server's executable or VM): its
+    packed functions are called there, so what it is is known only by calling them."""
+    return isinstance(mod, Module) and mod.type_key == "rpc"
+
+
 def describe(mod: Module) -> dict[str, Any]:
     """What the C runtime read from an executable (tvmrt): era, functions, their parameters
     and signatures, the names the function table resolves and what provides each."""
-    if not is_relax_executable(mod):
+    if not (is_relax_executable(mod) or _is_remote(mod)):
         raise ArgumentTypeError(f"{mod!r} is not a Relax VM executable")
     described: dict[str, Any] = json.loads(str(mod["describe"]()))
     return described
@@ -91,7 +98,7 @@ class VirtualMachine:
         memory_cfg: str | Mapping[Device, str] | None = None,
         profile: bool = False,
     ) -> None:
-        if not is_relax_executable(rt_mod):
+        if not (is_relax_executable(rt_mod) or _is_remote(rt_mod)):
             raise ArgumentTypeError(
                 f"relax.VirtualMachine needs a Relax VM executable (load_module of a "
                 f"model.so that relax.build / tvm.compile exported), got {rt_mod!r}"
@@ -118,8 +125,10 @@ class VirtualMachine:
         devs: list[Device] = list(dev) if isinstance(dev, list | tuple) else [dev]  # type: ignore[list-item]
         if not devs or not all(isinstance(d, Device) for d in devs):
             raise ArgumentTypeError("dev is expected to be Device or List[Device]")
+        session = devs[0].device_type // RPC_SESS_MASK * RPC_SESS_MASK  # 0: local
         if devs[-1].device_type % RPC_SESS_MASK != cpu().device_type:
-            devs.append(cpu())  # CPU is required for executing shape functions
+            devs.append(Device(session + cpu().device_type, 0))  # shape functions run there
+        self._host = devs[-1]  # where the face puts the arrays it makes (an RPC session's CPU)
         default = self.POOLED_ALLOCATOR
         cfg: Mapping[Any, Any] = {}
         if memory_cfg is None:
@@ -174,7 +183,7 @@ class VirtualMachine:
         if isinstance(arg, NDArray | str) or hasattr(arg, "handle"):
             cargs.append(arg)
         elif isinstance(arg, np.ndarray):
-            cargs.append(array(arg, device=cpu(0)))
+            cargs.append(array(arg, device=self._host))
         elif isinstance(arg, tuple | list):
             fields: list[Any] = []
             for field in arg:
@@ -188,7 +197,7 @@ class VirtualMachine:
                 if isinstance(arg, bool | int | np.integer)
                 else "float32"
             )
-            cargs.append(array(np.array(arg, dtype=dtype), device=cpu(0)))
+            cargs.append(array(np.array(arg, dtype=dtype), device=self._host))
         else:
             raise ArgumentTypeError(f"Unsupported type: {type(arg)}")
 
@@ -214,13 +223,21 @@ class VirtualMachine:
         arity = int(self._get_function_arity(func_name))
         return [str(self._get_function_param_name(func_name, i)) for i in range(arity)]
 
-    def set_input(self, func_name: str, *args: Any, **kwargs: Any) -> None:
+    def set_input(self, func_name: int | str, *args: Any, **kwargs: Any) -> None:
         """Set the inputs of ``func_name`` for :meth:`invoke_stateful` (copied to the VM's
-        device); ``set_input(key, value)`` with a key of ``main`` keeps one input for
-        :meth:`run` (tvmrt's Executor call)."""
-        if not kwargs and len(args) == 1 and self._is_main_key(func_name):
-            self._given[self._main_key(func_name)] = args[0]
+        device); ``set_input(key, value)`` with a key of ``main`` (a name or an index) keeps
+        one input for :meth:`run` (tvmrt's Executor call)."""
+        main_key = isinstance(func_name, int) or self._is_main_key(func_name)
+        if not kwargs and len(args) == 1 and main_key:
+            key, value = self._main_key(func_name), args[0]
+            if not isinstance(value, NDArray):  # copied now, to the host, in main's dtype
+                want = next((t.dtype for t in self.inputs if t.name == key), "")
+                dtype = DataType(want).numpy_dtype if want else None
+                value = array(np.asarray(value, dtype=dtype), self._host)
+            self._given[key] = value
             return
+        if isinstance(func_name, int):
+            raise InvalidArgumentError(f"set_input({func_name}, ...) sets one input of 'main'")
         cargs: list[Any] = []
         if kwargs:
             args = tuple(self._convert_func_named_args(func_name, args, **kwargs))
@@ -347,9 +364,23 @@ class VirtualMachine:
             args = tuple(self._arguments())
         elif kwargs:
             args = tuple(self._convert_func_named_args("main", args, **kwargs))
+        if _is_remote(self.module):  # results stay on the server: read them by index
+            self._set_input("main", *args)
+            self._invoke_stateful("main")
+            result = self.get_outputs("main")
+            self._last = _flatten(result, self._remote_shape)
+            return result
         result = self.module["main"](*args)
         self._last = _flatten(result)
         return result
+
+    def _remote_shape(self, value: object) -> object:
+        """A server's ShapeTuple (a remote object) as a local one, through TVM's globals."""
+        find = getattr(self.module, "remote_global_func", None)
+        if find is None or isinstance(value, NDArray | int | float):
+            return value
+        size, elem = find("runtime.GetShapeTupleSize"), find("runtime.GetShapeTupleElem")
+        return ShapeTuple([int(elem(value, i)) for i in range(int(size(value)))])
 
     def _arguments(self) -> list[object]:
         out: list[object] = []
@@ -357,7 +388,9 @@ class VirtualMachine:
             if p not in self._given:
                 raise InputNotFoundError(f"input {p!r} of the Relax function 'main' is not set")
             value = self._given[p]
-            out.append(value if isinstance(value, NDArray) else array(np.asarray(value)))
+            out.append(
+                value if isinstance(value, NDArray) else array(np.asarray(value), self._host)
+            )
         return out
 
     def get_input(self, key: int | str) -> NDArray:
@@ -366,7 +399,7 @@ class VirtualMachine:
         value = self._given.get(name)
         if value is None:
             raise InputNotFoundError(f"input {name!r} of 'main' is not set")
-        return value if isinstance(value, NDArray) else array(np.asarray(value))
+        return value if isinstance(value, NDArray) else array(np.asarray(value), self._host)
 
     def get_input_index(self, name: str) -> int:
         """The index of ``main``'s parameter ``name`` (tvmrt)."""
@@ -393,15 +426,17 @@ class VirtualMachine:
         return [type(self)(self._exec, self._device, self._memory_cfg) for _ in range(count)]
 
 
-def _flatten(value: Any) -> list[NDArray]:
+def _flatten(value: Any, local: Callable[[object], object] | None = None) -> list[NDArray]:
     """The tensors of a result, depth first; a shape as an int64 tensor, a number as a
-    0-d one."""
+    0-d one (``local`` makes a remote object local first)."""
+    if local is not None and not isinstance(value, tuple | list):
+        value = local(value)
     if isinstance(value, NDArray):
         return [value]
     if isinstance(value, ShapeTuple):
         return [array(np.array(tuple(value), dtype="int64"))]
     if isinstance(value, Array | tuple | list):
-        return [a for item in value for a in _flatten(item)]
+        return [a for item in value for a in _flatten(item, local)]
     if isinstance(value, bool | int | float):
         return [array(np.array(value))]
     return []

@@ -30,6 +30,7 @@ from tvmrt.artifact.output_names import output_aliases
 from tvmrt.error import DeviceOutOfMemoryError, InvalidArgumentError, KernelError
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.module import Module
+from tvmrt.runtime.relax_vm import VirtualMachine as RelaxVirtualMachine
 from tvmrt.runtime.vm import VirtualMachine
 from tvmrt.serve.batching import BatchItem, BatchRuns, choose_batch
 from tvmrt.serve.dynamic import input_specs, learned_inputs, output_specs
@@ -68,7 +69,11 @@ class ServedModel(BatchRuns):
         1..B rows, an executor takes queued requests up to B rows, pads the rest with
         zeros, runs once and splits the outputs back by request. 0 or 1: off. N: at most N
         rows per run (N <= B; raises if the model cannot batch). Never for a model with
-        dynamic inputs (a Relay VM model), whose requests carry any batch themselves.
+        dynamic inputs (a Relay or Relax VM model), whose requests carry any batch
+        themselves, nor for one whose outputs are known only once it has run (a VM's).
+    device
+        Where the executors run (the Triton config's instance kind); None: where the first
+        executor's first output is.
     """
 
     def __init__(
@@ -82,6 +87,7 @@ class ServedModel(BatchRuns):
         batch_delay: float | None = None,
         aliases: Mapping[str, int] | None = None,
         max_batch: int | None = None,
+        device: Device | None = None,
     ) -> None:
         if not executors:
             raise InvalidArgumentError(f"model {name!r} needs at least one executor")
@@ -99,12 +105,22 @@ class ServedModel(BatchRuns):
         self.timeout = timeout
         self.metrics = ModelMetrics(name)
         self.executors = list(executors)
-        self.dynamic = any(s.dynamic for s in self.inputs)  # shapes come with requests
+        self.device = device
+        # shapes come with requests, or the outputs are known only from an answer (a VM's)
+        self.dynamic = any(s.dynamic for s in self.inputs) or not self.outputs
+        self.platform = (
+            "tvmrt_relax_vm"
+            if isinstance(executors[0], RelaxVirtualMachine)
+            else "tvmrt_relay_vm"
+            if self.dynamic
+            else "tvmrt_graph_executor"
+        )
         asked = batch_delay is not None or (max_batch is not None and max_batch > 1)
         if self.dynamic and asked:
             raise InvalidArgumentError(
-                f"model {name!r} has dynamic inputs (a Relay VM model): each request sends "
-                "its own batch, so server-side batching (batch_delay) is not offered"
+                f"model {name!r} has dynamic inputs or outputs (a Relay or Relax VM model): "
+                "each request sends its own batch, so server-side batching (batch_delay) is "
+                "not offered"
             )
         if batch_delay is not None and batch_delay < 0:
             raise InvalidArgumentError(f"batch_delay must be >= 0 seconds, got {batch_delay}")
@@ -135,7 +151,7 @@ class ServedModel(BatchRuns):
         return {
             "name": self.name,
             "versions": ["1"],
-            "platform": "tvmrt_relay_vm" if self.dynamic else "tvmrt_graph_executor",
+            "platform": self.platform,
             "inputs": [s.metadata() for s in self.inputs],
             "outputs": [s.metadata() for s in self.outputs],
         }
@@ -333,6 +349,7 @@ def serve_executors(
     batch_delay: float | None = None,
     signature: Sequence[TensorSpec] = (),
     max_batch: int | None = None,
+    device: Device | None = None,
 ) -> ServedModel:
     """Serve executors of one model; the first one's inputs and outputs are the model's.
 
@@ -350,7 +367,16 @@ def serve_executors(
     ]
     aliases = output_aliases(labels, [t.name for t in first.outputs])
     return ServedModel(
-        name, executors, inputs, outputs, max_queue, timeout, batch_delay, aliases, max_batch
+        name,
+        executors,
+        inputs,
+        outputs,
+        max_queue,
+        timeout,
+        batch_delay,
+        aliases,
+        max_batch,
+        device,
     )
 
 
@@ -376,13 +402,22 @@ def load_model(
     The first executor loads the params; the others are its replicas
     (:meth:`tvmrt.artifact.Executor.replicate`), so the weights are held once whatever K
     is. Every form :func:`tvmrt.artifact.load_artifact` loads is served (AOT builds and
-    Relay VM executables too; ``signature`` as in :func:`serve_executors`).
+    Relay and Relax VM executables too; ``signature`` as in :func:`serve_executors`).
     """
     if workers < 1:
         raise InvalidArgumentError(f"workers must be at least 1, got {workers}")
-    first = load_artifact(files, device).executor
-    executors = _replicated(first, workers)
-    return serve_executors(name, executors, max_queue, timeout, batch_delay, signature, max_batch)
+    loaded = load_artifact(files, device)
+    executors = _replicated(loaded.executor, workers)
+    return serve_executors(
+        name,
+        executors,
+        max_queue,
+        timeout,
+        batch_delay,
+        signature,
+        max_batch,
+        loaded.device,
+    )
 
 
 def model_from_graph(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tvmrt.runtime.device_type import RPC_SESS_MASK
 from tvmrt.serve.model import ServedModel
 from tvmrt.serve.protocol import TensorSpec
 
@@ -38,8 +39,10 @@ def _tensor(spec: TensorSpec, batched: bool) -> dict[str, Any]:
 def model_config(model: ServedModel) -> dict[str, Any]:
     """Triton's model configuration JSON for ``model``."""
     batched = model.batch > 0
-    device = model.executors[0].get_output(0).device if model.outputs else None
-    on_cpu = device is None or device.device_type == 1
+    device = model.device
+    if device is None and model.outputs and not model.dynamic:
+        device = model.executors[0].get_output(0).device
+    on_cpu = device is None or device.device_type % RPC_SESS_MASK == 1  # a server's CPU too
     group: dict[str, Any] = {
         "name": f"{model.name}_0",
         "kind": "KIND_CPU" if on_cpu else "KIND_GPU",
@@ -48,7 +51,7 @@ def model_config(model: ServedModel) -> dict[str, Any]:
     }
     config: dict[str, Any] = {
         "name": model.name,
-        "platform": "tvmrt_graph_executor",
+        "platform": model.platform,
         "backend": "tvmrt",
         "version_policy": {"latest": {"num_versions": 1}},
         "max_batch_size": model.batch,

@@ -10,6 +10,9 @@ mlf_aot    Model Library Format AOT package (tar or        :mod:`.mlf_aot`
            unpacked folder): C code compiled for the host
 tvmc       tvmc package                                    :mod:`.tvmc`
 aot        AOT executor build (``get_c_metadata``)         :mod:`.aot`
+relax      Relax VM executable (``relax.build`` /          :mod:`.relax`
+           ``tvm.compile``, ``export_library``: one
+           ``model.so``, or a folder holding one)
 relay_vm   Relay VM ``code.ro`` + ``lib.so`` (``vm.so``:   :mod:`.relay_vm`
            handed over by the factory form)
 factory    graph executor factory library (.so/.o/.tar),   :mod:`.factory`
@@ -25,7 +28,7 @@ Adding a form is one new file here and one entry in :data:`FORMS`.
 from __future__ import annotations
 
 from tvmrt.artifact.files import ArtifactFiles
-from tvmrt.artifact.forms import aot, factory, folder, mlf, mlf_aot, relay_vm, tvmc
+from tvmrt.artifact.forms import aot, factory, folder, mlf, mlf_aot, relax, relay_vm, tvmc
 from tvmrt.artifact.forms.base import ArtifactForm, LoadRequest
 from tvmrt.error import InternalError, TVMError
 from tvmrt.runtime.loaders.dispatch import Sniffed, sniff
@@ -33,6 +36,7 @@ from tvmrt.runtime.loaders.dispatch import Sniffed, sniff
 __all__ = ["FORMS", "ArtifactForm", "LoadRequest", "form_of"]
 
 FORMS: tuple[ArtifactForm, ...] = (
+    relax.FORM,  # before folder: a Relax executable takes no graph JSON from its folder
     relay_vm.FORM,
     folder.FORM,
     mlf.FORM,
