@@ -83,10 +83,6 @@ def test_refusals_come_back_from_the_server(server, artifacts):
     done = tvmrt("run", rc.folder(artifacts, "027", "llm_like") / "model.so", *flags)
     assert done.returncode == 1
     assert "vm.builtin.attention_kv_cache_create (the LLM KV cache" in done.stderr
-    compiled = rc.folder(artifacts, "027", "compiled") / "model.so"
-    done = tvmrt("run", compiled, "--input-shape", "x=1x16", *flags)
-    assert done.returncode == 1
-    assert 'compiled mode (exec_mode="compiled")' in done.stderr
 
 
 def test_bench_and_profile_on_the_server(server, artifacts):

@@ -59,7 +59,7 @@ from tvmrt.runtime.ndarray import NDArray, array
 from tvmrt.runtime.object import ShapeTuple, String
 from tvmrt.runtime.packed_func import PackedFunc
 
-__all__ = ["NativeFunction", "NativeModule", "load_file", "c_global", "to_python"]
+__all__ = ["NativeFunction", "NativeModule", "load_file", "c_global", "has_global", "to_python"]
 
 _KIND = re.compile(r"^([A-Za-z]+Error): ")
 _CODE = ArgTypeCode
@@ -558,6 +558,15 @@ def c_global(name: str) -> NativeFunction:
             )
         found = _globals.setdefault(name, NativeFunction(_handle(out.value, "TVMFuncFree"), name))
     return found
+
+
+def has_global(name: str) -> bool:
+    """Whether the C runtime has a global function ``name`` (its own, or one registered)."""
+    try:
+        c_global(name)
+    except errors.GlobalFunctionNotFoundError:
+        return False
+    return True
 
 
 def load_file(path: str, shown: str | None = None) -> NativeModule:

@@ -29,13 +29,15 @@ from tvmrt.artifact.model import LoadedModel
 from tvmrt.artifact.relax_probe import probe
 from tvmrt.artifact.report import RelaxCallee, RelaxFunction, RelaxReport, RelaxTensor
 from tvmrt.binfmt.abi import RELAX_KINDS
-from tvmrt.error import ModuleLoadError, TVMError, UnsupportedError
+from tvmrt.error import ModuleLoadError, TVMError
 from tvmrt.runtime.loaders.dispatch import FileKind, Sniffed
+from tvmrt.runtime.loaders.needs import functions_text
 from tvmrt.runtime.module import Module
+from tvmrt.runtime.native_module import has_global
 from tvmrt.runtime.relax_profiler import RelaxVMProfiler
-from tvmrt.runtime.relax_vm import VirtualMachine, describe
+from tvmrt.runtime.relax_vm import VirtualMachine
 
-__all__ = ["FORM", "compiled_mode", "describe_executable"]
+__all__ = ["FORM", "describe_executable"]
 
 _NOT_TAKEN = "a Relax VM executable carries its own code and constants"
 
@@ -52,9 +54,6 @@ def _load(request: LoadRequest, lib: Module) -> LoadedModel:
                 f"{files.lib.name!r} is a Relax VM executable: {_NOT_TAKEN}, so it takes no "
                 f"{role} ({str(given)!r}); drop --graph/--params"
             )
-    compiled = [f["name"] for f in describe(lib)["functions"] if f["kind"] == "vm_tir"]
-    if compiled:  # refused by name before the VM resolves its function table
-        raise UnsupportedError(f"{files.lib.name!r}: {compiled_mode(compiled)}")
     if request.debug:
         profiler = RelaxVMProfiler(lib, request.device, dump_root=request.dump_root)
         return LoadedModel(profiler, lib, files, "relax", frozenset(), profiler)
@@ -172,25 +171,30 @@ def _devices(kinds: list[str]) -> list[str]:
     ]
 
 
-def compiled_mode(functions: list[str]) -> str:
-    """Why an executable built in compiled mode does not run (its vm_tir functions)."""
-    are = "is a vm_tir function" if len(functions) == 1 else "are vm_tir functions"
-    return (
-        f'it was built in compiled mode (exec_mode="compiled"): {", ".join(functions)} {are}, '
-        "which tvmrt's Relax VM does not run yet; build it in bytecode mode (the default)"
-    )
+def _runtime_functions(found: Found, problems: list[str]) -> list[str]:
+    """The C runtime runs the executable, so what its compiled code looks up by name (the
+    VM's builtins, in compiled mode) is provided where the C runtime has it: those names
+    are marked so and the problem naming them is rewritten for the rest."""
+    needs = found.library.needs
+    if needs is None:
+        return problems
+    missing = [name for name, state in needs.functions.items() if state == "missing"]
+    provided = [name for name in missing if has_global(name)]
+    if not provided:
+        return problems
+    for name in provided:
+        needs.functions[name] = "provided"
+    rest = [name for name in missing if name not in provided]
+    kept = [p for p in problems if not p.startswith(_NOT_PROVIDED)]
+    return [*kept, functions_text(rest)] if rest else kept
+
+
+_NOT_PROVIDED = "its kernels call runtime functions that are not provided"
 
 
 def _problems(report: RelaxReport, refused: str | None) -> list[str]:
-    """What stops a VM of it here: compiled mode, then what the VM refused to resolve."""
-    problems = []
-    compiled = [f.name for f in report.functions if f.kind == "vm_tir"]
-    if compiled:
-        problems.append(compiled_mode(compiled))
-    unresolved = [c for c in report.builtins if c.provided_by in ("refused", "missing")]
-    if refused is not None and (unresolved or not compiled):
-        problems.append(f"tvmrt's Relax VM refuses it: {refused}")
-    return problems
+    """What stops a VM of it here: what the VM refused to resolve."""
+    return [] if refused is None else [f"tvmrt's Relax VM refuses it: {refused}"]
 
 
 def _inspect(
@@ -202,6 +206,7 @@ def _inspect(
     in_library = [
         p for p in found_here if not any(f"imports a {k!r} module" in p for k in RELAX_KINDS)
     ]
+    in_library = _runtime_functions(found, in_library)
     problems.extend(in_library)
     found.graph_expected = False
     found.library.form_text = "Relax VM executable (relax.build / tvm.compile, export_library)"

@@ -31,7 +31,14 @@ from tvmrt.runtime.contrib.catalog import unsupported_reason
 from tvmrt.runtime.loaders import isa
 from tvmrt.runtime.module import Module
 
-__all__ = ["DEVICE_PROVIDED", "lookup_names", "check_cpu", "check_functions", "describe"]
+__all__ = [
+    "DEVICE_PROVIDED",
+    "lookup_names",
+    "check_cpu",
+    "check_functions",
+    "describe",
+    "functions_text",
+]
 
 CACHE_PREFIX = ".tvm_func."
 _RODATA_NAME = re.compile(rb"\x00(tvm\.contrib\.[A-Za-z0-9_.]{1,200})(?=\x00)")
@@ -112,14 +119,15 @@ def check_functions(library: Module, elf: ElfFile, shown: str) -> None:
         and get_global_func(name, allow_missing=True) is None
     ]
     if missing:
-        raise ModuleLoadError(f"cannot load {shown!r}: {_functions_text(missing)}")
+        raise ModuleLoadError(f"cannot load {shown!r}: {functions_text(missing)}")
 
 
 _SHOWN = 5
 _DEVICE_KERNEL = re.compile(r"_kernel\d*$")
 
 
-def _functions_text(missing: list[str]) -> str:
+def functions_text(missing: list[str]) -> str:
+    """The problem a library whose kernels look up the ``missing`` names has."""
     # TVM names a device kernel <function>_kernel (<function>_kernel0 before 0.9)
     kernels = [n for n in missing if _DEVICE_KERNEL.search(n)]
     runtime = [n for n in missing if n not in kernels]
@@ -163,7 +171,7 @@ def describe(
             functions[name] = "missing"
     missing = [n for n, state in functions.items() if state == "missing"]
     if missing:
-        problems.append(_functions_text(missing))
+        problems.append(functions_text(missing))
     found = isa.code_features(elf)
     lacking = isa.missing_features(found)
     if lacking:
