@@ -82,7 +82,6 @@ DELIBERATE: dict[str, str] = {
     "name runtime.vm.TVMByteArray": "the ctypes struct TVM passes bytes to C++ in; tvmrt passes Python bytes",
     "name runtime.container.getitem_helper": "TVM's indexing helper for C++ containers; tvmrt's containers are Python sequences",
     "name runtime.disco": _RELAX + " (Relax's distributed runtime)",
-    "name runtime.relax_vm": _RELAX + " (the Relax VM; tvmrt runs the Relay VM, tvm.runtime.vm)",
     "name runtime.script_printer": _RELAX + " (TVMScript printing of IR)",
     "name runtime.Scriptable": _RELAX
     + " (the base of IR nodes that print as TVMScript; tvmrt has no IR)",

@@ -7,11 +7,11 @@
  *
  * A FastCall takes what a call usually passes: ints (and bools), floats, None, and arrays
  * that are a C array or have one (an object whose `_c` attribute is a Handle: an NDArray of
- * native_module). For anything else it returns NotImplemented before calling, and the
- * Python face converts the call itself. Results are unpacked here too: a C array is a
- * native_module._CArray whose `_owner` and `_c` are its Handle; a tuple an Array of its
- * items, a shape a ShapeTuple, a string a String (read with tvmrt_value_peek and
- * tvmrt_value_tuple_item, no packed call per item); anything else (closures, functions,
+ * native_module; a host NDArray whose `_c` is None gets one here, host_twin). For anything else it
+ * returns NotImplemented before calling, and the Python face converts the call itself. Results are
+ * unpacked here too: a C array is a native_module._CArray whose `_owner` and `_c` are its Handle; a
+ * tuple an Array of its items, a shape a ShapeTuple, a string a String (read with tvmrt_value_peek
+ * and tvmrt_value_tuple_item, no packed call per item); anything else (closures, functions,
  * modules) is what `on_value(code, raw)` makes of it. A failed call calls `on_error()`,
  * which raises the C runtime's error. The classes and functions are configure()'s.
  */
@@ -76,6 +76,38 @@ static PyObject* handle_value(PyObject* self_obj, void* unused) {
   return PyLong_FromVoidPtr(((Handle*)self_obj)->value);
 }
 
+/* array_info(): an array handle's (data, byte_offset, shape, dtype code, bits, lanes,
+   device type, device id), read from its DLTensor (the handle must be an array's) */
+static PyObject* handle_array_info(PyObject* self_obj, PyObject* unused) {
+  const DLTensor* t = (const DLTensor*)((Handle*)self_obj)->value;
+  PyObject* shape;
+  int i;
+  (void)unused;
+  if (t == NULL || t->ndim < 0 || t->ndim > 64) {
+    PyErr_SetString(PyExc_ValueError, "array_info: not an array handle");
+    return NULL;
+  }
+  if ((shape = PyTuple_New(t->ndim)) == NULL) return NULL;
+  for (i = 0; i < t->ndim; ++i) {
+    PyObject* d = PyLong_FromLongLong((long long)t->shape[i]);
+    if (d == NULL) {
+      Py_DECREF(shape);
+      return NULL;
+    }
+    PyTuple_SetItem(shape, i, d);
+  }
+  return Py_BuildValue("(KKNiiiii)", (unsigned long long)(uintptr_t)t->data,
+                       (unsigned long long)t->byte_offset, shape, (int)t->dtype.code,
+                       (int)t->dtype.bits, (int)t->dtype.lanes, (int)t->device.device_type,
+                       (int)t->device.device_id);
+}
+
+static PyMethodDef handle_methods[] = {
+    {"array_info", handle_array_info, METH_NOARGS,
+     "(data, byte_offset, shape, code, bits, lanes, device_type, device_id) of an array."},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyGetSetDef handle_getset[] = {
     {"value", handle_value, NULL, "The object's address (0 for none).", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -91,6 +123,7 @@ static PyType_Slot handle_slots[] = {
     {Py_tp_new, (void*)handle_new},
     {Py_tp_dealloc, (void*)handle_dealloc},
     {Py_tp_getset, (void*)handle_getset},
+    {Py_tp_methods, (void*)handle_methods},
     {Py_tp_members, (void*)handle_members},
     {Py_tp_doc, (void*)"Handle(value, free): a C runtime object reference; free(value) runs "
                        "when Python drops it."},
@@ -120,14 +153,68 @@ static PyObject* g_tuple_new;  /* tuple.__new__ */
 static PyObject* g_str_new;    /* str.__new__ */
 static PyObject* g_str_c;
 static PyObject* g_str_owner;
+static PyObject* g_str_np;
+static PyObject* g_str_dtype;
+static PyObject* g_str_dlpack;
 
 /* configure(): what results become (set once by native_module) */
 static struct {
   free_fn array_free, object_free;
+  int (*from_dlpack)(DLManagedTensor*, void**); /* TVMArrayFromDLPack */
   tvmrt_value_peek_fn peek;
   tvmrt_value_tuple_item_fn tuple_item;
   PyObject *carray_type, *array_type, *shape_type, *string_type, *on_value, *on_error;
 } g_values;
+
+/* whether an NDArray's dtype attribute (a DataType) says (code, bits, lanes) */
+static int same_dtype(PyObject* arr, const DLDataType* t) {
+  static const char* const names[3] = {"type_code", "bits", "lanes"};
+  PyObject* dt = PyObject_GetAttr(arr, g_str_dtype);
+  long want[3];
+  int i, ok = dt != NULL;
+  want[0] = t->code, want[1] = t->bits, want[2] = t->lanes;
+  for (i = 0; ok && i < 3; ++i) {
+    PyObject* v = PyObject_GetAttrString(dt, names[i]);
+    ok = v != NULL && PyLong_AsLong(v) == want[i];
+    Py_XDECREF(v);
+  }
+  Py_XDECREF(dt);
+  PyErr_Clear();
+  return ok;
+}
+
+/* The C array that views a host NDArray's bytes (TVMArrayFromDLPack of numpy's own export:
+   its deleter lets go of them when the C side does), made at its first call and kept in its
+   `_c`; False there when the C runtime cannot view them (read-only, not compact or aligned,
+   a dtype numpy exports otherwise: bool, lanes, sub-byte). A new reference, or NULL (no
+   error set) to convert the call in Python. */
+static PyObject* host_twin(PyObject* arr) {
+  PyObject *np = PyObject_GetAttr(arr, g_str_np), *capsule = NULL, *handle;
+  DLManagedTensor* managed = NULL;
+  void* out = NULL;
+  if (np == NULL || np == Py_None) goto refused;
+  capsule = PyObject_CallMethodObjArgs(np, g_str_dlpack, NULL);
+  if (capsule != NULL) managed = (DLManagedTensor*)PyCapsule_GetPointer(capsule, "dltensor");
+  if (managed == NULL || managed->dl_tensor.dtype.code > kDLFloat ||
+      !same_dtype(arr, &managed->dl_tensor.dtype) || g_values.from_dlpack(managed, &out) != 0)
+    goto refused; /* the capsule still owns its tensor: its destructor frees it */
+  PyCapsule_SetName(capsule, "used_dltensor"); /* the C array owns it now */
+  Py_DECREF(capsule);
+  Py_DECREF(np);
+  if ((handle = handle_make(out, g_values.array_free)) == NULL) {
+    g_values.array_free(out);
+    PyErr_Clear();
+    return NULL;
+  }
+  if (PyObject_SetAttr(arr, g_str_c, handle) != 0) PyErr_Clear();
+  return handle;
+refused:
+  PyErr_Clear();
+  Py_XDECREF(capsule);
+  Py_XDECREF(np);
+  if (PyObject_SetAttr(arr, g_str_c, Py_False) != 0) PyErr_Clear();
+  return NULL;
+}
 
 /* args[i] as a packed argument; 0 when it is none of the kinds taken here */
 static int fast_arg(PyObject* item, TVMValue* value, int* code) {
@@ -157,6 +244,10 @@ static int fast_arg(PyObject* item, TVMValue* value, int* code) {
     if (c == NULL) {
       PyErr_Clear();
       return 0;
+    }
+    if (c == Py_None) { /* a host NDArray's first call: its twin */
+      Py_DECREF(c);
+      if ((c = host_twin(item)) == NULL) return 0;
     }
     ok = Py_TYPE(c) == (PyTypeObject*)g_handle_type && ((Handle*)c)->value != NULL;
     if (ok) value->v_handle = ((Handle*)c)->value; /* item keeps c, args keeps item */
@@ -303,19 +394,20 @@ static PyType_Spec fast_call_spec = {
     "tvmrt._native_backend.FastCall", sizeof(FastCall), 0, Py_TPFLAGS_DEFAULT, fast_call_slots,
 };
 
-/* configure(array_free, object_free, peek, tuple_item, carray_type, array_type, shape_type,
-             string_type, on_value, on_error) */
+/* configure(array_free, object_free, from_dlpack, peek, tuple_item, carray_type, array_type,
+             shape_type, string_type, on_value, on_error) */
 static PyObject* configure(PyObject* module, PyObject* args) {
-  unsigned long long array_free, object_free, peek, tuple_item;
+  unsigned long long array_free, object_free, from_dlpack, peek, tuple_item;
   PyObject* objs[6];
   PyObject** slots[6] = {&g_values.carray_type, &g_values.array_type, &g_values.shape_type,
                          &g_values.string_type, &g_values.on_value,   &g_values.on_error};
   int i;
   (void)module;
-  if (!PyArg_ParseTuple(args, "KKKKOOOOOO:configure", &array_free, &object_free, &peek, &tuple_item,
-                        &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5]))
+  if (!PyArg_ParseTuple(args, "KKKKKOOOOOO:configure", &array_free, &object_free, &from_dlpack,
+                        &peek, &tuple_item, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+                        &objs[5]))
     return NULL;
-  if (array_free == 0 || object_free == 0 || peek == 0 || tuple_item == 0) {
+  if (array_free == 0 || object_free == 0 || from_dlpack == 0 || peek == 0 || tuple_item == 0) {
     PyErr_SetString(PyExc_ValueError, "configure: a NULL function address");
     return NULL;
   }
@@ -327,6 +419,7 @@ static PyObject* configure(PyObject* module, PyObject* args) {
   }
   g_values.array_free = (free_fn)(uintptr_t)array_free;
   g_values.object_free = (free_fn)(uintptr_t)object_free;
+  g_values.from_dlpack = (int (*)(DLManagedTensor*, void**))(uintptr_t)from_dlpack;
   g_values.peek = (tvmrt_value_peek_fn)(uintptr_t)peek;
   g_values.tuple_item = (tvmrt_value_tuple_item_fn)(uintptr_t)tuple_item;
   for (i = 0; i < 6; ++i) {
@@ -358,8 +451,9 @@ static PyObject* make_fast_call(PyObject* module, PyObject* args) {
 
 static PyMethodDef py_call_methods[] = {
     {"configure", configure, METH_VARARGS,
-     "configure(array_free, object_free, peek, tuple_item, carray_type, array_type, "
-     "shape_type, string_type, on_value, on_error): what FastCall results become."},
+     "configure(array_free, object_free, from_dlpack, peek, tuple_item, carray_type, "
+     "array_type, shape_type, string_type, on_value, on_error): what FastCall arguments "
+     "and results become."},
     {"make_fast_call", make_fast_call, METH_VARARGS,
      "make_fast_call(tvm_func_call, handle): TVMFuncCall of one C function, its arguments "
      "converted in C."},
@@ -388,6 +482,10 @@ int tvmrt_py_call_init(PyObject* module) {
     return -1;
   if (g_str_c == NULL && (g_str_c = PyUnicode_InternFromString("_c")) == NULL) return -1;
   if (g_str_owner == NULL && (g_str_owner = PyUnicode_InternFromString("_owner")) == NULL)
+    return -1;
+  if (g_str_np == NULL && (g_str_np = PyUnicode_InternFromString("_np")) == NULL) return -1;
+  if (g_str_dtype == NULL && (g_str_dtype = PyUnicode_InternFromString("dtype")) == NULL) return -1;
+  if (g_str_dlpack == NULL && (g_str_dlpack = PyUnicode_InternFromString("__dlpack__")) == NULL)
     return -1;
   if (add_type(module, &g_handle_type, &handle_spec, "Handle") != 0 ||
       add_type(module, &g_fast_call_type, &fast_call_spec, "FastCall") != 0)

@@ -31,6 +31,8 @@ ShapeLike = Sequence[int] | int
 
 def as_shape(shape: ShapeLike) -> tuple[int, ...]:
     """``shape`` (an int for 1-D) as a tuple of non-negative ints."""
+    if type(shape) is tuple and all(type(d) is int and d >= 0 for d in shape):
+        return shape  # numpy's own shapes: every nd.array asks
     dims = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
     out = []
     for d in dims:

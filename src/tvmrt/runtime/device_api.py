@@ -65,8 +65,10 @@ def _aligned(nbytes: int, alignment: int) -> tuple[np.ndarray[Any, Any], int]:
         raw = np.empty(nbytes + alignment, dtype=np.uint8)
     except MemoryError as exc:
         raise DeviceOutOfMemoryError(f"allocating {nbytes} bytes of host memory failed") from exc
-    address = raw.ctypes.data
+    address = raw.__array_interface__["data"][0]  # (raw.ctypes.data builds a ctypes object)
     start = -address % alignment
+    if nbytes:  # a slice (np.ndarray(buffer=...) costs microseconds more)
+        return raw[start : start + nbytes], address + start
     # np.ndarray keeps the offset even for zero bytes, where slicing would not
     aligned: np.ndarray[Any, Any] = np.ndarray((nbytes,), np.uint8, buffer=raw, offset=start)
     return aligned, address + start

@@ -135,6 +135,11 @@ class DataType(str):
     def __new__(cls, type_str: DTypeLike) -> DataType:
         if isinstance(type_str, DataType):
             return type_str
+        if isinstance(type_str, np.dtype):  # every nd.array(numpy) asks: no name parsing
+            found = _NUMPY_DTYPES.get(type_str)
+            if found is None:
+                found = _NUMPY_DTYPES.setdefault(type_str, cls(_from_numpy_name(type_str)))
+            return found
         key = type_str if isinstance(type_str, str) else _from_numpy_name(type_str)
         cached = cls._cache.get(key)
         if cached is not None:
@@ -196,6 +201,8 @@ class DataType(str):
 
 
 DTypeLike = DataType | str | np.dtype[Any] | type
+
+_NUMPY_DTYPES: dict[np.dtype[Any], DataType] = {}
 
 
 def _from_numpy_name(dtype: object) -> str:

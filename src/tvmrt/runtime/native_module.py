@@ -48,7 +48,7 @@ import numpy as np
 from tvmrt import error as errors
 from tvmrt.error import ArgumentTypeError, TVMError
 from tvmrt.runtime import kernel_services
-from tvmrt.runtime._ctypes_api import ArgTypeCode, DLTensor, TVMValue
+from tvmrt.runtime._ctypes_api import ArgTypeCode, TVMValue
 from tvmrt.runtime._dlpack import LEGACY, USED_LEGACY, capsule_pointer, rename_capsule
 from tvmrt.runtime.array_memory import ArrayMemory
 from tvmrt.runtime.container import Array
@@ -168,7 +168,7 @@ def _make_fast_call(handle: int) -> Any:
         with _lock:
             if not _configured:
                 glue.configure(
-                    *(_address(name) for name in ("TVMArrayFree", "TVMObjectFree")),
+                    *(_address(n) for n in ("TVMArrayFree", "TVMObjectFree", "TVMArrayFromDLPack")),
                     *(_address(name) for name in ("tvmrt_value_peek", "tvmrt_value_tuple_item")),
                     _CArray,
                     Array,
@@ -195,6 +195,8 @@ def _host_twin(arr: NDArray) -> Any:
     runtime cannot view them (not compact or not 64-byte aligned, bool, lanes)."""
     view = arr._np
     if view is None or view.dtype.kind not in "iuf" or arr.dtype.lanes != 1:
+        return None
+    if view.dtype.itemsize * 8 != arr.dtype.bits:  # sub-byte ints: a byte each in numpy
         return None
     try:
         capsule = view.__dlpack__()
@@ -294,10 +296,15 @@ def _pack(args: Sequence[object]) -> tuple[Any, Any, list[object]]:
 
 
 @functools.lru_cache(maxsize=256)
-def _dtype_of(code: int, bits: int, lanes: int) -> DataType:
-    if code == 6 and bits == 8:  # tvm-ffi's bool (kDLBool)
-        return DataType("bool")
-    return DataType.from_code(code, bits, lanes)
+def _dtype_of(code: int, bits: int, lanes: int) -> tuple[DataType, np.dtype[Any]]:
+    """The DataType of a C array's DLPack dtype, and its numpy dtype."""
+    dtype = DataType("bool") if code == 6 and bits == 8 else DataType.from_code(code, bits, lanes)
+    return dtype, dtype.numpy_dtype  # tvm-ffi's bool is (6, 8): kDLBool
+
+
+@functools.lru_cache(maxsize=64)
+def _device_of(device_type: int, device_id: int) -> Device:
+    return Device(device_type, device_id)
 
 
 class _CArray(NDArray):
@@ -310,37 +317,42 @@ class _CArray(NDArray):
 
     def __getattr__(self, name: str) -> Any:
         if name not in ArrayMemory.__slots__ or name in ("_owner", "__weakref__"):
-            raise AttributeError(name)
+            return object.__getattribute__(self, name)  # Python's own AttributeError
         owner = object.__getattribute__(self, "_owner")
         _fill(self, owner)
         return object.__getattribute__(self, name)
 
 
 def _fill(arr: NDArray, owner: Any) -> None:
-    """Give ``arr`` (a _CArray) the slots of an NDArray viewing its C array."""
-    dl = DLTensor.from_address(owner.value)
-    shape = tuple(int(dl.shape[i]) for i in range(dl.ndim))
-    dtype = _dtype_of(dl.dtype.code, dl.dtype.bits, dl.dtype.lanes)
-    device = Device(dl.device.device_type, dl.device.device_id)
-    if dl.device.device_type != 1:
-        full = _device_array(dl, shape, dtype, device, owner)
+    """Give ``arr`` (a _CArray) the slots of an NDArray viewing its C array (what
+    ``NDArray.from_host_memory`` and ``from_storage`` would set)."""
+    data, byte_offset, shape, code, bits, lanes, device_type, device_id = owner.array_info()
+    dtype, np_dtype = _dtype_of(code, bits, lanes)
+    device = _device_of(device_type, device_id)
+    if device_type != 1:
+        full = _device_array(data, byte_offset, shape, dtype, device, owner)
+        for slot in _FILLED:
+            object.__setattr__(arr, slot, object.__getattribute__(full, slot))
     else:
-        np_dtype = dtype.numpy_dtype
-        if math.prod(shape) == 0 or not dl.data:
+        if lanes > 1:
+            shape = (*shape, lanes)
+        if not data or math.prod(shape) == 0:
             view = np.empty(shape, np_dtype)
         else:
             owner.__array_interface__ = {
-                "data": (dl.data + dl.byte_offset, False),
+                "data": (data + byte_offset, False),
                 "shape": shape,
                 "typestr": np_dtype.str,
                 "version": 3,
             }
             view = np.asarray(owner)
-        full = NDArray.from_host_memory(view, dtype, device, owner)
-    for slot in ArrayMemory.__slots__:
-        if slot not in ("__weakref__", "_owner"):
-            object.__setattr__(arr, slot, object.__getattribute__(full, slot))
+        arr._np, arr._dtype, arr._device, arr._byte_offset = view, dtype, device, 0
+        arr._shape = view.shape[:-1] if lanes > 1 else view.shape
+        arr._storage = arr._dl = None
     arr._c = owner  # passed back to C, it is this array again
+
+
+_FILLED = tuple(s for s in ArrayMemory.__slots__ if s not in ("__weakref__", "_owner", "_c"))
 
 
 def _ndarray(address: int) -> NDArray:
@@ -351,15 +363,15 @@ def _ndarray(address: int) -> NDArray:
 
 
 def _device_array(
-    dl: DLTensor, shape: tuple[int, ...], dtype: DataType, device: Device, owner: Any
+    data: int, byte_offset: int, shape: tuple[int, ...], dtype: DataType, device: Device, owner: Any
 ) -> NDArray:
     """A C array in device memory as an NDArray over a Storage of its pointer."""
     from tvmrt.runtime.device_api import Storage, get_device_api
 
     nbytes = math.prod(shape) * dtype.itemsize
-    storage = Storage(get_device_api(device), device, int(dl.data or 0), dl.byte_offset + nbytes)
+    storage = Storage(get_device_api(device), device, data, byte_offset + nbytes)
     storage.obj = owner  # the C array outlives every view of its storage
-    return NDArray.from_storage(storage, int(dl.byte_offset), shape, dtype)
+    return NDArray.from_storage(storage, byte_offset, shape, dtype)
 
 
 def _object(address: int) -> Any:

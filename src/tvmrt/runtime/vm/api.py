@@ -70,11 +70,19 @@ class VirtualMachine:
     #: Python interpreter (the profiler's per-kernel hook) says why here
     python_only = ""
 
-    def __new__(cls, exe: Executable | Module, *args: Any, **kwargs: Any) -> Any:
+    def __new__(
+        cls,
+        exe: Executable | Module,
+        device: Device | Sequence[Device] | None = None,
+        memory_cfg: object = None,
+        *,
+        engine: str | None = None,
+    ) -> Any:
         # TVM 0.27's tvm.runtime.vm.VirtualMachine runs Relax executables: so does this
         if isinstance(exe, Module) and is_relax_executable(exe):
-            kwargs.pop("engine", None)
-            return RelaxVirtualMachine(exe, *args, **kwargs)
+            if device is None:
+                raise ArgumentTypeError("VirtualMachine needs a device (or a list of devices)")
+            return RelaxVirtualMachine(exe, device, memory_cfg)  # type: ignore[arg-type]
         return super().__new__(cls)
 
     def __init__(
