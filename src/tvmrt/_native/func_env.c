@@ -21,6 +21,9 @@ static tvmrt_funccall_cb g_funccall;
 static tvmrt_owns_cb g_rt_owns_ctx, g_rt_owns_func; /* the C runtime (globals.c) */
 static tvmrt_getfunc_cb g_rt_getfunc;
 static tvmrt_funccall_cb g_rt_funccall;
+static void (*g_rt_publish)(void* object);
+
+void tvmrt_set_runtime_publish(void (*publish)(void* object)) { g_rt_publish = publish; }
 
 TVM_DLL void tvmrt_set_env_callbacks(tvmrt_getfunc_cb getfunc, tvmrt_funccall_cb funccall) {
   g_getfunc = getfunc;
@@ -237,6 +240,9 @@ TVM_DLL int tvmrt_ffi_function_call(void* func, void* args, int32_t num_args, vo
     }
     memcpy(&values[i], &in[i].v, sizeof(TVMValue));
     if (in[i].type_index == kFFIBool) values[i].v_int64 = in[i].v.v_int64 != 0;
+    if (in[i].type_index == kFFIOpaquePtr && in[i].zero_padding == TVMRT_FFI_OWNED &&
+        g_rt_publish != NULL)
+      g_rt_publish(in[i].v.v_ptr); /* one of the runtime's objects, now a handle */
   }
   int rc = TVMFuncCall(func, values, codes, num_args, &ret, &ret_code);
   if (out != NULL) { /* numbers, and the runtime's arrays and objects (their reference) */

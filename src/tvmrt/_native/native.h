@@ -114,6 +114,9 @@ typedef int (*tvmrt_owns_cb)(const void* handle); /* whether a context or handle
 TVM_DLL void tvmrt_set_env_callbacks(tvmrt_getfunc_cb getfunc, tvmrt_funccall_cb funccall);
 void tvmrt_set_runtime_env(tvmrt_owns_cb owns_ctx, tvmrt_getfunc_cb getfunc,
                            tvmrt_owns_cb owns_func, tvmrt_funccall_cb funccall);
+/* the C runtime's tvmrt_object_publish: an object of a TVMRT_FFI_OWNED item that the tvm-ffi
+   call's legacy route hands to a function as a handle enters the live set first */
+void tvmrt_set_runtime_publish(void (*publish)(void* object));
 
 /* workspace.c: TVMBackendAllocWorkspace on devices other than the CPU, from the host (Python)
    once it installs its allocator, else from the C runtime for the device type it serves; the

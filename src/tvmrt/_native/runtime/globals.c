@@ -276,6 +276,7 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static int owns_module(const void* handle) { return tvmrt_object_live(handle, RT_MAGIC_MODULE); }
 static int owns_func(const void* handle) { return tvmrt_object_live(handle, RT_MAGIC_FUNC); }
+static void publish(void* object) { tvmrt_object_publish((tvmrt_object*)object); }
 
 /* The library is the process's one copy of the services. From the moment it loads, the
    function environment answers for the runtime's own modules and functions (the host,
@@ -284,6 +285,7 @@ static int owns_func(const void* handle) { return tvmrt_object_live(handle, RT_M
    it already. */
 __attribute__((constructor)) static void at_load(void) {
   tvmrt_set_runtime_env(owns_module, env_lookup, owns_func, tvmrt_func_call);
+  tvmrt_set_runtime_publish(publish);
   tvmrt_set_runtime_device_workspace(kDLCUDA, tvmrt_cuda_workspace_alloc,
                                      tvmrt_cuda_workspace_free);
 }

@@ -84,24 +84,42 @@ static int live_rehash(void) {
   return 0;
 }
 
-int tvmrt_object_init(tvmrt_object* obj, uint32_t magic, void (*destroy)(tvmrt_object*)) {
-  uintptr_t key = (uintptr_t)obj;
+/* key into the live set; the lock is held. 0, or -1 when the table cannot grow */
+static int live_insert(uintptr_t key) {
   size_t i;
-  obj->magic = magic;
-  obj->refs = 1;
-  obj->destroy = destroy;
-  live_lock();
-  if ((g_live_used + 1) * 2 > g_live_cap && live_rehash() != 0) {
-    live_unlock();
-    return tvmrt_fail("DeviceOutOfMemoryError", "cannot register an object");
-  }
+  if ((g_live_used + 1) * 2 > g_live_cap && live_rehash() != 0) return -1;
   for (i = live_slot(key, g_live_cap); g_live[i] > LIVE_TOMB; i = (i + 1) & (g_live_cap - 1)) {
   }
   g_live_used += g_live[i] == 0;
   g_live[i] = key;
   ++g_live_count;
-  live_unlock();
   return 0;
+}
+
+void tvmrt_object_init_unlisted(tvmrt_object* obj, uint32_t magic, void (*destroy)(tvmrt_object*)) {
+  obj->magic = magic;
+  obj->listed = 0;
+  obj->refs = 1;
+  obj->destroy = destroy;
+}
+
+int tvmrt_object_init(tvmrt_object* obj, uint32_t magic, void (*destroy)(tvmrt_object*)) {
+  int rc;
+  tvmrt_object_init_unlisted(obj, magic, destroy);
+  live_lock();
+  rc = live_insert((uintptr_t)obj);
+  live_unlock();
+  if (rc != 0) return tvmrt_fail("DeviceOutOfMemoryError", "cannot register an object");
+  obj->listed = 1;
+  return 0;
+}
+
+void tvmrt_object_publish(tvmrt_object* obj) {
+  if (obj == NULL || __atomic_load_n(&obj->listed, __ATOMIC_ACQUIRE)) return;
+  live_lock();
+  if (!obj->listed && live_insert((uintptr_t)obj) == 0)
+    __atomic_store_n(&obj->listed, 1, __ATOMIC_RELEASE);
+  live_unlock();
 }
 
 uint32_t tvmrt_object_live_magic(const void* obj) {
@@ -120,14 +138,16 @@ int tvmrt_object_live(const void* obj, uint32_t magic) {
 void tvmrt_release(tvmrt_object* obj) {
   if (obj == NULL) return;
   if (__atomic_sub_fetch(&obj->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-    size_t i;
-    live_lock();
-    i = live_find((uintptr_t)obj);
-    if (i < g_live_cap) {
-      g_live[i] = LIVE_TOMB;
-      --g_live_count;
+    if (__atomic_load_n(&obj->listed, __ATOMIC_ACQUIRE)) {
+      size_t i;
+      live_lock();
+      i = live_find((uintptr_t)obj);
+      if (i < g_live_cap) {
+        g_live[i] = LIVE_TOMB;
+        --g_live_count;
+      }
+      live_unlock();
     }
-    live_unlock();
     obj->destroy(obj);
   }
 }

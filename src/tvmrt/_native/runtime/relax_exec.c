@@ -412,6 +412,7 @@ static int g_shape(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
   }
   s = tvmrt_rx_shape_new(dims, (size_t)n);
   if (s == NULL) return -1;
+  tvmrt_object_publish(&s->hdr); /* the caller's handle */
   ret->v_handle = &s->hdr;
   *rc = kTVMObjectHandle;
   return 0;

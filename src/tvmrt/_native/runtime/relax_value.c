@@ -96,10 +96,7 @@ rx_shape* tvmrt_rx_shape_new(const int64_t* dims, size_t n) {
   }
   out->ndim = n;
   if (n) memcpy(out->dims, dims, n * sizeof(int64_t));
-  if (tvmrt_object_init(&out->hdr, RT_MAGIC_RX_SHAPE, plain_destroy) != 0) {
-    free(out);
-    return NULL;
-  }
+  tvmrt_object_init_unlisted(&out->hdr, RT_MAGIC_RX_SHAPE, plain_destroy); /* see rt.h */
   return out;
 }
 
@@ -278,7 +275,8 @@ int tvmrt_rx_to_packed(rx_value v, int era, TVMValue* out, int* code, tvmrt_obje
     case RX_TENSOR: out->v_handle = &tvmrt_rx_tensor(v)->dl, *code = kTVMNDArrayHandle; return 0;
     case RX_FUNC: out->v_handle = v.v.obj, *code = kTVMPackedFuncHandle; return 0;
     case RX_MODULE: out->v_handle = v.v.obj, *code = kTVMModuleHandle; return 0;
-    default: /* shapes, tuples, closures, storages: the runtime's objects */
+    default:                         /* shapes, tuples, closures, storages: the runtime's objects */
+      tvmrt_object_publish(v.v.obj); /* it leaves the VM: handle checks must find it */
       out->v_handle = v.v.obj;
       *code = kTVMObjectHandle;
       return 0;
@@ -621,12 +619,6 @@ rx_storage* tvmrt_rx_storage_alloc(rx_pool* p, uint64_t nbytes, const char* scop
   memcpy(s->scope, "global", sizeof("global"));
   s->pool = p;
   tvmrt_retain(&p->hdr);
-  if (tvmrt_object_init(&s->hdr, RT_MAGIC_RX_STORAGE, storage_destroy) != 0) {
-    tvmrt_release(&p->hdr);
-    buffer_free(p->dev, data);
-    tvmrt_rx_charge(p, -(int64_t)size, "alloc_storage");
-    free(s);
-    return NULL;
-  }
+  tvmrt_object_init_unlisted(&s->hdr, RT_MAGIC_RX_STORAGE, storage_destroy); /* see rt.h */
   return s;
 }

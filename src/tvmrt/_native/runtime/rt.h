@@ -51,13 +51,21 @@ enum { RT_MAGIC_ADT = 0x41445431 };
 
 typedef struct tvmrt_object {
   uint32_t magic;
-  int32_t pad;
+  int32_t listed; /* in the live set (object.c); atomics */
   int64_t refs;
   void (*destroy)(struct tvmrt_object* self);
 } tvmrt_object;
 
 /* sets magic, one reference and destroy, and registers obj as live (-1 on OOM, error set) */
 int tvmrt_object_init(tvmrt_object* obj, uint32_t magic, void (*destroy)(tvmrt_object*));
+/* the same, not yet in the live set: for objects made and dropped inside the runtime by the
+   thousand (the Relax VM's shapes and storages), which enter it when a pointer to them first
+   leaves the runtime (tvmrt_object_publish, at every such exit); until then no handle
+   check finds them, as no caller can hold one */
+void tvmrt_object_init_unlisted(tvmrt_object* obj, uint32_t magic, void (*destroy)(tvmrt_object*));
+/* obj into the live set if it is not there (best effort: on OOM it stays out, and a handle
+   check refuses it later with an error) */
+void tvmrt_object_publish(tvmrt_object* obj);
 /* whether obj is a live object of this magic (never reads a freed object's memory) */
 int tvmrt_object_live(const void* obj, uint32_t magic);
 /* the magic of a live object (one lookup for callers that accept several kinds), 0 if obj is
