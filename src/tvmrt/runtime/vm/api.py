@@ -77,6 +77,7 @@ class VirtualMachine:
         memory_cfg: object = None,
         *,
         engine: str | None = None,
+        **subclass_kwargs: Any,  # a subclass's own (the profiler's dump_root)
     ) -> Any:
         # TVM 0.27's tvm.runtime.vm.VirtualMachine runs Relax executables: so does this
         if isinstance(exe, Module) and is_relax_executable(exe):
