@@ -97,14 +97,18 @@ $(NATIVE_DIR)/obj/%.o: src/tvmrt/_native/%.c $(NATIVE_HDR)
 	@mkdir -p $(dir $@)
 	$(CC) $(NATIVE_CFLAGS) -c $< -o $@
 
+# -Bsymbolic-functions: the library's calls of its own exported functions stay its own,
+# whatever a TVM loaded into the process first exports under the same names (setup.py too)
 $(NATIVE_DIR)/libtvmrt_runtime.so: $(NATIVE_OBJ)
-	$(CC) -shared $(NATIVE_FLAGS) -Wl,-soname,libtvmrt_runtime.so -o $@ $^ -ldl -lpthread -lm
+	$(CC) -shared $(NATIVE_FLAGS) -Wl,-soname,libtvmrt_runtime.so -Wl,-Bsymbolic-functions \
+		-o $@ $^ -ldl -lpthread -lm
 
 $(NATIVE_DIR)/libtvmrt_runtime.a: $(NATIVE_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(NATIVE_DIR)/libdlr.so: $(NATIVE_OBJ) $(DLR_OBJ)
-	$(CC) -shared $(NATIVE_FLAGS) -Wl,-soname,libdlr.so -o $@ $^ -ldl -lpthread -lm
+	$(CC) -shared $(NATIVE_FLAGS) -Wl,-soname,libdlr.so -Wl,-Bsymbolic-functions -o $@ $^ \
+		-ldl -lpthread -lm
 
 # CUDA on a GPU machine: `make gpu-check-pack` here (TVM 0.27 + nvcc make the fixtures),
 # then `make gpu-check` there with build/gpu-check carried (Python 3 + numpy + the driver)

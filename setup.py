@@ -60,10 +60,14 @@ RUNTIME_CFLAGS = [*_CFLAGS, "-fPIC"]
 
 
 def _soname(name: str) -> list[str]:
-    """The linker flag that names a shared library (macOS: its install name)."""
+    """The linker flags that name a shared library (macOS: its install name) and, on ELF,
+    bind its calls of its own exported functions to itself: a TVM loaded into the same
+    process first (RTLD_GLOBAL) exports some of the same names (TVMFuncCall,
+    TVMBackendAllocWorkspace, ...), and the runtime must not call those (macOS's two-level
+    namespace never does)."""
     if sys.platform == "darwin":
         return [f"-Wl,-install_name,@rpath/{name}"]
-    return [f"-Wl,-soname,{name}"]
+    return [f"-Wl,-soname,{name}", "-Wl,-Bsymbolic-functions"]
 
 
 def _check_toolchain(compiler: object) -> None:

@@ -226,3 +226,32 @@ def test_a_019_and_a_027_executable_run_side_by_side_in_one_process() -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[True, True]"
+
+
+def test_legacy_executables_run_beside_an_imported_tvm() -> None:
+    # TVM 0.27 imported first exports TVMBackendAnyList* (its tvm-ffi ABI) and TVMBackend*
+    # to the whole process; a TVM <= 0.20 library importing those names by name (compiled
+    # mode, C-target kernels) must still get tvmrt's, and tvmrt its own functions
+    pytest.importorskip("tvm", reason="apache-tvm (TVM 0.27) is a test dependency")
+    code = (
+        "import numpy as np, sys\n"
+        "import tvm\n"
+        "from tvmrt import relax, runtime\n"
+        "outs = []\n"
+        "for folder in sys.argv[1:]:\n"
+        "    vm = relax.VirtualMachine(runtime.load_module(folder + '/model.so'), runtime.cpu())\n"
+        "    d = np.load(folder + '/run0_inputs.npz'); g = np.load(folder + '/run0_golden.npz')\n"
+        "    out = vm['main'](*[runtime.array(d[f'arg{i}']) for i in range(len(d.files))])\n"
+        "    outs.append(out.numpy().tobytes() == g['out0'].tobytes())\n"
+        "print(outs)\n"
+    )
+    folders = [str(_folder(era, model)) for era in ("016", "019") for model in ("compiled", "cnn")]
+    done = subprocess.run(
+        [sys.executable, "-c", code, *folders],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[True, True, True, True]"

@@ -75,14 +75,37 @@ int tvmrt_ffi_is_ffi_library(void* handle, int* plain_names) {
 #define R_GLOB R_AARCH64_GLOB_DAT
 #endif
 
-/* The service of that name for this library: the any-list functions differ by ABI, so a
-   legacy library's (TVM <= 0.20 compiled Relax code) resolve to the runtime's exported
-   legacy ones instead. */
+/* What a legacy library (TVM <= 0.20) imports by name from TVM's runtime: its C API and
+   backend services (C-target kernels, compiled Relax code's any-lists, whose ABI differs
+   from tvm-ffi's). They are written into its GOT too, so that a TVM loaded into the process
+   first (RTLD_GLOBAL), which exports the same names, does not answer them. */
+static const struct {
+  const char* name;
+  void* fn;
+} k_legacy[] = {
+    {"TVMBackendAnyListSetPackedArg", (void*)TVMBackendAnyListSetPackedArg},
+    {"TVMBackendAnyListResetItem", (void*)TVMBackendAnyListResetItem},
+    {"TVMBackendAnyListMoveFromPackedReturn", (void*)TVMBackendAnyListMoveFromPackedReturn},
+    {"TVMBackendAllocWorkspace", (void*)TVMBackendAllocWorkspace},
+    {"TVMBackendFreeWorkspace", (void*)TVMBackendFreeWorkspace},
+    {"TVMBackendParallelLaunch", (void*)TVMBackendParallelLaunch},
+    {"TVMBackendParallelBarrier", (void*)TVMBackendParallelBarrier},
+    {"TVMBackendGetFuncFromEnv", (void*)TVMBackendGetFuncFromEnv},
+    {"TVMFuncCall", (void*)TVMFuncCall},
+    {"TVMAPISetLastError", (void*)TVMAPISetLastError},
+};
+
+/* The service of that name for this library (by its ABI) */
 static int g_linking_ffi; /* the library being linked is a tvm-ffi one (under g_link_mu) */
 
 static void* service(const char* name) {
   size_t i;
-  if (!g_linking_ffi && strncmp(name, "TVMBackendAnyList", 17) == 0) return NULL;
+  if (!g_linking_ffi) {
+    for (i = 0; i < sizeof(k_legacy) / sizeof(k_legacy[0]); ++i) {
+      if (strcmp(k_legacy[i].name, name) == 0) return k_legacy[i].fn;
+    }
+    return NULL;
+  }
   for (i = 0; i < NUM_SERVICES; ++i) {
     if (strcmp(k_services[i].name, name) == 0) return k_services[i].fn;
   }
