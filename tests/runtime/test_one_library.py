@@ -122,3 +122,39 @@ def test_graph_relay_vm_and_cuda_share_one_library(tmp_path: Path) -> None:
     # the C VM's kernels launch on, and take workspace from, the pool Python counts
     assert seen["vm_launches"] > 0
     assert seen["vm_workspace_allocs"] > 0
+
+
+def test_a_small_integer_handle_is_refused_not_followed() -> None:
+    # The live-object set marks freed slots with the value 1; a handle of 1 (a host's small
+    # integer handle, a caller's mistake) was found there and followed (a segfault once a
+    # tombstone lay where its probe starts). After many objects of many sizes have come and
+    # gone, TVMFuncCall and TVMObjectFree of small handles fail with an error.
+    code = (
+        "import ctypes\n"
+        "from tvmrt.runtime import kernel_services\n"
+        "lib = kernel_services.native_library()\n"
+        "v, c, r, rc = (ctypes.c_int64 * 4)(), (ctypes.c_int * 4)(), ctypes.c_int64(), ctypes.c_int()\n"
+        "out = set()\n"
+        "for round in range(40):\n"
+        "    shape = (ctypes.c_int64 * 1)(1 + 37 * round)\n"
+        "    arrays = [ctypes.c_void_p() for _ in range(500 + 211 * round)]\n"
+        "    for a in arrays:\n"
+        "        assert lib.TVMArrayAlloc(shape, 1, 2, 32, 1, 1, 0, ctypes.byref(a)) == 0\n"
+        "    for a in arrays[::2]:  # their slots become tombstones\n"
+        "        assert lib.TVMArrayFree(a) == 0\n"
+        "    for handle in (1, 2, 3):\n"
+        "        out.add(lib.TVMFuncCall(ctypes.c_void_p(handle), v, c, 0, ctypes.byref(r), ctypes.byref(rc)))\n"
+        "        out.add(lib.TVMObjectFree(ctypes.c_void_p(handle)))\n"
+        "    for a in arrays[1::2]:\n"
+        "        assert lib.TVMArrayFree(a) == 0\n"
+        "print(sorted(out))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[-1]"

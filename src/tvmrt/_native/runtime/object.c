@@ -52,7 +52,7 @@ static size_t live_slot(uintptr_t key, size_t cap) {
 
 static size_t live_find(uintptr_t key) { /* the slot holding key, or g_live_cap */
   size_t i, n;
-  if (g_live_cap == 0) return 0;
+  if (g_live_cap == 0 || key <= LIVE_TOMB) return g_live_cap; /* 1 is a tombstone, no key */
   for (i = live_slot(key, g_live_cap), n = 0; n < g_live_cap; i = (i + 1) & (g_live_cap - 1), ++n) {
     if (g_live[i] == key) return i;
     if (g_live[i] == 0) break;
