@@ -95,7 +95,9 @@ static const struct {
     {"TVMAPISetLastError", (void*)TVMAPISetLastError},
 };
 
-/* The service of that name for this library (by its ABI) */
+/* The service of that name for this library: a library without tvm-ffi's markers (a legacy
+   one, or a kernel library that has none) takes the legacy entries first; the any-list
+   functions are the only names whose ABI differs. */
 static int g_linking_ffi; /* the library being linked is a tvm-ffi one (under g_link_mu) */
 
 static void* service(const char* name) {
@@ -104,7 +106,7 @@ static void* service(const char* name) {
     for (i = 0; i < sizeof(k_legacy) / sizeof(k_legacy[0]); ++i) {
       if (strcmp(k_legacy[i].name, name) == 0) return k_legacy[i].fn;
     }
-    return NULL;
+    if (strncmp(name, "TVMBackendAnyList", 17) == 0) return NULL;
   }
   for (i = 0; i < NUM_SERVICES; ++i) {
     if (strcmp(k_services[i].name, name) == 0) return k_services[i].fn;
