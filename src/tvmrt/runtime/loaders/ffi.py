@@ -237,7 +237,8 @@ class LibraryBin:
     ``entries[i]`` is ``None`` for ``_lib`` (the library itself), a loaded Module for a
     kind tvmrt has a ``runtime.module.loadbinary_<kind>`` loader for (e.g. the
     ``GraphExecutorFactory`` of a ``tvmrt.compile`` single-file artifact), or the kind's
-    name for a module tvmrt skips (e.g. ``relax.VMExecutable``).
+    name for a module tvmrt skips (e.g. ``metal``; a Relax executable's library is the C
+    runtime's to load: dispatch.py).
     """
 
     entries: list[Module | str | None]
