@@ -160,6 +160,10 @@ def test_inspect_says_compiled_mode_and_that_it_runs(artifacts, capsys, era):
     assert report["library"]["relax"]["exec_mode"] == "compiled"
     assert [f["kind"] for f in report["library"]["relax"]["functions"]] == ["vm_tir"]
     assert report["problems"] == []
+    assert main(["run", str(model), "--input-shape", "x=1x16"]) == 2  # nothing to fill from
+    assert "input 'x' has no static shape or dtype: give its array with -i" in (
+        capsys.readouterr().err
+    )
 
 
 @pytest.mark.parametrize("model", ["cuda_mlp", "cuda_mlp_ptx"])

@@ -223,7 +223,12 @@ def _fill_shapes(
                 f"--input-shape {spec!r}: the model has no input {name!r}; inputs are "
                 f"{sorted(wanted)}"
             )
-        want = wanted[name][0]
+        want, dtype = wanted[name]
+        if not dtype:  # nothing to fill from (a Relay VM function, compiled-mode Relax)
+            raise UsageError(
+                f"--input-shape {spec!r}: input {name!r} has no static shape or dtype: give "
+                "its array with -i"
+            )
         if not _fits(shape, want):
             raise UsageError(f"--input-shape {spec!r}: input {name!r} has shape {shape_text(want)}")
         out[name] = shape
