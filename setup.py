@@ -51,6 +51,9 @@ native_backend = Extension(
     extra_compile_args=_CFLAGS,
     define_macros=[("Py_LIMITED_API", "0x030A0000")],
     py_limited_api=True,
+    # the glue calls only Python's C API, so the linker (--as-needed) would record no libc;
+    # auditwheel reads the wheel's glibc from its extension's libc and refuses one without
+    extra_link_args=["-Wl,--no-as-needed", "-lc"] if sys.platform.startswith("linux") else [],
     optional=sys.platform == "win32",  # no pthreads there: install without kernel support
 )
 
