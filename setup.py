@@ -47,7 +47,7 @@ native_backend = Extension(
     "tvmrt._native_backend",
     sources=native_sources("extension"),
     include_dirs=_INCLUDE,
-    depends=[f"{NATIVE}/sources.txt", *sorted(glob(f"{NATIVE}/*.h"))],
+    depends=["setup.py", f"{NATIVE}/sources.txt", *sorted(glob(f"{NATIVE}/*.h"))],
     extra_compile_args=_CFLAGS,
     define_macros=[("Py_LIMITED_API", "0x030A0000")],
     py_limited_api=True,
