@@ -66,6 +66,8 @@ int tvmrt_ffi_is_ffi_library(void* handle, int* plain_names) {
 /* ---------------------------------------------------------------------------------- */
 /* linking: the GOT entries of the library's imports, then its slots                   */
 
+static int g_linking_ffi; /* the library being linked is a tvm-ffi one (under g_link_mu) */
+
 #if defined(__x86_64__) || defined(__aarch64__)
 #if defined(__x86_64__)
 #define R_SLOT R_X86_64_JUMP_SLOT
@@ -98,7 +100,6 @@ static const struct {
 /* The service of that name for this library: a library without tvm-ffi's markers (a legacy
    one, or a kernel library that has none) takes the legacy entries first; the any-list
    functions are the only names whose ABI differs. */
-static int g_linking_ffi; /* the library being linked is a tvm-ffi one (under g_link_mu) */
 
 static void* service(const char* name) {
   size_t i;
@@ -216,6 +217,7 @@ static int link_imports(void* handle, const char* path) {
 #else
 static int link_imports(void* handle, const char* path) {
   (void)handle;
+  if (!g_linking_ffi) return 0; /* a legacy library's imports bind by name, as they always did */
   return tvmrt_fail("UnsupportedError",
                     "cannot load '%s': the C runtime links tvm-ffi libraries on x86-64 and "
                     "aarch64 only",

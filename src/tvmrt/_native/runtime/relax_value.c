@@ -64,7 +64,7 @@ static void plain_destroy(tvmrt_object* obj) {
 
 rx_str* tvmrt_rx_str_new(const char* s, size_t n) {
   rx_str* out;
-  if (n > ((size_t)1 << 40)) {
+  if (n > ((size_t)1 << 30)) { /* 1 GiB: more than any executable holds */
     tvmrt_fail("DeviceOutOfMemoryError", "a string of %zu bytes", n);
     return NULL;
   }
