@@ -12,6 +12,7 @@ from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.vm import opcodes as op
 from tvmrt.runtime.vm.format import ExecutableData
+from tvmrt.runtime.vm.map_order import unordered_map_order
 
 __all__ = ["bytecode_text", "constants_text", "primitives_text", "devices_text", "stats_text"]
 
@@ -169,7 +170,9 @@ def stats_text(exe: ExecutableData) -> str:
             shapes.append("late-bound, ")
     text = "".join(shapes)
     text = text[:-3] if text.endswith(", \n") else text[:-2]
-    globals_text = ", ".join(f'("{name}", {i})' for i, name in enumerate(exe.globals))
+    # TVM walks its global_map, a std::unordered_map: the order is that map's (map_order.py)
+    names = list(exe.globals)
+    globals_text = ", ".join(f'("{names[i]}", {i})' for i in unordered_map_order(names))
     return (
         "Relay VM executable statistics:\n"
         f"  Constant shapes (# {len(exe.constants)}): [{text}]\n"
