@@ -79,6 +79,16 @@ def test_interop_checks(native: NativeBuild, compile_c: Callable[..., Path]) -> 
     assert proc.stderr == ""
 
 
+def test_run_once_waits_for_the_first_caller_and_retries_a_failure(
+    native: NativeBuild, compile_c: Callable[..., Path]
+) -> None:
+    # tests/native/c/run_once.c: two threads on one handle, a function failing once, a
+    # function calling it again for its own handle
+    proc = native.run(compile_c(native, "run_once"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip() == "ok"
+
+
 def test_throw_last_error_ends_the_program(
     native: NativeBuild, compile_c: Callable[..., Path]
 ) -> None:

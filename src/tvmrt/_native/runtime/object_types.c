@@ -9,6 +9,7 @@
  *   - backend: TVMBackendRunOnce, TVMBackendRegisterEnvCAPI (TVM's Python hooks, refused:
  *     no Python runs here), the TVMBackendAnyList* helpers.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,19 +125,56 @@ TVM_DLL void TVMThrowLastError(void) {
   abort();
 }
 
+/* TVMBackendRunOnce, as pthread_once: *handle is NULL until f has succeeded once, then
+   ONCE_DONE (TVM's mark); ONCE_RUNNING while a caller runs f, and other callers wait for it
+   (one mutex and condition for every handle: a kernel's init runs once per process). A failed
+   f puts NULL back, so the next caller, or a waiting one, runs it again. A thread whose f
+   calls it again for the same handle returns 0 at once, as TVM does, not waiting on itself. */
+#define ONCE_DONE ((void*)1)
+#define ONCE_RUNNING ((void*)2)
+
+typedef struct once_frame {
+  void** handle;
+  const struct once_frame* outer;
+} once_frame;
+
+static pthread_mutex_t g_once_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_once_cv = PTHREAD_COND_INITIALIZER;
+static _Thread_local const once_frame* t_once; /* the handles this thread is running f for */
+
 TVM_DLL int TVMBackendRunOnce(void** handle, int (*f)(void*), void* cdata, int nbytes) {
-  void* expected = NULL;
+  const once_frame* fr;
+  once_frame mine;
+  void* state;
+  int rc;
   (void)nbytes;
   if (handle == NULL || f == NULL) {
     return tvmrt_fail("InvalidArgumentError", "TVMBackendRunOnce: handle and f are required");
   }
-  /* TVM: the first call marks *handle and runs f; atomically here, so two threads racing
-     on one handle run f once */
-  if (__atomic_compare_exchange_n(handle, &expected, (void*)1, 0, __ATOMIC_ACQ_REL,
-                                  __ATOMIC_ACQUIRE)) {
-    return f(cdata);
+  state = __atomic_load_n(handle, __ATOMIC_ACQUIRE);
+  if (state != NULL && state != ONCE_RUNNING) return 0; /* done (any mark but ours: TVM's) */
+  for (fr = t_once; fr != NULL; fr = fr->outer) {
+    if (fr->handle == handle) return 0; /* f is running on this thread: do not wait on it */
   }
-  return 0;
+  pthread_mutex_lock(&g_once_mu);
+  while ((state = __atomic_load_n(handle, __ATOMIC_ACQUIRE)) == ONCE_RUNNING)
+    pthread_cond_wait(&g_once_cv, &g_once_mu);
+  if (state != NULL) {
+    pthread_mutex_unlock(&g_once_mu);
+    return 0;
+  }
+  __atomic_store_n(handle, ONCE_RUNNING, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&g_once_mu);
+  mine.handle = handle;
+  mine.outer = t_once;
+  t_once = &mine;
+  rc = f(cdata);
+  t_once = mine.outer;
+  pthread_mutex_lock(&g_once_mu);
+  __atomic_store_n(handle, rc == 0 ? ONCE_DONE : NULL, __ATOMIC_RELEASE);
+  pthread_cond_broadcast(&g_once_cv);
+  pthread_mutex_unlock(&g_once_mu);
+  return rc;
 }
 
 TVM_DLL int TVMBackendRegisterEnvCAPI(const char* name, void* ptr) {
