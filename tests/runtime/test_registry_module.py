@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tvmrt import runtime
-from tvmrt.error import FunctionNotFoundError, ModuleLoadError
+from tvmrt.error import FunctionNotFoundError, InvalidArgumentError, ModuleLoadError
 from tvmrt.runtime import Module, PackedFunc, PyModule
 
 
@@ -80,6 +80,20 @@ def test_module_functions_and_imports():
         outer.import_module("x")  # type: ignore[arg-type]
     assert outer.type_key == "py"
     assert "type_key='py'" in repr(outer)
+
+
+def test_an_import_cycle_is_refused_as_tvm_does():
+    a, b, c = PyModule({}), PyModule({}), PyModule({})
+    a.import_module(b)
+    b.import_module(c)
+    with pytest.raises(InvalidArgumentError, match="Cyclic dependency detected during import"):
+        c.import_module(a)
+    with pytest.raises(InvalidArgumentError, match="cannot import itself"):
+        a.import_module(a)
+    assert c.imported_modules == []
+    assert a.imported_modules == [b]
+    a.import_module(c)  # a diamond is no cycle
+    assert a.implements_function("x", query_imports=True) is False
 
 
 def test_module_base_has_no_functions():

@@ -137,6 +137,18 @@ class Module:
         """Add ``module`` to this module's imports."""
         if not isinstance(module, Module):
             raise ArgumentTypeError(f"can only import a Module, got {type(module).__name__}")
+        if module is self:
+            raise InvalidArgumentError("a module cannot import itself")
+        # as TVM's ModuleNode::Import (and the C runtime): refused when module already
+        # reaches this one through its imports
+        seen, todo = {id(module)}, list(module._imports)
+        while todo:
+            m = todo.pop()
+            if m is self:
+                raise InvalidArgumentError("Cyclic dependency detected during import")
+            if id(m) not in seen:
+                seen.add(id(m))
+                todo.extend(m._imports)
         self._imports.append(module)
 
     @property

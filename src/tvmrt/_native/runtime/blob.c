@@ -121,6 +121,11 @@ tvmrt_module* tvmrt_process_blob(const uint8_t* blob, size_t limit, tvmrt_module
     char* key = NULL;
     if (tvmrt_read_str(&r, &key, NULL, "module type key") != 0) goto done;
     if (strcmp(key, "_lib") == 0) {
+      if (has_lib) { /* the library is one module: twice, the tree could import it into itself */
+        tvmrt_fail("ModuleLoadError", "module blob: the blob holds more than one '_lib' entry");
+        free(key);
+        goto done;
+      }
       has_lib = 1;
       tvmrt_retain(&lib->hdr);
       mods[nmods++] = lib;
