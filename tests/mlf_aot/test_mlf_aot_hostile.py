@@ -12,15 +12,18 @@ import io
 import json
 import os
 import re
+import shlex
+import shutil
 import tarfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import tvmrt._version
 from tvmrt.artifact import find_artifact, inspect_artifact, load_artifact
 from tvmrt.error import ModuleLoadError, TVMError
-from tvmrt.runtime.loaders import mlf_aot
+from tvmrt.runtime.loaders import link, mlf_aot
 
 HEADER = b"""#include <stdint.h>
 struct tvmgen_h_inputs { void* x; };
@@ -146,6 +149,34 @@ def test_the_compile_is_cached_and_a_damaged_entry_rebuilt(tmp_path: Path) -> No
     assert again == first
     assert again.stat().st_size > 100
     assert _run(path)[3] == 6.0
+
+
+def test_the_cache_key_covers_the_headers_version_and_compiler(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the code reads a macro of a header tvmrt passes with -I: a library cached before the
+    # header changed would answer with the old header's code
+    body = DOUBLE.replace("x[i] * 2.0f", "x[i] * TVMRT_KEY_SCALE")
+    source = _source(body, "#ifndef TVMRT_KEY_SCALE\n#define TVMRT_KEY_SCALE 2.0f\n#endif\n")
+    path = _package(tmp_path, source)
+    package = mlf_aot.describe(mlf_aot.read_package(str(path), "pkg"), "pkg")
+    first = mlf_aot.compile_package(package)
+    assert _run(path)[3] == 6.0
+    headers = tmp_path / "include"
+    shutil.copytree(link.include_dir(), headers)
+    api = headers / "tvm" / "runtime" / "c_backend_api.h"
+    api.write_text("#define TVMRT_KEY_SCALE 3.0f\n" + api.read_text())
+    monkeypatch.setattr(link, "include_dir", lambda: headers)
+    second = mlf_aot.compile_package(package)
+    assert second != first
+    assert _run(path)[3] == 9.0
+    monkeypatch.setattr(tvmrt._version, "__version__", "0.0.0-another")
+    third = mlf_aot.compile_package(package)
+    assert third not in (first, second)
+    compiler = link.find_compiler()
+    assert compiler is not None
+    monkeypatch.setenv("CC", shlex.join([*compiler, "-g"]))  # another compiler command
+    assert mlf_aot.compile_package(package) not in (first, second, third)
 
 
 def test_no_compiler_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -23,6 +23,7 @@ are refused.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import shlex
@@ -206,6 +207,37 @@ def find_cxx_compiler() -> list[str] | None:
     return None
 
 
+def toolchain_key(compiler: list[str], flags: list[str] | tuple[str, ...]) -> bytes:
+    """What a compile depends on besides its sources, for a cache key: tvmrt's version, the
+    compiler (its command, and what ``--version`` says of the program it runs), the flags,
+    and every header of tvmrt's include folder (passed with ``-I``), by content."""
+    from tvmrt._version import __version__
+
+    parts = [__version__, "\0".join(compiler), _compiler_identity(tuple(compiler)), *flags]
+    digest = hashlib.sha256("\0".join(parts).encode())
+    root = include_dir()
+    for header in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(header.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(header.read_bytes()).digest())
+    return digest.digest()
+
+
+@functools.lru_cache(maxsize=8)
+def _compiler_identity(compiler: tuple[str, ...]) -> str:
+    """``compiler --version`` (first lines), with the program's path, size and time: a
+    different compiler behind the same name gives another key."""
+    program = shutil.which(compiler[0]) or compiler[0]
+    try:
+        info = os.stat(program)
+        stamp = f"{os.path.realpath(program)}:{info.st_size}:{info.st_mtime_ns}"
+        out = subprocess.run(
+            [*compiler, "--version"], capture_output=True, text=True, timeout=30, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{program}: {exc}"
+    return stamp + "\0" + "\n".join(out.splitlines()[:2])
+
+
 def is_source(name: str) -> bool:
     """Whether an archive member is C/C++ source (a ``target="c"`` export or ``devc.c``)."""
     return PurePosixPath(name).suffix in _SOURCE_SUFFIXES
@@ -229,7 +261,8 @@ def compile_source(data: bytes, name: str, source: str) -> bytes:
             f"cannot load {source!r}: member {name!r} is C source that must be compiled, and "
             "no C++ compiler was found; install g++ or clang, or set $CXX"
         )
-    digest = hashlib.sha256(_COMPILE_RECIPE.encode() + b"\0" + " ".join(compiler).encode())
+    digest = hashlib.sha256(_COMPILE_RECIPE.encode() + b"\0")
+    digest.update(toolchain_key(compiler, _COMPILE_FLAGS))
     digest.update(b"\0" + data)
     directory = cache_dir() / "compiled"
     key = digest.hexdigest()

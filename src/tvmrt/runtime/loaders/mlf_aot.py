@@ -100,8 +100,9 @@ def read_package(path: str, shown: str) -> dict[str, bytes]:
     return files
 
 
-def _compiler_key(compiler: list[str]) -> bytes:
-    return "\0".join(compiler).encode()
+# the flags of the host library's compile, all in its cache key (with the compiler, tvmrt's
+# version and headers: link.toolchain_key)
+_FLAGS = ("-std=gnu11", "-O2", "-fPIC", "-shared", "-Wl,-Bsymbolic")
 
 
 def compile_package(package: MlfAotPackage) -> Path:
@@ -122,7 +123,7 @@ def compile_package(package: MlfAotPackage) -> Path:
         )
     recipe = f"{_RECIPE}\0{PLATFORM_VERSION}\0{PLATFORM_SOURCE}\0{METADATA_HEADER}"
     digest = hashlib.sha256(recipe.encode())
-    digest.update(_compiler_key(compiler))
+    digest.update(link.toolchain_key(compiler, _FLAGS))
     for name, data in (*package.sources, *package.headers):
         digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
     key = digest.hexdigest()
@@ -162,11 +163,7 @@ def compile_package(package: MlfAotPackage) -> Path:
             platform.write_text(PLATFORM_SOURCE)
             command = [
                 *compiler,
-                "-std=gnu11",
-                "-O2",
-                "-fPIC",
-                "-shared",
-                "-Wl,-Bsymbolic",
+                *_FLAGS,
                 "-I",
                 str(include),
                 "-I",
