@@ -211,16 +211,36 @@ def test_sizes_that_disagree_with_the_code_are_refused(
         load_artifact(find_artifact(path))  # never runs code that would overrun a buffer
 
 
-def test_an_input_shape_that_disagrees_with_its_size_is_refused(tmp_path: Path) -> None:
-    path = _package(tmp_path, _source(DOUBLE))
+def _with_relay(path: Path, relay: bytes) -> Path:
     with tarfile.open(path) as tar:
         members = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
-    members["./src/h.relay"] = b"def @main(%x: Tensor[(1, 8), float32]) {\n  %x\n}\n"
+    members["./src/h.relay"] = relay
     with tarfile.open(path, "w") as tar:
         for name, data in members.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_an_input_shape_that_disagrees_with_its_size_is_refused(tmp_path: Path) -> None:
+    relay = b"def @main(%x: Tensor[(1, 8), float32]) {\n  %x\n}\n"
+    path = _with_relay(_package(tmp_path, _source(DOUBLE)), relay)
     says = r"'x' is 16 bytes in metadata\.json, but its shape \(1, 8\) of float32 makes 32"
+    with pytest.raises(ModuleLoadError, match=says):
+        load_artifact(find_artifact(path))
+
+
+def test_an_input_dtype_that_contradicts_the_relay_source_is_refused(tmp_path: Path) -> None:
+    # the same 16 bytes, but the model was compiled for int32: fed float32 it would answer
+    # from the bits of the wrong type
+    relay = b"def @main(%x: Tensor[(1, 4), int32]) {\n  %x\n}\n"
+    path = _with_relay(_package(tmp_path, _source(DOUBLE)), relay)
+    says = (
+        r"'x' is float32 in metadata\.json, but int32 of shape \(1, 4\) in its Relay source "
+        r"\(src/h\.relay\)"
+    )
+    problems = inspect_artifact(find_artifact(path)).to_dict()["problems"]
+    assert any(re.search(says, p) for p in problems), problems
     with pytest.raises(ModuleLoadError, match=says):
         load_artifact(find_artifact(path))

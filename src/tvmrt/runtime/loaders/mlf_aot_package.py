@@ -48,6 +48,9 @@ class CrtTensor:
     dtype: str
     size: int
     shape_known: bool = True
+    # what the Relay source (inputs) or the C metadata (outputs) says, where its dtype
+    # contradicts metadata.json's: (shape, dtype, where); refused by _size_problems
+    contradicted: tuple[tuple[int, ...], str, str] | None = None
 
 
 @dataclass
@@ -149,7 +152,10 @@ def _natural(name: str) -> tuple[Any, ...]:
 
 
 def _tensors(
-    table: Any, order: list[str] | None, shapes: dict[str, tuple[tuple[int, ...], str]]
+    table: Any,
+    order: list[str] | None,
+    shapes: dict[str, tuple[tuple[int, ...], str]],
+    where: str,
 ) -> list[CrtTensor]:
     if not isinstance(table, dict):
         return []
@@ -174,7 +180,8 @@ def _tensors(
             out.append(CrtTensor(name, known[0], dtype, size))
         else:
             count = size // itemsize if itemsize and size >= 0 else 0
-            out.append(CrtTensor(name, (count,), dtype, size, shape_known=False))
+            against = None if known is None else (known[0], known[1], where)
+            out.append(CrtTensor(name, (count,), dtype, size, False, against))
     return out
 
 
@@ -243,13 +250,17 @@ def describe(files: dict[str, bytes], shown: str) -> MlfAotPackage:
         main.get("inputs"),
         _struct_fields(headers, f"tvmgen_{model}_inputs") if ordered else None,
         shapes,
+        f"its Relay source (src/{model}.relay)",
     )
     code = b"\n".join(d for _, d in sources).decode("utf-8", errors="replace")
     table, carried = main.get("outputs"), _c_metadata_shapes(code, "outputs")
     if isinstance(table, dict) and len(carried) == len(table) and set(carried) != set(table):
         carried = dict(zip(sorted(table, key=_natural), carried.values(), strict=True))
     outputs = _tensors(
-        table, _struct_fields(headers, f"tvmgen_{model}_outputs") if ordered else None, carried
+        table,
+        _struct_fields(headers, f"tvmgen_{model}_outputs") if ordered else None,
+        carried,
+        "its C metadata (kTvmgenMetadata_outputs)",
     )
     pools = sorted(set(re.findall(r"static\s+(?:struct\s+)?(global_\w*workspace)\b", code)))
     package = MlfAotPackage(
@@ -303,6 +314,13 @@ def _size_problems(package: MlfAotPackage, what: str) -> list[str]:
     out = []
     declared = _header_sizes(package.headers, package.model)
     for tensor in (*package.inputs, *package.outputs):
+        if tensor.contradicted is not None:  # the code was built for the other one
+            shape, dtype, where = tensor.contradicted
+            out.append(
+                f"{what}: {tensor.name!r} is {tensor.dtype} in metadata.json, but {dtype} of "
+                f"shape {shape} in {where}"
+            )
+            continue
         try:
             itemsize = DataType(tensor.dtype).itemsize
         except TVMError:
