@@ -123,6 +123,27 @@ def test_a_direct_answer_equals_the_asgi_answer(servers, body: bytes) -> None:
         assert out == (np.array([1.5, -2.0, 3.25, 0.0], "float32") + 1).tolist()
 
 
+def test_an_absolute_form_target_is_answered_as_on_the_asgi_route(servers) -> None:
+    # "POST http://host/v2/.../infer" (RFC 9112's absolute form, what a proxy sends): the
+    # ASGI route of the same server (a chunked body takes it) serves the URL's path; the
+    # direct route answered 404 for the whole URL
+    server = servers["httptools"]
+    _warm(server)
+    before = server.app.direct  # type: ignore[attr-defined]
+    body = _json_body([1.0, 2.0, 3.0, 4.0])
+    target = b"POST http://a" + INFER + b" HTTP/1.1\r\nHost: a\r\nConnection: close\r\n"
+    direct = target + b"Content-Length: %d\r\n\r\n" % len(body) + body
+    chunked = target + b"Transfer-Encoding: chunked\r\n\r\n%x\r\n" % len(body) + body
+    chunked += b"\r\n0\r\n\r\n"
+    ((status, _, answer),) = split_answers(_exchange(server, direct, 1))
+    assert server.app.direct == before + 1  # type: ignore[attr-defined]
+    ((asgi_status, _, asgi_answer),) = split_answers(_exchange(server, chunked, 1))
+    assert server.app.direct == before + 1  # type: ignore[attr-defined]
+    assert (status, answer) == (asgi_status, asgi_answer)
+    assert status == 200
+    assert json.loads(answer)["outputs"][0]["data"] == [2.0, 3.0, 4.0, 5.0]
+
+
 def test_kept_alive_and_pipelined_requests_are_answered_in_order(servers) -> None:
     server = servers["httptools"]
     _warm(server)

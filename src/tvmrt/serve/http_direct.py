@@ -138,6 +138,15 @@ class Direct:
         version = self.parser.get_http_version()
         if version not in ("1.1", "1.0") or b"%" in url:  # no query (it would end the url)
             return None
+        if not url.startswith(b"/"):  # the absolute form (a proxy's): its path, as uvicorn
+            import httptools  # this protocol runs only where uvicorn found it
+
+            try:
+                url = httptools.parse_url(url).path or b""
+            except httptools.HttpParserInvalidURLError:
+                return None
+            if not url.endswith(b"/infer"):
+                return None
         headers = request_headers(self.headers)
         declared = headers.get("content-length")
         app = self._app
