@@ -1,7 +1,10 @@
-"""Module blobs made to hang or loop the C runtime's loader (blob.c, module.c): a library
-named twice, an import graph whose paths multiply. Each blob is written here and linked
-into a shared library as its ``__tvm_dev_mblob``; tests/native/c/load_lookup.c loads it
-and looks a missing name up through the imports, plain and under ASan + UBSan."""
+"""Module blobs made to hang, loop or mislead the C runtime's loader (blob.c, module.c,
+cuda_module.c): a library named twice, an import graph whose paths multiply, CUDA images
+that are not what they claim and kernel tables that are cut short or oversized. Each blob is
+written here and linked into a shared library as its ``__tvm_dev_mblob``;
+tests/native/c/load_lookup.c loads it and looks a missing name up through the imports, plain
+and under ASan + UBSan, and the Python runtime loads the same file: both must refuse it with
+the same words."""
 
 from __future__ import annotations
 
@@ -32,6 +35,60 @@ def _u64s(values: list[int]) -> bytes:
 # a CUDA module with no kernels: the cheapest entry the C loader takes (nothing reaches a
 # driver until a kernel is looked up)
 _CUDA = _str("cuda") + _str("ptx") + struct.pack("<Q", 0) + _str(".version 7.0\n.target sm_50\n")
+
+
+def _cuda(fmt: str, image: bytes, table: bytes = struct.pack("<Q", 0)) -> bytes:
+    return _str("cuda") + _str(fmt) + table + struct.pack("<Q", len(image)) + image
+
+
+def _kernel(args: int, tags: list[str]) -> bytes:
+    """A kernel table of one kernel 'k' (TVM <= 0.20's layout): float32 handles, tags."""
+    types = struct.pack("<Q", args) + b"\x03\x40\x01\x00" * args  # handle, 64 bits
+    return struct.pack("<Q", 1) + _str("k") + _str("k") + types + _u64s_str(tags)
+
+
+def _u64s_str(items: list[str]) -> bytes:
+    return struct.pack("<Q", len(items)) + b"".join(_str(t) for t in items)
+
+
+def _elf(bits: int, machine: int) -> bytes:
+    head = bytearray(64)
+    head[:5] = b"\x7fELF" + bytes([bits])
+    struct.pack_into("<H", head, 18, machine)
+    return bytes(head)
+
+
+_FATBIN = struct.Struct("<IHHQ")
+_ENTRY = struct.Struct("<HHIQIIII")
+
+# (id, blob entry, what both runtimes answer after "<the blob>: CUDA module (<fmt>): ")
+_IMAGES = [
+    ("not-ptx", _cuda("ptx", b"hello, no PTX here\n"),
+     "the CUDA module is neither PTX (no '.version'/'.target sm_XX' lines), a cubin (ELF) nor "
+     "a fatbin"),
+    ("elf32", _cuda("cubin", _elf(1, 190)), "the cubin is not a 64-bit ELF file"),
+    ("elf-x86", _cuda("cubin", _elf(2, 62)), "the ELF file is for machine 62, not NVIDIA CUDA (190)"),
+    ("fatbin-size", _cuda("fatbin", _FATBIN.pack(0xBA55ED50, 1, 16, 1000) + bytes(16)),
+     "the fatbin header claims 1000 bytes past its end"),
+    ("fatbin-entry", _cuda("fatbin", _FATBIN.pack(0xBA55ED50, 1, 16, 32) + _ENTRY.pack(2, 0, 64, 1000, 0, 0, 0, 80)),
+     "fatbin entry at byte 16 runs past the fatbin"),
+    ("fatbin-empty", _cuda("fatbin", _FATBIN.pack(0xBA55ED50, 1, 16, 0)),
+     "the fatbin holds neither PTX nor machine code"),
+]  # fmt: skip
+
+_PTX = b".version 7.0\n.target sm_50\n"
+# (id, blob entry, C's line after "error: ", what Python's message holds)
+_TABLES = [
+    ("cut-short", _str("cuda") + _str("ptx") + struct.pack("<Q", 1) + _str("k") + _str("k"),
+     "ModuleLoadError: module blob: CUDA module (ptx): kernel table: number of kernels is 1,",
+     "CUDA module (ptx): kernel table: "),
+    ("2000-args", _cuda("ptx", _PTX, _kernel(2000, [])),
+     "ModuleLoadError: kernel 'k' has 2000 arguments (at most 1024)",
+     "kernel 'k' has 2000 arguments (at most 1024)"),
+    ("17-tags", _cuda("ptx", _PTX, _kernel(1, ["blockIdx.x"] * 17)),
+     "ModuleLoadError: kernel 'k' has more than 16 launch param tags that take a value",
+     "kernel 'k' has more than 16 launch param tags that take a value"),
+]  # fmt: skip
 
 
 def _blob(entries: list[bytes], tree: tuple[list[int], list[int]] | None) -> bytes:
@@ -102,3 +159,40 @@ def test_an_import_cycle_through_the_c_api_is_refused(
     assert proc.stdout.strip() == (
         "error: InvalidArgumentError: Cyclic dependency detected during import"
     )
+
+
+def _refused(
+    native: NativeBuild, compile_c: Compile, entry: bytes, tmp_path: Path
+) -> tuple[str, str]:
+    lib = _library(_blob([_str("_lib"), entry], None), tmp_path / "cuda.so")
+    c_side, _ = _lookup(native, compile_c, lib)
+    with pytest.raises(ModuleLoadError) as caught:
+        runtime.load_module(str(lib))
+    return c_side, str(caught.value)
+
+
+@pytest.mark.parametrize(("entry", "words"), [c[1:] for c in _IMAGES], ids=[c[0] for c in _IMAGES])
+def test_a_cuda_image_is_checked_before_a_driver_sees_it(
+    native: NativeBuild, compile_c: Compile, tmp_path: Path, entry: bytes, words: str
+) -> None:
+    # cuModuleLoadData takes no length: the C runtime handed these to the driver
+    c_side, python = _refused(native, compile_c, entry, tmp_path)
+    fmt = "ptx" if b"ptx" in entry[:32] else "cubin" if b"cubin" in entry[:32] else "fatbin"
+    assert c_side == f"error: ModuleLoadError: module blob: CUDA module ({fmt}): {words}"
+    assert python.endswith(f": CUDA module ({fmt}): {words}")
+
+
+@pytest.mark.parametrize(
+    ("entry", "c_words", "python_words"), [c[1:] for c in _TABLES], ids=[c[0] for c in _TABLES]
+)
+def test_a_kernel_table_is_refused_as_the_modules(
+    native: NativeBuild,
+    compile_c: Compile,
+    tmp_path: Path,
+    entry: bytes,
+    c_words: str,
+    python_words: str,
+) -> None:
+    c_side, python = _refused(native, compile_c, entry, tmp_path)
+    assert c_side.startswith(f"error: {c_words}"), c_side
+    assert python_words in python

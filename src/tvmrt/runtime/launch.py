@@ -46,6 +46,9 @@ FLAG_TAGS = frozenset(
     ("use_programtic_dependent_launch", "use_cooperative_launch")
 )  # fmt: skip
 _RANKS = {"blockIdx": 0, "threadIdx": 1}
+# what a kernel table may hold, as the C runtime (cuda_module.c) allows
+MAX_KERNEL_ARGS = 1024
+MAX_VALUED_TAGS = 16
 _DIMS = {"x": 0, "y": 1, "z": 2}
 
 
@@ -67,6 +70,8 @@ class FunctionInfo:
 def _read_info(reader: ByteReader, key: str, extra_tags: bool) -> FunctionInfo:
     name = reader.string(f"FunctionInfo name of {key!r}")
     n = reader.count(f"number of argument types of {key!r}", 4)
+    if n > MAX_KERNEL_ARGS:
+        raise ModuleLoadError(f"kernel '{key}' has {n} arguments (at most {MAX_KERNEL_ARGS})")
     types = []
     for i in range(n):
         code, bits, lanes = reader.u8("type code"), reader.u8("bits"), reader.u16("lanes")
@@ -75,8 +80,11 @@ def _read_info(reader: ByteReader, key: str, extra_tags: bool) -> FunctionInfo:
         except (ValueError, TypeError) as exc:
             raise reader.fail(f"kernel {key!r}: argument {i} has an invalid dtype: {exc}") from None
     tags = tuple(reader.strings(f"launch param tags of {key!r}"))
-    for tag in tags:
-        _tag_slot(tag, key)
+    if sum(_tag_slot(tag, key) >= 0 for tag in tags) > MAX_VALUED_TAGS:
+        raise ModuleLoadError(
+            f"kernel '{key}' has more than {MAX_VALUED_TAGS} launch param tags that take a "
+            "value (TVM writes at most six: blockIdx.x/y/z, threadIdx.x/y/z)"
+        )
     extra: tuple[int, ...] = ()
     if extra_tags:
         at = reader.offset

@@ -251,7 +251,7 @@ static int relax_call(TVMModuleHandle mod, const char* name, TVMValue* a, int* c
 
 /* read the payload (0 when it loads), then run main in a VM over no-op kernels */
 static int run_relax(const uint8_t* data, size_t size, tvmrt_module* kernels) {
-  tvmrt_reader r = {data, size, 0, "relax payload", g_relax_era};
+  tvmrt_reader r = {data, size, 0, "relax payload", g_relax_era, NULL};
   tvmrt_module* exec =
       g_relax_era == RX_ERA_LEGACY ? tvmrt_rx_exec_load_blob_019(&r) : tvmrt_rx_exec_load_blob(&r);
   const rx_exe* exe;

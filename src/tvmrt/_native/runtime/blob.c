@@ -87,7 +87,7 @@ static int apply_tree(tvmrt_module** mods, uint64_t n, const uint64_t* row, uint
 
 tvmrt_module* tvmrt_process_blob(const uint8_t* blob, size_t limit, tvmrt_module* lib,
                                  int container) {
-  tvmrt_reader r = {blob, 8, 0, "module blob", container};
+  tvmrt_reader r = {blob, 8, 0, "module blob", container, "ModuleLoadError"};
   uint64_t nbytes, n, i, nrow = 0, nchild = 0, nmods = 0;
   uint64_t *row = NULL, *child = NULL;
   tvmrt_module** mods = NULL;

@@ -67,7 +67,15 @@ static int read_tags(tvmrt_reader* r, cu_kernel* k) {
     int slot;
     if (tvmrt_read_str(r, &tag, NULL, "launch param tag") != 0) return -1;
     slot = tag_slot(tag);
-    if (slot == -3 || (slot >= -1 && k->dyn_smem) || (slot >= 0 && k->num_slots == 16) ||
+    if (slot >= 0 && k->num_slots == 16) {
+      tvmrt_fail("ModuleLoadError",
+                 "kernel '%.200s' has more than 16 launch param tags that take a value (TVM "
+                 "writes at most six: blockIdx.x/y/z, threadIdx.x/y/z)",
+                 k->key);
+      free(tag);
+      return -1;
+    }
+    if (slot == -3 || (slot >= -1 && k->dyn_smem) ||
         (slot == -2 && strstr(tag, "cooperative") != NULL)) {
       if (slot == -2) {
         tvmrt_fail("ModuleLoadError",
@@ -167,6 +175,111 @@ static int read_table(tvmrt_reader* r, cu_module* m, int extra_tags) {
   for (i = 0; i < n; ++i) {
     m->kernels[i].mod = m;
     if (read_kernel(r, &m->kernels[i], extra_tags) != 0) return -1;
+  }
+  return 0;
+}
+
+/* The kernel table in TVM >= 0.21's layout if the bytes hold it, else the older one. When
+   neither reads, the error is the one of the layout that read further (the other misread a
+   field as a length), a short read named as the module's: "<what>: kernel table: ..." */
+static int read_any_table(tvmrt_reader* r, cu_module* m, const char* what) {
+  size_t at = r->off, reached, skip = strlen(r->what);
+  const char* text;
+  char first[1024];
+  if (read_table(r, m, 1) == 0) return 0;
+  reached = r->off;
+  snprintf(first, sizeof(first), "%s", tvmrt_peek_last_error());
+  free_kernels(m);
+  r->off = at;
+  tvmrt_clear_last_error();
+  if (read_table(r, m, 0) == 0) return 0;
+  if (reached <= r->off) snprintf(first, sizeof(first), "%s", tvmrt_peek_last_error());
+  text = strncmp(first, "ModuleLoadError: ", 17) == 0 ? first + 17 : first;
+  if (strncmp(text, r->what, skip) != 0 || strncmp(text + skip, ": ", 2) != 0) {
+    return tvmrt_fail("ModuleLoadError", "%s", text); /* a kernel's own check */
+  }
+  return tvmrt_fail("ModuleLoadError", "%s: kernel table: %s", what, text + skip + 2);
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* the image, checked before a driver sees it (cuModuleLoadData takes no length), with the
+   Python loader's words (runtime/loaders/cuda_image.py): a cubin is a 64-bit ELF file for
+   EM_CUDA, a fatbin's header and entries stay inside it and hold code, anything else is
+   PTX text with its .version and .target lines */
+
+#define FATBIN_MAGIC 0xBA55ED50u
+#define FATBIN_HEADER 16
+#define FATBIN_ENTRY 32
+
+static uint32_t le32(const uint8_t* p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t le64(const uint8_t* p) { return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32; }
+
+/* whether a line of text (up to its first NUL) starts, after blanks, with `directive` and
+   then blanks and `then` */
+static int has_directive(const char* text, const char* directive, const char* then) {
+  const char* line = text;
+  size_t nd = strlen(directive), nt = strlen(then);
+  while (line != NULL && *line != '\0') {
+    const char* p = line;
+    while (*p == ' ' || *p == '\t') ++p;
+    if (strncmp(p, directive, nd) == 0 && (p[nd] == ' ' || p[nd] == '\t')) {
+      p += nd;
+      while (*p == ' ' || *p == '\t') ++p;
+      if (strncmp(p, then, nt) == 0) return 1;
+    }
+    line = strchr(line, '\n');
+    if (line != NULL) ++line;
+  }
+  return 0;
+}
+
+static int check_fatbin(const uint8_t* d, size_t len, const char* what) {
+  uint64_t header = d[6] | (uint64_t)d[7] << 8, size = le64(d + 8), end = header + size, at;
+  int code = 0;
+  if (le32(d) != FATBIN_MAGIC || end > len) {
+    return tvmrt_fail("ModuleLoadError", "%s: the fatbin header claims %llu bytes past its end",
+                      what, (unsigned long long)size);
+  }
+  for (at = header; at + FATBIN_ENTRY <= end;) {
+    uint32_t kind = d[at] | (uint32_t)d[at + 1] << 8, entry_header = le32(d + at + 4);
+    uint64_t payload = le64(d + at + 8);
+    if (entry_header < FATBIN_ENTRY || entry_header > end - at ||
+        payload > end - at - entry_header) {
+      return tvmrt_fail("ModuleLoadError", "%s: fatbin entry at byte %llu runs past the fatbin",
+                        what, (unsigned long long)at);
+    }
+    code |= kind == 1 || kind == 2;
+    at += entry_header + payload;
+  }
+  if (!code) {
+    return tvmrt_fail("ModuleLoadError", "%s: the fatbin holds neither PTX nor machine code", what);
+  }
+  return 0;
+}
+
+static int check_image(const uint8_t* d, size_t len, const char* what) {
+  if (len >= 4 && memcmp(d, "\177ELF", 4) == 0) {
+    unsigned machine;
+    if (len < 64 || d[4] != 2)
+      return tvmrt_fail("ModuleLoadError", "%s: the cubin is not a 64-bit ELF file", what);
+    machine = d[18] | (unsigned)d[19] << 8;
+    if (machine != 190) {
+      return tvmrt_fail("ModuleLoadError",
+                        "%s: the ELF file is for machine %u, not NVIDIA CUDA (190)", what, machine);
+    }
+    return 0;
+  }
+  if (len >= FATBIN_HEADER && le32(d) == FATBIN_MAGIC) return check_fatbin(d, len, what);
+  /* the image was read with a NUL after it */
+  if (!has_directive((const char*)d, ".version", "") ||
+      !has_directive((const char*)d, ".target", "sm_")) {
+    return tvmrt_fail("ModuleLoadError",
+                      "%s: the CUDA module is neither PTX (no '.version'/'.target sm_XX' "
+                      "lines), a cubin (ELF) nor a fatbin",
+                      what);
   }
   return 0;
 }
@@ -321,7 +434,8 @@ tvmrt_module* tvmrt_cuda_module_load(tvmrt_reader* r) {
   cu_module* m = (cu_module*)calloc(1, sizeof(cu_module));
   tvmrt_module* mod;
   char* fmt = NULL;
-  size_t at, len = 0;
+  char what[192];
+  size_t len = 0;
   if (m == NULL) {
     tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a CUDA module");
     return NULL;
@@ -339,14 +453,10 @@ tvmrt_module* tvmrt_cuda_module_load(tvmrt_reader* r) {
     goto fail;
   }
   snprintf(m->fmt, sizeof(m->fmt), "%s", fmt);
-  at = r->off;
-  if (read_table(r, m, 1) != 0) { /* TVM >= 0.21's layout, else the older one */
-    free_kernels(m);
-    r->off = at;
-    tvmrt_clear_last_error();
-    if (read_table(r, m, 0) != 0) goto fail;
-  }
+  snprintf(what, sizeof(what), "%s: CUDA module (%s)", r->what, m->fmt);
+  if (read_any_table(r, m, what) != 0) goto fail;
   if (tvmrt_read_str(r, (char**)&m->image, &len, "CUDA image") != 0) goto fail;
+  if (!m->source && check_image(m->image, len, what) != 0) goto fail;
   mod = tvmrt_module_new("cuda", m);
   if (mod == NULL) goto fail;
   mod->lookup = cuda_lookup;

@@ -69,6 +69,7 @@ static int read_entry(tvmrt_reader* r, tvmrt_module* lib, tvmrt_module** out, in
   sub.off = 0;
   sub.what = "__tvm_ffi__library_bin module";
   sub.container = RT_BLOB_FFI;
+  sub.error = r->error;
   r->off += (size_t)len;
   load = tvmrt_blob_loader(kind);
   if (load == NULL) { /* skipped, as the Python runtime skips it */
@@ -90,7 +91,7 @@ done:
 }
 
 tvmrt_module* tvmrt_ffi_library_bin(const uint8_t* data, size_t limit, tvmrt_module* lib) {
-  tvmrt_reader r = {data, limit, 0, "__tvm_ffi__library_bin", RT_BLOB_FFI};
+  tvmrt_reader r = {data, limit, 0, "__tvm_ffi__library_bin", RT_BLOB_FFI, "ModuleLoadError"};
   uint64_t nbytes, nptr = 0, nchild = 0, n = 0, i, k;
   uint64_t *indptr = NULL, *children = NULL;
   tvmrt_module** mods = NULL;

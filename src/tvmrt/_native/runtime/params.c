@@ -93,7 +93,7 @@ void tvmrt_params_free(tvmrt_params* p) {
 }
 
 int tvmrt_params_parse(const uint8_t* data, size_t size, int names_only, tvmrt_params* out) {
-  tvmrt_reader r = {data, size, 0, "params blob", 0};
+  tvmrt_reader r = {data, size, 0, "params blob", 0, NULL};
   uint64_t magic, reserved, n, count;
   size_t i;
   memset(out, 0, sizeof(*out));

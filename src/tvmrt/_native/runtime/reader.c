@@ -8,8 +8,12 @@
 
 #include "reader.h"
 
+static const char* error_class(const tvmrt_reader* r) {
+  return r->error != NULL ? r->error : "ParamsFormatError";
+}
+
 int tvmrt_read_short(tvmrt_reader* r, const char* field, size_t need) {
-  return tvmrt_fail("ParamsFormatError",
+  return tvmrt_fail(error_class(r),
                     "%s: truncated: %s needs %zu bytes but only %zu remain at byte offset %zu",
                     r->what, field, need, r->size - r->off, r->off);
 }
@@ -33,7 +37,7 @@ int tvmrt_read_u64(tvmrt_reader* r, uint64_t* out, const char* field) {
 int tvmrt_read_count(tvmrt_reader* r, uint64_t* out, size_t min_item, const char* field) {
   if (tvmrt_read_u64(r, out, field) != 0) return -1;
   if (min_item > 0 && *out > (r->size - r->off) / min_item) {
-    return tvmrt_fail("ParamsFormatError",
+    return tvmrt_fail(error_class(r),
                       "%s: %s is %llu, more than the %zu bytes left can hold at byte offset %zu",
                       r->what, field, (unsigned long long)*out, r->size - r->off, r->off - 8);
   }

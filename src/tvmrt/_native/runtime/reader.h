@@ -1,7 +1,8 @@
 /*
  * The bounded reader of dmlc streams (params blobs, tensor records, module blobs; reader.c):
- * every read is checked against the bytes left, and errors (tvmrt_fail, kind
- * ParamsFormatError) name the stream, the field and the byte offset.
+ * every read is checked against the bytes left, and errors (tvmrt_fail, of the reader's
+ * error class: ParamsFormatError unless it says) name the stream, the field and the byte
+ * offset.
  */
 #ifndef TVMRT_NATIVE_RUNTIME_READER_H_
 #define TVMRT_NATIVE_RUNTIME_READER_H_
@@ -14,8 +15,9 @@
 typedef struct {
   const uint8_t* data;
   size_t size, off;
-  const char* what; /* named in errors */
-  int container;    /* the module blob it came from: RT_BLOB_* (0 for any other stream) */
+  const char* what;  /* named in errors */
+  int container;     /* the module blob it came from: RT_BLOB_* (0 for any other stream) */
+  const char* error; /* the error class of a short read (NULL: ParamsFormatError) */
 } tvmrt_reader;
 
 /* module blobs: `__tvm_dev_mblob` (TVM <= 0.20), TVM 0.21's `__tvm_ffi_library_bin` (the same

@@ -344,7 +344,7 @@ static int check_code(rx_exe* exe, const char* what) {
 }
 
 int tvmrt_rx_read(const uint8_t* data, size_t size, int era, const char* what, rx_exe* out) {
-  tvmrt_reader r = {data, size, 0, what, 0};
+  tvmrt_reader r = {data, size, 0, what, 0, NULL};
   scope_pairs pairs = {0, NULL, NULL};
   memset(out, 0, sizeof(*out));
   out->era = era;

@@ -382,7 +382,7 @@ void tvmrt_vm_exe_free(vm_exe* exe) {
 }
 
 int tvmrt_vm_read(const uint8_t* data, size_t size, const char* what, int check_hash, vm_exe* out) {
-  tvmrt_reader r = {data, size, 0, what, 0};
+  tvmrt_reader r = {data, size, 0, what, 0, NULL};
   memset(out, 0, sizeof(*out));
   if (read_body(&r, out, check_hash) != 0) {
     const char* kind = "";
