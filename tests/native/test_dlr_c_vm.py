@@ -242,7 +242,11 @@ HOSTILE: dict[str, tuple[Callable[[Path], None], str, bool]] = {
         False,
     ),
     "code.ro damaged": (_flipped_code, "ModuleLoadError: Relay VM executable: instruction ", False),
-    "code.ro junk": (_junk_code, "ModuleLoadError: Relay VM executable: ", False),
+    "code.ro junk": (  # its magic is read before the rest (binfmt/files.py, files.c)
+        _junk_code,
+        "ModuleLoadError: Relay VM code ",
+        True,
+    ),
     "no Model.Inputs": (_no_inputs, "DLRError: Invalid or missing input metadata: ", False),
     "no Model.Outputs": (_no_outputs, "DLRError: No output metadata found.", True),
     "gpu model": (

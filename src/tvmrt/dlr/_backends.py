@@ -16,6 +16,15 @@ from typing import Any
 
 import numpy as np
 
+from tvmrt.binfmt.files import (
+    MAX_LIBRARY_BYTES,
+    MAX_PARAMS_BYTES,
+    PARAMS_MAGIC,
+    check_regular,
+    read_code,
+    read_graph,
+    read_regular,
+)
 from tvmrt.contrib import graph_executor
 from tvmrt.dlr._files import ModelFiles
 from tvmrt.error import DLRError, TVMError
@@ -82,10 +91,9 @@ class TVMBackend(Backend):
         super().__init__(meta)
         if not (files.model_json and files.model_lib and files.params):
             raise DLRError("Invalid TVM model artifact. Must have .so, .json, and .params files.")
-        with open(files.model_json, encoding="utf-8") as f:
-            graph_json = f.read()
-        with open(files.params, "rb") as f:
-            params = f.read()
+        graph_json = read_graph(files.model_json, DLRError)
+        params = read_regular(files.params, "params file", MAX_PARAMS_BYTES, DLRError, PARAMS_MAGIC)
+        check_regular(files.model_lib, "the model library", MAX_LIBRARY_BYTES, DLRError)
         try:
             self._module = graph_executor.create(graph_json, load_module(files.model_lib), dev)
             self._module.load_params(params)
@@ -133,8 +141,8 @@ class RelayVMBackend(Backend):
             raise DLRError("Invalid RelayVM model artifact. Must have .so, .ro, and .meta files.")
         if meta is None:
             raise DLRError(f"{files.metadata} is not a JSON object (the RelayVM model's metadata)")
-        with open(files.relay_executable, "rb") as f:
-            code = f.read()
+        code = read_code(files.relay_executable, DLRError)
+        check_regular(files.model_lib, "the model library", MAX_LIBRARY_BYTES, DLRError)
         try:
             self._vm = VirtualMachine(Executable.load_exec(code, load_module(files.model_lib)), dev)
         except TVMError as exc:
