@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +73,24 @@ def _fifo_lib(folder: Path) -> None:
     os.mkfifo(folder / "compiled.so")
 
 
+def _fifo(name: str) -> Callable[[Path], None]:
+    def spoil(folder: Path) -> None:
+        (folder / name).unlink()
+        os.mkfifo(folder / name)
+
+    return spoil
+
+
+def _sparse(name: str, keep: bool = True) -> Callable[[Path], None]:
+    def spoil(folder: Path) -> None:
+        if not keep:
+            (folder / name).write_bytes(b"")
+        with open(folder / name, "r+b") as f:
+            f.truncate(3 << 30)  # sparse: no disk, and no memory unless read
+
+    return spoil
+
+
 def _treelite(folder: Path) -> None:
     (folder / "compiled.params").unlink()
 
@@ -113,6 +132,17 @@ HOSTILE = {
     "bad graph": (_bad_graph, "GraphFormatError: "),
     "junk library": (_junk_lib, "ModuleLoadError: cannot load "),
     "FIFO library": (_fifo_lib, "DLRError: the model library "),
+    # every file is opened without blocking and sized before it is read (files.c)
+    "FIFO graph": (_fifo("compiled_model.json"), "DLRError: graph file "),
+    "FIFO params": (_fifo("compiled.params"), "DLRError: params file "),
+    "FIFO meta": (_fifo("compiled.meta"), "DLRError: metadata file "),
+    "3 GiB graph": (_sparse("compiled_model.json"), "over the limit of 1073741824 bytes"),
+    "3 GiB meta": (_sparse("compiled.meta"), "over the limit of 16777216 bytes"),
+    "3 GiB library": (_sparse("compiled.so"), "over the limit of 2147483648 bytes"),
+    "3 GiB of zeros for params": (
+        _sparse("compiled.params", keep=False),
+        "does not start with the magic b79c04054f8de5f7 of a TVM params blob",
+    ),
     "empty folder": (_empty, "DLRError: Unable to determine backend from path: "),
     "no params (Treelite)": (_treelite, "DLR takes it for a Treelite (decision tree) model"),
     "SavedModel": (_saved_model, "is a TensorFlow 2 SavedModel (DLR's tensorflow backend)"),
@@ -123,6 +153,14 @@ HOSTILE = {
 # the refusals of DLR's own rules (files, backend), worded as tvmrt.dlr words them; the
 # others come from the runtimes' parsers and loaders, whose C and Python texts differ
 DLR_WORDS = {
+    "FIFO library",
+    "FIFO graph",
+    "FIFO params",
+    "FIFO meta",
+    "3 GiB graph",
+    "3 GiB meta",
+    "3 GiB library",
+    "3 GiB of zeros for params",
     "DataTransform",
     "dangling link",
     "no library",

@@ -228,6 +228,14 @@ def _gpu(folder: Path) -> None:
     (folder / "compiled.meta").write_text(json.dumps(meta))
 
 
+def _input(**change: object) -> Callable[[Path], None]:
+    return lambda folder: _meta(folder, lambda model: model["Inputs"][0].update(change))  # type: ignore[index]
+
+
+def _output(**change: object) -> Callable[[Path], None]:
+    return lambda folder: _meta(folder, lambda model: model["Outputs"][0].update(change))  # type: ignore[index]
+
+
 # (spoil, the error CreateDLRModel gives, whether tvmrt.dlr says the same words)
 HOSTILE: dict[str, tuple[Callable[[Path], None], str, bool]] = {
     "missing meta": (
@@ -242,9 +250,32 @@ HOSTILE: dict[str, tuple[Callable[[Path], None], str, bool]] = {
         False,
     ),
     "code.ro damaged": (_flipped_code, "ModuleLoadError: Relay VM executable: instruction ", False),
-    "code.ro junk": (_junk_code, "ModuleLoadError: Relay VM executable: ", False),
+    "code.ro junk": (  # its magic is read before the rest (binfmt/files.py, files.c)
+        _junk_code,
+        "ModuleLoadError: Relay VM code ",
+        True,
+    ),
     "no Model.Inputs": (_no_inputs, "DLRError: Invalid or missing input metadata: ", False),
     "no Model.Outputs": (_no_outputs, "DLRError: No output metadata found.", True),
+    # a meta's shapes and dtypes size the caller's copies: checked at load (dlr_vm.c)
+    "input shape overflows": (
+        _input(shape=[1 << 32, 1 << 32]),
+        "DLRError: Invalid or missing input metadata: Model.Inputs[0] (main's parameter 'x'): "
+        "a shape whose size in bytes overflows int64",
+        True,
+    ),
+    "output shape overflows": (
+        _output(shape=[-1, 1 << 62]),
+        "DLRError: No output metadata found. (Model.Outputs[0]: a shape whose size in bytes "
+        "overflows int64)",
+        True,
+    ),
+    "input dtype unknown": (
+        _input(dtype="nope"),
+        "DLRError: Invalid or missing input metadata: Model.Inputs[0] (main's parameter 'x'): "
+        "a dtype that is not a data type",
+        True,
+    ),
     "gpu model": (
         _gpu,
         'DLRError: Compiled model requires device type "gpu" but user gave "cpu".',
@@ -292,3 +323,30 @@ def test_a_meta_describing_fewer_outputs_than_the_run_gives_is_named(
         "RunDLRModel failed: DLRError: the model gave 2 outputs but its metadata "
         "(Model.Outputs) describes 1\n"
     )
+
+
+def test_an_output_dtype_the_run_disagrees_with_is_refused_not_copied(
+    native_asan: NativeBuild, native_root: Path, neo_root: Path, tmp_path: Path
+) -> None:
+    """The meta says int8 where the executable gives float32: the caller sizes its buffer by
+    the meta (3 bytes), so copying the run's 12 bytes wrote past it (ASan: heap-buffer-overflow
+    in GetDLROutput); now the run is refused, naming both dtypes, in C and Python."""
+    out = native_root / "dlr-example-asan"
+    out.mkdir(exist_ok=True)
+    exe = program_for(native_asan, out)
+    folder = _vm_folder(neo_root, tmp_path)
+    _output(dtype="int8")(folder)
+    x = np.load(neo_root / "neo-relayvm.npz")["x_1"]
+    x.tofile(tmp_path / "x.bin")
+    proc = native_asan.run(exe, folder, tmp_path, f"x={tmp_path / 'x.bin'}")
+    expected = (
+        "DLRError: output 0 (features) of the run is float32 but the metadata "
+        "(Model.Outputs[0].dtype) says int8"
+    )
+    assert "Sanitizer" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode == 1
+    assert proc.stderr == f"RunDLRModel failed: {expected}\n"
+    model = dlr.DLRModel(str(folder))
+    with pytest.raises(TVMError) as python:
+        model.run({"x": x})
+    assert str(python.value) == expected.removeprefix("DLRError: ")

@@ -23,6 +23,7 @@ from tvmrt.artifact.report import (
     TensorReport,
 )
 from tvmrt.artifact.subnormals import count_subnormals, subnormal_note
+from tvmrt.binfmt.files import read_graph
 from tvmrt.error import TVMError
 from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
 from tvmrt.runtime.graph_executor.roles import output_labels, runnability_problems
@@ -50,7 +51,7 @@ def inspect_artifact(files: ArtifactFiles) -> InspectionReport:
         problems.append(sniff_problem)
     found = describe_library(files.lib, sniffed, problems)
     form.inspect(files, sniffed, found, problems)
-    graph_json = files.graph.read_text() if files.graph else found.graph_json
+    graph_json = read_graph(files.graph) if files.graph else found.graph_json
     if not found.graph_expected:  # an executable of its own (Relax VM): no graph to read
         graph_json = None
     params = {name: arr.nbytes for name, arr in found.params.items()}

@@ -13,6 +13,8 @@ keeps it so).
   :mod:`.elf_load` (program headers, segments), :mod:`.elf_dynamic` (the dynamic section),
   :mod:`.elf_tables` and :mod:`.elf_symbols` (relocation, symbol and hash tables);
 * :mod:`.archive`: ``export_library`` tar archives, every member in memory within bounds;
+* :mod:`.files`: opening a model's files: regular files only, each kind's size bound
+  checked before it is read;
 * :mod:`.stream`: dmlc streams, TVM's binary serialisation (params, blobs, executables).
 
 Nothing is imported here: ``import tvmrt.binfmt`` costs nothing until a module is named.

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 from tvmrt.binfmt.binary import BinaryInfo, ElfFile, ElfSymbol
+from tvmrt.binfmt.files import MAX_LIBRARY_BYTES, read_regular
 from tvmrt.error import ModuleLoadError
 
 __all__ = [
@@ -197,7 +197,9 @@ def read_library(path: str, shown: str, info: BinaryInfo) -> LibraryFacts:
     """
     if info.format != "elf":
         return LibraryFacts(path, shown, info, None, [], None)
-    elf = ElfFile(Path(path).read_bytes(), shown)
+    elf = ElfFile(
+        read_regular(path, "module file", MAX_LIBRARY_BYTES, ModuleLoadError, shown=shown), shown
+    )
     dynsym = elf.symbols(dynamic=True)
     if not dynsym:
         raise ModuleLoadError(

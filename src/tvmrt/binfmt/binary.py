@@ -17,6 +17,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from tvmrt.binfmt.files import MAX_LIBRARY_BYTES, read_regular
 from tvmrt.binfmt.headers import (
     HEAD_SIZE,
     BinaryInfo,
@@ -225,7 +226,8 @@ class ElfFile:
     @classmethod
     def from_path(cls, path: str | Path) -> ElfFile:
         """Read and parse the file at ``path``."""
-        return cls(Path(path).read_bytes(), str(path))
+        data = read_regular(path, "module file", MAX_LIBRARY_BYTES, ModuleLoadError)
+        return cls(data, str(path))
 
     def _corrupt(self, what: str) -> ModuleLoadError:
         return ModuleLoadError(

@@ -16,10 +16,20 @@ from typing import Any
 
 import numpy as np
 
+from tvmrt.binfmt.files import (
+    MAX_LIBRARY_BYTES,
+    MAX_PARAMS_BYTES,
+    PARAMS_MAGIC,
+    check_regular,
+    read_code,
+    read_graph,
+    read_regular,
+)
 from tvmrt.contrib import graph_executor
 from tvmrt.dlr._files import ModelFiles
 from tvmrt.error import DLRError, TVMError
 from tvmrt.runtime.device import Device
+from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.module import load_module
 from tvmrt.runtime.ndarray import NDArray, array
 from tvmrt.runtime.vm import Executable, VirtualMachine
@@ -67,6 +77,43 @@ class Backend:
         raise NotImplementedError
 
 
+_MAX_NDIM = 32
+_I64_MAX = (1 << 63) - 1
+
+
+def _meta_list(meta: dict[str, Any], key: str) -> list[Any] | None:
+    """``Model.<key>``, a list, or None."""
+    model = meta.get("Model")
+    found = model.get(key) if isinstance(model, dict) else None
+    return found if isinstance(found, list) else None
+
+
+def _meta_why(item: object) -> str:
+    """What is wrong with a meta input or output (empty: nothing), as dlr_vm.c's meta_slot:
+    a dtype string that is a data type, a shape list of at most 32 dimensions whose known
+    sizes (ints >= 0; others are -1, any size) do not overflow int64 in bytes."""
+    dtype = item.get("dtype") if isinstance(item, dict) else None
+    shape = item.get("shape") if isinstance(item, dict) else None
+    if not isinstance(dtype, str):
+        return "no dtype string"
+    if not isinstance(shape, list):
+        return "no shape list"
+    if len(shape) > _MAX_NDIM:
+        return "a shape of more than 32 dimensions"
+    try:
+        nbytes = DataType(dtype).itemsize
+    except TVMError:
+        return "a dtype that is not a data type"
+    for d in shape:
+        if type(d) in (int, float) and d >= 1e18:  # 19 digits or more: no int64 size
+            return "a shape whose size in bytes overflows int64"
+        if type(d) is int and d >= 0:
+            if d > 0 and nbytes > _I64_MAX // d:
+                return "a shape whose size in bytes overflows int64"
+            nbytes *= d
+    return ""
+
+
 def _index(names: list[str], name: str) -> int:
     if name not in names:
         raise DLRError(f"{name} is not a valid input name.")
@@ -82,10 +129,9 @@ class TVMBackend(Backend):
         super().__init__(meta)
         if not (files.model_json and files.model_lib and files.params):
             raise DLRError("Invalid TVM model artifact. Must have .so, .json, and .params files.")
-        with open(files.model_json, encoding="utf-8") as f:
-            graph_json = f.read()
-        with open(files.params, "rb") as f:
-            params = f.read()
+        graph_json = read_graph(files.model_json, DLRError)
+        params = read_regular(files.params, "params file", MAX_PARAMS_BYTES, DLRError, PARAMS_MAGIC)
+        check_regular(files.model_lib, "the model library", MAX_LIBRARY_BYTES, DLRError)
         try:
             self._module = graph_executor.create(graph_json, load_module(files.model_lib), dev)
             self._module.load_params(params)
@@ -133,24 +179,35 @@ class RelayVMBackend(Backend):
             raise DLRError("Invalid RelayVM model artifact. Must have .so, .ro, and .meta files.")
         if meta is None:
             raise DLRError(f"{files.metadata} is not a JSON object (the RelayVM model's metadata)")
-        with open(files.relay_executable, "rb") as f:
-            code = f.read()
+        code = read_code(files.relay_executable, DLRError)
+        check_regular(files.model_lib, "the model library", MAX_LIBRARY_BYTES, DLRError)
         try:
             self._vm = VirtualMachine(Executable.load_exec(code, load_module(files.model_lib)), dev)
         except TVMError as exc:
             raise DLRError(str(exc)) from exc
         self.weight_names = []
         self.input_names = list(self._vm.main_params)
-        try:
-            inputs = meta["Model"]["Inputs"]
-            self.input_types = [str(inputs[i]["dtype"]) for i in range(len(self.input_names))]
-        except (KeyError, IndexError, TypeError) as exc:
-            raise DLRError(f"Invalid or missing input metadata: {exc!r}") from None
-        try:
-            self._outputs = list(meta["Model"]["Outputs"])
-            self.output_types = [str(o["dtype"]) for o in self._outputs]
-        except (KeyError, TypeError):
-            raise DLRError("No output metadata found.") from None
+        inputs = _meta_list(meta, "Inputs")
+        self.input_types = []
+        for i, name in enumerate(self.input_names):
+            why = "missing" if inputs is None or i >= len(inputs) else _meta_why(inputs[i])
+            if why:
+                listed = "no Model.Inputs list" if inputs is None else why
+                raise DLRError(
+                    f"Invalid or missing input metadata: Model.Inputs[{i}] (main's parameter "
+                    f"'{name[:200]}'): {listed}"
+                )
+            self.input_types.append(str(inputs[i]["dtype"]))  # type: ignore[index]
+        outputs = _meta_list(meta, "Outputs")
+        if outputs is None:
+            raise DLRError("No output metadata found.")
+        for i, item in enumerate(outputs):
+            named = isinstance(item, dict) and isinstance(item.get("name"), str)
+            why = _meta_why(item) if named else "no name string"
+            if why:
+                raise DLRError(f"No output metadata found. (Model.Outputs[{i}]: {why})")
+        self._outputs = outputs
+        self.output_types = [str(o["dtype"]) for o in outputs]
         self._given: dict[str, NDArray] = {}
         self._results: list[NDArray] = []
 
@@ -172,7 +229,20 @@ class RelayVMBackend(Backend):
             result = self._vm.invoke("main", *(self._given[n] for n in self.input_names))
         except TVMError as exc:
             raise DLRError(str(exc)) from exc
-        self._results = [result] if isinstance(result, NDArray) else list(result)
+        results = [result] if isinstance(result, NDArray) else list(result)
+        if len(results) != len(self._outputs):
+            raise DLRError(
+                f"the model gave {len(results)} outputs but its metadata (Model.Outputs) "
+                f"describes {len(self._outputs)}"
+            )
+        for i, (out, want) in enumerate(zip(results, self.output_types, strict=True)):
+            if out.dtype != DataType(want):  # callers size their buffers by the meta's dtype
+                name = str(self._outputs[i]["name"])[:200]
+                raise DLRError(
+                    f"output {i} ({name}) of the run is {out.dtype} but the metadata "
+                    f"(Model.Outputs[{i}].dtype) says {want[:100]}"
+                )
+        self._results = results
 
     def num_outputs(self) -> int:
         return len(self._outputs)

@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from tvmrt.binfmt.files import MAX_META_BYTES, read_regular
 from tvmrt.error import DLRError
 
 __all__ = [
@@ -116,13 +117,19 @@ def model_files(files: list[str]) -> ModelFiles:
 
 
 def read_meta(path: str) -> dict[str, Any] | None:
-    """The ``compiled.meta`` JSON object, or None (no file; DLR ignores unparsable JSON)."""
+    """The ``compiled.meta`` JSON object, or None (no file; DLR ignores unparsable JSON).
+
+    Raises
+    ------
+    DLRError
+        If the file is not a regular file or is over ``MAX_META_BYTES`` (the C API's check).
+    """
     if not path:
         return None
+    text = read_regular(path, "metadata file", MAX_META_BYTES, DLRError)
     try:
-        with open(path, encoding="utf-8") as f:
-            meta = json.load(f)
-    except (OSError, ValueError, RecursionError):
+        meta = json.loads(text.decode("utf-8"))
+    except (ValueError, RecursionError):
         return None
     return meta if isinstance(meta, dict) else None
 

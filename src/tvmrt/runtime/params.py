@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from tvmrt.binfmt.files import MAX_PARAMS_BYTES, open_regular
 from tvmrt.binfmt.stream import ByteReader, ByteWriter
 from tvmrt.error import ArgumentTypeError, ParamsFormatError
 from tvmrt.runtime.dtype import DataType
@@ -146,8 +147,9 @@ def iter_param_records(
 @contextlib.contextmanager
 def mapped_file(path: str | os.PathLike[str]) -> Iterator[memoryview]:
     """The bytes of ``path`` as a read-only memory map (nothing is read up front)."""
-    with open(path, "rb") as handle:
-        if os.fstat(handle.fileno()).st_size == 0:
+    handle, size = open_regular(path, "params file", MAX_PARAMS_BYTES, ParamsFormatError)
+    with handle:
+        if size == 0:
             yield memoryview(b"")
             return
         mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)

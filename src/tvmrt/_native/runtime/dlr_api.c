@@ -29,7 +29,8 @@ static int create_from_paths(DLRModelHandle* handle, const dlr_paths* p, const c
   size_t meta_len = 0;
   int status = -1;
   memset(&parts, 0, sizeof(parts));
-  if (p->metadata && dlr_read_file(p->metadata, "metadata file", &meta, &meta_len) != 0) return -1;
+  if (p->metadata && dlr_read_file(p->metadata, "metadata file", DLR_META, &meta, &meta_len) != 0)
+    return -1;
   parts.meta = meta;
   parts.meta_len = meta_len;
   parts.meta_where = p->metadata;
@@ -37,7 +38,8 @@ static int create_from_paths(DLRModelHandle* handle, const dlr_paths* p, const c
     if (!p->model_lib || !p->relay_executable || !p->metadata) {
       status = tvmrt_fail("DLRError",
                           "Invalid RelayVM model artifact. Must have .so, .ro, and .meta files.");
-    } else if (dlr_read_file(p->relay_executable, "Relay VM code", &graph, &parts.code_len) == 0) {
+    } else if (dlr_read_file(p->relay_executable, "Relay VM code", DLR_CODE, &graph,
+                             &parts.code_len) == 0) {
       parts.code = graph;
       parts.lib_path = p->model_lib;
       status = create(handle, &parts, dev_type, dev_id);
@@ -51,8 +53,8 @@ static int create_from_paths(DLRModelHandle* handle, const dlr_paths* p, const c
   } else if (!p->model_json || !p->model_lib || !p->params) {
     status = tvmrt_fail("DLRError",
                         "Invalid TVM model artifact. Must have .so, .json, and .params files.");
-  } else if (dlr_read_file(p->model_json, "graph file", &graph, &parts.graph_len) == 0 &&
-             dlr_read_file(p->params, "params file", &params, &parts.params_len) == 0) {
+  } else if (dlr_read_file(p->model_json, "graph file", DLR_GRAPH, &graph, &parts.graph_len) == 0 &&
+             dlr_read_file(p->params, "params file", DLR_PARAMS, &params, &parts.params_len) == 0) {
     parts.graph = graph;
     parts.params = params;
     parts.lib_path = p->model_lib;
@@ -86,12 +88,12 @@ DLR_DLL int CreateDLRModel(DLRModelHandle* handle, const char* model_path, int d
 
 /* an element's text or bytes: from its path (read into *owned) or from memory; a later
    element of the same type replaces an earlier one, as in DLR */
-static int elem_bytes(const DLRModelElem* el, const char* what, int text, char** owned,
-                      const char** data, size_t* len) {
+static int elem_bytes(const DLRModelElem* el, const char* what, dlr_file_kind kind, int text,
+                      char** owned, const char** data, size_t* len) {
   free(*owned);
   *owned = NULL;
   if (el->path != NULL) {
-    if (dlr_read_file(el->path, what, owned, len) != 0) return -1;
+    if (dlr_read_file(el->path, what, kind, owned, len) != 0) return -1;
     *data = *owned;
     return 0;
   }
@@ -118,14 +120,17 @@ DLR_DLL int CreateDLRModelFromModelElem(DLRModelHandle* handle, const DLRModelEl
     const DLRModelElem* el = &model_elems[i];
     switch (el->type) {
       case TVM_GRAPH:
-        status = elem_bytes(el, "TVM_GRAPH", 1, &owned[0], &parts.graph, &parts.graph_len);
+        status =
+            elem_bytes(el, "TVM_GRAPH", DLR_GRAPH, 1, &owned[0], &parts.graph, &parts.graph_len);
         break;
       case TVM_PARAMS:
-        status = elem_bytes(el, "TVM_PARAMS", 0, &owned[1], &parts.params, &parts.params_len);
+        status = elem_bytes(el, "TVM_PARAMS", DLR_PARAMS, 0, &owned[1], &parts.params,
+                            &parts.params_len);
         break;
       case NEO_METADATA:
         if (el->path != NULL || el->data != NULL) {
-          status = elem_bytes(el, "NEO_METADATA", 1, &owned[2], &parts.meta, &parts.meta_len);
+          status =
+              elem_bytes(el, "NEO_METADATA", DLR_META, 1, &owned[2], &parts.meta, &parts.meta_len);
         }
         break;
       case TVM_LIB:
@@ -137,7 +142,7 @@ DLR_DLL int CreateDLRModelFromModelElem(DLRModelHandle* handle, const DLRModelEl
         break;
       case RELAY_EXEC:
         vm = 1;
-        status = elem_bytes(el, "RELAY_EXEC", 0, &owned[3], &parts.code, &parts.code_len);
+        status = elem_bytes(el, "RELAY_EXEC", DLR_CODE, 0, &owned[3], &parts.code, &parts.code_len);
         break;
       case HEXAGON_LIB:
         status = tvmrt_fail("DLRError",
@@ -259,7 +264,7 @@ DLR_DLL int GetDLRDeviceType(const char* model_path) {
   }
   if (i == files.count) {
     tvmrt_fail("DLRError", "No metadata file was found!");
-  } else if (dlr_read_file(files.names[i], "metadata file", &text, &len) == 0 &&
+  } else if (dlr_read_file(files.names[i], "metadata file", DLR_META, &text, &len) == 0 &&
              dlr_meta_parse(text, len, files.names[i], &meta, &problem) == 0) {
     if (meta == NULL) {
       tvmrt_fail("DLRError", "No metadata file was found! (%s)", problem);

@@ -1,8 +1,8 @@
 /*
  * A Neo model's files as DLR 1.10 finds them (dlr_common.cc; tvmrt/dlr/_files.py is the
  * Python twin): by suffix, in the folders and files of a colon-separated model_path; the
- * backend; files read whole (regular files only: a FIFO named compiled.so never blocks;
- * no stat or fstat, whose symbols would raise the wheel's glibc floor to 2.33);
+ * backend; files read whole through files.c (regular files only, each kind's size bound
+ * checked before reading: a FIFO named compiled.so never blocks);
  * compiled.meta's device check, with DLR's message.
  */
 #include <dirent.h>
@@ -205,59 +205,29 @@ void dlr_paths_free(dlr_paths* p) {
   memset(p, 0, sizeof(*p));
 }
 
-/* an open file's size, or -1 when it is not a regular file (a FIFO, socket or terminal
-   cannot seek; stat is avoided, see is_folder) */
-static off_t regular_size(int fd) {
-  off_t size = lseek(fd, 0, SEEK_END);
-  if (size < 0 || lseek(fd, 0, SEEK_SET) != 0) return -1;
-  return size;
-}
+/* what each kind of file may hold (files.c checks it before reading) */
+static const struct {
+  uint64_t limit;
+  tvmrt_file_magic magic; /* len 0: none */
+} kinds[] = {
+    [DLR_META] = {RT_MAX_META_BYTES, {NULL, 0, NULL, NULL}},
+    [DLR_GRAPH] = {RT_MAX_GRAPH_JSON_BYTES, {NULL, 0, NULL, NULL}},
+    [DLR_PARAMS] = {RT_MAX_PARAMS_BYTES,
+                    {RT_PARAMS_FILE_MAGIC, 8, "ParamsFormatError",
+                     "a TVM params blob"}}, /* list magic */
+    [DLR_CODE] = {RT_MAX_CODE_BYTES,
+                  {RT_VM_CODE_MAGIC, 8, "ModuleLoadError",
+                   "a Relay VM executable"}}, /* Relay VM magic */
+};
 
 int dlr_regular_file(const char* path, const char* role) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  off_t size;
-  if (fd < 0) return tvmrt_fail("DLRError", "cannot open %s %s: %s", role, path, strerror(errno));
-  size = is_folder(path) ? -1 : regular_size(fd);
-  close(fd);
-  if (size < 0) return tvmrt_fail("DLRError", "%s %s is not a regular file", role, path);
-  return 0;
+  return tvmrt_check_regular(path, "DLRError", role, RT_MAX_LIBRARY_BYTES);
 }
 
-int dlr_read_file(const char* path, const char* role, char** data, size_t* size) {
-  size_t done = 0;
-  off_t total;
-  char* buf;
-  int fd;
-  if (dlr_regular_file(path, role) != 0) return -1;
-  if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0) {
-    return tvmrt_fail("DLRError", "cannot open %s %s: %s", role, path, strerror(errno));
-  }
-  if ((total = regular_size(fd)) < 0) {
-    close(fd);
-    return tvmrt_fail("DLRError", "%s %s is not a regular file", role, path);
-  }
-  if ((buf = (char*)malloc((size_t)total + 1)) == NULL) {
-    close(fd);
-    return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %lld bytes to read %s %s",
-                      (long long)total, role, path);
-  }
-  while (done < (size_t)total) {
-    ssize_t got = read(fd, buf + done, (size_t)total - done);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      int err = errno;
-      close(fd);
-      free(buf);
-      return tvmrt_fail("DLRError", "cannot read %s %s: %s", role, path, strerror(err));
-    }
-    if (got == 0) break; /* the file shrank: take what is there */
-    done += (size_t)got;
-  }
-  close(fd);
-  buf[done] = '\0';
-  *data = buf;
-  *size = done;
-  return 0;
+int dlr_read_file(const char* path, const char* role, dlr_file_kind kind, char** data,
+                  size_t* size) {
+  const tvmrt_file_magic* magic = kinds[kind].magic.len ? &kinds[kind].magic : NULL;
+  return tvmrt_read_regular(path, "DLRError", role, kinds[kind].limit, magic, data, size);
 }
 
 int dlr_meta_parse(const char* text, size_t len, const char* where, tvmrt_json** meta,

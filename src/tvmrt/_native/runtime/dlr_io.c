@@ -31,6 +31,7 @@ int64_t dlr_count_dims(const int64_t* shape, int ndim) {
   int d;
   for (d = 0; d < ndim; ++d) {
     if (shape[d] < 0) return -1;
+    if (shape[d] != 0 && n > INT64_MAX / shape[d]) return -1; /* never wraps (meta checked) */
     n *= shape[d];
   }
   return n;

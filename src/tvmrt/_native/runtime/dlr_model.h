@@ -47,10 +47,15 @@ int dlr_backend(const dlr_list* files, const char* model_path, const char** back
 /* DLR's InitModelPath: one file per role ("Found multiple *.json files: a b") */
 int dlr_pick(const dlr_list* files, dlr_paths* out);
 void dlr_paths_free(dlr_paths* p);
-/* 0 if path is a regular file, else -1 with an error naming `role` (never blocks) */
+/* 0 if path is a regular file of at most RT_MAX_LIBRARY_BYTES, else -1 with an error naming
+   `role` (never blocks) */
 int dlr_regular_file(const char* path, const char* role);
-/* a regular file's bytes, NUL-terminated (free with free); `role` names it in errors */
-int dlr_read_file(const char* path, const char* role, char** data, size_t* size);
+/* the kinds of file a model reads, each with its size bound (and magic) */
+typedef enum { DLR_META, DLR_GRAPH, DLR_PARAMS, DLR_CODE } dlr_file_kind;
+/* a regular file's bytes, NUL-terminated (free with free), within its kind's bound; `role`
+   names it in errors */
+int dlr_read_file(const char* path, const char* role, dlr_file_kind kind, char** data,
+                  size_t* size);
 /* compiled.meta's text as JSON, or *meta NULL and *problem saying why (DLR ignores a meta
    that does not parse); never fails but on memory */
 int dlr_meta_parse(const char* text, size_t len, const char* where, tvmrt_json** meta,

@@ -70,6 +70,8 @@ static const tvmrt_json* meta_list(const tvmrt_json* meta, const char* list) {
 /* item's dtype and shape (a non-number is -1, as DLR), or -1 with `problem` in *why */
 static int meta_slot(const tvmrt_json* item, vm_slot* s, const char** why) {
   const tvmrt_json *type, *shape;
+  DLDataType dtype;
+  int64_t bytes;
   size_t d;
   type = item->type == RT_JSON_OBJECT ? tvmrt_json_get(item, "dtype") : NULL;
   shape = item->type == RT_JSON_OBJECT ? tvmrt_json_get(item, "shape") : NULL;
@@ -77,10 +79,23 @@ static int meta_slot(const tvmrt_json* item, vm_slot* s, const char** why) {
   if (shape == NULL || shape->type != RT_JSON_ARRAY) return *why = "no shape list", -1;
   if (shape->count > RT_MAX_NDIM) return *why = "a shape of more than 32 dimensions", -1;
   s->type = type->str;
+  if (tvmrt_parse_dtype(s->type, &dtype) != 0) {
+    tvmrt_clear_last_error();
+    return *why = "a dtype that is not a data type", -1;
+  }
+  bytes = (int64_t)((dtype.bits + 7) / 8) * dtype.lanes; /* as DataType.itemsize */
   s->dim = (int)shape->count;
   for (d = 0; d < shape->count; ++d) {
     const tvmrt_json* v = &shape->items[d];
     s->shape[d] = v->type == RT_JSON_NUMBER && v->is_int && v->i >= 0 ? v->i : -1;
+    if (v->type == RT_JSON_NUMBER && !v->is_int && v->d >= 1e18) { /* 19 digits or more */
+      return *why = "a shape whose size in bytes overflows int64", -1;
+    }
+    /* the known sizes must not overflow int64 in bytes: callers size copies by them */
+    if (s->shape[d] > 0 && bytes > INT64_MAX / s->shape[d]) {
+      return *why = "a shape whose size in bytes overflows int64", -1;
+    }
+    if (s->shape[d] >= 0) bytes *= s->shape[d];
   }
   return 0;
 }
@@ -263,6 +278,23 @@ const DLTensor* dlr_vm_input_value(const dlr_vm* vm, const char* name) {
   return &s->value->dl;
 }
 
+/* a run's output must be of the meta's dtype: callers size their buffers by it */
+static int check_output_type(const vm_slot* s, size_t i) {
+  DLDataType want;
+  const DLDataType got = s->value->dl.dtype;
+  char name[64];
+  if (tvmrt_parse_dtype(s->type, &want) == 0 && want.code == got.code && want.bits == got.bits &&
+      want.lanes == got.lanes) {
+    return 0;
+  }
+  tvmrt_clear_last_error();
+  tvmrt_ge_dtype_text(got, name, sizeof(name));
+  return tvmrt_fail("DLRError",
+                    "output %zu (%.200s) of the run is %s but the metadata "
+                    "(Model.Outputs[%zu].dtype) says %.100s",
+                    i, s->name, name, i, s->type);
+}
+
 /* the run's outputs: the result's fields (an ADT) or the result, one per meta output */
 static int take_outputs(dlr_vm* vm) {
   TVMValue args[1], ret;
@@ -281,6 +313,7 @@ static int take_outputs(dlr_vm* vm) {
     if (call(vm->machine, "get_output", args, codes, 1, &ret, &rc) != 0) return -1;
     if (vm->outputs[i].value) tvmrt_release(&vm->outputs[i].value->hdr);
     vm->outputs[i].value = tvmrt_ndarray_from_handle(ret.v_handle); /* a new reference */
+    if (check_output_type(&vm->outputs[i], i) != 0) return -1;
   }
   return 0;
 }

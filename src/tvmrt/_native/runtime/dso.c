@@ -224,7 +224,10 @@ tvmrt_module* tvmrt_load_dso(const char* path) {
     tvmrt_fail("ModuleFileNotFoundError", "module file '%s' does not exist", path);
     return NULL;
   }
-  if (check_header(path) != 0) return NULL;
+  if (tvmrt_check_regular(path, "ModuleLoadError", "module file", RT_MAX_LIBRARY_BYTES) != 0 ||
+      check_header(path) != 0) {
+    return NULL;
+  }
   if (strchr(path, '/') == NULL) { /* dlopen would search the library path for a bare name */
     size_t n = strlen(path);
     local = (char*)malloc(n + 3);

@@ -5,7 +5,7 @@
  * bounded byte reader the parsers share: reader.h.
  *
  * The files call down only (tests/native/test_c_layers.py fails on a cycle), bottom up:
- *   object (functions, errors' text) -> module, registry, reader, json, cuda (libcuda)
+ *   object (functions, errors' text) -> files, module, registry, reader, json, cuda (libcuda)
  *   -> ndarray, cuda_module (the blob's `cuda` entry) -> streams
  *   -> params, graph_attrs, graph_checks -> graph -> graph_arrays -> graph_executor
  *   -> graph_funcs -> factory -> the Relay VM (vm_*.c, vm.h) -> blob -> ffi_bin, ffi_lib -> dso
@@ -37,6 +37,35 @@
 #define RT_MAX_NAME 4096
 
 /* Errors: tvmrt_fail (native.h), with the Python runtime's class names as kinds. */
+
+/* files.c: a model's files, as tvmrt/binfmt/files.py reads them (the same bounds and words):
+   opened without blocking, fstat on the descriptor a regular file, its size within the bound
+   of its kind before anything is read (docs/c_runtime.md, "Limits on input") */
+#define RT_MAX_META_BYTES (16ull << 20)      /* DLR's compiled.meta */
+#define RT_MAX_GRAPH_JSON_BYTES (1ull << 30) /* graph JSON */
+#define RT_MAX_LIBRARY_BYTES (2ull << 30)    /* a shared library */
+#define RT_MAX_PARAMS_BYTES (16ull << 30)    /* a params file (its magic checked first) */
+#define RT_MAX_CODE_BYTES (16ull << 30)      /* a Relay VM code.ro (its magic checked first) */
+/* the first bytes of a params file (NDARRAY_LIST_MAGIC, params.c) and of a Relay VM code.ro
+   (VM_MAGIC, vm.h), little-endian */
+#define RT_PARAMS_FILE_MAGIC "\xb7\x9c\x04\x05\x4f\x8d\xe5\xf7"
+#define RT_VM_CODE_MAGIC "\x1d\x15\x14\x42\x2f\xde\x25\xd2"
+typedef struct {
+  const char* bytes; /* the file's first bytes, at most 16 */
+  size_t len;
+  const char* error;  /* the error kind when they differ */
+  const char* format; /* what such a file is, for the message ("a TVM params blob") */
+} tvmrt_file_magic;
+/* path opened read-only: a regular file of at most `limit` bytes (else -1 with an `error`
+   naming `what` and the path); *fd to close, *size its size */
+int tvmrt_open_regular(const char* path, const char* error, const char* what, uint64_t limit,
+                       int* fd, uint64_t* size);
+/* tvmrt_open_regular, then closed */
+int tvmrt_check_regular(const char* path, const char* error, const char* what, uint64_t limit);
+/* the file's bytes, NUL-terminated (free with free); with `magic`, its first bytes are checked
+   before the rest is read */
+int tvmrt_read_regular(const char* path, const char* error, const char* what, uint64_t limit,
+                       const tvmrt_file_magic* magic, char** data, size_t* size);
 
 /* globals.c: the one-time set-up (the function environment kernels see, TVM_NUM_THREADS);
    every public entry point that hands out a module or function calls it first */

@@ -78,26 +78,21 @@ static int f_param_name(void* self, TVMValue* args, int* codes, int n, TVMValue*
 
 static int f_load_late(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
   vm_exe* exe = (vm_exe*)((tvmrt_module*)self)->impl;
-  FILE* fp;
-  long size;
-  uint8_t* data = NULL;
+  static const tvmrt_file_magic params_magic = {RT_PARAMS_FILE_MAGIC, 8, "ParamsFormatError",
+                                                "a TVM params blob"};
+  size_t size;
+  char* data = NULL;
   tvmrt_params p;
   size_t k, i, matched = 0, wanted = 0;
   int result = -1;
   memset(&p, 0, sizeof(p));
   if (n != 1 || codes[0] != kTVMStr)
     return tvmrt_fail("ArgumentTypeError", "load_late_bound_consts takes a path");
-  fp = fopen(args[0].v_str, "rb");
-  if (fp == NULL) return tvmrt_fail("ModuleLoadError", "cannot open %.200s", args[0].v_str);
-  if (fseek(fp, 0, SEEK_END) != 0 || (size = ftell(fp)) < 0 || fseek(fp, 0, SEEK_SET) != 0 ||
-      (data = (uint8_t*)malloc((size_t)size + 1)) == NULL ||
-      fread(data, 1, (size_t)size, fp) != (size_t)size) {
-    fclose(fp);
-    free(data);
-    return tvmrt_fail("ModuleLoadError", "cannot read %.200s", args[0].v_str);
+  if (tvmrt_read_regular(args[0].v_str, "ModuleLoadError", "late-bound constants file",
+                         RT_MAX_PARAMS_BYTES, &params_magic, &data, &size) != 0) {
+    return -1;
   }
-  fclose(fp);
-  if (tvmrt_params_parse(data, (size_t)size, 0, &p) != 0) goto done;
+  if (tvmrt_params_parse((const uint8_t*)data, size, 0, &p) != 0) goto done;
   for (k = 0; k < exe->num_consts; ++k) {
     if (exe->const_names[k] == NULL || exe->consts[k] != NULL) continue;
     ++wanted;

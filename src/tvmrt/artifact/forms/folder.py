@@ -12,6 +12,7 @@ from tvmrt.artifact.forms.base import ArtifactForm, LoadRequest
 from tvmrt.artifact.forms.graph_build import load_graph_model
 from tvmrt.artifact.inspect_binary import Found, inspect_library_code
 from tvmrt.artifact.model import LoadedModel
+from tvmrt.binfmt.files import read_graph
 from tvmrt.runtime.loaders.dispatch import Sniffed
 from tvmrt.runtime.module import Module
 
@@ -24,7 +25,7 @@ def _claims(files: ArtifactFiles, sniffed: Sniffed | None) -> bool:
 
 def _load(request: LoadRequest, lib: Module) -> LoadedModel:
     assert request.files.graph is not None  # claimed only with a graph
-    return load_graph_model("folder", request, lib, request.files.graph.read_text())
+    return load_graph_model("folder", request, lib, read_graph(request.files.graph))
 
 
 def _inspect(

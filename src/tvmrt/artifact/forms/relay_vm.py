@@ -21,6 +21,7 @@ from tvmrt.artifact.report import (
     RelayVMFunction,
     RelayVMReport,
 )
+from tvmrt.binfmt.files import read_code
 from tvmrt.error import ModuleLoadError, TVMError
 from tvmrt.runtime.loaders.dispatch import Sniffed
 from tvmrt.runtime.module import Module
@@ -50,7 +51,7 @@ def _load(request: LoadRequest, lib: Module) -> LoadedModel:
     if is_vm_executable(lib.type_key):
         exe: Module = lib
     elif files.code is not None:
-        exe = load_executable(files.code.read_bytes(), lib)
+        exe = load_executable(read_code(files.code), lib)
     else:
         raise ModuleLoadError(f"{files.lib}: neither a vm.so nor given with a code.ro")
     loaded: frozenset[str] = frozenset()
@@ -129,7 +130,7 @@ def _inspect(
         describe_embedded(found, problems)
         return
     try:
-        data = read_executable(files.code.read_bytes(), str(files.code))
+        data = read_executable(read_code(files.code), str(files.code))
         VMExecutable(data, str(files.code))  # checks every operand; runs nothing
     except (TVMError, OSError) as exc:
         problems.append(str(exc))

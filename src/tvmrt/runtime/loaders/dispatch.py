@@ -43,6 +43,7 @@ from pathlib import Path
 from tvmrt.binfmt import archive
 from tvmrt.binfmt.abi import RELAX_KINDS, LibraryFacts, first_blob_kind, read_library
 from tvmrt.binfmt.binary import BinaryInfo, check_host_compatible, identify
+from tvmrt.binfmt.files import MAX_LIBRARY_BYTES, check_regular
 from tvmrt.error import ModuleFileNotFoundError, ModuleLoadError
 from tvmrt.runtime import kernel_services, native_module
 from tvmrt.runtime.loaders import ffi, library, link, mlf_aot, needs, packages
@@ -399,9 +400,10 @@ def load_module_file(path: str, fmt: str = "") -> Module:
     """
     text = os.fspath(path)
     resolved = os.path.realpath(text)
-    if not os.path.isfile(resolved):
+    if not os.path.exists(resolved) or os.path.isdir(resolved):
         what = "is a folder, not a file" if os.path.isdir(resolved) else "does not exist"
         raise ModuleFileNotFoundError(f"module file {text!r} {what}")
+    check_regular(resolved, "module file", MAX_LIBRARY_BYTES, ModuleLoadError, text)
     kind = fmt or _format_of(text)
     loader = get_global_func(_LOADFILE + kind, allow_missing=True) if kind else None
     if loader is None:

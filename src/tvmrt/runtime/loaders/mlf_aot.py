@@ -34,6 +34,7 @@ import tempfile
 from pathlib import Path, PurePosixPath
 
 from tvmrt.binfmt import archive
+from tvmrt.binfmt.files import MAX_META_BYTES, check_regular, read_regular
 from tvmrt.error import ModuleLoadError
 from tvmrt.runtime.loaders import cache, link
 from tvmrt.runtime.loaders.crt_platform import METADATA_HEADER, PLATFORM_SOURCE, PLATFORM_VERSION
@@ -79,7 +80,8 @@ def read_package(path: str, shown: str) -> dict[str, bytes]:
     if not (Path(path).name == "metadata.json" or Path(path).is_dir()):
         return archive.member_files(path)
     root = Path(path).parent if Path(path).name == "metadata.json" else Path(path)
-    files: dict[str, bytes] = {"metadata.json": (root / "metadata.json").read_bytes()}
+    meta = read_regular(root / "metadata.json", "MLF metadata", MAX_META_BYTES, ModuleLoadError)
+    files: dict[str, bytes] = {"metadata.json": meta}
     total = 0
     for part in _FOLDER_PARTS:
         folder = root / part
@@ -90,12 +92,14 @@ def read_package(path: str, shown: str) -> dict[str, bytes]:
                 continue
             if len(files) >= _MAX_FOLDER_FILES:
                 raise ModuleLoadError(f"cannot load {shown!r}: {part} holds too many files")
-            data = file.read_bytes()
-            total += len(data)
-            if total > _MAX_FOLDER_BYTES:
+            if total + check_regular(file, "MLF file", _MAX_FOLDER_BYTES, ModuleLoadError) > (
+                _MAX_FOLDER_BYTES
+            ):
                 raise ModuleLoadError(
                     f"cannot load {shown!r}: its host code is over {_MAX_FOLDER_BYTES} bytes"
                 )
+            data = read_regular(file, "MLF file", _MAX_FOLDER_BYTES - total, ModuleLoadError)
+            total += len(data)
             files[part + file.name] = data
     return files
 

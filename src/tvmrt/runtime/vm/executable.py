@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tvmrt.binfmt.files import MAX_PARAMS_BYTES, PARAMS_MAGIC, read_regular
 from tvmrt.binfmt.stream import ByteReader
 from tvmrt.error import (
     ArgumentTypeError,
@@ -139,8 +140,9 @@ class VMExecutable(Module):
 
     def load_late_bound_consts(self, path: str) -> None:
         """Load the late-bound constants from the params file ``path``."""
-        with open(os.fspath(path), "rb") as src:
-            data = src.read()
+        data = read_regular(
+            path, "late-bound constants file", MAX_PARAMS_BYTES, ModuleLoadError, PARAMS_MAGIC
+        )
         self.load_late_bound_consts_from_map(load_param_dict(data))
 
     def load_late_bound_consts_from_map(self, consts: Mapping[str, object]) -> None:
