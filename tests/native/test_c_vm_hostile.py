@@ -5,6 +5,7 @@ ASan + UBSan: each fails with a clear error naming what is wrong, never a crash 
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -197,3 +198,103 @@ def test_a_closure_in_the_result_is_refused_by_name(
     proc = native.run_env(exe, env, "ro", tmp_path, tmp_path / "spec.txt", tmp_path, timeout=60)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "GetADTFields: field 0 holds a closure, expected a tensor or an ADT" in proc.stderr
+
+
+# -- hostile programs written here (issue: trust the Relay VM) ------------------------------
+
+
+def _program(main: VMFunction, *others: VMFunction, constants: list | None = None) -> bytes:
+    """code.ro of `main` (no parameters) and `others`, on the CPU, with no kernels."""
+    funcs = [main, *others]
+    consts = list(constants or [])
+    data = ExecutableData(
+        "0.16.dev0",
+        [(1, 0, "")],
+        0,
+        [f.name for f in funcs],
+        consts,
+        [0] * len(consts),
+        [],
+        {},
+        funcs,
+    )
+    return write_executable(data)
+
+
+def _run_main(
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    artifacts: Path,
+    work: Path,
+    code: bytes,
+    env: dict[str, str],
+    timeout: float = 60,
+) -> tuple[int, str]:
+    """run_vm on `code` (main takes nothing), with cnn-static's lib.so as its library."""
+    shutil.copy(artifacts / "relayvm" / "cnn-static" / "lib.so", work / "lib.so")
+    (work / "code.ro").write_bytes(code)
+    (work / "spec.txt").write_text("run one\nend\n", encoding="utf-8")
+    exe = compile_c(native, "run_vm", False)
+    run_env = _without_leak_checks(native, {**native.env, **env})
+    proc = native.run_env(exe, run_env, "ro", work, work / "spec.txt", work, timeout=timeout)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def _chain(kind: str) -> VMFunction:
+    """main: r0 = a nil cell, then forever r0 = a cell holding r0 (an ADT or a closure)."""
+    cell = (op.ALLOC_ADT, 1, 1, 0, 0) if kind == "adt" else (op.ALLOC_CLOSURE, 1, 1, 0, 0)
+    return VMFunction(
+        "main", 1, [], [], [(op.ALLOC_ADT, 0, 0, 0), cell, (op.GOTO, -1), (op.RET, 0)]
+    )
+
+
+# a list of CHAIN_CELLS cells built by a loop (one step per cell) until the step budget
+CHAIN_CELLS = int(os.environ.get("TVMRT_TEST_CHAIN_CELLS", "1000000"))
+
+
+@pytest.mark.parametrize("kind", ["adt", "closure"])
+def test_a_long_chain_built_until_the_step_budget_is_freed_without_recursion(
+    artifacts: Path,
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    tmp_path: Path,
+    kind: str,
+) -> None:
+    # freeing cell k released cell k-1 from inside its destructor: 10^6 nested calls
+    # overflowed the 8 MiB stack (Segmentation fault); the free is a worklist now
+    f = VMFunction("f", 1, ["x"], [0], [(op.RET, 0)])
+    env = {"TVMRT_VM_MAX_STEPS": str(CHAIN_CELLS)}
+    rc, out = _run_main(
+        native, compile_c, artifacts, tmp_path, _program(_chain(kind), f), env, timeout=120
+    )
+    assert rc == 1, out  # the budget's error, not a signal
+    assert f"ran past its budget of {CHAIN_CELLS} steps" in out, out
+    assert "AddressSanitizer" not in out, out
+
+
+def test_a_long_chain_of_reshapes_is_freed_without_recursion(
+    artifacts: Path,
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    tmp_path: Path,
+) -> None:
+    # r0 = reshape(r0) in a loop: each view kept the one before alive (its owner), and the
+    # last free recursed through them all; a view of a view now holds the memory's owner
+    main = VMFunction(
+        "main",
+        2,
+        [],
+        [],
+        [
+            (op.LOAD_CONSTI, 7, 0),
+            (op.LOAD_CONSTI, 1, 1),  # [1]: the shape (1,)
+            (op.RESHAPE_TENSOR, 0, 1, 0),
+            (op.GOTO, -1),
+            (op.RET, 0),
+        ],
+    )
+    env = {"TVMRT_VM_MAX_STEPS": str(CHAIN_CELLS)}
+    rc, out = _run_main(native, compile_c, artifacts, tmp_path, _program(main), env, timeout=120)
+    assert rc == 1, out
+    assert f"ran past its budget of {CHAIN_CELLS} steps" in out, out
+    assert "AddressSanitizer" not in out, out

@@ -109,11 +109,14 @@ enum {
   RT_MAGIC_VM_POOL = 0x504f4f31
 };
 
+/* ADTs and closures: cells holding references; a chain of them (a list built by a loop)
+   is freed with a worklist through `next_dead`, never by recursion */
 typedef struct {
   tvmrt_object hdr;
   int32_t tag;
   size_t size;
-  tvmrt_object** fields; /* each a reference */
+  tvmrt_object** fields;   /* each a reference */
+  tvmrt_object* next_dead; /* the free's worklist */
 } vm_adt;
 
 typedef struct {
@@ -121,6 +124,7 @@ typedef struct {
   int64_t func;
   size_t size;
   tvmrt_object** fields;
+  tvmrt_object* next_dead;
 } vm_closure;
 
 typedef struct vm_pool vm_pool;

@@ -288,7 +288,9 @@ int tvmrt_vm_step(vm_state* vm, const vm_ins* ins, tvmrt_object** regs) {
         return tvmrt_fail("ArrayError", "cannot reshape a tensor of %zu bytes to %d dims",
                           old_bytes, ndim);
       }
-      t = tvmrt_ndarray_view(&dl, &t->hdr);
+      /* over what holds t's memory: a reshape of a reshape (a loop's) makes no chain of
+         views, each keeping the one before alive, for the free to recurse through */
+      t = tvmrt_ndarray_view(&dl, t->alloc == NULL && t->owner != NULL ? t->owner : &t->hdr);
       v = t == NULL ? NULL : &t->hdr;
       break;
     }

@@ -53,12 +53,56 @@ static tvmrt_object** fields_copy(tvmrt_object* const* fields, size_t n) {
   return out;
 }
 
-static void adt_destroy(tvmrt_object* obj) {
-  vm_adt* a = (vm_adt*)obj;
-  fields_release(a->fields, a->size);
-  a->hdr.magic = 0;
-  free(a);
+static void adt_destroy(tvmrt_object* obj);
+static void closure_destroy(tvmrt_object* obj);
+
+/* an ADT's or a closure's fields and worklist link; NULL for any other object */
+static tvmrt_object** cells_of(tvmrt_object* obj, size_t* n, tvmrt_object*** next) {
+  if (obj->destroy == adt_destroy) {
+    vm_adt* a = (vm_adt*)obj;
+    *n = a->size, *next = &a->next_dead;
+    return a->fields;
+  }
+  if (obj->destroy == closure_destroy) {
+    vm_closure* c = (vm_closure*)obj;
+    *n = c->size, *next = &c->next_dead;
+    return c->fields;
+  }
+  *n = 0, *next = NULL;
+  return NULL;
 }
+
+/* frees `obj` (an ADT or a closure whose last reference is gone) and every cell only it
+   held: the cells that die go on a worklist linked through their own next_dead, so a
+   list of a million cells is freed in a loop, with no recursion and no allocation */
+static void cells_free(tvmrt_object* obj) {
+  tvmrt_object* todo = obj;
+  tvmrt_object** link = NULL;
+  size_t n = 0;
+  cells_of(obj, &n, &link);
+  *link = NULL;
+  while (todo != NULL) {
+    tvmrt_object* o = todo;
+    tvmrt_object** fields = cells_of(o, &n, &link);
+    size_t i;
+    todo = *link;
+    for (i = 0; i < n; ++i) {
+      tvmrt_object* f = fields[i];
+      tvmrt_object** f_link;
+      size_t f_n;
+      if (f != NULL && cells_of(f, &f_n, &f_link) != NULL) {
+        if (tvmrt_release_deferred(f)) *f_link = todo, todo = f;
+      } else {
+        tvmrt_release(f); /* arrays and storages hold no cells */
+      }
+    }
+    free(fields);
+    o->magic = 0;
+    free(o);
+  }
+}
+
+static void adt_destroy(tvmrt_object* obj) { cells_free(obj); }
 
 vm_adt* tvmrt_vm_adt_new(int32_t tag, tvmrt_object* const* fields, size_t n) {
   vm_adt* a = (vm_adt*)calloc(1, sizeof(vm_adt));
@@ -81,12 +125,7 @@ vm_adt* tvmrt_vm_adt_check(void* handle) {
   return tvmrt_object_live(handle, RT_MAGIC_ADT) ? (vm_adt*)handle : NULL;
 }
 
-static void closure_destroy(tvmrt_object* obj) {
-  vm_closure* c = (vm_closure*)obj;
-  fields_release(c->fields, c->size);
-  c->hdr.magic = 0;
-  free(c);
-}
+static void closure_destroy(tvmrt_object* obj) { cells_free(obj); }
 
 vm_closure* tvmrt_vm_closure_new(int64_t func, tvmrt_object* const* fields, size_t n) {
   vm_closure* c = (vm_closure*)calloc(1, sizeof(vm_closure));
