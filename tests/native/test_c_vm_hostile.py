@@ -10,10 +10,12 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tests.native.conftest import NativeBuild
 from tests.native.test_c_vm import write_spec
 
+import tvmrt.runtime as rt
 from support.relayvm_cases import golden_runs
 from tvmrt.runtime.vm import opcodes as op
 from tvmrt.runtime.vm.format import ExecutableData, VMFunction, read_executable, write_executable
@@ -298,3 +300,36 @@ def test_a_long_chain_of_reshapes_is_freed_without_recursion(
     assert rc == 1, out
     assert f"ran past its budget of {CHAIN_CELLS} steps" in out, out
     assert "AddressSanitizer" not in out, out
+
+
+def test_a_tensor_too_large_to_count_is_named_by_its_real_size(
+    artifacts: Path,
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    tmp_path: Path,
+) -> None:
+    # AllocTensorReg of shape (2^40, 2^40) float32 over 256 bytes: its size overflows 64 bits,
+    # and the error printed a byte count that was never computed (an uninitialised size_t)
+    main = VMFunction(
+        "main",
+        4,
+        [],
+        [],
+        [
+            (op.LOAD_CONST, 0, 0, 1),
+            (op.LOAD_CONSTI, 0, 2),
+            (op.ALLOC_STORAGE, 0, 64, 2, 32, 1, 0, 1, 0, 64),
+            (op.ALLOC_TENSOR_REG, 0, 2, 1, 2, 32, 1, 3),
+            (op.RET, 3),
+        ],
+    )
+    shape = rt.array(np.array([1 << 40, 1 << 40], "int64"))
+    rc, out = _run_main(
+        native, compile_c, artifacts, tmp_path, _program(main, constants=[shape]), {}
+    )
+    assert rc == 1, out
+    want = (
+        "ArrayError: array of shape (1099511627776, 1099511627776) and dtype float32 at byte "
+        f"offset 0 needs {(1 << 80) * 4} bytes, but the storage has 256"
+    )
+    assert want in out, out

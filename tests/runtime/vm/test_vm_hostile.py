@@ -15,6 +15,7 @@ import pytest
 import tvmrt.runtime as rt
 from tvmrt.error import (
     ArgumentTypeError,
+    ArrayError,
     DeviceOutOfMemoryError,
     InvalidArgumentError,
     ModuleLoadError,
@@ -190,3 +191,24 @@ def test_a_closure_called_with_the_wrong_arity_is_refused():
     others = [("f", ["a"], [(op.RET, 0)])]
     with pytest.raises(InvalidArgumentError, match="called with 0 values, it takes 1"):
         _vm(_exe(code, others=others)).run()
+
+
+def test_a_tensor_too_large_to_count_is_named_by_its_real_size():
+    # the words the C VM gives too (tests/native/test_c_vm_hostile.py)
+    import numpy as np
+
+    code = [
+        (op.LOAD_CONST, 0, 0, 1),
+        (op.LOAD_CONSTI, 0, 2),
+        (op.ALLOC_STORAGE, 0, 64, 2, 32, 1, 0, 1, 0, 64),
+        (op.ALLOC_TENSOR_REG, 0, 2, 1, 2, 32, 1, 3),
+        (op.RET, 3),
+    ]
+    vm = _vm(_exe(code, constants=[np.array([1 << 40, 1 << 40], "int64")]))
+    want = (
+        "array of shape (1099511627776, 1099511627776) and dtype float32 at byte offset 0 "
+        f"needs {(1 << 80) * 4} bytes, but the storage has 256"
+    )
+    with pytest.raises(ArrayError) as info:
+        vm.run()
+    assert want in str(info.value)
