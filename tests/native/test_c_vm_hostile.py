@@ -333,3 +333,70 @@ def test_a_tensor_too_large_to_count_is_named_by_its_real_size(
         f"offset 0 needs {(1 << 80) * 4} bytes, but the storage has 256"
     )
     assert want in out, out
+
+
+def _vm_hostile(
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    artifacts: Path,
+    work: Path,
+    mode: str,
+    codes: list[bytes],
+    env: dict[str, str],
+) -> tuple[int, str]:
+    """tests/native/c/vm_hostile.c `mode` on `codes` (written as code files in `work`)."""
+    lib = work / "lib.so"
+    shutil.copy(artifacts / "relayvm" / "cnn-static" / "lib.so", lib)
+    paths = []
+    for i, code in enumerate(codes):
+        paths.append(work / f"code{i}.ro")
+        paths[-1].write_bytes(code)
+    exe = compile_c(native, "vm_hostile", False)
+    run_env = _without_leak_checks(native, {**native.env, **env})
+    proc = native.run_env(exe, run_env, mode, *paths, lib, timeout=120)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_init_while_another_thread_invokes_is_refused(
+    artifacts: Path,
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    tmp_path: Path,
+) -> None:
+    # init freed the constants, kernels and allocator that the other thread's invoke was
+    # reading (every init ran; under ASan a heap-use-after-free); it is refused now
+    main = VMFunction("main", 2, [], [], [(op.LOAD_CONST, 0, 0, 1), (op.GOTO, -1), (op.RET, 1)])
+    code = _program(main, constants=[rt.array(np.ones(4, "float32"))])
+    env = {"TVMRT_VM_MAX_STEPS": "3000000"}
+    rc, out = _vm_hostile(native, compile_c, artifacts, tmp_path, "busy", [code], env)
+    assert rc == 0, out
+    assert "invoke: InvalidArgumentError: invoke ran past its budget of 3000000 steps" in out, out
+    want = "busy refused: TVMError: VirtualMachine.init: this VirtualMachine is already running"
+    assert want in out, out
+
+
+def test_a_closure_of_another_executable_is_refused_as_an_input(
+    artifacts: Path,
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    tmp_path: Path,
+) -> None:
+    # A's main returns (closure of A's function 1,); B (one function) called it as its own
+    # function 1, past the end of its function table
+    a_main = VMFunction(
+        "main", 2, [], [], [(op.ALLOC_CLOSURE, 1, 0, 0), (op.ALLOC_ADT, 0, 1, 1, 0), (op.RET, 1)]
+    )
+    f = VMFunction("f", 1, ["x"], [0], [(op.RET, 0)])
+    b_main = VMFunction(
+        "main",
+        3,
+        ["p"],
+        [0],
+        [(op.GET_FIELD, 0, 0, 1), (op.INVOKE_CLOSURE, 1, 1, 2, 0), (op.RET, 2)],
+    )
+    data = ExecutableData("0.16.dev0", [(1, 0, "")], 0, ["main"], [], [], [], {}, [b_main])
+    codes = [_program(a_main, f), write_executable(data)]
+    rc, out = _vm_hostile(native, compile_c, artifacts, tmp_path, "cross", codes, {})
+    assert rc == 0, out
+    want = "cross refused: ArgumentTypeError: input 0 holds a closure (a field of an ADT)"
+    assert want in out, out

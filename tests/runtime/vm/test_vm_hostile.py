@@ -22,9 +22,11 @@ from tvmrt.error import (
     TVMError,
 )
 from tvmrt.runtime import vm as vm_rt
+from tvmrt.runtime.container import ADT
 from tvmrt.runtime.tensor_record import MAX_NDIM
 from tvmrt.runtime.vm import opcodes as op
 from tvmrt.runtime.vm.format import ExecutableData, VMFunction, read_executable, write_executable
+from tvmrt.runtime.vm.interpreter import VMClosure
 
 
 def _exe(code, *, registers=4, params=(), constants=(), others=()):
@@ -212,3 +214,49 @@ def test_a_tensor_too_large_to_count_is_named_by_its_real_size():
     with pytest.raises(ArrayError) as info:
         vm.run()
     assert want in str(info.value)
+
+
+def test_init_while_another_thread_invokes_is_refused(monkeypatch):
+    # the C VM's rule and words (tests/native/test_c_vm_hostile.py)
+    import threading
+
+    import numpy as np
+
+    monkeypatch.setenv("TVMRT_VM_MAX_STEPS", "2000000")
+    code = [(op.LOAD_CONST, 0, 0, 1), (op.GOTO, -1), (op.RET, 1)]
+    vm = _vm(_exe(code, constants=[np.ones(4, "float32")]))
+    module = vm.module
+    interp = module.interp
+    started = threading.Event()
+    run_loop = interp.run
+
+    def run_noting(index, args):
+        started.set()
+        return run_loop(index, args)
+
+    interp.run = run_noting
+    outcome = {}
+
+    def invoke():
+        try:
+            vm.run()
+        except TVMError as exc:
+            outcome["invoke"] = str(exc)
+
+    thread = threading.Thread(target=invoke)
+    thread.start()
+    started.wait(10)
+    with pytest.raises(TVMError, match=r"VirtualMachine\.init: this VirtualMachine is already"):
+        module.init(1, 0, 2)
+    with pytest.raises(TVMError, match=r"VirtualMachine\.set_input: this VirtualMachine is"):
+        module.bind_inputs("main", [], every=True)
+    thread.join(60)
+    assert "ran past its budget of 2000000 steps" in outcome["invoke"]
+    module.init(1, 0, 2)  # free again
+
+
+def test_a_closure_in_an_input_tuple_is_refused():
+    # the C VM's words: a closure belongs to the executable that made it
+    vm = _vm(_exe([(op.RET, 0)], params=["p"]))
+    with pytest.raises(ArgumentTypeError, match="input 0 holds a closure \\(a field of an ADT\\)"):
+        vm.module.bind_inputs("main", [(0, ADT(0, [VMClosure(0, [])]))], every=True)

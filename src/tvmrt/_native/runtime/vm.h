@@ -117,6 +117,8 @@ typedef struct {
   size_t size;
   tvmrt_object** fields;   /* each a reference */
   tvmrt_object* next_dead; /* the free's worklist */
+  uint32_t foreign;        /* the magic of a closure or storage among its fields, at any depth,
+                              or 0: such an ADT is no input to a VM (see tvmrt_vm_input_value) */
 } vm_adt;
 
 typedef struct {

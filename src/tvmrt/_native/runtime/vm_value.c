@@ -106,6 +106,7 @@ static void adt_destroy(tvmrt_object* obj) { cells_free(obj); }
 
 vm_adt* tvmrt_vm_adt_new(int32_t tag, tvmrt_object* const* fields, size_t n) {
   vm_adt* a = (vm_adt*)calloc(1, sizeof(vm_adt));
+  size_t i;
   if (a == NULL || (a->fields = fields_copy(fields, n)) == NULL) {
     free(a);
     if (a == NULL) tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate an ADT");
@@ -113,6 +114,11 @@ vm_adt* tvmrt_vm_adt_new(int32_t tag, tvmrt_object* const* fields, size_t n) {
   }
   a->tag = tag;
   a->size = n;
+  for (i = 0; i < n && a->foreign == 0; ++i) {
+    const tvmrt_object* f = fields[i];
+    if (f == NULL || f->magic == RT_MAGIC_ARRAY) continue;
+    a->foreign = f->magic == RT_MAGIC_ADT ? ((const vm_adt*)f)->foreign : f->magic;
+  }
   if (tvmrt_object_init(&a->hdr, RT_MAGIC_ADT, adt_destroy) != 0) {
     fields_release(a->fields, n);
     free(a);
@@ -201,6 +207,16 @@ tvmrt_object* tvmrt_vm_input_value(TVMValue v, int code, int index) {
     return a == NULL ? NULL : &a->hdr;
   }
   if (code == kTVMObjectHandle && tvmrt_vm_adt_check(v.v_handle) != NULL) {
+    const vm_adt* t = (const vm_adt*)v.v_handle;
+    if (t->foreign != 0) { /* its function index or allocator is another VM's */
+      tvmrt_object kind;
+      kind.magic = t->foreign;
+      tvmrt_fail("ArgumentTypeError",
+                 "input %d holds %s (a field of an ADT); a VM input holds tensors and ADTs of "
+                 "tensors only: a closure or a storage belongs to the executable that made it",
+                 index, tvmrt_vm_kind(&kind));
+      return NULL;
+    }
     tvmrt_retain((tvmrt_object*)v.v_handle);
     return (tvmrt_object*)v.v_handle;
   }
