@@ -400,3 +400,33 @@ def test_a_closure_of_another_executable_is_refused_as_an_input(
     assert rc == 0, out
     want = "cross refused: ArgumentTypeError: input 0 holds a closure (a field of an ADT)"
     assert want in out, out
+
+
+BIG_REGISTERS = 1 << 20  # the most registers code.ro may give a function
+
+
+def _costly_loop(kind: str) -> bytes:
+    """main loops forever over one costly step: a call of a function of 2^20 registers, or
+    an AllocADT of 100000 fields (a few words of code.ro each)."""
+    if kind == "call":
+        main = VMFunction("main", 2, [], [], [(op.INVOKE, 1, 0, 1), (op.GOTO, -1), (op.RET, 1)])
+        big = VMFunction("big", BIG_REGISTERS, [], [], [(op.LOAD_CONSTI, 0, 0), (op.RET, 0)])
+        return _program(main, big)
+    adt = (op.ALLOC_ADT, 0, 100_000, 1, *[0] * 100_000)
+    return _program(VMFunction("main", 2, [], [], [adt, (op.GOTO, -1), (op.RET, 1)]))
+
+
+@pytest.mark.parametrize("kind", ["call", "adt"])
+def test_a_costly_step_weighs_its_cost_under_the_default_budget(
+    artifacts: Path,
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    tmp_path: Path,
+    kind: str,
+) -> None:
+    # each step counted 1: ten million calls of 2^20 registers (or copies of 10^5 fields)
+    # ran for hours under the default budget; each now costs its registers (its fields)
+    env = {"TVMRT_VM_MAX_STEPS": ""}  # the default: ten million
+    rc, out = _run_main(native, compile_c, artifacts, tmp_path, _costly_loop(kind), env, timeout=30)
+    assert rc == 1, out
+    assert "ran past its budget of 10000000 steps (TVMRT_VM_MAX_STEPS)" in out, out

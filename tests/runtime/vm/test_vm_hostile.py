@@ -260,3 +260,33 @@ def test_a_closure_in_an_input_tuple_is_refused():
     vm = _vm(_exe([(op.RET, 0)], params=["p"]))
     with pytest.raises(ArgumentTypeError, match="input 0 holds a closure \\(a field of an ADT\\)"):
         vm.module.bind_inputs("main", [(0, ADT(0, [VMClosure(0, [])]))], every=True)
+
+
+@pytest.mark.parametrize("kind", ["call", "adt"])
+def test_a_costly_step_weighs_its_cost_under_the_default_budget(monkeypatch, kind):
+    # the C VM's weights: a call costs its callee's registers, an AllocADT its fields (each
+    # counted 1, ten million of them ran for hours)
+    import threading
+
+    monkeypatch.delenv("TVMRT_VM_MAX_STEPS", raising=False)
+    if kind == "call":
+        data = _exe([(op.INVOKE, 1, 0, 1), (op.GOTO, -1), (op.RET, 1)], registers=2)
+        big = [(op.LOAD_CONSTI, 0, 0), (op.RET, 0)]
+        data.functions.append(VMFunction("big", 1 << 20, [], [], big))
+        data.globals.append("big")
+    else:
+        adt = (op.ALLOC_ADT, 0, 100_000, 1, *[0] * 100_000)
+        data = _exe([adt, (op.GOTO, -1), (op.RET, 1)], registers=2)
+    vm = _vm(data)
+    outcome = {}
+
+    def run():
+        try:
+            vm.run()
+        except InvalidArgumentError as exc:
+            outcome["error"] = str(exc)
+
+    thread = threading.Thread(target=run, daemon=True)  # left behind if it runs for hours
+    thread.start()
+    thread.join(30)
+    assert "ran past its budget of 10000000 steps" in outcome.get("error", "still running")

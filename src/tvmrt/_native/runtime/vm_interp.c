@@ -2,7 +2,8 @@
  * The Relay VM's run loop (TVM's VirtualMachine::RunLoop) over decoded code. Registers hold
  * references to arrays, ADTs, closures or storages (or NULL). Calls push a frame on an
  * explicit stack, so endless recursion ends at max_frames with an error, and an endless loop
- * at max_steps (calls plus backward jumps). The other instructions are vm_step.c's.
+ * at max_steps (calls weighed by their register files, backward jumps, and the arguments
+ * AllocADT, AllocClosure and InvokePacked copy). The other instructions are vm_step.c's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +25,13 @@ static void regs_free(tvmrt_object** regs, int64_t n) {
   free(regs);
 }
 
-static int too_many_steps(const vm_state* vm, int64_t* steps) {
-  if (vm->limits.max_steps > 0 && ++*steps > vm->limits.max_steps) {
+/* steps weigh what they cost: a call its callee's register file (allocated, zeroed and
+   released: at least 1), a backward jump 1, an AllocADT, AllocClosure or InvokePacked its
+   argument count (copied each time), so a loop of a few small instructions in code.ro
+   cannot run for hours under the default budget */
+static int too_many_steps(const vm_state* vm, int64_t* steps, int64_t cost) {
+  *steps += cost;
+  if (vm->limits.max_steps > 0 && *steps > vm->limits.max_steps) {
     return tvmrt_fail("InvalidArgumentError",
                       "invoke ran past its budget of %lld steps (TVMRT_VM_MAX_STEPS)",
                       (long long)vm->limits.max_steps);
@@ -129,9 +135,12 @@ int tvmrt_vm_run(vm_state* vm, int64_t index, tvmrt_object* const* args, size_t 
                      (long long)vm->limits.max_frames);
           goto fail;
         }
-        if (too_many_steps(vm, &steps) != 0) goto fail;
         callee_regs = call_regs(vm, ins, regs, &callee);
         if (callee_regs == NULL) goto fail;
+        if (too_many_steps(vm, &steps, callee->num_regs > 1 ? callee->num_regs : 1) != 0) {
+          regs_free(callee_regs, callee->num_regs);
+          goto fail;
+        }
         if (depth == cap) {
           size_t c = cap ? cap * 2 : 8;
           frame* grown = (frame*)realloc(frames, c * sizeof(frame));
@@ -164,11 +173,15 @@ int tvmrt_vm_run(vm_state* vm, int64_t index, tvmrt_object* const* args, size_t 
           }
           if ((int32_t)a != (int32_t)b) jump = ins->imm2;
         }
-        if (jump < 0 && too_many_steps(vm, &steps) != 0) goto fail;
+        if (jump < 0 && too_many_steps(vm, &steps, 1) != 0) goto fail;
         pc = (size_t)((int64_t)pc + jump);
         continue;
       }
       default:
+        if ((ins->op == VM_ALLOC_ADT || ins->op == VM_ALLOC_CLOSURE ||
+             ins->op == VM_INVOKE_PACKED) &&
+            ins->nargs > 0 && too_many_steps(vm, &steps, ins->nargs) != 0)
+          goto fail;
         if (tvmrt_vm_step(vm, ins, regs) != 0) goto fail;
         ++pc;
     }
