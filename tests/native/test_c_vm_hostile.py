@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -430,3 +432,77 @@ def test_a_costly_step_weighs_its_cost_under_the_default_budget(
     rc, out = _run_main(native, compile_c, artifacts, tmp_path, _costly_loop(kind), env, timeout=30)
     assert rc == 1, out
     assert "ran past its budget of 10000000 steps (TVMRT_VM_MAX_STEPS)" in out, out
+
+
+_PEAK_RSS = (
+    "import resource, subprocess, sys\n"
+    "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+    "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    "sys.stderr.write(done.stdout + done.stderr)\n"
+)
+
+
+def _peak_rss_kib(
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    artifacts: Path,
+    work: Path,
+    code: bytes,
+    env: dict[str, str],
+) -> tuple[int, int, str]:
+    """run_vm on `code` as _run_main, in a launcher: (exit code, the peak RSS in KiB, output)."""
+    shutil.copy(artifacts / "relayvm" / "cnn-static" / "lib.so", work / "lib.so")
+    (work / "code.ro").write_bytes(code)
+    (work / "spec.txt").write_text("run one\nend\n", encoding="utf-8")
+    exe = compile_c(native, "run_vm", False)
+    run_env = _without_leak_checks(native, {**native.env, **env})
+    args = [sys.executable, "-c", _PEAK_RSS, str(exe), "ro", work, work / "spec.txt", work]
+    proc = subprocess.run(
+        [str(a) for a in args], env=run_env, capture_output=True, text=True, timeout=120
+    )
+    rc, kib = map(int, proc.stdout.split())
+    return rc, kib, proc.stderr
+
+
+@pytest.mark.parametrize("kind", ["adt", "closure"])
+def test_the_live_bytes_budget_counts_adts_closures_and_registers(
+    artifacts: Path,
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    tmp_path: Path,
+    kind: str,
+) -> None:
+    # the budget counted storages only: under 1 MiB, a loop's list of 10^6 cells took
+    # run_vm's peak RSS from 14 MiB (idle) to 73 MiB (65 MiB for closures), and the loop ran
+    # on to the step budget; now every cell and register file is charged, and the peak is
+    # the idle one (11 MiB both, measured here)
+    f = VMFunction("f", 1, ["x"], [0], [(op.RET, 0)])
+    code = _program(_chain(kind), f)
+    budget = 1 << 20
+    env = {"TVMRT_VM_MAX_STEPS": str(CHAIN_CELLS), "TVMRT_VM_MAX_LIVE_BYTES": str(budget)}
+    rc, peak, out = _peak_rss_kib(native, compile_c, artifacts, tmp_path, code, env)
+    assert rc == 1, out
+    what = "AllocADT" if kind == "adt" else "AllocClosure"
+    assert f"DeviceOutOfMemoryError: {what} of " in out, out
+    assert f"over its budget of {budget} bytes (TVMRT_VM_MAX_LIVE_BYTES)" in out, out
+    if native.variant == "plain":  # ASan's shadow and quarantine are no measure
+        idle_env = {"TVMRT_VM_MAX_STEPS": "1"}  # the same process, stopped at once
+        _, idle, _ = _peak_rss_kib(native, compile_c, artifacts, tmp_path, code, idle_env)
+        assert peak <= idle + 2 * budget // 1024, (peak, idle)  # the budget, and as much slack
+
+
+def test_register_files_count_against_the_live_bytes_budget(
+    artifacts: Path,
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    tmp_path: Path,
+) -> None:
+    # main calls itself through a function of 2^17 registers (1 MiB each): the second frame
+    # passes a 1 MiB budget
+    main = VMFunction("main", 2, [], [], [(op.INVOKE, 1, 0, 1), (op.RET, 1)])
+    big = VMFunction("big", 1 << 17, [], [], [(op.INVOKE, 1, 0, 0), (op.RET, 0)])
+    env = {"TVMRT_VM_MAX_LIVE_BYTES": str(1 << 20)}
+    rc, out = _run_main(native, compile_c, artifacts, tmp_path, _program(main, big), env)
+    assert rc == 1, out
+    assert "a register file of 131072 registers (function 'big')" in out, out
+    assert "over its budget of 1048576 bytes (TVMRT_VM_MAX_LIVE_BYTES)" in out, out

@@ -262,7 +262,7 @@ int tvmrt_vm_step(vm_state* vm, const vm_ins* ins, tvmrt_object** regs) {
       vm_adt* t;
       if (many == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate an ADT");
       for (i = 0; i < ins->nargs; ++i) many[i] = regs[ins->args[i]];
-      t = tvmrt_vm_adt_new((int32_t)ins->imm, many, (size_t)ins->nargs);
+      t = tvmrt_vm_adt_new(vm->pool, (int32_t)ins->imm, many, (size_t)ins->nargs);
       if (many != fields) free(many);
       v = t == NULL ? NULL : &t->hdr;
       break;
@@ -273,7 +273,7 @@ int tvmrt_vm_step(vm_state* vm, const vm_ins* ins, tvmrt_object** regs) {
       vm_closure* c;
       if (fields == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a closure");
       for (i = 0; i < ins->nargs; ++i) fields[i] = regs[ins->args[i]];
-      c = tvmrt_vm_closure_new(ins->imm, fields, (size_t)ins->nargs);
+      c = tvmrt_vm_closure_new(vm->pool, ins->imm, fields, (size_t)ins->nargs);
       free(fields);
       v = c == NULL ? NULL : &c->hdr;
       break;

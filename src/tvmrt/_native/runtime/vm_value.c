@@ -97,6 +97,13 @@ static void cells_free(tvmrt_object* obj) {
       }
     }
     free(fields);
+    if (o->destroy == adt_destroy) {
+      tvmrt_vm_uncharge(((vm_adt*)o)->pool, ((vm_adt*)o)->charged);
+      tvmrt_vm_pool_release(((vm_adt*)o)->pool);
+    } else {
+      tvmrt_vm_uncharge(((vm_closure*)o)->pool, ((vm_closure*)o)->charged);
+      tvmrt_vm_pool_release(((vm_closure*)o)->pool);
+    }
     o->magic = 0;
     free(o);
   }
@@ -104,14 +111,21 @@ static void cells_free(tvmrt_object* obj) {
 
 static void adt_destroy(tvmrt_object* obj) { cells_free(obj); }
 
-vm_adt* tvmrt_vm_adt_new(int32_t tag, tvmrt_object* const* fields, size_t n) {
-  vm_adt* a = (vm_adt*)calloc(1, sizeof(vm_adt));
-  size_t i;
+vm_adt* tvmrt_vm_adt_new(vm_pool* pool, int32_t tag, tvmrt_object* const* fields, size_t n) {
+  vm_adt* a;
+  size_t i, charged = 0;
+  if (tvmrt_vm_charge(pool, VM_CELL_BYTES(sizeof(vm_adt), n), "AllocADT", &charged) != 0)
+    return NULL;
+  a = (vm_adt*)calloc(1, sizeof(vm_adt));
   if (a == NULL || (a->fields = fields_copy(fields, n)) == NULL) {
     free(a);
+    tvmrt_vm_uncharge(pool, charged);
     if (a == NULL) tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate an ADT");
     return NULL;
   }
+  a->charged = charged;
+  a->pool = charged != 0 ? pool : NULL;
+  if (a->pool != NULL) tvmrt_retain((tvmrt_object*)a->pool);
   a->tag = tag;
   a->size = n;
   for (i = 0; i < n && a->foreign == 0; ++i) {
@@ -121,6 +135,8 @@ vm_adt* tvmrt_vm_adt_new(int32_t tag, tvmrt_object* const* fields, size_t n) {
   }
   if (tvmrt_object_init(&a->hdr, RT_MAGIC_ADT, adt_destroy) != 0) {
     fields_release(a->fields, n);
+    tvmrt_vm_uncharge(a->pool, a->charged);
+    tvmrt_vm_pool_release(a->pool);
     free(a);
     return NULL;
   }
@@ -133,17 +149,28 @@ vm_adt* tvmrt_vm_adt_check(void* handle) {
 
 static void closure_destroy(tvmrt_object* obj) { cells_free(obj); }
 
-vm_closure* tvmrt_vm_closure_new(int64_t func, tvmrt_object* const* fields, size_t n) {
-  vm_closure* c = (vm_closure*)calloc(1, sizeof(vm_closure));
+vm_closure* tvmrt_vm_closure_new(vm_pool* pool, int64_t func, tvmrt_object* const* fields,
+                                 size_t n) {
+  vm_closure* c;
+  size_t charged = 0;
+  if (tvmrt_vm_charge(pool, VM_CELL_BYTES(sizeof(vm_closure), n), "AllocClosure", &charged) != 0)
+    return NULL;
+  c = (vm_closure*)calloc(1, sizeof(vm_closure));
   if (c == NULL || (c->fields = fields_copy(fields, n)) == NULL) {
     free(c);
+    tvmrt_vm_uncharge(pool, charged);
     if (c == NULL) tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a closure");
     return NULL;
   }
   c->func = func;
   c->size = n;
+  c->charged = charged;
+  c->pool = charged != 0 ? pool : NULL;
+  if (c->pool != NULL) tvmrt_retain((tvmrt_object*)c->pool);
   if (tvmrt_object_init(&c->hdr, RT_MAGIC_VM_CLOSURE, closure_destroy) != 0) {
     fields_release(c->fields, n);
+    tvmrt_vm_uncharge(c->pool, c->charged);
+    tvmrt_vm_pool_release(c->pool);
     free(c);
     return NULL;
   }
@@ -394,4 +421,34 @@ vm_storage* tvmrt_vm_storage_alloc(vm_pool* p, int64_t nbytes, int64_t align) {
     return NULL;
   }
   return s;
+}
+
+int tvmrt_vm_charge(vm_pool* p, size_t bytes, const char* what, size_t* charged) {
+  *charged = 0;
+  if (p == NULL) return 0;
+  pthread_mutex_lock(&p->mu);
+  if (p->max_live < 0) {
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+  }
+  if (p->live + bytes > (size_t)p->max_live) {
+    size_t live = p->live;
+    pthread_mutex_unlock(&p->mu);
+    return tvmrt_fail("DeviceOutOfMemoryError",
+                      "%s of %zu bytes: the VM would hold %zu bytes at once, over its budget of "
+                      "%lld bytes (TVMRT_VM_MAX_LIVE_BYTES)",
+                      what, bytes, live + bytes, (long long)p->max_live);
+  }
+  if (p->live + p->free_bytes + bytes > (size_t)p->max_live) pool_trim(p);
+  p->live += bytes;
+  *charged = bytes;
+  pthread_mutex_unlock(&p->mu);
+  return 0;
+}
+
+void tvmrt_vm_uncharge(vm_pool* p, size_t charged) {
+  if (p == NULL || charged == 0) return;
+  pthread_mutex_lock(&p->mu);
+  p->live -= charged;
+  pthread_mutex_unlock(&p->mu);
 }
