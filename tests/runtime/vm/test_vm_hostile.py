@@ -15,15 +15,18 @@ import pytest
 import tvmrt.runtime as rt
 from tvmrt.error import (
     ArgumentTypeError,
+    ArrayError,
     DeviceOutOfMemoryError,
     InvalidArgumentError,
     ModuleLoadError,
     TVMError,
 )
 from tvmrt.runtime import vm as vm_rt
+from tvmrt.runtime.container import ADT
 from tvmrt.runtime.tensor_record import MAX_NDIM
 from tvmrt.runtime.vm import opcodes as op
 from tvmrt.runtime.vm.format import ExecutableData, VMFunction, read_executable, write_executable
+from tvmrt.runtime.vm.interpreter import VMClosure
 
 
 def _exe(code, *, registers=4, params=(), constants=(), others=()):
@@ -190,3 +193,100 @@ def test_a_closure_called_with_the_wrong_arity_is_refused():
     others = [("f", ["a"], [(op.RET, 0)])]
     with pytest.raises(InvalidArgumentError, match="called with 0 values, it takes 1"):
         _vm(_exe(code, others=others)).run()
+
+
+def test_a_tensor_too_large_to_count_is_named_by_its_real_size():
+    # the words the C VM gives too (tests/native/test_c_vm_hostile.py)
+    import numpy as np
+
+    code = [
+        (op.LOAD_CONST, 0, 0, 1),
+        (op.LOAD_CONSTI, 0, 2),
+        (op.ALLOC_STORAGE, 0, 64, 2, 32, 1, 0, 1, 0, 64),
+        (op.ALLOC_TENSOR_REG, 0, 2, 1, 2, 32, 1, 3),
+        (op.RET, 3),
+    ]
+    vm = _vm(_exe(code, constants=[np.array([1 << 40, 1 << 40], "int64")]))
+    want = (
+        "array of shape (1099511627776, 1099511627776) and dtype float32 at byte offset 0 "
+        f"needs {(1 << 80) * 4} bytes, but the storage has 256"
+    )
+    with pytest.raises(ArrayError) as info:
+        vm.run()
+    assert want in str(info.value)
+
+
+def test_init_while_another_thread_invokes_is_refused(monkeypatch):
+    # the C VM's rule and words (tests/native/test_c_vm_hostile.py)
+    import threading
+
+    import numpy as np
+
+    monkeypatch.setenv("TVMRT_VM_MAX_STEPS", "2000000")
+    code = [(op.LOAD_CONST, 0, 0, 1), (op.GOTO, -1), (op.RET, 1)]
+    vm = _vm(_exe(code, constants=[np.ones(4, "float32")]))
+    module = vm.module
+    interp = module.interp
+    started = threading.Event()
+    run_loop = interp.run
+
+    def run_noting(index, args):
+        started.set()
+        return run_loop(index, args)
+
+    interp.run = run_noting
+    outcome = {}
+
+    def invoke():
+        try:
+            vm.run()
+        except TVMError as exc:
+            outcome["invoke"] = str(exc)
+
+    thread = threading.Thread(target=invoke)
+    thread.start()
+    started.wait(10)
+    with pytest.raises(TVMError, match=r"VirtualMachine\.init: this VirtualMachine is already"):
+        module.init(1, 0, 2)
+    with pytest.raises(TVMError, match=r"VirtualMachine\.set_input: this VirtualMachine is"):
+        module.bind_inputs("main", [], every=True)
+    thread.join(60)
+    assert "ran past its budget of 2000000 steps" in outcome["invoke"]
+    module.init(1, 0, 2)  # free again
+
+
+def test_a_closure_in_an_input_tuple_is_refused():
+    # the C VM's words: a closure belongs to the executable that made it
+    vm = _vm(_exe([(op.RET, 0)], params=["p"]))
+    with pytest.raises(ArgumentTypeError, match="input 0 holds a closure \\(a field of an ADT\\)"):
+        vm.module.bind_inputs("main", [(0, ADT(0, [VMClosure(0, [])]))], every=True)
+
+
+@pytest.mark.parametrize("kind", ["call", "adt"])
+def test_a_costly_step_weighs_its_cost_under_the_default_budget(monkeypatch, kind):
+    # the C VM's weights: a call costs its callee's registers, an AllocADT its fields (each
+    # counted 1, ten million of them ran for hours)
+    import threading
+
+    monkeypatch.delenv("TVMRT_VM_MAX_STEPS", raising=False)
+    if kind == "call":
+        data = _exe([(op.INVOKE, 1, 0, 1), (op.GOTO, -1), (op.RET, 1)], registers=2)
+        big = [(op.LOAD_CONSTI, 0, 0), (op.RET, 0)]
+        data.functions.append(VMFunction("big", 1 << 20, [], [], big))
+        data.globals.append("big")
+    else:
+        adt = (op.ALLOC_ADT, 0, 100_000, 1, *[0] * 100_000)
+        data = _exe([adt, (op.GOTO, -1), (op.RET, 1)], registers=2)
+    vm = _vm(data)
+    outcome = {}
+
+    def run():
+        try:
+            vm.run()
+        except InvalidArgumentError as exc:
+            outcome["error"] = str(exc)
+
+    thread = threading.Thread(target=run, daemon=True)  # left behind if it runs for hours
+    thread.start()
+    thread.join(30)
+    assert "ran past its budget of 10000000 steps" in outcome.get("error", "still running")

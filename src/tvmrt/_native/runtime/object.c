@@ -135,21 +135,23 @@ int tvmrt_object_live(const void* obj, uint32_t magic) {
   return obj != NULL && tvmrt_object_live_magic(obj) == magic;
 }
 
-void tvmrt_release(tvmrt_object* obj) {
-  if (obj == NULL) return;
-  if (__atomic_sub_fetch(&obj->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-    if (__atomic_load_n(&obj->listed, __ATOMIC_ACQUIRE)) {
-      size_t i;
-      live_lock();
-      i = live_find((uintptr_t)obj);
-      if (i < g_live_cap) {
-        g_live[i] = LIVE_TOMB;
-        --g_live_count;
-      }
-      live_unlock();
+int tvmrt_release_deferred(tvmrt_object* obj) {
+  if (obj == NULL || __atomic_sub_fetch(&obj->refs, 1, __ATOMIC_ACQ_REL) != 0) return 0;
+  if (__atomic_load_n(&obj->listed, __ATOMIC_ACQUIRE)) {
+    size_t i;
+    live_lock();
+    i = live_find((uintptr_t)obj);
+    if (i < g_live_cap) {
+      g_live[i] = LIVE_TOMB;
+      --g_live_count;
     }
-    obj->destroy(obj);
+    live_unlock();
   }
+  return 1;
+}
+
+void tvmrt_release(tvmrt_object* obj) {
+  if (tvmrt_release_deferred(obj)) obj->destroy(obj);
 }
 
 /* The object behind a handle of type code `code` (module, function, array), or NULL. */

@@ -102,6 +102,9 @@ int tvmrt_object_live(const void* obj, uint32_t magic);
 uint32_t tvmrt_object_live_magic(const void* obj);
 void tvmrt_retain(tvmrt_object* obj);
 void tvmrt_release(tvmrt_object* obj); /* the last release unregisters, then destroys */
+/* tvmrt_release without the destroy: 1 when that was the last reference (obj is unregistered
+   and the caller must destroy it), else 0; for destructors that free chains with a worklist */
+int tvmrt_release_deferred(tvmrt_object* obj);
 
 /* A packed function implemented inside the runtime: args are borrowed, an object handle
    in *ret is a new reference for the caller; a string in *ret lives as long as `self`. */

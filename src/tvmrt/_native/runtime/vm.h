@@ -109,11 +109,20 @@ enum {
   RT_MAGIC_VM_POOL = 0x504f4f31
 };
 
+typedef struct vm_pool vm_pool;
+
+/* ADTs and closures: cells holding references; a chain of them (a list built by a loop)
+   is freed with a worklist through `next_dead`, never by recursion */
 typedef struct {
   tvmrt_object hdr;
   int32_t tag;
   size_t size;
-  tvmrt_object** fields; /* each a reference */
+  tvmrt_object** fields;   /* each a reference */
+  tvmrt_object* next_dead; /* the free's worklist */
+  struct vm_pool* pool;    /* the budget charged (a reference), or NULL */
+  size_t charged;
+  uint32_t foreign; /* the magic of a closure or storage among its fields, at any depth,
+                              or 0: such an ADT is no input to a VM (see tvmrt_vm_input_value) */
 } vm_adt;
 
 typedef struct {
@@ -121,9 +130,10 @@ typedef struct {
   int64_t func;
   size_t size;
   tvmrt_object** fields;
+  tvmrt_object* next_dead;
+  struct vm_pool* pool;
+  size_t charged;
 } vm_closure;
-
-typedef struct vm_pool vm_pool;
 
 typedef struct {
   tvmrt_object hdr;
@@ -141,9 +151,11 @@ typedef struct {
 } vm_limits;
 
 void tvmrt_vm_limits_from_env(vm_limits* out);
-vm_adt* tvmrt_vm_adt_new(int32_t tag, tvmrt_object* const* fields, size_t n);
+/* pool: the VM whose live-bytes budget the cell is charged to (NULL: none, a C caller's) */
+vm_adt* tvmrt_vm_adt_new(vm_pool* pool, int32_t tag, tvmrt_object* const* fields, size_t n);
 vm_adt* tvmrt_vm_adt_check(void* handle); /* NULL (no error) if not a live ADT */
-vm_closure* tvmrt_vm_closure_new(int64_t func, tvmrt_object* const* fields, size_t n);
+vm_closure* tvmrt_vm_closure_new(vm_pool* pool, int64_t func, tvmrt_object* const* fields,
+                                 size_t n);
 /* an array's object from its handle, and back */
 tvmrt_object* tvmrt_vm_array_obj(tvmrt_ndarray* a);
 tvmrt_ndarray* tvmrt_vm_as_array(tvmrt_object* obj); /* NULL if obj is no array */
@@ -157,6 +169,13 @@ vm_pool* tvmrt_vm_pool_new(int pooled, const vm_limits* limits);
 void tvmrt_vm_pool_release(vm_pool* pool);
 void tvmrt_vm_pool_set_limits(vm_pool* pool, const vm_limits* limits); /* when not running */
 vm_storage* tvmrt_vm_storage_alloc(vm_pool* pool, int64_t nbytes, int64_t align);
+/* the live-bytes budget beyond storages: `bytes` of `what` (an ADT, a register file) charged
+   (*charged: what to give back, 0 when the budget is off), or -1 with the budget's error */
+int tvmrt_vm_charge(vm_pool* pool, size_t bytes, const char* what, size_t* charged);
+void tvmrt_vm_uncharge(vm_pool* pool, size_t charged);
+/* what a value of `fields` fields costs the budget: its C size, plus malloc's headers and
+   the live-object table's slots */
+#define VM_CELL_BYTES(head, fields) ((head) + (fields) * sizeof(void*) + 64)
 
 /* vm_interp.c ---------------------------------------------------------------------- */
 typedef struct {
@@ -165,6 +184,7 @@ typedef struct {
   tvmrt_func** kernels;   /* one per primitive */
   vm_pool* pool;
   vm_limits limits;
+  int regs_charged; /* this invoke's register files are charged to the live-bytes budget */
 } vm_state;
 
 /* vm_step.c: one instruction that neither calls, returns nor jumps (0, or -1 with an error

@@ -233,7 +233,7 @@ static int g_adt(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, i
                         "an ADT field must be an NDArray or an ADT, got type code %d", codes[i]);
     }
   }
-  t = tvmrt_vm_adt_new(first ? (int32_t)args[0].v_int64 : 0, fields, (size_t)(n - first));
+  t = tvmrt_vm_adt_new(NULL, first ? (int32_t)args[0].v_int64 : 0, fields, (size_t)(n - first));
   if (t == NULL) return -1;
   ret->v_handle = t;
   *rc = kTVMObjectHandle;

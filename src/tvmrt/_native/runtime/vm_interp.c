@@ -2,7 +2,8 @@
  * The Relay VM's run loop (TVM's VirtualMachine::RunLoop) over decoded code. Registers hold
  * references to arrays, ADTs, closures or storages (or NULL). Calls push a frame on an
  * explicit stack, so endless recursion ends at max_frames with an error, and an endless loop
- * at max_steps (calls plus backward jumps). The other instructions are vm_step.c's.
+ * at max_steps (calls weighed by their register files, backward jumps, and the arguments
+ * AllocADT, AllocClosure and InvokePacked copy). The other instructions are vm_step.c's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,15 +18,26 @@ typedef struct {
   int32_t dst;
 } frame;
 
-static void regs_free(tvmrt_object** regs, int64_t n) {
-  int64_t i;
-  if (regs == NULL) return;
-  for (i = 0; i < n; ++i) tvmrt_release(regs[i]);
-  free(regs);
+/* a register file's charge to the live-bytes budget (while the budget is on) */
+static size_t regs_bytes(const vm_func* fn) {
+  return VM_CELL_BYTES(0, (size_t)(fn->num_regs ? fn->num_regs : 1));
 }
 
-static int too_many_steps(const vm_state* vm, int64_t* steps) {
-  if (vm->limits.max_steps > 0 && ++*steps > vm->limits.max_steps) {
+static void regs_free(vm_state* vm, tvmrt_object** regs, const vm_func* fn) {
+  int64_t i;
+  if (regs == NULL) return;
+  for (i = 0; i < fn->num_regs; ++i) tvmrt_release(regs[i]);
+  free(regs);
+  tvmrt_vm_uncharge(vm->pool, vm->regs_charged ? regs_bytes(fn) : 0);
+}
+
+/* steps weigh what they cost: a call its callee's register file (allocated, zeroed and
+   released: at least 1), a backward jump 1, an AllocADT, AllocClosure or InvokePacked its
+   argument count (copied each time), so a loop of a few small instructions in code.ro
+   cannot run for hours under the default budget */
+static int too_many_steps(const vm_state* vm, int64_t* steps, int64_t cost) {
+  *steps += cost;
+  if (vm->limits.max_steps > 0 && *steps > vm->limits.max_steps) {
     return tvmrt_fail("InvalidArgumentError",
                       "invoke ran past its budget of %lld steps (TVMRT_VM_MAX_STEPS)",
                       (long long)vm->limits.max_steps);
@@ -33,11 +45,19 @@ static int too_many_steps(const vm_state* vm, int64_t* steps) {
   return 0;
 }
 
-static tvmrt_object** new_regs(const vm_func* fn) {
-  tvmrt_object** regs =
-      (tvmrt_object**)calloc((size_t)(fn->num_regs ? fn->num_regs : 1), sizeof(void*));
-  if (regs == NULL)
+static tvmrt_object** new_regs(vm_state* vm, const vm_func* fn) {
+  tvmrt_object** regs;
+  size_t charged = 0;
+  char what[96];
+  snprintf(what, sizeof(what), "a register file of %lld registers (function '%.40s')",
+           (long long)fn->num_regs, fn->name);
+  if (vm->regs_charged && tvmrt_vm_charge(vm->pool, regs_bytes(fn), what, &charged) != 0)
+    return NULL;
+  regs = (tvmrt_object**)calloc((size_t)(fn->num_regs ? fn->num_regs : 1), sizeof(void*));
+  if (regs == NULL) {
+    tvmrt_vm_uncharge(vm->pool, charged);
     tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %lld registers", (long long)fn->num_regs);
+  }
   return regs;
 }
 
@@ -64,7 +84,7 @@ static tvmrt_object** call_regs(vm_state* vm, const vm_ins* ins, tvmrt_object** 
       return NULL;
     }
   }
-  out = new_regs(*callee);
+  out = new_regs(vm, *callee);
   if (out == NULL) return NULL;
   for (i = 0; i < nfree; ++i) out[i] = c->fields[i];
   for (i = 0; i < (size_t)ins->nargs; ++i) out[nfree + i] = regs[ins->args[i]];
@@ -93,7 +113,8 @@ int tvmrt_vm_run(vm_state* vm, int64_t index, tvmrt_object* const* args, size_t 
     return tvmrt_fail("InvalidArgumentError", "function '%.100s' takes %zu arguments, got %zu",
                       fn->name, fn->num_params, nargs);
   }
-  regs = new_regs(fn);
+  vm->regs_charged = vm->limits.max_live_bytes >= 0; /* the same for the whole invoke */
+  regs = new_regs(vm, fn);
   if (regs == NULL) return -1;
   for (i = 0; i < nargs; ++i) {
     regs[i] = args[i];
@@ -105,7 +126,7 @@ int tvmrt_vm_run(vm_state* vm, int64_t index, tvmrt_object* const* args, size_t 
       case VM_RET: {
         tvmrt_object* value = regs[ins->r0];
         regs[ins->r0] = NULL;
-        regs_free(regs, fn->num_regs);
+        regs_free(vm, regs, fn);
         if (depth == 0) {
           free(frames);
           *out = value;
@@ -129,14 +150,17 @@ int tvmrt_vm_run(vm_state* vm, int64_t index, tvmrt_object* const* args, size_t 
                      (long long)vm->limits.max_frames);
           goto fail;
         }
-        if (too_many_steps(vm, &steps) != 0) goto fail;
         callee_regs = call_regs(vm, ins, regs, &callee);
         if (callee_regs == NULL) goto fail;
+        if (too_many_steps(vm, &steps, callee->num_regs > 1 ? callee->num_regs : 1) != 0) {
+          regs_free(vm, callee_regs, callee);
+          goto fail;
+        }
         if (depth == cap) {
           size_t c = cap ? cap * 2 : 8;
           frame* grown = (frame*)realloc(frames, c * sizeof(frame));
           if (grown == NULL) {
-            regs_free(callee_regs, callee->num_regs);
+            regs_free(vm, callee_regs, callee);
             tvmrt_fail("DeviceOutOfMemoryError", "cannot grow the call stack");
             goto fail;
           }
@@ -164,21 +188,25 @@ int tvmrt_vm_run(vm_state* vm, int64_t index, tvmrt_object* const* args, size_t 
           }
           if ((int32_t)a != (int32_t)b) jump = ins->imm2;
         }
-        if (jump < 0 && too_many_steps(vm, &steps) != 0) goto fail;
+        if (jump < 0 && too_many_steps(vm, &steps, 1) != 0) goto fail;
         pc = (size_t)((int64_t)pc + jump);
         continue;
       }
       default:
+        if ((ins->op == VM_ALLOC_ADT || ins->op == VM_ALLOC_CLOSURE ||
+             ins->op == VM_INVOKE_PACKED) &&
+            ins->nargs > 0 && too_many_steps(vm, &steps, ins->nargs) != 0)
+          goto fail;
         if (tvmrt_vm_step(vm, ins, regs) != 0) goto fail;
         ++pc;
     }
   }
 fail:
   with_place(fn, pc);
-  regs_free(regs, fn->num_regs);
+  regs_free(vm, regs, fn);
   while (depth > 0) {
     --depth;
-    regs_free(frames[depth].regs, frames[depth].fn->num_regs);
+    regs_free(vm, frames[depth].regs, frames[depth].fn);
   }
   free(frames);
   return -1;

@@ -9,10 +9,10 @@
  *   invoke_return_to_device(func_name, device_type, device_id, inputs...)  (the CPU)
  *   get_output(index) / get_num_outputs()     the last result's fields (1 for a tensor)
  *   get_input_index(input_name, func_name)    the parameter's index, or -1
- * A VM runs one invoke at a time: a call while another thread's runs fails with a TVMError
- * (give each thread its own VM; they may share the executable). Inputs: arrays (kTVMNDArrayHandle,
- * or kTVMDLTensorHandle: used in place when 64-byte aligned and dense, as TVM, else copied) and
- * ADTs of arrays.
+ * A VM runs one call at a time: init, set_input, invoke or get_output while another thread's
+ * call runs fails with a TVMError (give each thread its own VM; they may share the executable).
+ * Inputs: arrays (kTVMNDArrayHandle, or kTVMDLTensorHandle: used in place when 64-byte aligned and
+ * dense, as TVM, else copied) and ADTs of arrays.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -77,8 +77,26 @@ static int func_of(vm_machine* m, const char* name) {
   return k;
 }
 
-static int f_init(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
-  vm_machine* m = (vm_machine*)self;
+/* Every call that reads or frees the VM's state (init, the inputs, invoke, the result, the
+   limits) holds `running` for its length: one in another thread meanwhile is refused, so init
+   cannot free the constants, kernels and allocator an invoke is using, nor set_input an input
+   it is reading, nor an invoke the result get_output is handing out */
+static int enter(vm_machine* m, const char* what) {
+  if (__atomic_exchange_n(&m->running, 1, __ATOMIC_ACQUIRE) != 0) {
+    return tvmrt_fail("TVMError",
+                      "VirtualMachine.%s: this VirtualMachine is already running in another "
+                      "thread (give each thread its own VM)",
+                      what);
+  }
+  return 0;
+}
+
+static int leave(vm_machine* m, int status) {
+  __atomic_store_n(&m->running, 0, __ATOMIC_RELEASE);
+  return status;
+}
+
+static int init_locked(vm_machine* m, TVMValue* args, int* codes, int n) {
   int i, pooled = 1, found = 0;
   size_t k;
   tvmrt_module* lib;
@@ -148,6 +166,12 @@ static int f_init(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, 
   return 0;
 }
 
+static int f_init(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  vm_machine* m = (vm_machine*)self;
+  if (enter(m, "init") != 0) return -1;
+  return leave(m, init_locked(m, args, codes, n));
+}
+
 static int bind(vm_machine* m, int k, int index, TVMValue v, int code) {
   const vm_func* fn = &m->exe->funcs[k];
   tvmrt_object* value;
@@ -162,8 +186,7 @@ static int bind(vm_machine* m, int k, int index, TVMValue v, int code) {
   return 0;
 }
 
-static int f_set_input(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
-  vm_machine* m = (vm_machine*)self;
+static int set_input_locked(vm_machine* m, TVMValue* args, int* codes, int n) {
   const char* name = NULL;
   int k, i;
   if (str_arg(args, codes, n, 0, "set_input", &name) != 0 || (k = func_of(m, name)) < 0) return -1;
@@ -177,6 +200,12 @@ static int f_set_input(void* self, TVMValue* args, int* codes, int n, TVMValue* 
   return 0;
 }
 
+static int f_set_input(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  vm_machine* m = (vm_machine*)self;
+  if (enter(m, "set_input") != 0) return -1;
+  return leave(m, set_input_locked(m, args, codes, n));
+}
+
 static int param_index(const vm_func* fn, const char* name) {
   size_t i;
   for (i = 0; i < fn->num_params; ++i) {
@@ -185,8 +214,7 @@ static int param_index(const vm_func* fn, const char* name) {
   return -1;
 }
 
-static int f_set_one_input(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
-  vm_machine* m = (vm_machine*)self;
+static int set_one_input_locked(vm_machine* m, TVMValue* args, int* codes, int n) {
   const char* name = NULL;
   int k, index;
   if (n != 3)
@@ -208,7 +236,13 @@ static int f_set_one_input(void* self, TVMValue* args, int* codes, int n, TVMVal
   return bind(m, k, index, args[2], codes[2]);
 }
 
-static int run(vm_machine* m, TVMValue* args, int* codes, int n, const char* what) {
+static int f_set_one_input(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  vm_machine* m = (vm_machine*)self;
+  if (enter(m, "set_one_input") != 0) return -1;
+  return leave(m, set_one_input_locked(m, args, codes, n));
+}
+
+static int run(vm_machine* m, TVMValue* args, int* codes, int n, const char* what) { /* entered */
   const char* name = NULL;
   int k;
   size_t i;
@@ -224,16 +258,9 @@ static int run(vm_machine* m, TVMValue* args, int* codes, int n, const char* wha
                         name);
     }
   }
-  if (__atomic_exchange_n(&m->running, 1, __ATOMIC_ACQUIRE) != 0) {
-    return tvmrt_fail("TVMError", "this VirtualMachine is already running in another thread");
-  }
-  if (tvmrt_vm_run(&m->st, k, m->inputs[k], fn->num_params, &out) != 0) {
-    __atomic_store_n(&m->running, 0, __ATOMIC_RELEASE);
-    return -1;
-  }
+  if (tvmrt_vm_run(&m->st, k, m->inputs[k], fn->num_params, &out) != 0) return -1;
   tvmrt_release(m->result);
   m->result = out;
-  __atomic_store_n(&m->running, 0, __ATOMIC_RELEASE);
   return 0;
 }
 
@@ -251,13 +278,16 @@ static int give(tvmrt_object* v, TVMValue* ret, int* rc) { /* a new reference to
 
 static int f_invoke(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
   vm_machine* m = (vm_machine*)self;
-  if (run(m, args, codes, n, "invoke") != 0) return -1;
-  return give(m->result, ret, rc);
+  if (enter(m, "invoke") != 0) return -1;
+  if (run(m, args, codes, n, "invoke") != 0) return leave(m, -1);
+  return leave(m, give(m->result, ret, rc));
 }
 
 static int f_invoke_stateful(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
                              int* rc) {
-  return run((vm_machine*)self, args, codes, n, "invoke_stateful");
+  vm_machine* m = (vm_machine*)self;
+  if (enter(m, "invoke_stateful") != 0) return -1;
+  return leave(m, run(m, args, codes, n, "invoke_stateful"));
 }
 
 /* (func_name, device_type, device_id, inputs...): set_input, invoke, the result on that
@@ -288,8 +318,12 @@ static int f_invoke_to_device(void* self, TVMValue* args, int* codes, int n, TVM
   in_codes[0] = kTVMStr;
   memcpy(in + 1, args + 3, (size_t)(n - 3) * sizeof(TVMValue));
   memcpy(in_codes + 1, codes + 3, (size_t)(n - 3) * sizeof(int));
-  if (f_set_input(self, in, in_codes, n - 2, ret, rc) == 0)
-    result = f_invoke(m, in, in_codes, 1, ret, rc);
+  if (enter(m, "invoke_return_to_device") == 0) {
+    if (set_input_locked(m, in, in_codes, n - 2) == 0 &&
+        run(m, in, in_codes, 1, "invoke_return_to_device") == 0)
+      result = give(m->result, ret, rc);
+    leave(m, 0);
+  }
   free(in);
   free(in_codes);
   return result;
@@ -298,15 +332,16 @@ static int f_invoke_to_device(void* self, TVMValue* args, int* codes, int n, TVM
 static int f_get_num_outputs(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
                              int* rc) {
   vm_machine* m = (vm_machine*)self;
+  if (enter(m, "get_num_outputs") != 0) return -1;
   ret->v_int64 = (m->result != NULL && m->result->magic == RT_MAGIC_ADT)
                      ? (int64_t)((vm_adt*)m->result)->size
                      : 1;
   *rc = kDLInt;
-  return 0;
+  return leave(m, 0);
 }
 
-static int f_get_output(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
-  vm_machine* m = (vm_machine*)self;
+static int get_output_locked(vm_machine* m, TVMValue* args, int* codes, int n, TVMValue* ret,
+                             int* rc) {
   tvmrt_object* v = NULL;
   int64_t i;
   if (n != 1 || codes[0] != kDLInt)
@@ -323,6 +358,12 @@ static int f_get_output(void* self, TVMValue* args, int* codes, int n, TVMValue*
                       (long long)i);
   }
   return give(v, ret, rc);
+}
+
+static int f_get_output(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  vm_machine* m = (vm_machine*)self;
+  if (enter(m, "get_output") != 0) return -1;
+  return leave(m, get_output_locked(m, args, codes, n, ret, rc));
 }
 
 static int f_get_input_index(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
@@ -351,12 +392,12 @@ static int f_set_limits(void* self, TVMValue* args, int* codes, int n, TVMValue*
     return tvmrt_fail("InvalidArgumentError",
                       "set_limits takes max_frames >= 1, max_steps >= 0 "
                       "and max_alloc_bytes, max_live_bytes >= -1");
-  if (!m->ready || __atomic_load_n(&m->running, __ATOMIC_ACQUIRE))
-    return tvmrt_fail("TVMError", "set_limits: the VM is not initialised, or is running");
+  if (enter(m, "set_limits") != 0) return -1;
+  if (!m->ready) return leave(m, tvmrt_fail("TVMError", "set_limits: the VM is not initialised"));
   l = (vm_limits){args[0].v_int64, args[1].v_int64, args[2].v_int64, args[3].v_int64};
   m->st.limits = l;
   tvmrt_vm_pool_set_limits(m->st.pool, &l);
-  return 0;
+  return leave(m, 0);
 }
 
 static const struct {

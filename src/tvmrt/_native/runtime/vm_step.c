@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph_executor.h" /* the shape and dtype as text */
 #include "vm.h"
 
 #define MAX_KERNEL_ARGS 1024
@@ -92,6 +93,34 @@ static int shape_from(tvmrt_object* v, int32_t r, int64_t* dims, int* ndim) {
   return 0;
 }
 
+/* the exact byte count of `dims` items of `t` in decimal (it may pass 2^64: a shape read from
+   a register can hold 32 dims of 2^62); base 10^9 limbs, each product within 64 bits */
+static void bytes_text(const int64_t* dims, int ndim, DLDataType t, char* buf, size_t n) {
+  uint32_t limb[80] = {(uint32_t)(((unsigned)t.bits * (t.lanes ? t.lanes : 1) + 7) / 8)};
+  size_t used = 1, i, off = 0;
+  int d;
+  for (d = 0; d < ndim; ++d) {
+    uint64_t v = (uint64_t)dims[d], part[3] = {v % 1000000000u, v / 1000000000u % 1000000000u,
+                                               v / 1000000000u / 1000000000u};
+    uint32_t out[85] = {0};
+    size_t j, k;
+    for (j = 0; j < used; ++j) {
+      uint64_t carry = 0;
+      for (k = 0; k < 3 || carry != 0; ++k) {
+        uint64_t cur = out[j + k] + carry + (k < 3 ? (uint64_t)limb[j] * part[k] : 0);
+        out[j + k] = (uint32_t)(cur % 1000000000u);
+        carry = cur / 1000000000u;
+      }
+    }
+    used = used + 3 < 80 ? used + 3 : 80;
+    memcpy(limb, out, sizeof(limb));
+    while (used > 1 && limb[used - 1] == 0) --used;
+  }
+  off += (size_t)snprintf(buf, n, "%u", (unsigned)limb[used - 1]);
+  for (i = used - 1; i-- > 0 && off < n;)
+    off += (size_t)snprintf(buf + off, n - off, "%09u", limb[i]);
+}
+
 /* a dense array of `dims` over `storage` from byte `offset` */
 static tvmrt_object* alloc_tensor(tvmrt_object* sv, int32_t sr, int64_t offset, const int64_t* dims,
                                   int ndim, DLDataType t) {
@@ -110,9 +139,14 @@ static tvmrt_object* alloc_tensor(tvmrt_object* sv, int32_t sr, int64_t offset, 
   dl.device.device_type = kDLCPU;
   if (tvmrt_tensor_nbytes(&dl, &nbytes) != 0 || offset < 0 || (uint64_t)offset > s->nbytes ||
       nbytes > s->nbytes - (size_t)offset) {
+    char shape[640], dtype[64], bytes[760]; /* the Python VM's words (array_memory.py) */
+    tvmrt_ge_shape_text(&dl, shape, sizeof(shape));
+    tvmrt_ge_dtype_text(t, dtype, sizeof(dtype));
+    bytes_text(dims, ndim, t, bytes, sizeof(bytes));
     tvmrt_fail("ArrayError",
-               "a tensor of %zu bytes at offset %lld does not fit its storage of %zu bytes", nbytes,
-               (long long)offset, s->nbytes);
+               "array of shape %s and dtype %s at byte offset %lld needs %s bytes, but the "
+               "storage has %zu",
+               shape, dtype, (long long)offset, bytes, s->nbytes);
     return NULL;
   }
   dl.data = (char*)s->data + offset;
@@ -228,7 +262,7 @@ int tvmrt_vm_step(vm_state* vm, const vm_ins* ins, tvmrt_object** regs) {
       vm_adt* t;
       if (many == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate an ADT");
       for (i = 0; i < ins->nargs; ++i) many[i] = regs[ins->args[i]];
-      t = tvmrt_vm_adt_new((int32_t)ins->imm, many, (size_t)ins->nargs);
+      t = tvmrt_vm_adt_new(vm->pool, (int32_t)ins->imm, many, (size_t)ins->nargs);
       if (many != fields) free(many);
       v = t == NULL ? NULL : &t->hdr;
       break;
@@ -239,7 +273,7 @@ int tvmrt_vm_step(vm_state* vm, const vm_ins* ins, tvmrt_object** regs) {
       vm_closure* c;
       if (fields == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a closure");
       for (i = 0; i < ins->nargs; ++i) fields[i] = regs[ins->args[i]];
-      c = tvmrt_vm_closure_new(ins->imm, fields, (size_t)ins->nargs);
+      c = tvmrt_vm_closure_new(vm->pool, ins->imm, fields, (size_t)ins->nargs);
       free(fields);
       v = c == NULL ? NULL : &c->hdr;
       break;
@@ -288,7 +322,9 @@ int tvmrt_vm_step(vm_state* vm, const vm_ins* ins, tvmrt_object** regs) {
         return tvmrt_fail("ArrayError", "cannot reshape a tensor of %zu bytes to %d dims",
                           old_bytes, ndim);
       }
-      t = tvmrt_ndarray_view(&dl, &t->hdr);
+      /* over what holds t's memory: a reshape of a reshape (a loop's) makes no chain of
+         views, each keeping the one before alive, for the free to recurse through */
+      t = tvmrt_ndarray_view(&dl, t->alloc == NULL && t->owner != NULL ? t->owner : &t->hdr);
       v = t == NULL ? NULL : &t->hdr;
       break;
     }

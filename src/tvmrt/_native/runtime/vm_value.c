@@ -53,24 +53,90 @@ static tvmrt_object** fields_copy(tvmrt_object* const* fields, size_t n) {
   return out;
 }
 
-static void adt_destroy(tvmrt_object* obj) {
-  vm_adt* a = (vm_adt*)obj;
-  fields_release(a->fields, a->size);
-  a->hdr.magic = 0;
-  free(a);
+static void adt_destroy(tvmrt_object* obj);
+static void closure_destroy(tvmrt_object* obj);
+
+/* an ADT's or a closure's fields and worklist link; NULL for any other object */
+static tvmrt_object** cells_of(tvmrt_object* obj, size_t* n, tvmrt_object*** next) {
+  if (obj->destroy == adt_destroy) {
+    vm_adt* a = (vm_adt*)obj;
+    *n = a->size, *next = &a->next_dead;
+    return a->fields;
+  }
+  if (obj->destroy == closure_destroy) {
+    vm_closure* c = (vm_closure*)obj;
+    *n = c->size, *next = &c->next_dead;
+    return c->fields;
+  }
+  *n = 0, *next = NULL;
+  return NULL;
 }
 
-vm_adt* tvmrt_vm_adt_new(int32_t tag, tvmrt_object* const* fields, size_t n) {
-  vm_adt* a = (vm_adt*)calloc(1, sizeof(vm_adt));
+/* frees `obj` (an ADT or a closure whose last reference is gone) and every cell only it
+   held: the cells that die go on a worklist linked through their own next_dead, so a
+   list of a million cells is freed in a loop, with no recursion and no allocation */
+static void cells_free(tvmrt_object* obj) {
+  tvmrt_object* todo = obj;
+  tvmrt_object** link = NULL;
+  size_t n = 0;
+  cells_of(obj, &n, &link);
+  *link = NULL;
+  while (todo != NULL) {
+    tvmrt_object* o = todo;
+    tvmrt_object** fields = cells_of(o, &n, &link);
+    size_t i;
+    todo = *link;
+    for (i = 0; i < n; ++i) {
+      tvmrt_object* f = fields[i];
+      tvmrt_object** f_link;
+      size_t f_n;
+      if (f != NULL && cells_of(f, &f_n, &f_link) != NULL) {
+        if (tvmrt_release_deferred(f)) *f_link = todo, todo = f;
+      } else {
+        tvmrt_release(f); /* arrays and storages hold no cells */
+      }
+    }
+    free(fields);
+    if (o->destroy == adt_destroy) {
+      tvmrt_vm_uncharge(((vm_adt*)o)->pool, ((vm_adt*)o)->charged);
+      tvmrt_vm_pool_release(((vm_adt*)o)->pool);
+    } else {
+      tvmrt_vm_uncharge(((vm_closure*)o)->pool, ((vm_closure*)o)->charged);
+      tvmrt_vm_pool_release(((vm_closure*)o)->pool);
+    }
+    o->magic = 0;
+    free(o);
+  }
+}
+
+static void adt_destroy(tvmrt_object* obj) { cells_free(obj); }
+
+vm_adt* tvmrt_vm_adt_new(vm_pool* pool, int32_t tag, tvmrt_object* const* fields, size_t n) {
+  vm_adt* a;
+  size_t i, charged = 0;
+  if (tvmrt_vm_charge(pool, VM_CELL_BYTES(sizeof(vm_adt), n), "AllocADT", &charged) != 0)
+    return NULL;
+  a = (vm_adt*)calloc(1, sizeof(vm_adt));
   if (a == NULL || (a->fields = fields_copy(fields, n)) == NULL) {
     free(a);
+    tvmrt_vm_uncharge(pool, charged);
     if (a == NULL) tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate an ADT");
     return NULL;
   }
+  a->charged = charged;
+  a->pool = charged != 0 ? pool : NULL;
+  if (a->pool != NULL) tvmrt_retain((tvmrt_object*)a->pool);
   a->tag = tag;
   a->size = n;
+  for (i = 0; i < n && a->foreign == 0; ++i) {
+    const tvmrt_object* f = fields[i];
+    if (f == NULL || f->magic == RT_MAGIC_ARRAY) continue;
+    a->foreign = f->magic == RT_MAGIC_ADT ? ((const vm_adt*)f)->foreign : f->magic;
+  }
   if (tvmrt_object_init(&a->hdr, RT_MAGIC_ADT, adt_destroy) != 0) {
     fields_release(a->fields, n);
+    tvmrt_vm_uncharge(a->pool, a->charged);
+    tvmrt_vm_pool_release(a->pool);
     free(a);
     return NULL;
   }
@@ -81,24 +147,30 @@ vm_adt* tvmrt_vm_adt_check(void* handle) {
   return tvmrt_object_live(handle, RT_MAGIC_ADT) ? (vm_adt*)handle : NULL;
 }
 
-static void closure_destroy(tvmrt_object* obj) {
-  vm_closure* c = (vm_closure*)obj;
-  fields_release(c->fields, c->size);
-  c->hdr.magic = 0;
-  free(c);
-}
+static void closure_destroy(tvmrt_object* obj) { cells_free(obj); }
 
-vm_closure* tvmrt_vm_closure_new(int64_t func, tvmrt_object* const* fields, size_t n) {
-  vm_closure* c = (vm_closure*)calloc(1, sizeof(vm_closure));
+vm_closure* tvmrt_vm_closure_new(vm_pool* pool, int64_t func, tvmrt_object* const* fields,
+                                 size_t n) {
+  vm_closure* c;
+  size_t charged = 0;
+  if (tvmrt_vm_charge(pool, VM_CELL_BYTES(sizeof(vm_closure), n), "AllocClosure", &charged) != 0)
+    return NULL;
+  c = (vm_closure*)calloc(1, sizeof(vm_closure));
   if (c == NULL || (c->fields = fields_copy(fields, n)) == NULL) {
     free(c);
+    tvmrt_vm_uncharge(pool, charged);
     if (c == NULL) tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a closure");
     return NULL;
   }
   c->func = func;
   c->size = n;
+  c->charged = charged;
+  c->pool = charged != 0 ? pool : NULL;
+  if (c->pool != NULL) tvmrt_retain((tvmrt_object*)c->pool);
   if (tvmrt_object_init(&c->hdr, RT_MAGIC_VM_CLOSURE, closure_destroy) != 0) {
     fields_release(c->fields, n);
+    tvmrt_vm_uncharge(c->pool, c->charged);
+    tvmrt_vm_pool_release(c->pool);
     free(c);
     return NULL;
   }
@@ -162,6 +234,16 @@ tvmrt_object* tvmrt_vm_input_value(TVMValue v, int code, int index) {
     return a == NULL ? NULL : &a->hdr;
   }
   if (code == kTVMObjectHandle && tvmrt_vm_adt_check(v.v_handle) != NULL) {
+    const vm_adt* t = (const vm_adt*)v.v_handle;
+    if (t->foreign != 0) { /* its function index or allocator is another VM's */
+      tvmrt_object kind;
+      kind.magic = t->foreign;
+      tvmrt_fail("ArgumentTypeError",
+                 "input %d holds %s (a field of an ADT); a VM input holds tensors and ADTs of "
+                 "tensors only: a closure or a storage belongs to the executable that made it",
+                 index, tvmrt_vm_kind(&kind));
+      return NULL;
+    }
     tvmrt_retain((tvmrt_object*)v.v_handle);
     return (tvmrt_object*)v.v_handle;
   }
@@ -339,4 +421,34 @@ vm_storage* tvmrt_vm_storage_alloc(vm_pool* p, int64_t nbytes, int64_t align) {
     return NULL;
   }
   return s;
+}
+
+int tvmrt_vm_charge(vm_pool* p, size_t bytes, const char* what, size_t* charged) {
+  *charged = 0;
+  if (p == NULL) return 0;
+  pthread_mutex_lock(&p->mu);
+  if (p->max_live < 0) {
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+  }
+  if (p->live + bytes > (size_t)p->max_live) {
+    size_t live = p->live;
+    pthread_mutex_unlock(&p->mu);
+    return tvmrt_fail("DeviceOutOfMemoryError",
+                      "%s of %zu bytes: the VM would hold %zu bytes at once, over its budget of "
+                      "%lld bytes (TVMRT_VM_MAX_LIVE_BYTES)",
+                      what, bytes, live + bytes, (long long)p->max_live);
+  }
+  if (p->live + p->free_bytes + bytes > (size_t)p->max_live) pool_trim(p);
+  p->live += bytes;
+  *charged = bytes;
+  pthread_mutex_unlock(&p->mu);
+  return 0;
+}
+
+void tvmrt_vm_uncharge(vm_pool* p, size_t charged) {
+  if (p == NULL || charged == 0) return;
+  pthread_mutex_lock(&p->mu);
+  p->live -= charged;
+  pthread_mutex_unlock(&p->mu);
 }

@@ -66,9 +66,10 @@ class VMLimits:
     max_frames
         Deepest call stack (``TVMRT_VM_MAX_FRAMES``, default 10000).
     max_steps
-        Most calls plus backward jumps in one invoke, or None for no limit
-        (``TVMRT_VM_MAX_STEPS``, default ten million, 0 for no limit): an endless loop
-        ends with an error instead of hanging. A while loop's iteration is one or two.
+        Most steps in one invoke, or None for no limit (``TVMRT_VM_MAX_STEPS``, default
+        ten million, 0 for no limit): an endless loop ends with an error instead of
+        hanging. A step weighs its cost: a call its callee's register count (at least 1),
+        a backward jump 1, an AllocADT, AllocClosure or InvokePacked its argument count.
     max_alloc_bytes
         Largest single ``AllocStorage``, or None for whatever the device gives
         (``TVMRT_VM_MAX_ALLOC_BYTES``).
@@ -228,6 +229,9 @@ class Interpreter:
             ins = code[pc]
             o = ins[0]
             if o == op.INVOKE_PACKED:
+                steps += len(ins[2])  # the C VM's weights (vm_interp.c): arguments copied
+                if max_steps is not None and steps > max_steps:
+                    raise InvalidArgumentError(f"invoke ran past its budget of {max_steps} steps")
                 call_args: list[NDArray] = []
                 for r in ins[2]:
                     v = regs[r]
@@ -312,7 +316,7 @@ class Interpreter:
                         f"the call stack is deeper than {max_frames} frames (endless "
                         "recursion? raise TVMRT_VM_MAX_FRAMES for a deeper one)"
                     )
-                steps += 1
+                steps += max(1, callee.num_registers)  # a call costs its register file
                 if max_steps is not None and steps > max_steps:
                     raise InvalidArgumentError(f"invoke ran past its budget of {max_steps} steps")
                 frames.append((func, regs, pc + 1, ins[3]))
@@ -342,6 +346,9 @@ class Interpreter:
                             f"invoke ran past its budget of {max_steps} steps"
                         )
             elif o == op.ALLOC_ADT:
+                steps += len(ins[2])
+                if max_steps is not None and steps > max_steps:
+                    raise InvalidArgumentError(f"invoke ran past its budget of {max_steps} steps")
                 regs[ins[3]] = ADT(ins[1], [regs[r] for r in ins[2]])
                 pc += 1
             elif o == op.GET_FIELD:
@@ -366,6 +373,9 @@ class Interpreter:
                 regs[ins[2]] = _host_ints([ins[1]], "int64", (1,))
                 pc += 1
             elif o == op.ALLOC_CLOSURE:
+                steps += len(ins[2])
+                if max_steps is not None and steps > max_steps:
+                    raise InvalidArgumentError(f"invoke ran past its budget of {max_steps} steps")
                 regs[ins[3]] = VMClosure(ins[1], [regs[r] for r in ins[2]])
                 pc += 1
             elif o == op.RESHAPE_TENSOR:

@@ -8,7 +8,9 @@ through the :class:`~tvmrt.runtime.vm.interpreter.Interpreter`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 import numpy as np
@@ -21,16 +23,17 @@ from tvmrt.error import (
     InputNotFoundError,
     InvalidArgumentError,
     ModuleLoadError,
+    TVMError,
 )
 from tvmrt.runtime.container import ADT
 from tvmrt.runtime.device import Device
-from tvmrt.runtime.device_api import get_device_api
+from tvmrt.runtime.device_api import Storage, get_device_api
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, array
 from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.vm.decode import DecodedFunction
 from tvmrt.runtime.vm.format import ExecutableData
-from tvmrt.runtime.vm.interpreter import Interpreter, VMLimits
+from tvmrt.runtime.vm.interpreter import Interpreter, VMClosure, VMLimits
 
 __all__ = ["VirtualMachineModule", "NAIVE_ALLOCATOR", "POOLED_ALLOCATOR"]
 
@@ -62,6 +65,7 @@ class VirtualMachineModule(Module):
         self.interp: Interpreter | None = None
         self.inputs: dict[str, list[object]] = {}
         self.result: object = None
+        self._busy = threading.RLock()
         if isinstance(exe, Module):
             self.import_module(exe)
 
@@ -84,9 +88,27 @@ class VirtualMachineModule(Module):
         func = table.get(name)
         return None if func is None else PackedFunc(func, name)
 
+    @contextmanager
+    def _entered(self, what: str) -> Iterator[None]:
+        """One call at a time: init, the inputs, invoke and the outputs while another
+        thread's call runs are refused (the C VM's rule and words)."""
+        if not self._busy.acquire(blocking=False):
+            raise TVMError(
+                f"VirtualMachine.{what}: this VirtualMachine is already running in another "
+                "thread (give each thread its own VM)"
+            )
+        try:
+            yield
+        finally:
+            self._busy.release()
+
     # -- init ---------------------------------------------------------------------------
     def init(self, *args: object) -> None:
         """``init(dev_type, dev_id, alloc_type, ...)``: one triple per device."""
+        with self._entered("init"):
+            self._init(*args)
+
+    def _init(self, *args: object) -> None:
         if not args or len(args) % 3:
             raise ArgumentTypeError(
                 "init takes (device_type, device_id, allocator_type) triples, "
@@ -157,13 +179,20 @@ class VirtualMachineModule(Module):
         return self.interp
 
     # -- inputs -------------------------------------------------------------------------
-    def _convert(self, value: object, dev: Device) -> object:
+    def _convert(self, value: object, dev: Device, index: int, nested: bool = False) -> object:
         if isinstance(value, ADT):
-            return ADT(value.tag, [self._convert(v, dev) for v in value.fields])
+            return ADT(value.tag, [self._convert(v, dev, index, True) for v in value.fields])
         if isinstance(value, NDArray):
             return value if value.device == dev else value.copyto(dev)
         if isinstance(value, np.ndarray):
             return array(value, dev)
+        if nested and isinstance(value, VMClosure | Storage):  # the C VM's words
+            kind = "a closure" if isinstance(value, VMClosure) else "a storage"
+            raise ArgumentTypeError(
+                f"input {index} holds {kind} (a field of an ADT); a VM input holds tensors and "
+                "ADTs of tensors only: a closure or a storage belongs to the executable that "
+                "made it"
+            )
         raise ArgumentTypeError(
             "a VM input must be an NDArray, a numpy array or a tuple (ADT), "
             f"got {type(value).__name__}"
@@ -177,6 +206,12 @@ class VirtualMachineModule(Module):
         TVM's ``set_input`` gives ``every`` input, in parameter order; ``set_one_input``
         gives one, keeping the others.
         """
+        with self._entered("set_input" if every else "set_one_input"):
+            self._bind_inputs(func_name, keyed, every)
+
+    def _bind_inputs(
+        self, func_name: str, keyed: Sequence[tuple[object, object]], every: bool
+    ) -> None:
         interp = self._interp()
         func = self.exe.function(func_name)
         if every and len(keyed) != len(func.params):
@@ -195,7 +230,7 @@ class VirtualMachineModule(Module):
                 index = int(key)
             else:
                 raise InputIndexError(f"function {func_name!r} has no input {key!r}")
-            current[index] = self._convert(value, interp.devices[func.param_devices[index]])
+            current[index] = self._convert(value, interp.devices[func.param_devices[index]], index)
         self.inputs[func.name] = current
 
     def get_input_index(self, input_name: str, func_name: str = "main") -> int:
@@ -206,6 +241,10 @@ class VirtualMachineModule(Module):
     # -- running ------------------------------------------------------------------------
     def invoke(self, func_name: str) -> object:
         """Run ``func_name`` on the inputs set; returns an NDArray or an ADT."""
+        with self._entered("invoke"):
+            return self._invoke(func_name)
+
+    def _invoke(self, func_name: str) -> object:
         interp = self._interp()
         func = self.exe.function(func_name)
         args = self.inputs.get(func.name, [])
@@ -218,22 +257,29 @@ class VirtualMachineModule(Module):
 
     def invoke_stateful(self, func_name: str) -> None:
         """Run ``func_name``; read the result with ``get_output``."""
-        self.invoke(func_name)
+        with self._entered("invoke_stateful"):
+            self._invoke(func_name)
 
     def invoke_return_to_device(
         self, func_name: str, dev_type: int, dev_id: int, *inputs: object
     ) -> object:
         """Set the inputs, run, and return the result copied to ``(dev_type, dev_id)``."""
-        self.bind_inputs(func_name, list(enumerate(inputs)), every=True)
-        result = self.invoke(func_name)
-        return _to_device(result, Device(int(dev_type), int(dev_id)))
+        with self._entered("invoke_return_to_device"):
+            self._bind_inputs(func_name, list(enumerate(inputs)), True)
+            result = self._invoke(func_name)
+            return _to_device(result, Device(int(dev_type), int(dev_id)))
 
     def get_num_outputs(self) -> int:
         """The number of fields of the last result (1 for a tensor)."""
-        return len(self.result.fields) if isinstance(self.result, ADT) else 1
+        with self._entered("get_num_outputs"):
+            return len(self.result.fields) if isinstance(self.result, ADT) else 1
 
     def get_output(self, index: int) -> NDArray:
         """Field ``index`` of the last result (which must be a tensor)."""
+        with self._entered("get_output"):
+            return self._get_output(index)
+
+    def _get_output(self, index: int) -> NDArray:
         result = self.result
         value = (
             result.fields[index] if isinstance(result, ADT) and 0 <= index < len(result) else None
