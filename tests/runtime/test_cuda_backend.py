@@ -389,6 +389,33 @@ def test_separate_files_with_meta(tmp_path: Path) -> None:
         runtime.load_module(str(tmp_path / "bad.ptx"))
 
 
+def test_separate_files_are_read_as_the_blob_entry_is(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "k.ptx").write_text(PTX)
+    os.mkfifo(tmp_path / "k.tvm_meta.json")  # a FIFO blocked the reader forever
+    code = (
+        "from tvmrt import runtime\n"
+        f"try: runtime.load_module({str(tmp_path / 'k.ptx')!r})\n"
+        "except Exception as e: print(type(e).__name__ + ': ' + str(e))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    ).stdout.strip()
+    meta = tmp_path / "k.tvm_meta.json"
+    assert out == (
+        f"ModuleLoadError: CUDA kernel table {meta} is not a regular file (a FIFO); expected a file"
+    )
+    (tmp_path / "wide.ptx").write_text(PTX)
+    info = {"k": {"name": "k", "arg_types": ["handle"] * 2000, "thread_axis_tags": []}}
+    (tmp_path / "wide.tvm_meta.json").write_text(json.dumps({"func_info": info}))
+    with pytest.raises(ModuleLoadError, match=r"kernel 'k' has 2000 arguments \(at most 1024\)"):
+        runtime.load_module(str(tmp_path / "wide.ptx"))  # as the C runtime's limit
+
+
 def test_backend_workspace_calls_reach_the_pool(fake: FakeLog) -> None:
     import ctypes
 

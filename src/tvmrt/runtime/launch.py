@@ -31,6 +31,7 @@ from tvmrt.runtime.packed_func import PackedFunc
 __all__ = [
     "DYN_SHARED_MEMORY_TAG",
     "FunctionInfo",
+    "check_kernel_limits",
     "LaunchConfig",
     "WorkLoad",
     "DeviceKernel",
@@ -67,11 +68,24 @@ class FunctionInfo:
         return tuple(t.type_code == 3 for t in self.arg_types)
 
 
+def check_kernel_limits(key: str, num_args: int, tags: tuple[str, ...] | list[str]) -> None:
+    """A kernel's arguments and valued launch tags within the C runtime's limits (and the
+    tags ones TVM knows); ModuleLoadError naming the kernel otherwise."""
+    if num_args > MAX_KERNEL_ARGS:
+        raise ModuleLoadError(
+            f"kernel '{key}' has {num_args} arguments (at most {MAX_KERNEL_ARGS})"
+        )
+    if sum(_tag_slot(tag, key) >= 0 for tag in tags) > MAX_VALUED_TAGS:
+        raise ModuleLoadError(
+            f"kernel '{key}' has more than {MAX_VALUED_TAGS} launch param tags that take a "
+            "value (TVM writes at most six: blockIdx.x/y/z, threadIdx.x/y/z)"
+        )
+
+
 def _read_info(reader: ByteReader, key: str, extra_tags: bool) -> FunctionInfo:
     name = reader.string(f"FunctionInfo name of {key!r}")
     n = reader.count(f"number of argument types of {key!r}", 4)
-    if n > MAX_KERNEL_ARGS:
-        raise ModuleLoadError(f"kernel '{key}' has {n} arguments (at most {MAX_KERNEL_ARGS})")
+    check_kernel_limits(key, n, ())
     types = []
     for i in range(n):
         code, bits, lanes = reader.u8("type code"), reader.u8("bits"), reader.u16("lanes")
@@ -80,11 +94,7 @@ def _read_info(reader: ByteReader, key: str, extra_tags: bool) -> FunctionInfo:
         except (ValueError, TypeError) as exc:
             raise reader.fail(f"kernel {key!r}: argument {i} has an invalid dtype: {exc}") from None
     tags = tuple(reader.strings(f"launch param tags of {key!r}"))
-    if sum(_tag_slot(tag, key) >= 0 for tag in tags) > MAX_VALUED_TAGS:
-        raise ModuleLoadError(
-            f"kernel '{key}' has more than {MAX_VALUED_TAGS} launch param tags that take a "
-            "value (TVM writes at most six: blockIdx.x/y/z, threadIdx.x/y/z)"
-        )
+    check_kernel_limits(key, n, tags)
     extra: tuple[int, ...] = ()
     if extra_tags:
         at = reader.offset

@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any
 
+from tvmrt.binfmt.files import MAX_LIBRARY_BYTES, MAX_META_BYTES, read_regular
 from tvmrt.binfmt.stream import ByteReader
 from tvmrt.error import DeviceUnavailableError, KernelError, ModuleLoadError, TVMError
 from tvmrt.runtime.device import Device, cuda
@@ -349,8 +351,14 @@ def load_cuda_file(path: str) -> CUDAModule:
     file = Path(path)
     fmt = file.suffix[1:]
     meta_path = file.with_suffix(".tvm_meta.json")
+    if not os.path.lexists(meta_path):
+        raise ModuleLoadError(
+            f"CUDA module {path!r}: its kernel table {meta_path.name!r} is missing (TVM "
+            "saves it beside the image)"
+        )
+    text = read_regular(meta_path, "CUDA kernel table", MAX_META_BYTES, ModuleLoadError)
     try:
-        meta = json.loads(meta_path.read_text())
+        meta = json.loads(text)
         info = meta["func_info"]
         table: dict[str, FunctionInfo] = {}
         for key, entry in info.items():
@@ -358,19 +366,16 @@ def load_cuda_file(path: str) -> CUDAModule:
             tags = entry.get("launch_param_tags", entry.get("thread_axis_tags", []))
             extra = tuple(int(t) for t in entry.get("arg_extra_tags", []))
             table[key] = FunctionInfo(entry.get("name") or key, types, tuple(tags), extra)
-    except FileNotFoundError:
-        raise ModuleLoadError(
-            f"CUDA module {path!r}: its kernel table {meta_path.name!r} is missing (TVM "
-            "saves it beside the image)"
-        ) from None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ModuleLoadError(
             f"CUDA module {path!r}: {meta_path.name!r} is not a TVM kernel table "
             f"({{'func_info': {{name: {{arg_types, launch_param_tags}}}}}}): {exc}"
         ) from None
-    for key, entry in table.items():  # the tags must be ones TVM knows
-        from tvmrt.runtime.launch import LaunchConfig
+    for key, entry in table.items():  # the tags must be ones TVM knows, within C's limits
+        from tvmrt.runtime.launch import LaunchConfig, check_kernel_limits
 
+        check_kernel_limits(key, len(entry.arg_types), entry.launch_param_tags)
         LaunchConfig.from_info(entry, key)
     install_device_workspace()
-    return CUDAModule(fmt, file.read_bytes(), table, f"CUDA module {path!r}")
+    image = read_regular(file, "CUDA image", MAX_LIBRARY_BYTES, ModuleLoadError)
+    return CUDAModule(fmt, image, table, f"CUDA module {path!r}")
