@@ -28,43 +28,20 @@
 #define MAX_PARAMS 64
 #define MAX_OUTS 256
 
-/* call mod[name] once (the handle freed after) */
-static void call_named(TVMModuleHandle mod, const char* name, TVMValue* args, int* codes, int n,
-                       TVMValue* ret, int* code) {
-  TVMFunctionHandle f = get(mod, name);
-  CHECK(TVMFuncCall(f, args, codes, n, ret, code));
-  CHECK(TVMFuncFree(f));
-}
-
 static TVMModuleHandle load_vm(const char* mode, const char* folder) {
   char path[4096];
   TVMModuleHandle exe, lib, vm;
-  TVMFunctionHandle load;
   TVMValue args[6], ret;
   int codes[6], code;
   if (strcmp(mode, "so") == 0) {
     snprintf(path, sizeof(path), "%s/vm.so", folder);
     CHECK(TVMModLoadFromFile(path, "", &exe));
   } else {
-    TVMByteArray bytes;
-    size_t n;
-    char* code_ro;
     snprintf(path, sizeof(path), "%s/lib.so", folder);
     CHECK(TVMModLoadFromFile(path, "", &lib));
     snprintf(path, sizeof(path), "%s/%s", folder,
              getenv("CODE_RO") ? getenv("CODE_RO") : "code.ro");
-    code_ro = read_file(path, &n);
-    bytes.data = code_ro;
-    bytes.size = n;
-    CHECK(TVMFuncGetGlobal("runtime.Load_Executable", &load));
-    args[0].v_handle = &bytes;
-    codes[0] = kTVMBytes;
-    args[1].v_handle = lib;
-    codes[1] = kTVMModuleHandle;
-    CHECK(TVMFuncCall(load, args, codes, 2, &ret, &code));
-    exe = ret.v_handle;
-    free(code_ro);
-    CHECK(TVMFuncFree(load));
+    exe = load_executable(path, lib);
     CHECK(TVMModFree(lib)); /* the executable holds it */
   }
   call_named(exe, "vm_load_executable", args, codes, 0, &ret, &code);

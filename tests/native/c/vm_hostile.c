@@ -19,40 +19,19 @@
 #include <tvm/runtime/c_runtime_api.h>
 #include "model_io.h"
 
-static void call(TVMModuleHandle mod, const char* name, TVMValue* a, int* c, int n, TVMValue* r,
-                 int* rc) {
-  TVMFunctionHandle f = get(mod, name);
-  CHECK(TVMFuncCall(f, a, c, n, r, rc));
-  CHECK(TVMFuncFree(f));
-}
-
 static TVMModuleHandle load_vm(const char* code_ro, const char* lib_so) {
   TVMModuleHandle lib, exe, vm;
-  TVMFunctionHandle load;
-  TVMByteArray bytes;
   TVMValue a[3], r;
   int c[3], rc;
-  size_t n;
-  char* code = read_file(code_ro, &n);
   CHECK(TVMModLoadFromFile(lib_so, "", &lib));
-  bytes.data = code;
-  bytes.size = n;
-  CHECK(TVMFuncGetGlobal("runtime.Load_Executable", &load));
-  a[0].v_handle = &bytes;
-  c[0] = kTVMBytes;
-  a[1].v_handle = lib;
-  c[1] = kTVMModuleHandle;
-  CHECK(TVMFuncCall(load, a, c, 2, &r, &rc));
-  exe = r.v_handle;
-  free(code);
-  CHECK(TVMFuncFree(load));
+  exe = load_executable(code_ro, lib);
   CHECK(TVMModFree(lib));
-  call(exe, "vm_load_executable", a, c, 0, &r, &rc);
+  call_named(exe, "vm_load_executable", a, c, 0, &r, &rc);
   vm = r.v_handle;
   CHECK(TVMModFree(exe));
   a[0].v_int64 = kDLCPU, a[1].v_int64 = 0, a[2].v_int64 = 2;
   c[0] = c[1] = c[2] = kDLInt;
-  call(vm, "init", a, c, 3, &r, &rc);
+  call_named(vm, "init", a, c, 3, &r, &rc);
   return vm;
 }
 
@@ -127,13 +106,13 @@ static int cross(const char* a_ro, const char* b_ro, const char* lib_so) {
   TVMFunctionHandle set_input;
   void* tuple;
   v[0].v_str = "main";
-  call(a, "invoke", v, c, 1, &r, &rc);
+  call_named(a, "invoke", v, c, 1, &r, &rc);
   if (rc != kTVMObjectHandle) return 1;
   tuple = r.v_handle;
   v[1].v_handle = tuple;
   set_input = get(b, "set_input");
   if (TVMFuncCall(set_input, v, c, 2, &r, &rc) == 0) {
-    call(b, "invoke", v, c, 1, &r, &rc);
+    call_named(b, "invoke", v, c, 1, &r, &rc);
     fprintf(stderr, "B ran A's closure (result type code %d)\n", rc);
     return 4;
   }
