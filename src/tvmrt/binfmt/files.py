@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import stat
+import struct
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -25,7 +26,9 @@ __all__ = [
     "MAX_LIBRARY_BYTES",
     "MAX_META_BYTES",
     "MAX_PARAMS_BYTES",
+    "PARAMS_LIST_MAGIC",
     "PARAMS_MAGIC",
+    "VM_BYTECODE_MAGIC",
     "VM_CODE_MAGIC",
     "Magic",
     "check_regular",
@@ -118,8 +121,13 @@ class Magic:
     format: str  # what such a file is, for the message ("a TVM params blob")
 
 
-PARAMS_MAGIC = Magic(bytes.fromhex("b79c04054f8de5f7"), ParamsFormatError, "a TVM params blob")
-VM_CODE_MAGIC = Magic(bytes.fromhex("1d1514422fde25d2"), ModuleLoadError, "a Relay VM executable")
+# the u64 each file starts with, little-endian (as the C runtime's rt.h has them)
+PARAMS_LIST_MAGIC = 0xF7E58D4F05049CB7  # kTVMNDArrayListMagic, src/runtime/file_utils.h
+VM_BYTECODE_MAGIC = 0xD225DE2F4214151D  # kTVMVMBytecodeMagic, src/runtime/vm/serialize_utils.h
+PARAMS_MAGIC = Magic(struct.pack("<Q", PARAMS_LIST_MAGIC), ParamsFormatError, "a TVM params blob")
+VM_CODE_MAGIC = Magic(
+    struct.pack("<Q", VM_BYTECODE_MAGIC), ModuleLoadError, "a Relay VM executable"
+)
 
 
 def read_regular(

@@ -17,6 +17,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from tvmrt.binfmt.files import PARAMS_MAGIC
 from tvmrt.error import ModuleLoadError
 
 __all__ = [
@@ -32,7 +33,6 @@ __all__ = [
 ]
 
 _ELF_MAGIC = b"\x7fELF"
-_PARAMS_MAGIC = struct.pack("<Q", 0xF7E58D4F05049CB7)  # TVM's save_param_dict
 HEAD_SIZE = 4096  # enough for every header identify() reads
 
 # e_machine -> (short name, qualifier shown in messages)
@@ -192,7 +192,7 @@ def identify_bytes(head: bytes) -> BinaryInfo:
         return BinaryInfo(compression, "compressed data")
     if head.startswith(b"PK\x03\x04"):
         return BinaryInfo("zip", "archive")
-    if head.startswith(_PARAMS_MAGIC):
+    if head.startswith(PARAMS_MAGIC.data):  # TVM's save_param_dict
         return BinaryInfo("tvm-params", "params blob")
     if _looks_like_text(head):
         return BinaryInfo("text")

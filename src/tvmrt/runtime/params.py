@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from tvmrt.binfmt.files import MAX_PARAMS_BYTES, open_regular
+from tvmrt.binfmt.files import MAX_PARAMS_BYTES, PARAMS_LIST_MAGIC, open_regular
 from tvmrt.binfmt.stream import ByteReader, ByteWriter
 from tvmrt.error import ArgumentTypeError, ParamsFormatError
 from tvmrt.runtime.dtype import DataType
@@ -77,7 +77,7 @@ __all__ = [
     "write_param_dict",
 ]
 
-NDARRAY_LIST_MAGIC = 0xF7E58D4F05049CB7  # kTVMNDArrayListMagic, src/runtime/file_utils.h
+NDARRAY_LIST_MAGIC = PARAMS_LIST_MAGIC  # kTVMNDArrayListMagic (binfmt/files.py)
 
 
 # -- reading -------------------------------------------------------------------------------

@@ -208,16 +208,12 @@ void dlr_paths_free(dlr_paths* p) {
 /* what each kind of file may hold (files.c checks it before reading) */
 static const struct {
   uint64_t limit;
-  tvmrt_file_magic magic; /* len 0: none */
+  const tvmrt_file_magic* magic; /* NULL: none */
 } kinds[] = {
-    [DLR_META] = {RT_MAX_META_BYTES, {NULL, 0, NULL, NULL}},
-    [DLR_GRAPH] = {RT_MAX_GRAPH_JSON_BYTES, {NULL, 0, NULL, NULL}},
-    [DLR_PARAMS] = {RT_MAX_PARAMS_BYTES,
-                    {RT_PARAMS_FILE_MAGIC, 8, "ParamsFormatError",
-                     "a TVM params blob"}}, /* list magic */
-    [DLR_CODE] = {RT_MAX_CODE_BYTES,
-                  {RT_VM_CODE_MAGIC, 8, "ModuleLoadError",
-                   "a Relay VM executable"}}, /* Relay VM magic */
+    [DLR_META] = {RT_MAX_META_BYTES, NULL},
+    [DLR_GRAPH] = {RT_MAX_GRAPH_JSON_BYTES, NULL},
+    [DLR_PARAMS] = {RT_MAX_PARAMS_BYTES, &tvmrt_params_file_magic},
+    [DLR_CODE] = {RT_MAX_CODE_BYTES, &tvmrt_vm_code_file_magic},
 };
 
 int dlr_regular_file(const char* path, const char* role) {
@@ -226,8 +222,8 @@ int dlr_regular_file(const char* path, const char* role) {
 
 int dlr_read_file(const char* path, const char* role, dlr_file_kind kind, char** data,
                   size_t* size) {
-  const tvmrt_file_magic* magic = kinds[kind].magic.len ? &kinds[kind].magic : NULL;
-  return tvmrt_read_regular(path, "DLRError", role, kinds[kind].limit, magic, data, size);
+  return tvmrt_read_regular(path, "DLRError", role, kinds[kind].limit, kinds[kind].magic, data,
+                            size);
 }
 
 int dlr_meta_parse(const char* text, size_t len, const char* where, tvmrt_json** meta,

@@ -104,6 +104,11 @@ static void hex(const unsigned char* b, size_t n, char* out) {
   out[2 * n] = '\0';
 }
 
+const tvmrt_file_magic tvmrt_params_file_magic = {RT_PARAMS_LIST_MAGIC, "ParamsFormatError",
+                                                  "a TVM params blob"};
+const tvmrt_file_magic tvmrt_vm_code_file_magic = {RT_VM_CODE_MAGIC, "ModuleLoadError",
+                                                   "a Relay VM executable"};
+
 int tvmrt_read_regular(const char* path, const char* error, const char* what, uint64_t limit,
                        const tvmrt_file_magic* magic, char** data, size_t* size) {
   uint64_t total;
@@ -117,13 +122,15 @@ int tvmrt_read_regular(const char* path, const char* error, const char* what, ui
                       (unsigned long long)total, what, path);
   }
   if (magic != NULL) { /* the first bytes before the rest (a hostile file costs a page) */
-    char want[2 * 16 + 1], seen[2 * 16 + 1];
-    size_t n = magic->len < 16 ? magic->len : 16;
+    unsigned char bytes[8];
+    char want[2 * 8 + 1], seen[2 * 8 + 1];
+    size_t n = sizeof(bytes), i;
+    for (i = 0; i < n; ++i) bytes[i] = (unsigned char)(magic->value >> (8 * i));
     head = read_full(fd, buf, n < total ? n : (size_t)total);
     if (head < 0) goto fail;
-    if ((size_t)head != n || memcmp(buf, magic->bytes, n) != 0) {
+    if ((size_t)head != n || memcmp(buf, bytes, n) != 0) {
       close(fd);
-      hex((const unsigned char*)magic->bytes, n, want);
+      hex(bytes, n, want);
       hex((const unsigned char*)buf, (size_t)head, seen);
       free(buf);
       return tvmrt_fail(magic->error,

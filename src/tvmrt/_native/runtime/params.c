@@ -8,7 +8,6 @@
 #include "rt.h"
 
 #define NDARRAY_MAGIC 0xDD5E40F096B4A13FULL
-#define NDARRAY_LIST_MAGIC 0xF7E58D4F05049CB7ULL
 
 static int32_t le32(const uint8_t* b) {
   return (int32_t)((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
@@ -101,11 +100,11 @@ int tvmrt_params_parse(const uint8_t* data, size_t size, int names_only, tvmrt_p
       tvmrt_read_u64(&r, &reserved, "reserved") != 0) {
     return -1;
   }
-  if (magic != NDARRAY_LIST_MAGIC) {
+  if (magic != RT_PARAMS_LIST_MAGIC) {
     return tvmrt_fail("ParamsFormatError",
                       "params blob: list magic is 0x%016llx, expected 0x%016llx (not a TVM params "
                       "blob) at byte offset 0",
-                      (unsigned long long)magic, NDARRAY_LIST_MAGIC);
+                      (unsigned long long)magic, RT_PARAMS_LIST_MAGIC);
   }
   if (tvmrt_read_count(&r, &n, 8, "number of names") != 0) return -1;
   out->names = (char**)calloc(n ? (size_t)n : 1, sizeof(char*));

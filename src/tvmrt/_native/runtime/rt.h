@@ -46,16 +46,17 @@
 #define RT_MAX_LIBRARY_BYTES (2ull << 30)    /* a shared library */
 #define RT_MAX_PARAMS_BYTES (16ull << 30)    /* a params file (its magic checked first) */
 #define RT_MAX_CODE_BYTES (16ull << 30)      /* a Relay VM code.ro (its magic checked first) */
-/* the first bytes of a params file (NDARRAY_LIST_MAGIC, params.c) and of a Relay VM code.ro
-   (VM_MAGIC, vm.h), little-endian */
-#define RT_PARAMS_FILE_MAGIC "\xb7\x9c\x04\x05\x4f\x8d\xe5\xf7"
-#define RT_VM_CODE_MAGIC "\x1d\x15\x14\x42\x2f\xde\x25\xd2"
+/* the first 8 bytes (a little-endian u64) of a params file (kTVMNDArrayListMagic; params.c
+   reads it) and of a Relay VM code.ro (kTVMVMBytecodeMagic; vm_format.c reads it) */
+#define RT_PARAMS_LIST_MAGIC 0xF7E58D4F05049CB7ULL
+#define RT_VM_CODE_MAGIC 0xD225DE2F4214151DULL
 typedef struct {
-  const char* bytes; /* the file's first bytes, at most 16 */
-  size_t len;
+  uint64_t value;     /* the file's first 8 bytes, little-endian */
   const char* error;  /* the error kind when they differ */
   const char* format; /* what such a file is, for the message ("a TVM params blob") */
 } tvmrt_file_magic;
+extern const tvmrt_file_magic tvmrt_params_file_magic;  /* RT_PARAMS_LIST_MAGIC */
+extern const tvmrt_file_magic tvmrt_vm_code_file_magic; /* RT_VM_CODE_MAGIC */
 /* path opened read-only: a regular file of at most `limit` bytes (else -1 with an `error`
    naming `what` and the path); *fd to close, *size its size */
 int tvmrt_open_regular(const char* path, const char* error, const char* what, uint64_t limit,

@@ -18,8 +18,8 @@
 
 #include "rt.h"
 
-#define VM_MAGIC 0xD225DE2F4214151DULL /* kTVMVMBytecodeMagic */
-#define VM_MAX_REGISTERS (1 << 20)     /* per frame */
+#define VM_MAGIC RT_VM_CODE_MAGIC  /* kTVMVMBytecodeMagic (rt.h) */
+#define VM_MAX_REGISTERS (1 << 20) /* per frame */
 #define VM_MAX_STATIC_BYTES (1LL << 48)
 
 enum {

@@ -78,8 +78,6 @@ static int f_param_name(void* self, TVMValue* args, int* codes, int n, TVMValue*
 
 static int f_load_late(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
   vm_exe* exe = (vm_exe*)((tvmrt_module*)self)->impl;
-  static const tvmrt_file_magic params_magic = {RT_PARAMS_FILE_MAGIC, 8, "ParamsFormatError",
-                                                "a TVM params blob"};
   size_t size;
   char* data = NULL;
   tvmrt_params p;
@@ -89,7 +87,7 @@ static int f_load_late(void* self, TVMValue* args, int* codes, int n, TVMValue* 
   if (n != 1 || codes[0] != kTVMStr)
     return tvmrt_fail("ArgumentTypeError", "load_late_bound_consts takes a path");
   if (tvmrt_read_regular(args[0].v_str, "ModuleLoadError", "late-bound constants file",
-                         RT_MAX_PARAMS_BYTES, &params_magic, &data, &size) != 0) {
+                         RT_MAX_PARAMS_BYTES, &tvmrt_params_file_magic, &data, &size) != 0) {
     return -1;
   }
   if (tvmrt_params_parse((const uint8_t*)data, size, 0, &p) != 0) goto done;

@@ -14,6 +14,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 
+from tvmrt.binfmt.files import VM_BYTECODE_MAGIC
 from tvmrt.binfmt.stream import ByteReader, ByteWriter
 from tvmrt.error import ModuleLoadError
 from tvmrt.runtime.ndarray import NDArray
@@ -30,7 +31,7 @@ __all__ = [
     "check_version",
 ]
 
-VM_MAGIC = 0xD225DE2F4214151D  # kTVMVMBytecodeMagic, src/runtime/vm/serialize_utils.h
+VM_MAGIC = VM_BYTECODE_MAGIC  # kTVMVMBytecodeMagic (binfmt/files.py)
 MAX_REGISTERS = 1 << 20  # per frame; TVM has no limit, a frame of more is not a real program
 _VERSION = re.compile(r"^0\.(\d+)(?:\.\d+)?(?:\.dev\d*)?(?:[+.-].*)?$")
 _CONST_IMMEDIATE = 0
