@@ -29,6 +29,7 @@ from serve import Server, binary_body, percentile
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(os.environ.get("TVMRT_ARTIFACTS", ROOT.parent / "shared" / "artifacts"))
 INPUTS = {"dyn-batch-mlp": ("x", (1, 16)), "cnn-static": ("data", None)}
+SIGNATURES = {"dyn-batch-mlp": "x:float32:-1,16", "cnn-static": "data:float32:1,3,16,16"}
 
 
 def _body(case: str) -> tuple[bytes, dict[str, str]]:
@@ -64,7 +65,8 @@ def main() -> None:
     try:
         for engine in ("python", "native"):
             os.environ["TVMRT_VM_ENGINE"] = engine
-            servers[engine] = Server([str(folder), "--name", "m", "--workers", "1"])
+            flags = ["--name", "m", "--workers", "1", "--input", SIGNATURES[args.case]]
+            servers[engine] = Server([str(folder), *flags])
         os.environ.pop("TVMRT_VM_ENGINE")
         body, headers = _body(args.case)
         conns = {

@@ -18,7 +18,7 @@ import pytest
 from tvmrt.artifact import find_artifact
 from tvmrt.serve import BackgroundServer, InferenceApp, load_model
 from tvmrt.serve.limits import ServeLimits
-from tvmrt.serve.protocol import BadRequestError
+from tvmrt.serve.protocol import BadRequestError, TensorSpec
 
 pytest.importorskip("uvicorn")
 
@@ -37,7 +37,9 @@ def _doc(x: np.ndarray, n: int) -> bytes:
 
 
 def test_a_looping_vm_request_is_refused_within_the_inflight_budget(artifacts: Path) -> None:
-    model = load_model("cf", find_artifact(artifacts / "relayvm" / "control-flow"), workers=2)
+    signature = [TensorSpec("x", (-1,), "FP32"), TensorSpec("n", (), "INT32")]
+    folder = find_artifact(artifacts / "relayvm" / "control-flow")
+    model = load_model("cf", folder, workers=2, signature=signature)
     limits = ServeLimits(max_body_bytes=16 * MIB, max_inflight_body_bytes=64 * MIB)
     app = InferenceApp([model], limits=limits)
     x = np.ones(65536, "float32")

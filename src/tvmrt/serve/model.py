@@ -13,6 +13,7 @@ one already running finishes (a kernel cannot be interrupted); its executor is r
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import queue
 import threading
@@ -29,17 +30,19 @@ from tvmrt.artifact import ArtifactFiles, Executor, executor_from_graph, load_ar
 from tvmrt.artifact.output_names import output_aliases
 from tvmrt.error import DeviceOutOfMemoryError, InvalidArgumentError, KernelError
 from tvmrt.runtime.device import Device
+from tvmrt.runtime.executor import AotModule
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.relax_vm import VirtualMachine as RelaxVirtualMachine
 from tvmrt.runtime.vm import VirtualMachine
 from tvmrt.serve.batching import BatchItem, BatchRuns, choose_batch
-from tvmrt.serve.dynamic import input_specs, learned_inputs, output_specs
+from tvmrt.serve.dynamic import free_inner_sizes, input_specs, learned_inputs, output_specs
 from tvmrt.serve.handoff import wait_for_run
 from tvmrt.serve.metrics import ModelMetrics
 from tvmrt.serve.protocol import BadRequestError, DeadlineError, OverloadedError, TensorSpec
 
-__all__ = ["ServedModel", "load_model", "model_from_graph", "serve_executors"]
+__all__ = ["ServedModel", "load_model", "model_from_graph", "platform_of", "serve_executors"]
 
+_log = logging.getLogger("tvmrt.serve")
 _INLINE_RUN = 100e-6  # seconds: shorter runs are done on the event loop (see infer_inline)
 
 
@@ -108,13 +111,7 @@ class ServedModel(BatchRuns):
         self.device = device
         # shapes come with requests, or the outputs are known only from an answer (a VM's)
         self.dynamic = any(s.dynamic for s in self.inputs) or not self.outputs
-        self.platform = (
-            "tvmrt_relax_vm"
-            if isinstance(executors[0], RelaxVirtualMachine)
-            else "tvmrt_relay_vm"
-            if self.dynamic
-            else "tvmrt_graph_executor"
-        )
+        self.platform = platform_of(executors[0])
         asked = batch_delay is not None or (max_batch is not None and max_batch > 1)
         if self.dynamic and asked:
             raise InvalidArgumentError(
@@ -341,6 +338,17 @@ class ServedModel(BatchRuns):
         self._pool.shutdown(wait=wait, cancel_futures=not wait)
 
 
+def platform_of(executor: Executor) -> str:
+    """The executor a model runs on, as its metadata and Triton config name it."""
+    if isinstance(executor, RelaxVirtualMachine):
+        return "tvmrt_relax_vm"
+    if isinstance(executor, VirtualMachine):
+        return "tvmrt_relay_vm"
+    if isinstance(executor, AotModule):
+        return "tvmrt_aot_executor"
+    return "tvmrt_graph_executor"
+
+
 def serve_executors(
     name: str,
     executors: Sequence[Executor],
@@ -359,7 +367,11 @@ def serve_executors(
     if not executors:
         raise InvalidArgumentError(f"model {name!r} needs at least one executor")
     first = executors[0]
-    inputs = input_specs(name, first.inputs, signature)
+    relay_vm = platform_of(first) == "tvmrt_relay_vm"
+    inputs = input_specs(name, first.inputs, signature, checks_inputs=not relay_vm)
+    if relay_vm:
+        for warning in free_inner_sizes(inputs):
+            _log.warning("model %r: %s", name, warning)
     labels = first.output_labels()  # the one name of each output, as run and inspect show
     outputs = [
         replace(s, name=label)

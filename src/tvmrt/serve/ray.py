@@ -21,12 +21,13 @@ or with Ray's CLI: ``serve run tvmrt.serve.ray:app_builder models=mobilenet=/mod
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tvmrt.artifact import find_artifact
 from tvmrt.error import InvalidArgumentError
 from tvmrt.serve.app import InferenceApp
+from tvmrt.serve.dynamic import parse_signature
 from tvmrt.serve.model import load_model
 
 __all__ = ["TvmrtDeployment", "deployment", "app_builder"]
@@ -42,6 +43,9 @@ class TvmrtDeployment:
     workers, max_queue, timeout, batch_delay
         As ``tvmrt serve --workers/--max-queue/--timeout/--batch-delay-ms`` (in seconds),
         per replica.
+    signatures
+        Model name -> its inputs' ``NAME:DTYPE:DIMS``, as ``tvmrt serve --input`` takes
+        them (a Relay VM model needs one per input: :mod:`tvmrt.serve.dynamic`).
     """
 
     def __init__(
@@ -51,9 +55,23 @@ class TvmrtDeployment:
         max_queue: int = 64,
         timeout: float = 30.0,
         batch_delay: float | None = None,
+        signatures: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
+        given = dict(signatures or {})
+        unknown = sorted(set(given) - set(models))
+        if unknown:
+            raise InvalidArgumentError(f"signatures for model(s) {unknown} that are not served")
         served = [
-            load_model(name, find_artifact(path), workers, None, max_queue, timeout, batch_delay)
+            load_model(
+                name,
+                find_artifact(path),
+                workers,
+                None,
+                max_queue,
+                timeout,
+                batch_delay,
+                [parse_signature(text) for text in given.get(name, ())],
+            )
             for name, path in models.items()
         ]
         self.app = InferenceApp(served)
