@@ -491,6 +491,44 @@ def test_the_live_bytes_budget_counts_adts_closures_and_registers(
         assert peak <= idle + 2 * budget // 1024, (peak, idle)  # the budget, and as much slack
 
 
+def _tensor_list(kind: str) -> VMFunction:
+    """main: r0 = nil, then forever r0 = a cell of (r0, a tensor the instruction makes)."""
+    made = {
+        "LoadConsti": [(op.LOAD_CONSTI, 7, 1)],
+        "ShapeOf": [(op.SHAPE_OF, 2, 1)],
+        "GetTag": [(op.GET_TAG, 0, 1)],
+        "ReshapeTensor": [(op.RESHAPE_TENSOR, 2, 3, 1)],  # a view: its header only
+    }[kind]
+    setup = [(op.ALLOC_ADT, 0, 0, 0), (op.LOAD_CONSTI, 7, 2), (op.LOAD_CONSTI, 1, 3)]
+    loop = [*made, (op.ALLOC_ADT, 1, 2, 0, 1, 0), (op.GOTO, -(len(made) + 1))]
+    return VMFunction("main", 4, [], [], [*setup, *loop, (op.RET, 0)])
+
+
+@pytest.mark.parametrize("kind", ["LoadConsti", "ShapeOf", "GetTag", "ReshapeTensor"])
+def test_the_tensors_instructions_make_count_against_the_live_bytes_budget(
+    artifacts: Path,
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    tmp_path: Path,
+    kind: str,
+) -> None:
+    # a list whose cells each hold a fresh small tensor: the cells were charged, the tensors
+    # (a header of about 400 bytes, and their data) not, so under an 8 MiB budget run_vm held
+    # 4 times the budget before it stopped; now each tensor is charged when it is made
+    f = VMFunction("f", 1, ["x"], [0], [(op.RET, 0)])
+    code = _program(_tensor_list(kind), f)
+    budget = 8 << 20
+    env = {"TVMRT_VM_MAX_STEPS": str(CHAIN_CELLS), "TVMRT_VM_MAX_LIVE_BYTES": str(budget)}
+    rc, peak, out = _peak_rss_kib(native, compile_c, artifacts, tmp_path, code, env)
+    assert rc == 1, out
+    assert "DeviceOutOfMemoryError: " in out, out
+    assert f"over its budget of {budget} bytes (TVMRT_VM_MAX_LIVE_BYTES)" in out, out
+    if native.variant == "plain":
+        idle_env = {"TVMRT_VM_MAX_STEPS": "1"}
+        _, idle, _ = _peak_rss_kib(native, compile_c, artifacts, tmp_path, code, idle_env)
+        assert peak <= idle + 2 * budget // 1024, (peak, idle)
+
+
 def test_register_files_count_against_the_live_bytes_budget(
     artifacts: Path,
     native: NativeBuild,

@@ -28,7 +28,7 @@ class ADT(Object):
         The constructor's fields.
     """
 
-    __slots__ = ("fields", "tag")
+    __slots__ = ("__weakref__", "fields", "tag")  # weakref: a VM's live budget tracks it
 
     def __init__(self, tag: int, fields: Iterable[Any]) -> None:
         if not isinstance(tag, int) or not -(1 << 31) <= tag < 1 << 31:

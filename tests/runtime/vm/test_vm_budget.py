@@ -93,3 +93,66 @@ def test_a_constant_on_a_virtual_device_that_does_not_exist_is_refused_at_load()
     raw = write_executable(data)
     with pytest.raises(ModuleLoadError, match="constant 0 is on virtual device 3, expected 0 to 0"):
         vm_rt.Executable.load_exec(raw, rt.PyModule({}))
+
+
+def _hand_made(code: list[tuple[int, ...]], *others: VMFunction) -> vm_rt.VirtualMachine:
+    main = VMFunction("main", 4, [], [], code)
+    data = ExecutableData(
+        "0.16.dev0",
+        [(1, 0, "")],
+        0,
+        ["main", *(f.name for f in others)],
+        [],
+        [],
+        [],
+        {},
+        [main, *others],
+    )
+    exe = vm_rt.Executable.load_exec(write_executable(data), rt.PyModule({}))
+    vm = vm_rt.VirtualMachine(exe, rt.cpu())
+    assert vm.engine == "python"  # not loaded from a file: the interpreter runs it
+    return vm
+
+
+_CELL_LOOPS = {  # r0 = nil, then forever r0 = a cell of r0 (and of a fresh tensor)
+    "adt": [(op.ALLOC_ADT, 1, 1, 0, 0), (op.GOTO, -1)],
+    "closure": [(op.ALLOC_CLOSURE, 0, 1, 0, 0), (op.GOTO, -1)],
+    "LoadConsti": [(op.LOAD_CONSTI, 7, 1), (op.ALLOC_ADT, 1, 2, 0, 1, 0), (op.GOTO, -2)],
+    "ShapeOf": [(op.SHAPE_OF, 2, 1), (op.ALLOC_ADT, 1, 2, 0, 1, 0), (op.GOTO, -2)],
+    "ReshapeTensor": [(op.RESHAPE_TENSOR, 2, 3, 1), (op.ALLOC_ADT, 1, 2, 0, 1, 0), (op.GOTO, -2)],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_CELL_LOOPS))
+def test_every_value_the_interpreter_makes_counts_against_the_budget(
+    monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    # the interpreter's budget counted storages only: a loop's list of cells ran on to the
+    # step budget (300,000 steps: 14.9 MiB of ADTs, 13.6 of closures, 76.6 of cells holding
+    # a LoadConsti tensor, tracemalloc's peak); now each is charged as it is made, as in C
+    monkeypatch.setenv("TVMRT_VM_MAX_STEPS", "300000")
+    setup = [(op.ALLOC_ADT, 0, 0, 0), (op.LOAD_CONSTI, 7, 2), (op.LOAD_CONSTI, 1, 3)]
+    vm = _hand_made([*setup, *_CELL_LOOPS[kind], (op.RET, 0)])
+    vm.module.limits.max_live_bytes = MIB
+    tracemalloc.start()
+    try:
+        with pytest.raises(DeviceOutOfMemoryError, match="over its budget of 1048576 bytes"):
+            vm.invoke("main")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * MIB, f"peak {peak / MIB:.1f} MiB under a 1 MiB budget"
+
+
+def test_register_files_count_against_the_interpreters_budget() -> None:
+    # a function of 2^17 registers calling itself: each frame's register file is 1 MiB
+    big = VMFunction("big", 1 << 17, [], [], [(op.INVOKE, 1, 0, 0), (op.RET, 0)])
+    vm = _hand_made([(op.INVOKE, 1, 0, 1), (op.RET, 1)], big)
+    vm.module.limits.max_live_bytes = 4 * MIB
+    with pytest.raises(DeviceOutOfMemoryError, match="a register file of 1048960 bytes"):
+        vm.invoke("main")
+    interp = vm.module.interp
+    assert interp is not None
+    assert interp.budget is not None
+    assert interp.budget.live[0] == 0  # the frames' charges are given back with the frames
+    vm.module.limits.max_live_bytes = None

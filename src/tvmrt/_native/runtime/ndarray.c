@@ -54,6 +54,7 @@ static void array_destroy(tvmrt_object* obj) {
   } else {
     free(a->alloc);
   }
+  if (a->uncharge != NULL) a->uncharge(a->charged_to, a->charged);
   tvmrt_release(a->owner);
   a->hdr.magic = 0;
   free(a);

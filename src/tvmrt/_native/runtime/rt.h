@@ -257,6 +257,11 @@ typedef struct tvmrt_ndarray {
   int64_t shape[RT_MAX_NDIM];
   void* alloc;         /* owned memory, or NULL for a view */
   tvmrt_object* owner; /* what keeps a view's memory alive */
+  /* a budget the array is charged to (a Relay VM's live bytes): on free, uncharge(charged_to,
+     charged), which also releases charged_to; NULL for none */
+  void (*uncharge)(tvmrt_object* charged_to, size_t charged);
+  tvmrt_object* charged_to;
+  size_t charged;
 } tvmrt_ndarray;
 
 tvmrt_ndarray* tvmrt_ndarray_from_handle(void* handle);

@@ -175,6 +175,9 @@ int tvmrt_vm_charge(vm_pool* pool, size_t bytes, const char* what, size_t* charg
 void tvmrt_vm_uncharge(vm_pool* pool, size_t charged);
 /* what a value of `fields` fields costs the budget: its C size, plus malloc's headers and
    the live-object table's slots */
+/* an array the VM made (a view's header, or a small tensor with its data) charged to the
+   live-bytes budget until it is freed: 0, or -1 with DeviceOutOfMemoryError set */
+int tvmrt_vm_charge_array(vm_pool* p, tvmrt_object* array, const char* what);
 #define VM_CELL_BYTES(head, fields) ((head) + (fields) * sizeof(void*) + 64)
 
 /* vm_interp.c ---------------------------------------------------------------------- */

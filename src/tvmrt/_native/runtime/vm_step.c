@@ -345,6 +345,13 @@ int tvmrt_vm_step(vm_state* vm, const vm_ins* ins, tvmrt_object** regs) {
     default: return tvmrt_fail("InternalError", "opcode %d reached the run loop", ins->op);
   }
   if (v == NULL) return -1;
+  /* every tensor an instruction makes counts against the live-bytes budget (a constant is
+     the executable's, a storage and an ADT are charged when made) */
+  if (ins->op != VM_LOAD_CONST && v->magic == RT_MAGIC_ARRAY &&
+      tvmrt_vm_charge_array(vm->pool, v, tvmrt_vm_opcode_names[ins->op]) != 0) {
+    tvmrt_release(v);
+    return -1;
+  }
   tvmrt_vm_set_reg(regs, ins->dst, v);
   return 0;
 }

@@ -452,3 +452,21 @@ void tvmrt_vm_uncharge(vm_pool* p, size_t charged) {
   p->live -= charged;
   pthread_mutex_unlock(&p->mu);
 }
+
+static void array_uncharge(tvmrt_object* pool, size_t charged) {
+  tvmrt_vm_uncharge((vm_pool*)pool, charged);
+  tvmrt_release(pool);
+}
+
+int tvmrt_vm_charge_array(vm_pool* p, tvmrt_object* array, const char* what) {
+  tvmrt_ndarray* a = (tvmrt_ndarray*)((char*)array - offsetof(tvmrt_ndarray, hdr));
+  size_t bytes = VM_CELL_BYTES(sizeof(tvmrt_ndarray), 0), data = 0, charged = 0;
+  if (a->alloc != NULL && tvmrt_tensor_nbytes(&a->dl, &data) == 0) bytes += data;
+  if (tvmrt_vm_charge(p, bytes, what, &charged) != 0) return -1;
+  if (charged == 0) return 0;
+  a->uncharge = array_uncharge;
+  a->charged_to = &p->hdr;
+  a->charged = charged;
+  tvmrt_retain(&p->hdr);
+  return 0;
+}

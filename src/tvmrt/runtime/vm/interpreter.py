@@ -35,7 +35,7 @@ from tvmrt.runtime.tensor_record import MAX_NDIM
 from tvmrt.runtime.vm import opcodes as op
 from tvmrt.runtime.vm.calls import KernelSite, TensorSite
 from tvmrt.runtime.vm.decode import DecodedFunction
-from tvmrt.runtime.vm.pool import LiveBudget, StoragePool
+from tvmrt.runtime.vm.pool import TENSOR_BYTES, LiveBudget, StoragePool, cell_bytes
 
 __all__ = ["VMClosure", "VMLimits", "Interpreter", "KernelHook"]
 
@@ -89,7 +89,7 @@ class VMLimits:
 class VMClosure(Object):
     """A VM closure (``vm.Closure``): a function index and its captured values."""
 
-    __slots__ = ("free_vars", "func_index")
+    __slots__ = ("__weakref__", "free_vars", "func_index")  # weakref: the live budget's
 
     def __init__(self, func_index: int, free_vars: Sequence[object]) -> None:
         self.func_index = func_index
@@ -97,6 +97,13 @@ class VMClosure(Object):
 
     def __repr__(self) -> str:
         return f"VMClosure(func_index={self.func_index}, free_vars={len(self.free_vars)})"
+
+
+def _take_regs(held: tuple[LiveBudget, list[int]], func: DecodedFunction) -> None:
+    """Charge ``func``'s register file to the live budget for as long as its frame runs."""
+    nbytes = cell_bytes(func.num_registers)
+    held[0].take(nbytes, "a register file")
+    held[1][0] += nbytes
 
 
 def _tensor(value: object, role: str) -> NDArray:
@@ -200,7 +207,14 @@ class Interpreter:
             )
         state = [func, 0]
         try:
-            return self._loop(func, list(args), state)
+            if self.limits.max_live_bytes is None:
+                return self._loop(func, list(args), state, None)
+            tracker = self._tracker(self.limits.max_live_bytes)
+            charged = [0]  # the register files of the frames on the stack
+            try:
+                return self._loop(func, list(args), state, (tracker, charged))
+            finally:
+                tracker.give(charged[0])
         except TVMError as exc:
             where = state[0]
             assert isinstance(where, DecodedFunction)
@@ -214,8 +228,19 @@ class Interpreter:
                 f"{type(exc).__name__}: {exc}"
             ) from exc
 
-    def _loop(self, func: DecodedFunction, args: list[object], state: list[object]) -> object:
+    def _loop(
+        self,
+        func: DecodedFunction,
+        args: list[object],
+        state: list[object],
+        held: tuple[LiveBudget, list[int]] | None,
+    ) -> object:
+        """Run ``func``; with ``held`` (the live budget and the bytes of the register files it
+        charges), every ADT, closure, tensor and register file made counts against it."""
         funcs, consts, kernels, devices = self.functions, self.constants, self.kernels, self.devices
+        tracker = None if held is None else held[0]
+        if held is not None:
+            _take_regs(held, func)
         limits = self.limits
         max_frames, max_steps = limits.max_frames, limits.max_steps
         hook = self.kernel_hook
@@ -274,6 +299,8 @@ class Interpreter:
                     raise ArgumentTypeError(f"storage register {s} holds {_kind(storage)}")
                 offset = load_scalar_int(regs[off], f"offset register {off}")
                 regs[dst] = tensor_sites[id(ins)].tensor(storage, offset, shape, dtype)
+                if tracker is not None:
+                    tracker.hold(regs[dst], TENSOR_BYTES, "AllocTensor")
                 pc += 1
             elif o == op.ALLOC_TENSOR_REG:
                 _, s, off, shape_reg, dtype, dst = ins
@@ -283,15 +310,22 @@ class Interpreter:
                 offset = load_scalar_int(regs[off], f"offset register {off}")
                 shape = _shape_from(regs[shape_reg], f"shape register {shape_reg}")
                 regs[dst] = tensor_sites[id(ins)].tensor(storage, offset, shape, dtype)
+                if tracker is not None:
+                    tracker.hold(regs[dst], TENSOR_BYTES, "AllocTensorReg")
                 pc += 1
             elif o == op.SHAPE_OF:
                 t = _tensor(regs[ins[1]], f"register {ins[1]}")
                 regs[ins[2]] = _host_ints(t.shape, "int64", (len(t.shape),))
+                if tracker is not None:
+                    tracker.hold(regs[ins[2]], TENSOR_BYTES + 8 * len(t.shape), "ShapeOf")
                 pc += 1
             elif o == op.RET:
                 value = regs[ins[1]]
                 if not frames:
                     return value
+                if held is not None:
+                    held[0].give(cell_bytes(func.num_registers))
+                    held[1][0] -= cell_bytes(func.num_registers)
                 func, regs, pc, dst = frames.pop()
                 code = func.code
                 regs[dst] = value
@@ -319,6 +353,8 @@ class Interpreter:
                 steps += max(1, callee.num_registers)  # a call costs its register file
                 if max_steps is not None and steps > max_steps:
                     raise InvalidArgumentError(f"invoke ran past its budget of {max_steps} steps")
+                if held is not None:
+                    _take_regs(held, callee)
                 frames.append((func, regs, pc + 1, ins[3]))
                 func, code, pc = callee, callee.code, 0
                 regs = call + [None] * (callee.num_registers - len(call))
@@ -350,6 +386,8 @@ class Interpreter:
                 if max_steps is not None and steps > max_steps:
                     raise InvalidArgumentError(f"invoke ran past its budget of {max_steps} steps")
                 regs[ins[3]] = ADT(ins[1], [regs[r] for r in ins[2]])
+                if tracker is not None:
+                    tracker.hold(regs[ins[3]], cell_bytes(len(ins[2])), "AllocADT")
                 pc += 1
             elif o == op.GET_FIELD:
                 obj = regs[ins[1]]
@@ -368,15 +406,21 @@ class Interpreter:
                         f"register {ins[1]} holds {_kind(obj)}, expected an ADT"
                     )
                 regs[ins[2]] = _host_ints([obj.tag], "int32", (1,))
+                if tracker is not None:
+                    tracker.hold(regs[ins[2]], TENSOR_BYTES + 4, "GetTag")
                 pc += 1
             elif o == op.LOAD_CONSTI:
                 regs[ins[2]] = _host_ints([ins[1]], "int64", (1,))
+                if tracker is not None:
+                    tracker.hold(regs[ins[2]], TENSOR_BYTES + 8, "LoadConsti")
                 pc += 1
             elif o == op.ALLOC_CLOSURE:
                 steps += len(ins[2])
                 if max_steps is not None and steps > max_steps:
                     raise InvalidArgumentError(f"invoke ran past its budget of {max_steps} steps")
                 regs[ins[3]] = VMClosure(ins[1], [regs[r] for r in ins[2]])
+                if tracker is not None:
+                    tracker.hold(regs[ins[3]], cell_bytes(len(ins[2])), "AllocClosure")
                 pc += 1
             elif o == op.RESHAPE_TENSOR:
                 t = _tensor(regs[ins[1]], f"register {ins[1]}")
@@ -386,6 +430,8 @@ class Interpreter:
                         f"shape register {ins[2]} is {shape_arr.dtype}, expected int64"
                     )
                 regs[ins[3]] = t._create_view(_shape_from(shape_arr, f"shape register {ins[2]}"))
+                if tracker is not None:
+                    tracker.hold(regs[ins[3]], TENSOR_BYTES, "ReshapeTensor")
                 pc += 1
             elif o == op.DEVICE_COPY:
                 t = _tensor(regs[ins[1]], f"register {ins[1]}")
@@ -393,12 +439,20 @@ class Interpreter:
                 if t.device != src:
                     raise ArrayError(f"DeviceCopy expects a tensor on {src}, it is on {t.device}")
                 regs[ins[4]] = t.copyto(to)
+                if tracker is not None:
+                    tracker.hold(regs[ins[4]], TENSOR_BYTES + t.nbytes, "DeviceCopy")
                 pc += 1
             elif o == op.FATAL:
                 raise TVMError("VM encountered fatal error")
             else:  # decode only lets the 21 opcodes through
                 raise InternalError(f"opcode {o} reached the run loop")
             state[1] = pc
+
+    def _tracker(self, budget: int) -> LiveBudget:
+        """The live budget of ``budget`` bytes (a new one when the limit changed)."""
+        if self.budget is None or self.budget.limit != budget:
+            self.budget = LiveBudget(budget, self.pools)
+        return self.budget
 
     def _alloc(self, nbytes: int, alignment: int, dev: int) -> Storage:
         limit = self.limits.max_alloc_bytes
@@ -409,10 +463,9 @@ class Interpreter:
                 f"AllocStorage of {nbytes} bytes is over the limit of {limit} bytes "
                 "(TVMRT_VM_MAX_ALLOC_BYTES)"
             )
-        tracker, budget = self.budget, self.limits.max_live_bytes
-        if budget is not None:
-            if tracker is None or tracker.limit != budget:
-                tracker = self.budget = LiveBudget(budget, self.pools)
+        budget = self.limits.max_live_bytes
+        tracker = None if budget is None else self._tracker(budget)
+        if tracker is not None:
             tracker.charge(nbytes)
         pool = self.pools[dev]
         if pool is not None:

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from tvmrt.error import DeviceOutOfMemoryError
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.device_api import DeviceAPI, Storage
 
-__all__ = ["StoragePool", "LiveBudget", "PAGE_SIZE"]
+__all__ = ["StoragePool", "LiveBudget", "PAGE_SIZE", "TENSOR_BYTES", "cell_bytes"]
 
 PAGE_SIZE = 4096
+_V = TypeVar("_V")
 
 
 class StoragePool:
@@ -56,8 +57,23 @@ class StoragePool:
         return view
 
 
+# what a VM value holds beyond its data, charged as the C VM charges it (vm.h's
+# VM_CELL_BYTES) with Python's sizes, measured with tracemalloc (an ADT, its field list and
+# its finalizer about 400 bytes; a tensor about 1 KiB): a cell (ADT or closure) a header and
+# a pointer per field, a tensor its header (a view's data is its storage's, charged once),
+# a register file a pointer per register
+CELL_BYTES = 384
+TENSOR_BYTES = 1024
+
+
+def cell_bytes(fields: int) -> int:
+    """The charge of an ADT or closure of ``fields`` fields, or a register file."""
+    return CELL_BYTES + 8 * fields
+
+
 class LiveBudget:
-    """Bytes a VM's allocations hold at once: live storages plus its pools' free buffers.
+    """Bytes a VM's values hold at once: live storages and its pools' free buffers, and the
+    ADTs, closures, register files and tensors it made.
 
     :meth:`charge` refuses an allocation that would take the live bytes over ``limit``
     (``DeviceOutOfMemoryError``) and trims the pools when live + free would pass it, so
@@ -69,11 +85,11 @@ class LiveBudget:
         self.pools = [p for p in pools if p is not None]
         self.live = [0]
 
-    def charge(self, nbytes: int) -> None:
+    def charge(self, nbytes: int, what: str = "AllocStorage") -> None:
         live = self.live[0]
         if live + nbytes > self.limit:
             raise DeviceOutOfMemoryError(
-                f"AllocStorage of {nbytes} bytes: the VM would hold {live + nbytes} bytes at "
+                f"{what} of {nbytes} bytes: the VM would hold {live + nbytes} bytes at "
                 f"once, over its budget of {self.limit} bytes (VMLimits.max_live_bytes; "
                 "tvmrt serve: --max-inflight-mb over the workers)"
             )
@@ -85,6 +101,21 @@ class LiveBudget:
         self.live[0] += nbytes
         weakref.finalize(storage, _release, self.live, nbytes)
         return storage
+
+    def hold(self, value: _V, nbytes: int, what: str) -> _V:
+        """``value``, charged ``nbytes`` until it is garbage (or refused past the budget)."""
+        self.charge(nbytes, what)
+        self.live[0] += nbytes
+        weakref.finalize(value, _release, self.live, nbytes)
+        return value
+
+    def take(self, nbytes: int, what: str) -> None:
+        """Charge ``nbytes`` that :meth:`give` returns (a call's register file)."""
+        self.charge(nbytes, what)
+        self.live[0] += nbytes
+
+    def give(self, nbytes: int) -> None:
+        self.live[0] -= nbytes
 
 
 def _release(live: list[int], nbytes: int) -> None:
