@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import PurePosixPath
 from typing import Any, cast
 
+from tvmrt.binfmt.files import open_regular
 from tvmrt.error import ModuleLoadError
 
 __all__ = ["MAX_MEMBERS", "member_files", "member_names", "read_members"]
@@ -34,6 +35,10 @@ MAX_PAX_HEADER_BYTES = 1 << 16
 # A compressed archive may expand to this many times its size plus the slack: object code
 # and float weights compress 1.1-4x; beyond, the file is a decompression bomb.
 MAX_EXPANSION = 16
+# the archive file itself: its members' bound, plus every member's headers and names
+MAX_ARCHIVE_BYTES = MAX_TOTAL_BYTES + MAX_MEMBERS * (
+    3 * 512 + MAX_PAX_HEADER_BYTES + MAX_LONG_NAME_BYTES
+)
 EXPANSION_SLACK_BYTES = 64 << 20
 _GNU_HEADERS = (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK)
 _PAX_HEADERS = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE)
@@ -107,7 +112,8 @@ class _BoundedStream:
 
 def _open_bounded(path: str) -> Any:
     """The archive's tar stream: the file, or its bounded decompression."""
-    raw = open(path, "rb")  # noqa: SIM115 (closed by the caller, through the stream)
+    # closed by the caller, through the stream; a FIFO or a device is refused, never read
+    raw, _ = open_regular(path, "archive", MAX_ARCHIVE_BYTES, ModuleLoadError)
     head = raw.read(6)
     raw.seek(0)
     kind = next((k for magic, k in _COMPRESSIONS.items() if head.startswith(magic)), None)

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from tvmrt.binfmt.files import MAX_LIBRARY_BYTES, read_regular
 from tvmrt.error import (
     ArgumentTypeError,
     FunctionNotFoundError,
@@ -132,7 +133,8 @@ class ServerEnv:
         target.write_bytes(data)
 
     def download(self, name: str) -> bytes:
-        return self.path(name).read_bytes()
+        # a regular file within the library bound: a FIFO in the folder never blocks the server
+        return read_regular(self.path(name), "download", MAX_LIBRARY_BYTES, InvalidArgumentError)
 
     def remove(self, name: str) -> None:
         """TVM's ``RemoveFile`` (``std::remove``): a file, or an empty folder; a missing
@@ -164,7 +166,7 @@ class ServerEnv:
         if path.suffix == ".o":
             return link_object(str(path)).read_bytes()
         if path.suffix in (".so", ".dylib"):
-            return path.read_bytes()
+            return read_regular(path, "the library", MAX_LIBRARY_BYTES, ModuleLoadError)
         raise ModuleLoadError(f"download_linked_module: do not know how to link {name!r}")
 
     # -- modules ----------------------------------------------------------------------

@@ -32,6 +32,7 @@ from typing import Any
 from tvmrt.binfmt.abi import BLOB_SYMBOLS, FFI_PREFIX
 from tvmrt.binfmt.archive import read_members
 from tvmrt.binfmt.binary import ElfFile
+from tvmrt.binfmt.files import MAX_LIBRARY_BYTES, read_regular
 from tvmrt.error import InvalidArgumentError, ModuleLoadError, UnsupportedError
 from tvmrt.runtime.loaders.link import find_compiler, is_source, missing_compiler
 from tvmrt.runtime.module import Module
@@ -88,8 +89,13 @@ def _members(module: Module) -> list[tuple[str, bytes]] | None:
         return None
     if tarfile.is_tarfile(path):
         return read_members(path)
-    data = Path(path).read_bytes()
+    data = read_regular(path, "the library", MAX_LIBRARY_BYTES, ModuleLoadError)
     return [(Path(path).name, data)] if _is_object(data) else None
+
+
+def _read_input(path: str) -> bytes:
+    """A file to export: a regular file within the library bound (a FIFO is refused)."""
+    return read_regular(path, "export_library input", MAX_LIBRARY_BYTES, ModuleLoadError)
 
 
 def _is_blob_source(name: str, data: bytes) -> bool:
@@ -278,7 +284,8 @@ def export_library(
             )
         if target.suffix.lower() == ".tar":
             partial = target.with_name(f".{target.name}.tmp")
-            _write_tar(partial, [(Path(f).name, Path(f).read_bytes()) for f in files])
+            members = [(Path(f).name, _read_input(f)) for f in files]
+            _write_tar(partial, members)
             os.replace(partial, target)
         else:
             _create_shared(target, files, work, **kwargs)

@@ -10,7 +10,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tvmrt.error import ArgumentTypeError, ModuleFileNotFoundError
+from tvmrt.binfmt.files import MAX_LIBRARY_BYTES, read_regular
+from tvmrt.error import ArgumentTypeError, ModuleFileNotFoundError, ModuleLoadError
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.packed_func import PackedFunc
 
@@ -70,12 +71,13 @@ def load_static_library(path: str | os.PathLike[str], func_names: list[str]) -> 
     """
     text = os.fspath(path)
     resolved = os.path.realpath(text)
-    if not os.path.isfile(resolved):
+    if not os.path.exists(resolved):  # a FIFO or a folder exists: read_regular says what it is
         raise ModuleFileNotFoundError(f"static library {text!r} does not exist")
     names = list(func_names)
     if not all(isinstance(n, str) for n in names):
         raise ArgumentTypeError(f"func_names must be strings, got {names!r}")
-    return StaticLibraryModule(Path(resolved).read_bytes(), names)
+    data = read_regular(resolved, "static library", MAX_LIBRARY_BYTES, ModuleLoadError, shown=text)
+    return StaticLibraryModule(data, names)
 
 
 def load_static_binary(reader: Any) -> StaticLibraryModule:

@@ -194,27 +194,22 @@ static int make_dirs(char* path) {
   return mkdir(path, 0700) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-/* the cached PTX of key, or NULL */
+/* the cached PTX of key, or NULL (no entry, or one that is no regular file of at most its
+   bound: compiled again) */
 static char* cache_read(const char* file, const char* key) {
-  FILE* f = fopen(file, "rb");
-  char head[66];
-  char* ptx;
-  long size;
-  if (f == NULL) return NULL;
-  if (fread(head, 1, 65, f) != 65 || memcmp(head, key, 64) != 0 || head[64] != '\n' ||
-      fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 65 || (size_t)size > MAX_PTX_BYTES + 65 ||
-      fseek(f, 65, SEEK_SET) != 0 || (ptx = (char*)malloc((size_t)size - 65 + 1)) == NULL) {
-    fclose(f);
+  char* data = NULL;
+  size_t size = 0;
+  if (tvmrt_read_regular(file, "ModuleLoadError", "the NVRTC cache entry", MAX_PTX_BYTES + 65, NULL,
+                         &data, &size) != 0) {
+    tvmrt_clear_last_error();
     return NULL;
   }
-  if (fread(ptx, 1, (size_t)size - 65, f) != (size_t)size - 65) {
-    free(ptx);
-    ptx = NULL;
-  } else {
-    ptx[size - 65] = '\0';
+  if (size < 65 || memcmp(data, key, 64) != 0 || data[64] != '\n') {
+    free(data);
+    return NULL;
   }
-  fclose(f);
-  return ptx;
+  memmove(data, data + 65, size - 65 + 1); /* with the reader's NUL */
+  return data;
 }
 
 static void cache_write(const char* dir, const char* file, const char* key, const char* ptx) {

@@ -21,6 +21,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from tvmrt.binfmt.files import MAX_LIBRARY_BYTES, open_regular, read_regular
 from tvmrt.error import ModuleLoadError
 
 __all__ = [
@@ -71,10 +72,15 @@ def cache_dir() -> Path:
 
 
 def content_digest(path: Path) -> str:
-    """The first :data:`DIGEST_CHARS` hex digits of the sha256 of ``path``'s bytes."""
+    """The first :data:`DIGEST_CHARS` hex digits of the sha256 of ``path``'s bytes.
+
+    Raises :class:`ModuleLoadError` (an ``OSError``) unless ``path`` is a regular file of at
+    most :data:`~tvmrt.binfmt.files.MAX_LIBRARY_BYTES`: a FIFO put in the cache never blocks.
+    """
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(_CHUNK), b""):
+    handle, _ = open_regular(path, "cache entry", MAX_LIBRARY_BYTES, ModuleLoadError)
+    with handle:
+        for chunk in iter(lambda: handle.read(_CHUNK), b""):
             digest.update(chunk)
     return digest.hexdigest()[:DIGEST_CHARS]
 
@@ -108,8 +114,8 @@ def read_entry(directory: Path, key: str, suffix: str) -> bytes | None:
     if found is None:
         return None
     try:
-        data = found.read_bytes()
-    except OSError:
+        data = read_regular(found, "cache entry", MAX_LIBRARY_BYTES, ModuleLoadError)
+    except ModuleLoadError:
         return None
     if hashlib.sha256(data).hexdigest()[:DIGEST_CHARS] != found.name[len(key) + 1 :][:DIGEST_CHARS]:
         with contextlib.suppress(OSError):

@@ -39,6 +39,7 @@ from tvmrt.binfmt.binary import (
     identify_bytes,
     with_article,
 )
+from tvmrt.binfmt.files import MAX_LIBRARY_BYTES, open_regular, read_regular
 from tvmrt.error import ModuleLoadError
 from tvmrt.runtime.loaders.cache import (
     cache_dir,
@@ -96,10 +97,11 @@ def missing_compiler() -> str:
     return "no C compiler was found; install gcc or clang, or set $CC (cc, gcc, clang: not on PATH)"
 
 
-def _sha256(path: Path) -> str:
+def _sha256(path: Path, what: str) -> str:
     digest = hashlib.sha256(_RECIPE.encode())
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
+    handle, _ = open_regular(path, what, MAX_LIBRARY_BYTES, ModuleLoadError)
+    with handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
 
@@ -309,12 +311,13 @@ def build_objects(members: list[tuple[str, bytes]], source: str) -> list[tuple[s
 
 def link_archive(path: str) -> Path:
     """Link an ``export_library`` tar (objects and C sources) into a cached shared library."""
-    objects = build_objects(read_members(path), path)
-    return link_objects(objects, _sha256(Path(path)), path)
+    key = _sha256(Path(path), "the library archive")  # a regular file within its bound
+    return link_objects(build_objects(read_members(path), path), key, path)
 
 
 def link_object(path: str) -> Path:
     """Link a single object file into a cached shared library."""
-    data = Path(path).read_bytes()
+    data = read_regular(path, "the object file", MAX_LIBRARY_BYTES, ModuleLoadError)
     check_object(data, Path(path).name, path)
-    return link_objects([(Path(path).name, data)], _sha256(Path(path)), path)
+    key = hashlib.sha256(_RECIPE.encode() + data).hexdigest()  # as _sha256 of the file
+    return link_objects([(Path(path).name, data)], key, path)
