@@ -241,3 +241,29 @@ def test_the_c_vm_runs_after_a_system_library_made_the_extension_global(artifact
     engine, same = done.stdout.splitlines()[-2:]
     assert engine.startswith("native "), engine
     assert same == "True"
+
+
+def test_a_deeply_nested_result_converts_without_recursion(artifacts):
+    # main returns a list of 20,000 nested cells: converting the C VM's result recursed once
+    # per level (RecursionError past Python's 1,000 frames); it is a worklist now
+    depth = 20_000
+    code = [(op.ALLOC_ADT, 0, 0, 0), *[(op.ALLOC_ADT, 1, 1, 0, 0)] * depth, (op.RET, 0)]
+    data = ExecutableData(
+        "0.16.dev0",
+        [(1, 0, "")],
+        0,
+        ["main"],
+        [],
+        [],
+        [],
+        {},
+        [VMFunction("main", 1, [], [], code)],
+    )
+    lib = rt.load_module(str(artifacts / "relayvm" / "cnn-static" / "lib.so"))
+    vm = vm_rt.VirtualMachine(vm_rt.Executable.load_exec(write_executable(data), lib), rt.cpu())
+    assert vm.engine == "native", vm.engine_reason
+    cell, seen = vm.invoke("main"), 0
+    while len(cell.fields):
+        assert cell.tag == 1
+        cell, seen = cell.fields[0], seen + 1
+    assert (seen, cell.tag) == (depth, 0)

@@ -196,35 +196,62 @@ class NativeVM:
         return _NDARRAY, out.value
 
     def result(self, code: int, ret: int) -> Any:
-        """A returned NDArray or ADT handle as a tvmrt value (the handle is released)."""
-        handle = ctypes.c_void_p(ret)
-        if code == _NDARRAY:  # a view of the C array, which it keeps alive (no copy)
-            dl = DLTensor.from_address(ret)
-            shape = tuple(dl.shape[: dl.ndim])
-            dtype, typestr, itemsize = _dtype_of(dl.dtype)
-            memory = _Memory(self.lib.TVMArrayFree, ret)
-            if math.prod(shape) * itemsize == 0 or not dl.data:
-                return NDArray.from_host_memory(np.empty(shape, typestr), dtype, _CPU, memory)
-            memory.__array_interface__ = {
-                "data": (dl.data + dl.byte_offset, False),
-                "shape": shape,
-                "typestr": typestr,
-                "version": 3,
-            }
-            view = np.asarray(memory)  # numpy views of it keep `memory` alive
-            return NDArray.from_host_memory(view, dtype, _CPU, memory)
-        if code == _OBJECT:
-            try:
-                _, size = self._global("runtime.GetADTSize")((_OBJECT, handle.value))
-                _, tag = self._global("runtime.GetADTTag")((_OBJECT, handle.value))
-                field = self._global("runtime.GetADTFields")
-                fields = [
-                    self.result(*field((_OBJECT, handle.value), (_INT, i))) for i in range(size)
-                ]
-            finally:
-                self.lib.TVMObjectFree(handle)
-            return ADT(tag, fields)
-        raise ArgumentTypeError(f"the C VM returned type code {code}, not an NDArray or an ADT")
+        """A returned NDArray or ADT handle as a tvmrt value (every handle is released).
+
+        Walked with a worklist, not recursion: a result nested 10^5 deep (a list a loop
+        built) converts as a shallow one does."""
+        size_of = self._global("runtime.GetADTSize")
+        tag_of = self._global("runtime.GetADTTag")
+        field_of = self._global("runtime.GetADTFields")
+        out: list[Any] = [None]
+        work: list[tuple[int, int, list[Any], int]] = [(code, ret, out, 0)]
+        made: list[tuple[int, list[Any], list[Any], int]] = []  # parents before children
+        try:
+            while work:
+                code, ret, into, at = work.pop()
+                if code == _NDARRAY:
+                    into[at] = self._array(ret)
+                    continue
+                if code != _OBJECT:
+                    raise ArgumentTypeError(
+                        f"the C VM returned type code {code}, not an NDArray or an ADT"
+                    )
+                try:
+                    _, size = size_of((_OBJECT, ret))
+                    _, tag = tag_of((_OBJECT, ret))
+                    fields: list[Any] = [None] * size
+                    for i in range(size):
+                        work.append((*field_of((_OBJECT, ret), (_INT, i)), fields, i))
+                finally:
+                    self.lib.TVMObjectFree(ctypes.c_void_p(ret))
+                made.append((tag, fields, into, at))
+        except BaseException:
+            for code, ret, _, _ in work:  # the handles not yet converted
+                if code == _NDARRAY:
+                    self.lib.TVMArrayFree(ctypes.c_void_p(ret))
+                elif code == _OBJECT:
+                    self.lib.TVMObjectFree(ctypes.c_void_p(ret))
+            raise
+        for tag, fields, into, at in reversed(made):  # children first
+            into[at] = ADT(tag, fields)
+        return out[0]
+
+    def _array(self, ret: int) -> NDArray:
+        """A returned NDArray handle as a view of the C array, which it keeps alive."""
+        dl = DLTensor.from_address(ret)
+        shape = tuple(dl.shape[: dl.ndim])
+        dtype, typestr, itemsize = _dtype_of(dl.dtype)
+        memory = _Memory(self.lib.TVMArrayFree, ret)
+        if math.prod(shape) * itemsize == 0 or not dl.data:
+            return NDArray.from_host_memory(np.empty(shape, typestr), dtype, _CPU, memory)
+        memory.__array_interface__ = {
+            "data": (dl.data + dl.byte_offset, False),
+            "shape": shape,
+            "typestr": typestr,
+            "version": 3,
+        }
+        view = np.asarray(memory)  # numpy views of it keep `memory` alive (no copy)
+        return NDArray.from_host_memory(view, dtype, _CPU, memory)
 
     # -- the module's calls ----------------------------------------------------------------
     def init(self, *args: int) -> None:
