@@ -127,7 +127,6 @@ def test_tracker_flags(tmp_path: Path, artifacts: Path) -> None:
         (["--rpc", "127.0.0.1:0"], "--rpc must be HOST:PORT"),
         (["--rpc-tracker", "127.0.0.1:9190"], "needs --rpc-key"),
         (["--rpc", "127.0.0.1:1", "--rpc-tracker", "127.0.0.1:2"], "not both"),
-        (["--rpc", "127.0.0.1:1", "--rpc-key", "k"], "goes with --rpc-tracker"),
     ],
 )
 def test_flag_errors_are_usage_errors(artifacts: Path, flags: list[str], message: str) -> None:
@@ -173,3 +172,97 @@ def test_wrong_tracker_key_says_what_it_waits_for_and_honours_the_timeout() -> N
         right = tvmrt("run", model, *flags, "--rpc-key", "board", timeout=60)
         assert right.returncode == 0, right.stderr
         assert "probabilities_0" in right.stdout
+
+
+def _readme_recipe() -> list[str]:
+    """The README's commands for a board driven from a PC (the block after "Driven from a PC")."""
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("Driven from a PC", 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    return [line.split("#")[0].split() for line in block.splitlines() if line.strip()]
+
+
+def test_the_readmes_direct_board_recipe_runs_as_written(tmp_path: Path) -> None:
+    # the board's server had a key: `--rpc board:9090` was refused ("has a different key
+    # than ''") and --rpc-key was refused with --rpc; TVM's rpc.connect(host, port, key=...)
+    # passes it, and so does the recipe now
+    model = REPO / "examples" / "digits" / "model"
+    given = tmp_path / "inputs.npz"
+    with np.load(model / "heldout.npz") as held:
+        np.savez(given, image=held["image"])
+    direct, tracked = _readme_recipe()
+    assert direct[:3] == ["tvmrt", "run", "deploy.so"]
+    assert "--rpc-key" in direct, direct
+    with (  # the board's server as the README starts it, and one registered at a tracker
+        tvmrt_rpc("server", "--key", "rasp4") as (_, port),
+        tvmrt_rpc("tracker") as (_, tport),
+        tvmrt_rpc("server", "--tracker", f"{HOST}:{tport}", "--key", "rasp4"),
+    ):
+        client = rpc.connect_tracker(HOST, tport)
+        deadline = time.monotonic() + 30
+        while not client.summary()["server_info"]:
+            assert time.monotonic() < deadline, client.summary()
+            time.sleep(0.2)
+        client.close()
+        for argv in (direct, tracked):
+            args = [
+                str(model)
+                if a == "deploy.so"
+                else f"{HOST}:{port}"
+                if a == "board:9090"
+                else f"{HOST}:{tport}"
+                if a == "pc:9190"
+                else str(given)
+                if a == "inputs.npz"
+                else str(tmp_path / "outputs.npz")
+                if a == "outputs.npz"
+                else a
+                for a in argv[1:]
+            ]
+            done = tvmrt(*args, timeout=120)
+            assert done.returncode == 0, (argv, done.stderr)
+        bare = tvmrt("run", model, "-i", given, "--rpc", f"{HOST}:{port}", timeout=60)
+    assert bare.returncode == 1
+    assert "has a different key than ''" in bare.stderr, bare.stderr
+    assert "pass the key the server was started with: --rpc-key KEY" in bare.stderr
+
+
+def test_a_port_that_is_no_rpc_server_is_named_within_the_timeout() -> None:
+    # a listener that accepts and says nothing: the handshake waited 60 s whatever
+    # --rpc-timeout said, then printed "timed out"; now each step waits --rpc-timeout (10 s
+    # by default) and the error names the peer and the step
+    import socket
+
+    model = REPO / "examples" / "digits" / "model"
+    with socket.create_server((HOST, 0)) as silent:
+        port = silent.getsockname()[1]
+        for flags, limit in ((["--rpc-timeout", "1"], 1), ([], 10)):
+            started = time.monotonic()
+            done = tvmrt("run", model, "--rpc", f"{HOST}:{port}", *flags, timeout=60)
+            took = time.monotonic() - started
+            assert done.returncode == 1, done.stderr
+            assert f"{HOST}:{port} accepted the connection but sent no handshake reply" in (
+                done.stderr
+            ), done.stderr
+            assert f"within {limit:g} s" in done.stderr, done.stderr
+            assert took < limit + 15, took
+        done = tvmrt(
+            "run", model, "--rpc-tracker", f"{HOST}:{port}", "--rpc-key", "k", "--rpc-timeout", "1"
+        )
+        assert done.returncode == 1
+        assert f"the RPC tracker at {HOST}:{port} sent no handshake reply within 1 s" in done.stderr
+
+
+def test_a_tracker_key_no_server_has_gives_up_after_the_default_wait(monkeypatch) -> None:
+    from tvmrt.cli import rpc_flags
+
+    model = REPO / "examples" / "digits" / "model"
+    with tvmrt_rpc("tracker") as (_, tport):
+        started = time.monotonic()
+        done = tvmrt(
+            "run", model, "--rpc-tracker", f"{HOST}:{tport}", "--rpc-key", "nobody", timeout=120
+        )
+        took = time.monotonic() - started
+    assert done.returncode == 1, done.stderr
+    assert f"waiting up to {rpc_flags.TRACKER_WAIT:g} s" in done.stderr
+    assert "no server of key 'nobody' is registered there (its servers' keys: none)" in done.stderr
+    assert took < rpc_flags.TRACKER_WAIT + 20

@@ -18,7 +18,10 @@ from tvmrt.error import RPCError, UsageError
 if TYPE_CHECKING:
     from tvmrt.runtime.device import Device
 
-__all__ = ["add_rpc_arguments", "remote_requested", "remote_device"]
+__all__ = ["add_rpc_arguments", "remote_requested", "remote_device", "CONNECT_WAIT", "TRACKER_WAIT"]
+
+CONNECT_WAIT = 10.0  # seconds: a TCP connect, a handshake, a session's init, a tracker's answer
+TRACKER_WAIT = 30.0  # seconds in the tracker's queue for a free server of the key
 
 
 def add_rpc_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,14 +35,21 @@ def add_rpc_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--rpc-tracker", metavar="HOST:PORT", help="an RPC tracker to request a server from"
     )
-    group.add_argument("--rpc-key", metavar="KEY", help="the device key to request (tracker)")
+    group.add_argument(
+        "--rpc-key",
+        metavar="KEY",
+        help="the device key: to request from --rpc-tracker, or the key a server started "
+        "with --key takes (--rpc)",
+    )
     group.add_argument(
         "--rpc-timeout",
         type=float,
         default=0,
         metavar="SECONDS",
-        help="ask the server to end the session after this long, and with --rpc-tracker "
-        "wait at most this long for a free server of --rpc-key (0: no limit)",
+        help="ask the server to end the session after this long (0: never), and wait at most "
+        f"this long for each step: connecting and the handshakes (default "
+        f"{CONNECT_WAIT:g} s), a free server of --rpc-key at the tracker (default "
+        f"{TRACKER_WAIT:g} s)",
     )
 
 
@@ -80,33 +90,53 @@ def remote_device(args: argparse.Namespace, device: Device) -> Device:
         raise UsageError("give --rpc or --rpc-tracker, not both")
     if args.rpc_timeout < 0:
         raise UsageError(f"--rpc-timeout must not be negative, got {args.rpc_timeout}")
+    step_wait = args.rpc_timeout or CONNECT_WAIT
     if args.rpc:
-        if args.rpc_key:
-            raise UsageError("--rpc-key goes with --rpc-tracker (a server's key is its own)")
         host, port = _address(args.rpc, "--rpc")
-        session = rpc.connect(host, port, session_timeout=args.rpc_timeout)
+        key = args.rpc_key or ""
+        try:
+            session = rpc.connect(
+                host, port, key, session_timeout=args.rpc_timeout, connect_timeout=step_wait
+            )
+        except RPCError as exc:
+            if "has a different key" not in str(exc):
+                raise
+            hint = (
+                "pass the key the server was started with: --rpc-key KEY (tvmrt rpc server "
+                "--key KEY takes clients of that key only)"
+                if not key
+                else f"the server was started with another --key than {key!r}"
+            )
+            raise RPCError(f"{exc}: {hint}") from None
     else:
         if not args.rpc_key:
             raise UsageError("--rpc-tracker needs --rpc-key KEY (the device key to request)")
         host, port = _address(args.rpc_tracker, "--rpc-tracker")
-        tracker = rpc.connect_tracker(host, port)
-        keys = _tracker_keys(tracker.summary())
-        known = ", ".join(keys) if keys else "none"
-        wait = f"up to {args.rpc_timeout:g} s" if args.rpc_timeout else "with no limit"
-        print(
-            f"tvmrt: waiting {wait} for a free RPC server of key {args.rpc_key!r} at the "
-            f"tracker {host}:{port} (its servers' keys: {known})",
-            file=sys.stderr,
-            flush=True,
-        )
+        tracker = rpc.connect_tracker(host, port, timeout=step_wait)
         try:
+            keys = _tracker_keys(tracker.summary())
+        except BaseException:
+            tracker.close()
+            raise
+        known = ", ".join(keys) if keys else "none"
+        try:
+            queue_wait = args.rpc_timeout or TRACKER_WAIT
+            print(
+                f"tvmrt: waiting up to {queue_wait:g} s for a free RPC server of key "
+                f"{args.rpc_key!r} at the tracker {host}:{port} (its servers' keys: {known})",
+                file=sys.stderr,
+                flush=True,
+            )
             session = tracker.request(
-                args.rpc_key,
-                session_timeout=args.rpc_timeout,
-                wait_timeout=args.rpc_timeout or None,
+                args.rpc_key, session_timeout=args.rpc_timeout, wait_timeout=queue_wait
             )
         except RPCError as exc:
-            raise RPCError(f"{exc} (its servers' keys: {known})") from None
+            if args.rpc_key in keys:
+                raise RPCError(f"{exc} (its servers' keys: {known})") from None
+            raise RPCError(
+                f"{exc}: no server of key {args.rpc_key!r} is registered there (its servers' "
+                f"keys: {known})"
+            ) from None
         finally:
             tracker.close()
     atexit.register(session.close)

@@ -20,6 +20,7 @@ The client talks to TVM's own RPC server (any version speaking protocol 0.8.0) a
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import threading
@@ -183,6 +184,7 @@ def connect(
     session_timeout: float = 0,
     session_constructor_args: Sequence[object] | None = None,
     enable_logging: bool = False,
+    connect_timeout: float | None = 60.0,
 ) -> RPCSession:
     """Connect to the RPC server at ``url:port`` (TVM's ``tvm.rpc.connect``).
 
@@ -198,6 +200,9 @@ def connect(
         Not supported (proxies); must be empty.
     enable_logging
         Accepted for TVM compatibility; tvmrt does not log packets.
+    connect_timeout
+        tvmrt's: seconds the TCP connect, the handshake and the session's init may take
+        in all (``None``: no limit); past it an ``RPCSessionTimeoutError`` names the step.
 
     Raises
     ------
@@ -212,13 +217,21 @@ def connect(
         key += f" -timeout={session_timeout}"
     index = _next_index()
     session = RPCSession(
-        open_endpoint(url, port, key, index, session_timeout=float(session_timeout or 0))
+        open_endpoint(
+            url, port, key, index, connect_timeout, session_timeout=float(session_timeout or 0)
+        )
     )
     with _table_lock:
         _live[index] = session
     return session
 
 
-def connect_tracker(url: str, port: int) -> TrackerSession[RPCSession]:
-    """Connect to an RPC tracker (TVM's ``tvm.rpc.connect_tracker``)."""
-    return TrackerSession((url, int(port)), connect)
+def connect_tracker(url: str, port: int, timeout: float | None = 30) -> TrackerSession[RPCSession]:
+    """Connect to an RPC tracker (TVM's ``tvm.rpc.connect_tracker``).
+
+    ``timeout`` (tvmrt's) bounds connecting, the handshake and each answer but a request's
+    wait in the queue, and the sessions it opens connect within it too.
+    """
+    return TrackerSession(
+        (url, int(port)), functools.partial(connect, connect_timeout=timeout), timeout
+    )

@@ -93,9 +93,17 @@ def open_endpoint(
     """
     try:
         sock = socket.create_connection((url, int(port)), timeout=timeout)
+    except TimeoutError:
+        waited = "the system's limit" if timeout is None else f"{timeout:g} s"
+        raise RPCSessionTimeoutError(
+            f"cannot connect to the RPC server at {url}:{port}: no answer to the TCP "
+            f"connect within {waited}"
+        ) from None
     except OSError as exc:
         raise RPCError(f"cannot connect to the RPC server at {url}:{port}: {exc}") from exc
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    step = "handshake reply"
+    waited = "the system's limit" if timeout is None else f"{timeout:g} s"
     try:
         sock.sendall(handshake_bytes(RPC_MAGIC, f"client:{key}"))
         by = _deadline(sock)  # the whole handshake, however the server trickles it
@@ -117,8 +125,15 @@ def open_endpoint(
             )
         recv_exact(sock, length, "the server's key", by)
         endpoint = ClientEndpoint(sock, table_index, f"{url}:{port}")
+        step = "reply to the session's init"
         endpoint.init_server()
         sock.settimeout(session_timeout + REPLY_GRACE_S if session_timeout > 0 else None)
+    except TimeoutError:
+        sock.close()
+        raise RPCSessionTimeoutError(
+            f"{url}:{port} accepted the connection but sent no {step} within {waited}: "
+            "is a TVM RPC server listening there (not a tracker or another service)?"
+        ) from None
     except BaseException:
         sock.close()
         raise

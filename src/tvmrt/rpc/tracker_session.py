@@ -10,10 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from tvmrt.error import RPCError, RPCProtocolError
+from tvmrt.error import RPCError, RPCProtocolError, RPCSessionTimeoutError
 from tvmrt.rpc.tracker_client import TrackerConnection
 
 __all__ = ["TrackerSession"]
+
+
+def _secs(timeout: float | None) -> str:
+    return "the system's limit" if timeout is None else f"{timeout:g} s"
+
 
 _S = TypeVar("_S")
 
@@ -22,23 +27,36 @@ class TrackerSession(Generic[_S]):
     """A connection to a tracker; made by :func:`tvmrt.rpc.connect_tracker`.
 
     ``connect`` opens the session with the server the tracker names (``tvmrt.rpc.connect``).
+    ``timeout`` (tvmrt's) bounds connecting to the tracker, its handshake and each answer
+    but a request's (which waits in the queue: ``request(wait_timeout=...)``).
     """
 
-    def __init__(self, addr: tuple[str, int], connect: Callable[..., _S]) -> None:
+    def __init__(
+        self, addr: tuple[str, int], connect: Callable[..., _S], timeout: float | None = 30
+    ) -> None:
         self._addr = addr
         self._connect_server = connect
+        self._timeout = timeout
         self._conn: TrackerConnection | None = None
         self._connect()
 
     def __del__(self) -> None:
         self.close()
 
+    def _where(self) -> str:
+        return f"the RPC tracker at {self._addr[0]}:{self._addr[1]}"
+
     def _connect(self) -> TrackerConnection:
         try:
-            conn = TrackerConnection(self._addr)
+            conn = TrackerConnection(self._addr, self._timeout)
+        except TimeoutError:
+            raise RPCSessionTimeoutError(
+                f"{self._where()} sent no handshake reply within {_secs(self._timeout)}: is an "
+                "RPC tracker listening there (not a server or another service)?"
+            ) from None
         except OSError as exc:
-            raise RPCError(f"cannot connect to the RPC tracker at {self._addr}: {exc}") from exc
-        conn.sock.settimeout(None)  # a request waits in the queue as long as it takes
+            raise RPCError(f"cannot connect to {self._where()}: {exc}") from exc
+        conn.sock.settimeout(self._timeout)
         self._conn = conn
         return conn
 
@@ -50,7 +68,15 @@ class TrackerSession(Generic[_S]):
 
     def summary(self) -> dict[str, Any]:
         """The tracker's summary: ``{"queue_info": {...}, "server_info": [...]}``."""
-        return (self._conn or self._connect()).summary()
+        conn = self._conn or self._connect()
+        conn.sock.settimeout(self._timeout)
+        try:
+            return conn.summary()
+        except TimeoutError:
+            self.close()
+            raise RPCSessionTimeoutError(
+                f"{self._where()} sent no answer to SUMMARY within {_secs(self._timeout)}"
+            ) from None
 
     def text_summary(self) -> str:
         """The summary as a table of servers and queues (TVM's ``text_summary``)."""
