@@ -112,6 +112,8 @@ def build() -> None:
             (out / model).mkdir(exist_ok=True)
             golden(func, params, inputs, out / model)
             mod = tvm.IRModule.from_expr(func)
+            if model == "float":  # as tvmc's frontends hand it over: typed, so the package's
+                mod = relay.transform.InferType()(mod)  # Relay source says main's return type
             for api, unpacked in (("c", True), ("packed", False)):
                 for link in (True, False):
                     executor = Executor(

@@ -400,8 +400,15 @@ def load_module_file(path: str, fmt: str = "") -> Module:
     """
     text = os.fspath(path)
     resolved = os.path.realpath(text)
+    if os.path.isdir(resolved) and mlf_aot.is_mlf_folder(resolved):  # an unpacked MLF package
+        return load(os.path.join(resolved, "metadata.json"), shown=text)
     if not os.path.exists(resolved) or os.path.isdir(resolved):
-        what = "is a folder, not a file" if os.path.isdir(resolved) else "does not exist"
+        what = (
+            "is a folder, not a file (a model folder, such as graph JSON + library + params, "
+            "loads with tvmrt.artifact.load_artifact)"
+            if os.path.isdir(resolved)
+            else "does not exist"
+        )
         raise ModuleFileNotFoundError(f"module file {text!r} {what}")
     check_regular(resolved, "module file", MAX_LIBRARY_BYTES, ModuleLoadError, text)
     kind = fmt or _format_of(text)

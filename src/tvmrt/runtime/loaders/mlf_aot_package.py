@@ -1,9 +1,10 @@
 """What a Model Library Format AOT package says about itself, read from its files.
 
 :func:`describe` reads ``metadata.json`` (names, dtypes and byte sizes of the inputs and
-outputs, workspace, constant and I/O sizes), the Relay source (input shapes), the ``c``
-interface's header (the order of the struct fields), the C metadata a ``packed`` build
-carries (output shapes) and the entry function's signature in the C code; nothing is
+outputs, workspace, constant and I/O sizes), the Relay source (input shapes, and output
+shapes where it gives ``@main``'s return type), the ``c`` interface's header (the order of
+the struct fields), the C metadata a ``packed`` build carries (output shapes) and the entry
+function's signature in the C code; nothing is
 compiled. ``blockers`` says what would keep the code from compiling or running on this
 host (no C source, an entry with external pools, Cortex-M headers or intrinsics).
 """
@@ -110,6 +111,25 @@ def _relay_params(relay: str) -> dict[str, tuple[tuple[int, ...], str]]:
         if all(d.isdigit() for d in dims):
             out[match.group(1)] = (tuple(int(d) for d in dims), match.group(3))
     return out
+
+
+_TENSOR_TYPE = re.compile(r"Tensor\[\(([^)]*)\),\s*(\w+)\]")
+
+
+def _relay_returns(relay: str) -> list[tuple[tuple[int, ...], str]] | None:
+    """The shapes and dtypes ``@main`` returns, in order, where the Relay source gives its
+    return type (a type-inferred module's text: ``def @main(...) -> (Tensor[...], ...) {``,
+    as tvmc and the frontends write it); None where it does not or a size is symbolic."""
+    head = re.search(r"def @main\((.*?)\)\s*->\s*([^{]*)\{", relay, re.S)
+    if head is None:
+        return None
+    out = []
+    for match in _TENSOR_TYPE.finditer(head.group(2)):
+        dims = [d.strip() for d in match.group(1).split(",") if d.strip()]
+        if not all(d.isdigit() for d in dims):
+            return None
+        out.append((tuple(int(d) for d in dims), match.group(2)))
+    return out or None
 
 
 def _c_metadata_shapes(code: str, what: str) -> dict[str, tuple[tuple[int, ...], str]]:
@@ -254,13 +274,18 @@ def describe(files: dict[str, bytes], shown: str) -> MlfAotPackage:
     )
     code = b"\n".join(d for _, d in sources).decode("utf-8", errors="replace")
     table, carried = main.get("outputs"), _c_metadata_shapes(code, "outputs")
+    where = "its C metadata (kTvmgenMetadata_outputs)"
+    returns = _relay_returns(relay)
+    if not carried and returns is not None:  # the c interface carries none: the Relay type
+        carried = {f"output{i}": r for i, r in enumerate(returns)}
+        where = f"its Relay source's return type (src/{model}.relay)"
     if isinstance(table, dict) and len(carried) == len(table) and set(carried) != set(table):
         carried = dict(zip(sorted(table, key=_natural), carried.values(), strict=True))
     outputs = _tensors(
         table,
         _struct_fields(headers, f"tvmgen_{model}_outputs") if ordered else None,
         carried,
-        "its C metadata (kTvmgenMetadata_outputs)",
+        where,
     )
     pools = sorted(set(re.findall(r"static\s+(?:struct\s+)?(global_\w*workspace)\b", code)))
     package = MlfAotPackage(
