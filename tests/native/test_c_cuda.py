@@ -158,6 +158,27 @@ def test_c_runtime_refuses_without_a_driver_in_python_words(
     assert out.rstrip().endswith(f"failed: {want}"), out
 
 
+def test_a_library_that_is_no_driver_is_named_so_in_c_and_python(
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # TVMRT_LIBCUDA naming another library (libm): both said "the NVIDIA driver is too old"
+    other = "libm.so.6"
+    exe = compile_c(native, "run_model", False)
+    rc, out, _ = run_c(native, exe, tmp_path, {"TVMRT_LIBCUDA": other})
+    monkeypatch.setenv(_cuda_driver.LIBRARY_ENV, other)
+    monkeypatch.setattr(_cuda_driver, "_driver", [])
+    with pytest.raises(DeviceUnavailableError) as info:
+        _cuda_driver.driver()
+    want = f"DeviceUnavailableError: {info.value}"
+    assert f"'{other}' is not the NVIDIA driver library (it has no cuInit" in want
+    assert "too old" not in want
+    assert rc == 1, out
+    assert out.rstrip().endswith(f"failed: {want}"), out
+
+
 def test_cuda_blob_entry_survives_mutations(
     native_asan: NativeBuild,
     compile_c: Callable[[NativeBuild, str, bool], Path],

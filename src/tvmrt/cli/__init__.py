@@ -7,7 +7,9 @@ import importlib
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Sequence
+from typing import TextIO
 
 from tvmrt.cli import bench, config_cmd, inspect_cmd, profile, rpc, run, serve
 from tvmrt.cli._common import UsageError
@@ -82,6 +84,12 @@ def _version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    with warnings.catch_warnings():  # restored after: main may run inside a test's process
+        warnings.showwarning = _show_warning  # one line, without tvmrt's source line
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.verb is None:
@@ -103,6 +111,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """A warning as the command line shows it: ``tvmrt: warning: MESSAGE``; where it was
+    raised in tvmrt is no help to a user who set an environment variable."""
+    print(f"tvmrt: warning: {message}", file=file or sys.stderr)
+
+
 def _silence_stdout() -> None:
     """Point stdout at /dev/null so Python's final flush does not fail on the closed pipe."""
     try:
@@ -120,6 +141,6 @@ def _report(exc: BaseException, verbose: bool, status: int) -> int:
     notes = getattr(exc, "__notes__", [])
     suffix = f" ({'; '.join(notes)})" if notes else ""
     print(f"tvmrt: error: {message}{suffix}", file=sys.stderr)
-    if not verbose:
+    if not verbose and not isinstance(exc, UsageError):  # a bad argument's is the CLI's own
         print("(run with --verbose for the traceback)", file=sys.stderr)
     return status

@@ -103,6 +103,7 @@ def load(
     """
     if args.artifact is None and args.lib is None:
         raise UsageError("give an ARTIFACT (folder or factory library) or --lib")
+    check_named_files(args)
     if args.threads is not None:
         if args.threads < 1:
             raise UsageError(f"--threads must be at least 1, got {args.threads}")
@@ -126,6 +127,30 @@ def load(
     return model, time.perf_counter() - start
 
 
+def check_named_files(args: argparse.Namespace) -> None:
+    """The files -i, -o and --compare name, checked before the model loads (a typo in one
+    costs no load, and no run of a model that takes minutes)."""
+    for spec in getattr(args, "input", None) or ():
+        name, sep, file = spec.partition("=")
+        if sep and npz_member(file, name) is not None:
+            continue
+        path = Path(file if sep else spec)
+        if not path.is_file():
+            raise UsageError(f"input file {str(path)!r} does not exist")
+    output = getattr(args, "output", None)
+    if output and not output.endswith(".npz"):
+        raise UsageError(f"-o/--output must name a .npz file, got {output!r}")
+    spec = getattr(args, "compare", None)
+    if spec:
+        name, sep, file = spec.partition("=")
+        picked = npz_member(file, name) if sep else None
+        path = picked[0] if picked is not None else Path(spec)
+        if not path.is_file():
+            raise UsageError(f"--compare {spec!r}: the reference file {str(path)!r} does not exist")
+        if not zipfile.is_zipfile(path):
+            raise UsageError(f"--compare {spec!r}: {str(path)!r} is not a .npz file")
+
+
 def _not_an_artifact(path: str | None) -> None:
     """Refuse, with what to do instead, a model to compile or one file of a folder."""
     if path is None or not Path(path).is_file():
@@ -135,8 +160,8 @@ def _not_an_artifact(path: str | None) -> None:
     if suffix == ".onnx":
         raise UsageError(
             f"{path!r} is an ONNX model, not a compiled artifact: compile it first "
-            f"(tvmrt compile {path} -o build/{file.stem}; it needs the demo extra: "
-            f"pip install 'tvmrt[demo]'), then run build/{file.stem}"
+            f"(tvmrt compile {path} -o build/{file.stem}; it needs the compile extra: "
+            f"pip install 'tvmrt[compile]'), then run build/{file.stem}"
         )
     if suffix in (".json", ".params"):
         role = "graph JSON" if suffix == ".json" else "params file"

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tvmrt.cli._common import UsageError
+from tvmrt.error import InvalidArgumentError
 
 __all__ = ["register", "add_server_arguments", "run_server", "add_tracker_arguments", "run_tracker"]
 
@@ -158,7 +159,10 @@ def run_server(args: argparse.Namespace) -> int:
             max_workdir=args.max_workdir_mb << 20,
         ),
     )
-    server = RPCServer(config)
+    try:  # a busy port range is a bad argument, as for tvmrt serve (exit 2)
+        server = RPCServer(config)
+    except InvalidArgumentError as exc:
+        raise UsageError(f"{exc}; choose another --port (or a wider --port-end)") from None
     print(f"tvmrt rpc server: listening on {args.host}:{server.port}", flush=True)
 
     # SIGTERM ends the server as Ctrl-C does: the session is killed, its folder removed.
@@ -191,7 +195,10 @@ def run_tracker(args: argparse.Namespace) -> int:
     from tvmrt.rpc.tracker import Tracker
 
     _logging(args.silent)
-    tracker = Tracker(args.host, args.port, args.port_end, args.stop_key)
+    try:
+        tracker = Tracker(args.host, args.port, args.port_end, args.stop_key)
+    except InvalidArgumentError as exc:
+        raise UsageError(f"{exc}; choose another --port (or a wider --port-end)") from None
     print(f"tvmrt rpc tracker: listening on {args.host}:{tracker.port}", flush=True)
     tracker.serve_forever()
     return 0

@@ -9,7 +9,6 @@ import numpy as np
 
 from tvmrt.artifact.output_names import output_aliases
 from tvmrt.cli._common import (
-    UsageError,
     add_artifact_arguments,
     add_input_arguments,
     conversions,
@@ -53,9 +52,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, set inputs, run once, print, save."""
-    if args.output and not args.output.endswith(".npz"):  # before the model runs
-        raise UsageError(f"-o/--output must name a .npz file, got {args.output!r}")
-    model, load_s = load(args)
+    model, load_s = load(args)  # -i, -o and --compare are checked first
     inputs = make_inputs(model, args)
     executor = model.executor
     for name, arr in inputs.items():

@@ -97,8 +97,8 @@ def run_cli(args: argparse.Namespace) -> int:
         )
     except CompileError:
         raise
-    except ImportError as exc:
-        raise CompileError(str(exc)) from exc
+    except ImportError as exc:  # a missing extra: exit 2, as tvmrt serve without its extra
+        raise UsageError(str(exc)) from exc
     except (ValueError, TypeError) as exc:
         raise UsageError(str(exc)) from exc
     if not args.quiet:

@@ -282,6 +282,12 @@ class InferenceApp:
             return Reply(200, text.encode(), {"content-type": "text/plain; version=0.0.4"})
         if path == "/v2/models/stats" and method == "GET":
             return _json(200, {"model_stats": [m.metrics.stats() for m in self.models.values()]})
+        if path == "/v2/repository/index":  # Triton's (tritonclient's get_model_repository_index)
+            if method != "POST":
+                raise BadRequestError(f"repository index takes POST, got {method}", status=405)
+            state = "READY" if self.ready else "UNAVAILABLE"
+            index = [{"name": n, "version": "1", "state": state} for n in sorted(self.models)]
+            return _json(200, index)
         if match is None:
             raise NotFoundError(f"no route {method} {short(path)}")
         name, version, action = match.groups()

@@ -97,6 +97,13 @@ static void load_once(void) {
              g_path, why != NULL ? why : "dlopen failed");
     return;
   }
+  if (dlsym(lib, "cuInit") == NULL || dlsym(lib, "cuDriverGetVersion") == NULL) {
+    snprintf(g_load_error, sizeof(g_load_error),
+             "CUDA: '%s' is not the NVIDIA driver library (it has no cuInit or "
+             "cuDriverGetVersion); TVMRT_LIBCUDA must name the driver's libcuda.so.1, or be unset",
+             g_path);
+    return;
+  }
   for (i = 0; i < NUM_SYMBOLS; ++i) {
     *k_symbols[i].slot = dlsym(lib, k_symbols[i].name);
     if (*k_symbols[i].slot == NULL && strncmp(k_symbols[i].name, "cuGetError", 10) != 0) {

@@ -106,6 +106,12 @@ class Driver:
             func.argtypes = argtypes
             func.restype = _int
             self._funcs[name] = func
+        if "cuInit" not in self._funcs or "cuDriverGetVersion" not in self._funcs:
+            raise DeviceUnavailableError(
+                f"CUDA: {path!r} is not the NVIDIA driver library (it has no cuInit or "
+                "cuDriverGetVersion); TVMRT_LIBCUDA must name the driver's libcuda.so.1, or be "
+                "unset"
+            )
         self.call("cuInit", 0, error=DeviceUnavailableError)
         version = _int()
         self.call("cuDriverGetVersion", ctypes.byref(version))
