@@ -3,7 +3,7 @@
 Trains the digits MLP (``train.py``), compiles it with today's TVM for any x86-64 machine
 (``--target x86-64``: no AVX, so every 64-bit PC runs it) and keeps the held-out digits
 beside it, so ``make demo`` can run, bench, profile and inspect a real compiled artifact
-with nothing but numpy and tvmrt. Needs the ``demo`` extra (``pip install '.[demo]'``
+with nothing but numpy and tvmrt. Needs the ``demo`` extra (``pip install -e '.[demo]'``
 from a checkout: today's TVM, onnx and scikit-learn).
 
     python examples/digits/build.py [OUT_DIR]     # default: examples/digits/model

@@ -1,6 +1,6 @@
 """Query a running ``tvmrt serve`` with NVIDIA's tritonclient and check its answers.
 
-    pip install '.[serve]' tritonclient[http]          # from a checkout
+    pip install -e '.[serve]' tritonclient[http]          # from a checkout
     tvmrt serve examples/digits/model --name digits --port 8000 &
     python examples/serving/client.py                   # or: client.py MODEL_DIR NAME URL
 

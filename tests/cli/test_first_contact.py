@@ -156,8 +156,8 @@ def test_install_hints_name_the_checkout_form():
     from tvmrt.compiler._tvm import INSTALL_HINT
 
     assert "pip install 'tvmrt[compile]'" in INSTALL_HINT
-    assert "pip install '.[compile]'" in INSTALL_HINT
+    assert "pip install -e '.[compile]'" in INSTALL_HINT
     readme = (REPO / "README.md").read_text()
     # every extra the README names is given in the form that works from this checkout
     assert "'tvmrt[serve]'" not in readme.replace("as `pip install 'tvmrt[serve]'`", "")
-    assert "pip install '.[serve]'" in readme
+    assert "pip install -e '.[serve]'" in readme

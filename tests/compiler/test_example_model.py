@@ -19,7 +19,7 @@ from support.paths import REPO
 
 if importlib.util.find_spec("tvm") is None or importlib.util.find_spec("sklearn") is None:
     pytest.skip(
-        "needs the demo extra: pip install '.[demo]' (today's TVM, onnx, scikit-learn)",
+        "needs the demo extra: pip install -e '.[demo]' (today's TVM, onnx, scikit-learn)",
         allow_module_level=True,
     )
 

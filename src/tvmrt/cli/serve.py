@@ -37,7 +37,7 @@ def register(subparsers: Any) -> None:
         help="serve models over HTTP (Open Inference Protocol / KServe v2)",
         description="Serve one or more artifacts over the Open Inference Protocol (KServe "
         "v2): tritonclient, KServe clients and curl work unchanged. Needs the serve extra "
-        "(pip install 'tvmrt[serve]', or pip install '.[serve]' from a checkout). With "
+        "(pip install 'tvmrt[serve]', or pip install -e '.[serve]' from a checkout). With "
         "--rpc or --rpc-tracker/--rpc-key the models run on an RPC server (a board) and "
         "are served here.",
         epilog=EXAMPLES,
@@ -252,7 +252,7 @@ def serve(args: argparse.Namespace) -> int:
     except ImportError:
         raise UsageError(
             "tvmrt serve needs the serve extra: pip install 'tvmrt[serve]' "
-            "(from a checkout of tvmrt: pip install '.[serve]')"
+            "(from a checkout of tvmrt: pip install -e '.[serve]')"
         ) from None
     if not args.artifact and args.lib is None:
         raise UsageError("give an ARTIFACT (folder or factory library) or --lib")

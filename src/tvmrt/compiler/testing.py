@@ -36,7 +36,7 @@ def _helpers() -> tuple[Any, Any, Any]:
     except ImportError as exc:  # pragma: no cover - the compile extra installs onnx
         raise ImportError(
             "tvmrt.compiler.testing needs onnx: pip install 'tvmrt[compile]' "
-            "(from a checkout: '.[compile]')"
+            "(from a checkout: pip install -e '.[compile]')"
         ) from exc
     return onnx, helper, numpy_helper
 

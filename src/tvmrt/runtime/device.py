@@ -121,7 +121,7 @@ def get_device_api(dev: Device) -> DeviceAPI:
         if dev.device_type == DLDeviceType.kDLOpenCL:
             hint = (
                 "; OpenCL needs pyopencl and a driver: pip install 'tvmrt[opencl]' "
-                "(from a checkout of tvmrt: pip install '.[opencl]')"
+                "(from a checkout of tvmrt: pip install -e '.[opencl]')"
             )
         raise DeviceUnavailableError(
             f"no backend for device {dev}: here tvmrt runs compiled kernels on {have} "

@@ -35,7 +35,7 @@ def _config(app: InferenceApp, host: str, port: int, http: str = "auto", **kw: A
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
             "tvmrt serve needs uvicorn: pip install 'tvmrt[serve]' "
-            "(from a checkout of tvmrt: pip install '.[serve]')"
+            "(from a checkout of tvmrt: pip install -e '.[serve]')"
         ) from exc
     limits = app.limits
     return uvicorn.Config(
