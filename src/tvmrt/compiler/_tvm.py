@@ -11,7 +11,9 @@ from types import ModuleType
 
 __all__ = ["require_tvm", "require_onnx", "INSTALL_HINT"]
 
-INSTALL_HINT = "pip install 'tvmrt[compile]' (from a checkout of tvmrt: pip install -e '.[compile]')"
+INSTALL_HINT = (
+    "pip install 'tvmrt[compile]' (from a checkout of tvmrt: pip install -e '.[compile]')"
+)
 """How to get the compiler's dependencies (apache-tvm, apache-tvm-ffi, onnx)."""
 
 

@@ -213,7 +213,8 @@ def tune_kernels(
         if importlib.util.find_spec(dep) is None:
             raise CompileError(
                 f"tuning needs {dep!r} for MetaSchedule's worker processes, which is not "
-                "installed: pip install 'tvmrt[compile]' (from a checkout: pip install -e '.[compile]')"
+                "installed: pip install 'tvmrt[compile]' (from a checkout: pip install -e "
+                "'.[compile]')"
             )
     from tvm.s_tir import meta_schedule as ms
     from tvm.s_tir.meta_schedule.relax_integration import (
