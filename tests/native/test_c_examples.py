@@ -7,6 +7,9 @@ golden, and relax_model.c on Relax models of TVM 0.16 to 0.27, equal to TVM's go
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -31,7 +34,7 @@ def built(
     env = cxx_env(native_lib_dir(tmp_path_factory, variant))
     build = tmp_path_factory.mktemp(f"c-examples-{variant}")
     shell(
-        f"make -C {EXAMPLES} graph_model aot_model relax_model BUILD={build} "
+        f"make -C {EXAMPLES} graph_model aot_model relax_model memory_model BUILD={build} "
         f"CFLAGS='{CFLAGS[variant]}' "
         f"TVMRT_CONFIG='{sys.executable} -m tvmrt.config'",
         env,
@@ -64,6 +67,61 @@ def test_graph_model_matches_the_python_runtime(
     module.load_params(params.read_bytes())
     module.run(image=image)
     assert out.read_bytes() == module.get_output(0).numpy().astype("<f4").tobytes()
+
+
+@pytest.mark.parametrize(
+    ("folder", "files"),
+    [
+        ("tvm016", ("deploy_lib.so", "deploy_graph.json", "deploy_param.params")),
+        ("model", ("deploy.so", "deploy.json", "deploy.params")),
+    ],
+)
+def test_memory_model_runs_a_sealed_model_from_memory_as_graph_model_runs_the_files(
+    built: tuple[Path, dict[str, str]], folder: str, files: tuple[str, str, str]
+) -> None:
+    # TVMModLoadFromMemory through a memfd: the same bytes out as graph_model.c's run of
+    # the files, and (strace) no file opened for writing but the output
+    build, env = built
+    lib, graph, params = (DIGITS / folder / name for name in files)
+    with np.load(DIGITS / "model" / "heldout.npz") as npz:
+        npz["image"].astype(np.float32).tofile(build / "image.bin")
+    sealed = build / f"{folder}.sealed"
+    shell(
+        f"{sys.executable} {EXAMPLES / 'seal_model.py'} {lib} {graph} {params} k3y {sealed}",
+        env,
+        build,
+    )
+    assert (lib.read_bytes()[:64]) not in sealed.read_bytes()  # sealed: no plaintext on disk
+    by_file, by_memory = build / f"file-{folder}.bin", build / f"memory-{folder}.bin"
+    shell(f"{build / 'graph_model'} {lib} {graph} {params} image image.bin {by_file}", env, build)
+    run = f"{build / 'memory_model'} {sealed} k3y image image.bin {by_memory}"
+    strace = shutil.which("strace")
+    trace = build / f"trace-{folder}.txt"
+    if strace is not None and "asan" not in build.name:  # LeakSanitizer refuses ptrace
+        run = f"{strace} -f -qq -e trace=open,openat,creat,rename,link,mkdir -o {trace} {run}"
+    text = shell(run, env, build)
+    assert text == f"output 0: shape (360, 10), 14400 bytes written to {by_memory}\n"
+    assert by_memory.read_bytes() == by_file.read_bytes()
+    if trace.exists():
+        opened = [
+            line
+            for line in trace.read_text().splitlines()
+            if re.search(r"O_WRONLY|O_RDWR|O_CREAT|creat\(|rename\(|link\(|mkdir\(", line)
+            and "= -1" not in line
+        ]
+        assert all(str(by_memory) in line for line in opened), opened
+    wrong = build / "wrong.bin"
+    done = subprocess.run(
+        [str(build / "memory_model"), str(sealed), "other-key", "image", "image.bin", str(wrong)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=build,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1  # a wrong key: the bundle's lengths make no sense
+    assert "the bundle" in done.stderr or "TVMModLoadFromMemory" in done.stderr, done.stderr
 
 
 def test_aot_model_matches_tvms_golden(built: tuple[Path, dict[str, str]], artifacts: Path) -> None:

@@ -14,13 +14,14 @@ Layers: this package uses ``tvmrt.runtime`` and ``tvmrt.contrib``; ``tvmrt.cli``
 from __future__ import annotations
 
 from tvmrt.artifact.devices import DEVICE_MODULE_KINDS, executor_devices
-from tvmrt.artifact.files import ArtifactFiles, find_artifact
+from tvmrt.artifact.files import ArtifactBytes, ArtifactFiles, find_artifact
 from tvmrt.artifact.inspection import dumps, inspect_artifact
 from tvmrt.artifact.loading import executor_from_graph, load_artifact
 from tvmrt.artifact.model import Executor, GraphTiming, LoadedModel, ProfilingExecutor, TensorInfo
 
 __all__ = [
     "DEVICE_MODULE_KINDS",
+    "ArtifactBytes",
     "ArtifactFiles",
     "Executor",
     "LoadedModel",

@@ -18,7 +18,7 @@ from pathlib import Path
 from tvmrt.error import ArtifactNotFoundError, ModuleLoadError, TVMError
 from tvmrt.runtime.loaders.mlf_aot import is_mlf_folder
 
-__all__ = ["ArtifactFiles", "find_artifact"]
+__all__ = ["ArtifactBytes", "ArtifactFiles", "find_artifact"]
 
 _LIB_SUFFIXES = (".so", ".tar", ".dll", ".dylib", ".o")
 _PREFERRED_STEMS = ("deploy", "mod", "model")
@@ -35,6 +35,23 @@ class ArtifactFiles:
     graph: Path | None = None
     params: Path | None = None
     code: Path | None = None
+
+
+@dataclass(frozen=True)
+class ArtifactBytes:
+    """An artifact held in memory (a model decrypted, or read from a bundle): the bytes of
+    the files :class:`ArtifactFiles` names, for :func:`tvmrt.artifact.load_artifact`.
+
+    ``lib`` is any library form ``load_module`` takes (a factory or kernel ``.so``, an
+    export ``.tar`` or ``.o``, an MLF or tvmc package tar, a Relax ``model.so``); ``graph``,
+    ``params`` and ``code`` (a Relay VM's ``code.ro``) go with a kernel library as the
+    files of a folder would. Nothing is written to a disk (``tvmrt.runtime.loaders.memory``).
+    """
+
+    lib: bytes | bytearray | memoryview
+    graph: str | bytes | None = None
+    params: bytes | bytearray | memoryview | None = None
+    code: bytes | bytearray | memoryview | None = None
 
 
 def _pick(candidates: list[Path], what: str, folder: Path, flag: str) -> Path | None:

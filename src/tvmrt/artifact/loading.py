@@ -11,18 +11,24 @@ in memory (``tvmrt.serve.model_from_graph``).
 
 from __future__ import annotations
 
+import contextlib
+from pathlib import Path
+
 from tvmrt.artifact.devices import check_device_code
-from tvmrt.artifact.files import ArtifactFiles
+from tvmrt.artifact.files import ArtifactBytes, ArtifactFiles
 from tvmrt.artifact.forms import LoadRequest, form_of
 from tvmrt.artifact.forms.base import RemoteLibrary, remote_refusal
 from tvmrt.artifact.forms.graph_build import graph_executor, params_of
 from tvmrt.artifact.inspect_binary import describe_library, inspect_library_code
 from tvmrt.artifact.model import Executor, LoadedModel
 from tvmrt.binfmt.abi import RELAX_KINDS
+from tvmrt.binfmt.files import MAX_CODE_BYTES, MAX_GRAPH_JSON_BYTES, MAX_PARAMS_BYTES
 from tvmrt.runtime.device import Device, cpu
 from tvmrt.runtime.executor import AotExecutorFactory
 from tvmrt.runtime.graph_executor import GraphExecutorFactory
+from tvmrt.runtime.loaders import memory
 from tvmrt.runtime.loaders.dispatch import Sniffed
+from tvmrt.runtime.loaders.memory import memory_file
 from tvmrt.runtime.module import Module, load_module
 from tvmrt.runtime.remote_session import is_remote, remote_session
 
@@ -30,7 +36,7 @@ __all__ = ["executor_from_graph", "load_artifact"]
 
 
 def load_artifact(
-    files: ArtifactFiles,
+    files: ArtifactFiles | ArtifactBytes,
     device: Device | None = None,
     debug: bool = False,
     dump_root: str | None = None,
@@ -40,7 +46,9 @@ def load_artifact(
     Parameters
     ----------
     files
-        From :func:`~tvmrt.artifact.files.find_artifact`.
+        From :func:`~tvmrt.artifact.files.find_artifact`, or an
+        :class:`~tvmrt.artifact.files.ArtifactBytes` of the same files held in memory
+        (each is read through a memfd; nothing is written to a disk).
     device
         Where to run (default ``cpu(0)``); a graph on another device keeps the CPU as its
         second device (:func:`~tvmrt.artifact.devices.executor_devices`). A device of an
@@ -64,6 +72,8 @@ def load_artifact(
     RPCError
         If the server cannot load the library.
     """
+    if isinstance(files, ArtifactBytes):
+        return _load_from_memory(files, device, debug, dump_root)
     dev = device or cpu()
     form, sniffed, _ = form_of(files)
     remote = None
@@ -80,6 +90,25 @@ def load_artifact(
     model = form.load(LoadRequest(files, dev, debug, dump_root, remote), lib)
     model.device = dev
     return model
+
+
+def _load_from_memory(
+    held: ArtifactBytes, device: Device | None, debug: bool, dump_root: str | None
+) -> LoadedModel:
+    """:func:`load_artifact` of files held in memory, each behind a memfd while it loads."""
+    graph = held.graph.encode() if isinstance(held.graph, str) else held.graph
+    with memory.session(), contextlib.ExitStack() as stack:
+
+        def path(data: bytes | bytearray | memoryview | None, limit: int) -> Path | None:
+            return None if data is None else Path(stack.enter_context(memory_file(data, limit)))
+
+        files = ArtifactFiles(
+            Path(stack.enter_context(memory_file(held.lib))),
+            path(graph, MAX_GRAPH_JSON_BYTES),
+            path(held.params, MAX_PARAMS_BYTES),
+            path(held.code, MAX_CODE_BYTES),
+        )
+        return load_artifact(files, device, debug, dump_root)
 
 
 def _blob_of(files: ArtifactFiles, sniffed: Sniffed | None) -> RemoteLibrary:

@@ -53,6 +53,7 @@ BUILTIN_FUNCTIONS: dict[str, str] = {
     "runtime.ModuleLoadStaticLibrary": "tvmrt.runtime.static_library:load_static_library",
     # what Module and load_module hand down (TVM's Module methods call runtime.Module*)
     "runtime.ModuleLoadFromFile": "tvmrt.runtime.loaders.dispatch:load_module_file",
+    "runtime.ModuleLoadFromMemory": "tvmrt.runtime.loaders.dispatch:load_module_memory",
     "runtime.ModuleIsDSOExportable": "tvmrt.runtime.export:is_dso_exportable",
     "runtime.ModuleExportLibrary": "tvmrt.runtime.export:export_module",  # tvmrt's own name
     "runtime.NumThreads": "tvmrt.runtime.kernel_services:num_threads",

@@ -411,8 +411,10 @@ def load_static_library(path: str | os.PathLike[str], func_names: list[str]) -> 
     return _as_module(loader(path, func_names), "runtime.ModuleLoadStaticLibrary")
 
 
-def load_module(path: str | os.PathLike[str], fmt: str = "") -> Module:
-    """Load a module from a file (TVM's ``tvm.runtime.load_module``).
+def load_module(
+    path: str | os.PathLike[str] | bytes | bytearray | memoryview, fmt: str = ""
+) -> Module:
+    """Load a module from a file (TVM's ``tvm.runtime.load_module``), or from its bytes.
 
     A loader registered as ``runtime.module.loadfile_<kind>`` for ``fmt`` or the file's
     extension reads it; tvmrt's own loader (``so``, ``tar``, ``o``, ...) looks at the
@@ -424,7 +426,10 @@ def load_module(path: str | os.PathLike[str], fmt: str = "") -> Module:
     ----------
     path
         The file: a compiled library (``.so``), an exported archive (``.tar``), an
-        object file (``.o``), a Model Library Format or tvmc package tar, ...
+        object file (``.o``), a Model Library Format or tvmc package tar, ...; or such a
+        file's bytes (tvmrt's: a model decrypted into memory), loaded through a memfd with
+        nothing written to a disk (``tvmrt.runtime.loaders.memory`` says what this cannot
+        do).
     fmt
         The file kind, overriding the extension.
 
@@ -435,6 +440,9 @@ def load_module(path: str | os.PathLike[str], fmt: str = "") -> Module:
     ModuleLoadError
         If no loader handles this kind of file, or the loader rejects it.
     """
+    if isinstance(path, bytes | bytearray | memoryview):
+        from_memory = get_global_func("runtime.ModuleLoadFromMemory")
+        return _as_module(from_memory(path, fmt), "runtime.ModuleLoadFromMemory")
     loader = get_global_func("runtime.ModuleLoadFromFile")
     module = _as_module(loader(os.fspath(path), fmt), "runtime.ModuleLoadFromFile")
     module.source_file = os.path.abspath(os.fspath(path))

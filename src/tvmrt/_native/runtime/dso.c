@@ -12,11 +12,24 @@
 #define _GNU_SOURCE /* dladdr1 */
 #endif
 #include <dlfcn.h>
+#include <errno.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+/* memfd_create by its number: the manylinux_2_17 wheel's glibc has no wrapper for it */
+#ifndef SYS_memfd_create
+#if defined(__x86_64__)
+#define SYS_memfd_create 319
+#elif defined(__aarch64__)
+#define SYS_memfd_create 279
+#elif defined(__arm__)
+#define SYS_memfd_create 385
+#endif
+#endif
 
 #include "rt.h"
 
@@ -262,6 +275,49 @@ tvmrt_module* tvmrt_load_dso(const char* path) {
   if (blob != NULL) return with_blob(lib, blob, symbol_limit(blob), RT_BLOB_FFI_021);
   blob = (const uint8_t*)dlsym(handle, "__tvm_dev_mblob");
   return with_blob(lib, blob, blob != NULL ? symbol_limit(blob) : SIZE_MAX, RT_BLOB_MBLOB);
+}
+
+tvmrt_module* tvmrt_load_dso_memory(const void* data, size_t size) {
+#ifdef SYS_memfd_create
+  char path[64];
+  size_t done = 0;
+  tvmrt_module* lib;
+  int fd;
+  if (size > RT_MAX_LIBRARY_BYTES) {
+    tvmrt_fail("ModuleLoadError",
+               "TVMModLoadFromMemory: the library is %zu bytes, over the limit of %llu bytes "
+               "for a library",
+               size, (unsigned long long)RT_MAX_LIBRARY_BYTES);
+    return NULL;
+  }
+  fd = (int)syscall(SYS_memfd_create, "tvmrt-model", 1u /* MFD_CLOEXEC */);
+  if (fd < 0) {
+    tvmrt_fail("ModuleLoadError", "TVMModLoadFromMemory: memfd_create failed (%s)",
+               strerror(errno));
+    return NULL;
+  }
+  while (done < size) { /* anonymous memory: nothing of the model reaches a disk */
+    ssize_t n = write(fd, (const char*)data + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      tvmrt_fail("ModuleLoadError", "TVMModLoadFromMemory: cannot copy the library (%s)",
+                 n < 0 ? strerror(errno) : "short write");
+      close(fd);
+      return NULL;
+    }
+    done += (size_t)n;
+  }
+  snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+  lib = tvmrt_load_dso(path); /* checked and loaded as the same file would be */
+  close(fd);                  /* the library stays mapped */
+  return lib;
+#else
+  (void)data;
+  (void)size;
+  tvmrt_fail("ModuleLoadError",
+             "TVMModLoadFromMemory needs memfd_create (Linux); load the library from a file");
+  return NULL;
+#endif
 }
 
 /* ---------------------------------------------------------------------------------- */

@@ -215,6 +215,27 @@ TVM_DLL int TVMModLoadFromFile(const char* file_name, const char* format, TVMMod
   return 0;
 }
 
+TVM_DLL int TVMModLoadFromMemory(const void* data, size_t size, const char* format,
+                                 TVMModuleHandle* out) {
+  tvmrt_module* m;
+  tvmrt_init();
+  if (data == NULL || out == NULL) {
+    return tvmrt_fail("InvalidArgumentError", "TVMModLoadFromMemory: data and out are required");
+  }
+  *out = NULL;
+  if (format != NULL && *format != '\0' && strcmp(format, "so") != 0 &&
+      strcmp(format, "dso") != 0) {
+    return tvmrt_fail("ModuleLoadError",
+                      "TVMModLoadFromMemory: format '%s' is not supported by libtvmrt_runtime; "
+                      "it loads shared libraries (so); link .o/.tar exports into one first",
+                      format);
+  }
+  m = tvmrt_load_dso_memory(data, size);
+  if (m == NULL) return -1;
+  *out = m;
+  return 0;
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* the function environment kernels see, and the one-time set-up                      */
 

@@ -177,6 +177,8 @@ tvmrt_func* tvmrt_ffi_func(void* fn, tvmrt_object* owner, int tvm021);
 
 /* dso.c */
 tvmrt_module* tvmrt_load_dso(const char* path);
+/* the same from `size` bytes in memory (through a memfd; Linux) */
+tvmrt_module* tvmrt_load_dso_memory(const void* data, size_t size);
 tvmrt_module* tvmrt_system_lib(const char* prefix);
 /* blob.c: the module tree a `__tvm_dev_mblob` (or TVM 0.21's `__tvm_ffi_library_bin`, the
    same layout: `container` says which, RT_BLOB_*) describes, with `lib` as its "_lib"; the

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from tvmrt.binfmt.files import MAX_LIBRARY_BYTES, open_regular, read_regular
 from tvmrt.error import ModuleLoadError
+from tvmrt.runtime.loaders.memory import in_memory, scratch
 
 __all__ = [
     "cache_dir",
@@ -40,7 +41,8 @@ _CHUNK = 1 << 20
 
 def cache_dir() -> Path:
     """The cache folder: ``$TVMRT_CACHE_DIR``, else ``$XDG_CACHE_HOME/tvmrt``, else
-    ``~/.cache/tvmrt``.
+    ``~/.cache/tvmrt``; while a model held in memory loads, a folder in its private
+    scratch on tmpfs (:mod:`.memory`: nothing of it reaches the disk, or outlives the load).
 
     Raises
     ------
@@ -49,6 +51,8 @@ def cache_dir() -> Path:
         ``$TVMRT_CACHE_DIR`` or ``$XDG_CACHE_HOME``, or no home folder at all. The message
         names the variable to set.
     """
+    if in_memory():
+        return scratch() / "cache"
     for variable in ("TVMRT_CACHE_DIR", "XDG_CACHE_HOME"):
         configured = os.environ.get(variable, "").strip()
         if not configured:

@@ -46,7 +46,7 @@ from tvmrt.binfmt.binary import BinaryInfo, check_host_compatible, identify
 from tvmrt.binfmt.files import MAX_LIBRARY_BYTES, check_regular
 from tvmrt.error import ModuleFileNotFoundError, ModuleLoadError
 from tvmrt.runtime import kernel_services, native_module
-from tvmrt.runtime.loaders import ffi, library, link, mlf_aot, needs, packages
+from tvmrt.runtime.loaders import ffi, library, link, memory, mlf_aot, needs, packages
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.registry import get_global_func, list_global_func_names
@@ -399,7 +399,8 @@ def load_module_file(path: str, fmt: str = "") -> Module:
     tvmrt's own loaders name the file as given in their messages.
     """
     text = os.fspath(path)
-    resolved = os.path.realpath(text)
+    # a model held in memory (memory.memory_file) is read through its descriptor's path
+    resolved = text if text.startswith(memory.MEMORY_PATHS) else os.path.realpath(text)
     if os.path.isdir(resolved) and mlf_aot.is_mlf_folder(resolved):  # an unpacked MLF package
         return load(os.path.join(resolved, "metadata.json"), shown=text)
     if not os.path.exists(resolved) or os.path.isdir(resolved):
@@ -428,3 +429,19 @@ def load_module_file(path: str, fmt: str = "") -> Module:
     if not isinstance(module, Module):
         raise ModuleLoadError(f"loader for {kind!r} returned {type(module).__name__}, not a Module")
     return module
+
+
+def load_module_memory(data: bytes | bytearray | memoryview, fmt: str = "") -> Module:
+    """The global ``runtime.ModuleLoadFromMemory``, behind ``load_module(bytes)``: the bytes
+    of any file :func:`load` takes (a ``.so``, an export ``.tar`` or ``.o``, an MLF or tvmc
+    package tar, a Relax ``model.so``), loaded through a memfd with nothing written to a disk
+    (:mod:`.memory`). ``fmt`` names the form for a message only: the bytes say what it is.
+    """
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise ModuleLoadError(
+            f"load_module from memory takes bytes, a bytearray or a memoryview, not "
+            f"{type(data).__name__}"
+        )
+    with memory.held_in_memory(data) as path:
+        shown = memory.SHOWN if not fmt else f"{memory.SHOWN} ({fmt})"
+        return load(path, shown)

@@ -49,6 +49,7 @@ from tvmrt.runtime.loaders.cache import (
     temp_entry,
     write_entry,
 )
+from tvmrt.runtime.loaders.memory import compiler_env, scratch_or_default
 
 __all__ = [
     "MAX_MEMBERS",
@@ -153,7 +154,7 @@ def link_objects(objects: list[tuple[str, bytes]], key: str, source: str) -> Pat
             f"({exc.strerror}); set $TVMRT_CACHE_DIR to a writable folder"
         ) from exc
     try:
-        with tempfile.TemporaryDirectory(prefix="tvmrt-link-") as work:
+        with tempfile.TemporaryDirectory(prefix="tvmrt-link-", dir=scratch_or_default()) as work:
             inputs = []
             for i, (_, data) in enumerate(objects):
                 obj = Path(work) / f"member{i}.o"
@@ -161,7 +162,12 @@ def link_objects(objects: list[tuple[str, bytes]], key: str, source: str) -> Pat
                 inputs.append(str(obj))
             command = [*compiler, "-shared", "-fPIC", "-o", str(partial), *inputs, "-lm"]
             result = subprocess.run(
-                command, capture_output=True, text=True, timeout=_LINK_TIMEOUT_S, check=False
+                command,
+                capture_output=True,
+                text=True,
+                timeout=_LINK_TIMEOUT_S,
+                check=False,
+                env=compiler_env(),
             )
         if result.returncode != 0:
             output = (result.stderr or result.stdout).strip()[-2000:]
@@ -272,14 +278,19 @@ def compile_source(data: bytes, name: str, source: str) -> bytes:
     if cached is not None:
         return cached
     suffix = PurePosixPath(name).suffix
-    with tempfile.TemporaryDirectory(prefix="tvmrt-cc-") as work:
+    with tempfile.TemporaryDirectory(prefix="tvmrt-cc-", dir=scratch_or_default()) as work:
         src = Path(work) / f"source{suffix}"
         src.write_bytes(data)
         obj = Path(work) / "source.o"
         command = [*compiler, *_COMPILE_FLAGS, f"-I{include_dir()}", "-o", str(obj), str(src)]
         try:
             result = subprocess.run(
-                command, capture_output=True, text=True, timeout=_LINK_TIMEOUT_S, check=False
+                command,
+                capture_output=True,
+                text=True,
+                timeout=_LINK_TIMEOUT_S,
+                check=False,
+                env=compiler_env(),
             )
         except (OSError, subprocess.SubprocessError) as exc:
             raise ModuleLoadError(

@@ -36,7 +36,7 @@ from pathlib import Path, PurePosixPath
 from tvmrt.binfmt import archive
 from tvmrt.binfmt.files import MAX_META_BYTES, check_regular, read_regular
 from tvmrt.error import ModuleLoadError
-from tvmrt.runtime.loaders import cache, link
+from tvmrt.runtime.loaders import cache, link, memory
 from tvmrt.runtime.loaders.crt_platform import METADATA_HEADER, PLATFORM_SOURCE, PLATFORM_VERSION
 from tvmrt.runtime.loaders.mlf_aot_package import CrtTensor, MlfAotPackage, describe
 from tvmrt.runtime.module import Module
@@ -143,7 +143,9 @@ def compile_package(package: MlfAotPackage) -> Path:
             f"({exc.strerror}); set $TVMRT_CACHE_DIR to a writable folder"
         ) from exc
     try:
-        with tempfile.TemporaryDirectory(prefix="tvmrt-mlf-") as work:
+        with tempfile.TemporaryDirectory(
+            prefix="tvmrt-mlf-", dir=memory.scratch_or_default()
+        ) as work:
             include = Path(work) / "include"
             include.mkdir()
             for name, data in package.headers:  # their own names: the code includes them
@@ -185,6 +187,7 @@ def compile_package(package: MlfAotPackage) -> Path:
                 timeout=_COMPILE_TIMEOUT_S,
                 check=False,
                 cwd=work,
+                env=memory.compiler_env(),
             )
         if result.returncode != 0:
             output = (result.stderr or result.stdout).strip()[-2000:]

@@ -109,6 +109,11 @@ TVM_DLL void TVMThrowLastError(void);
 
 /* -- modules -- */
 TVM_DLL int TVMModLoadFromFile(const char* file_name, const char* format, TVMModuleHandle* out);
+/* tvmrt's (TVM has none): a shared library (format "so" or "") from `size` bytes in memory,
+   e.g. a model decrypted there. It goes through a memfd (Linux), so nothing of it is written
+   to a disk; it is checked and loaded as the same file would be. */
+TVM_DLL int TVMModLoadFromMemory(const void* data, size_t size, const char* format,
+                                 TVMModuleHandle* out);
 TVM_DLL int TVMModImport(TVMModuleHandle mod, TVMModuleHandle dep);
 TVM_DLL int TVMModGetFunction(TVMModuleHandle mod, const char* func_name, int query_imports,
                               TVMFunctionHandle* out);
