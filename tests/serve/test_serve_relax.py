@@ -123,3 +123,35 @@ def test_static_inputs_answer_with_their_outputs(served, artifacts):
     status, answer = _infer(served, "cnn", run.inputs)
     assert status == 200, answer
     assert same_bits(_outputs(answer)["output_0"], run.outputs["output_0"])
+
+
+def test_a_compiled_mode_build_needs_its_input_types_and_then_answers_as_tvm(artifacts) -> None:
+    # a compiled-mode executable records no parameter types: its metadata published
+    # "datatype": "" (Triton's config "TYPE_"); it is refused without --input, naming them
+    from support.cli import tvmrt
+
+    model = rc.folder(artifacts, "027", "compiled")
+    refused = tvmrt("serve", model / "model.so", "--port", "0", timeout=120)
+    assert refused.returncode == 2, refused.stderr
+    assert "records no type for some inputs" in refused.stderr, refused.stderr
+    assert "--input x:DTYPE:DIMS --input fc1_weight:DTYPE:DIMS" in refused.stderr
+    with np.load(model / "run0_inputs.npz") as npz:
+        given = [npz[f"arg{i}"] for i in range(5)]
+    with np.load(model / "run0_golden.npz") as npz:
+        want = npz["out0"]
+    names = ["x", "fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias"]
+    flags = []
+    for name, arr in zip(names, given, strict=True):
+        dims = ",".join(["-1", *map(str, arr.shape[1:])] if name == "x" else map(str, arr.shape))
+        flags += ["--input", f"{name}:float32:{dims}"]
+    with tvmrt_serve(str(model / "model.so"), "--name", "c", *flags) as srv:
+        meta = _get(srv, "/v2/models/c")
+        assert meta["inputs"][0] == {"name": "x", "datatype": "FP32", "shape": [-1, 16]}
+        config = _get(srv, "/v2/models/c/config")
+        assert {t["data_type"] for t in config["input"]} == {"TYPE_FP32"}
+        assert config["platform"] == "tvmrt_relax_vm"
+        status, answer = _infer(srv, "c", dict(zip(names, given, strict=True)))
+        assert status == 200, answer
+        (out,) = answer["outputs"]
+        got = np.asarray(out["data"], np.float32).reshape(out["shape"])
+        assert same_bits(got, want)

@@ -1,22 +1,21 @@
-"""Inputs and outputs of models whose shapes come with each request (Relay VM models).
+"""Inputs and outputs of models whose shapes come with each request (VM models).
 
-A Relay VM executable records its functions' parameter names but not their types, so
-what the v2 protocol's metadata can say about an input depends on what is known:
+A Relay VM executable records its functions' parameter names but not their types, and a
+Relax executable built in compiled mode (``exec_mode="compiled"``) records none either;
+the v2 protocol's metadata and Triton's config must give each input's datatype and shape:
 
-* a signature given by the operator (``tvmrt serve --input x:float32:-1,16``, or
-  ``input_specs`` in :func:`tvmrt.serve.load_model`): its datatype and rank are checked,
+* where the executable records them (a Relax bytecode build), they are served as it
+  checks them, ``-1`` for a symbolic size;
+* otherwise a signature given by the operator (``tvmrt serve --input x:float32:-1,16``,
+  or ``signature=`` in :func:`tvmrt.serve.load_model`): its datatype and rank are checked,
   its fixed sizes too, and its ``-1`` dimensions are given by each request;
-* otherwise nothing: a Relay VM model is not served without a signature for each of its
-  inputs. Its kernels check no sizes (a dense kernel built for ``(N, 16)`` reads 16
-  values per row of whatever it is given), so a request of the wrong inner size would be
-  answered from memory past its buffer; :func:`input_specs` refuses at load, naming the
-  inputs and the flag. A signature that leaves an inner size free (``-1`` past the
-  first dimension) is served with a warning: those sizes reach the kernels unchecked.
-
-A Relax executable checks its own inputs (its ``match_cast`` builtins), so an input
-whose type it does not record (a tuple or shape parameter) is served with any datatype
-and rank until the model has answered once, then with the datatype and rank of that
-request's input.
+* without one the model is not served: :func:`input_specs` refuses at load, naming the
+  inputs and the flag. A Relay VM's kernels check no sizes (a dense kernel built for
+  ``(N, 16)`` reads 16 values per row of whatever it is given), so a request of the wrong
+  inner size would be answered from memory past its buffer; a Relax VM checks its inputs
+  itself, but the server would have no datatype to publish. A Relay VM signature that
+  leaves an inner size free (``-1`` past the first dimension) is served with a warning:
+  those sizes reach the kernels unchecked.
 
 Outputs are whatever the function returned: ``output_0``, ``output_1``, ... with the
 datatype and rank of the last answer and every dimension ``-1`` (data-dependent shapes).
@@ -38,7 +37,6 @@ __all__ = [
     "parse_signature",
     "input_specs",
     "free_inner_sizes",
-    "learned_inputs",
     "output_specs",
 ]
 
@@ -71,10 +69,10 @@ def input_specs(
     given: Sequence[TensorSpec] = (),
     checks_inputs: bool = True,
 ) -> list[TensorSpec]:
-    """The served inputs: static ones from the executor, dynamic ones from ``given``.
+    """The served inputs: typed ones from the executor, the others from ``given``.
 
     ``checks_inputs`` is False for an executor that checks nothing of what it is given (a
-    Relay VM's): each input it does not type must then be in ``given``.
+    Relay VM's); it only changes the refusal's reason.
     """
     by_name = {s.name: s for s in given}
     unknown = sorted(set(by_name) - {t.name for t in infos})
@@ -83,24 +81,28 @@ def input_specs(
             f"model {name!r} has no input(s) {unknown}; its inputs are {[t.name for t in infos]}"
         )
     untyped = [t.name for t in infos if not t.dtype and t.name not in by_name]
-    if untyped and not checks_inputs:
+    if untyped:
         flags = " ".join(f"--input {n}:DTYPE:DIMS" for n in untyped)
+        why = (
+            "is a Relay VM executable, which records no input types, and its kernels check "
+            "no sizes: a request of the wrong size would be answered from memory past its "
+            "buffer"
+            if not checks_inputs
+            else "records no type for some inputs (a Relax build in compiled mode, or a "
+            "tuple or shape parameter): the server has no datatype and shape to publish "
+            "and check"
+        )
         raise InvalidArgumentError(
-            f"model {name!r} is a Relay VM executable, which records no input types, and its "
-            f"kernels check no sizes: a request of the wrong size would be answered from memory "
-            f"past its buffer. Give the type of input(s) {untyped}: {flags} (e.g. "
+            f"model {name!r} {why}. Give the type of input(s) {untyped}: {flags} (e.g. "
             f"{untyped[0]}:float32:-1,16; -1: a size each request gives), or signature= in "
             "tvmrt.serve.load_model"
         )
-    specs = []
-    for t in infos:
-        if t.name in by_name:
-            specs.append(by_name[t.name])
-        elif t.dtype:
-            specs.append(TensorSpec(t.name, tuple(t.shape), datatype_of(t.dtype)))
-        else:  # shape and dtype come with the data (a Relax tuple or shape parameter)
-            specs.append(TensorSpec(t.name, (), "", any_rank=True))
-    return specs
+    return [
+        by_name[t.name]
+        if t.name in by_name
+        else TensorSpec(t.name, tuple(t.shape), datatype_of(t.dtype))
+        for t in infos
+    ]
 
 
 def free_inner_sizes(specs: Sequence[TensorSpec]) -> list[str]:
@@ -116,20 +118,6 @@ def free_inner_sizes(specs: Sequence[TensorSpec]) -> list[str]:
                 f"kernels unchecked; if the model fixes them, give them: --input "
                 f"{s.name}:{DATATYPES[s.datatype]}:{dims}"
             )
-    return out
-
-
-def learned_inputs(
-    specs: Sequence[TensorSpec], arrays: dict[str, np.ndarray[Any, Any]]
-) -> list[TensorSpec]:
-    """``specs`` with datatype and rank fixed by a request the model answered."""
-    out = []
-    for spec in specs:
-        arr = arrays.get(spec.name)
-        if (spec.any_rank or not spec.datatype) and arr is not None:
-            shape = (-1,) * arr.ndim if spec.any_rank else spec.shape
-            spec = TensorSpec(spec.name, shape, datatype_of(str(arr.dtype)))
-        out.append(spec)
     return out
 
 

@@ -35,7 +35,7 @@ from tvmrt.runtime.module import Module
 from tvmrt.runtime.relax_vm import VirtualMachine as RelaxVirtualMachine
 from tvmrt.runtime.vm import VirtualMachine
 from tvmrt.serve.batching import BatchItem, BatchRuns, choose_batch
-from tvmrt.serve.dynamic import free_inner_sizes, input_specs, learned_inputs, output_specs
+from tvmrt.serve.dynamic import free_inner_sizes, input_specs, output_specs
 from tvmrt.serve.handoff import wait_for_run
 from tvmrt.serve.metrics import ModelMetrics
 from tvmrt.serve.protocol import BadRequestError, DeadlineError, OverloadedError, TensorSpec
@@ -299,7 +299,6 @@ class ServedModel(BatchRuns):
                     f"request: {exc}"
                 ) from exc
             outs = [executor.get_output(i).numpy() for i in range(len(executor.outputs))]
-            self.inputs = learned_inputs(self.inputs, arrays)
             self.outputs = output_specs(outs)
             return outs
         finally:

@@ -114,30 +114,24 @@ def datatype_of(dtype: str) -> str:
 class TensorSpec:
     """One input or output of a served model.
 
-    A dimension of -1 is given by each request (a Relay VM model's dynamic dimension); a
-    ``datatype`` of ``""`` means any protocol datatype, and ``any_rank`` any number of
-    dimensions (what a Relay VM executable does not record; see :mod:`tvmrt.serve.dynamic`).
+    A dimension of -1 is given by each request (a VM model's dynamic dimension;
+    :mod:`tvmrt.serve.dynamic`).
     """
 
     name: str
     shape: tuple[int, ...]
     datatype: str
     max_batch: int = 0  # > 0: dynamic batching; requests send 1..max_batch rows
-    any_rank: bool = False
 
     @property
     def dynamic(self) -> bool:
-        """Whether requests give (part of) the shape or the datatype."""
-        return self.any_rank or not self.datatype or -1 in self.shape
+        """Whether requests give part of the shape."""
+        return -1 in self.shape
 
     def metadata(self) -> dict[str, Any]:
         """The protocol's ``{"name", "datatype", "shape"}`` (-1: a size the request gives)."""
         shape = [-1, *self.shape[1:]] if self.max_batch else list(self.shape)
-        entry: dict[str, Any] = {"name": self.name, "datatype": self.datatype, "shape": shape}
-        if self.any_rank:  # rank not known yet: a shape of one -1, flagged
-            entry["shape"] = [-1]
-            entry["parameters"] = {"any_rank": True}
-        return entry
+        return {"name": self.name, "datatype": self.datatype, "shape": shape}
 
 
 @dataclass
@@ -291,7 +285,7 @@ def _check_header(
     item: dict[str, Any], spec: TensorSpec, max_tensor_bytes: int | None
 ) -> tuple[tuple[int, ...], str]:
     shape, datatype = item.get("shape"), item.get("datatype")
-    if spec.datatype and datatype != spec.datatype:
+    if datatype != spec.datatype:
         raise _fail(
             f"input {spec.name!r} has datatype {short(datatype)}, expected {spec.datatype!r}"
         )
@@ -318,14 +312,13 @@ def _check_header(
 
 
 def _check_dynamic(spec: TensorSpec, shape: list[int], itemsize: int, limit: int | None) -> None:
-    """A request's shape against a spec with -1 dimensions or any rank, and the byte limit."""
-    if not spec.any_rank:
-        fits = len(shape) == len(spec.shape) and all(
-            want in (-1, got) for want, got in zip(spec.shape, shape, strict=True)
-        )
-        if not fits:
-            expected = ", ".join("N" if d == -1 else str(d) for d in spec.shape)
-            raise _fail(f"input {spec.name!r} has shape {short(shape)}, expected [{expected}]")
+    """A request's shape against a spec with -1 dimensions, and the byte limit."""
+    fits = len(shape) == len(spec.shape) and all(
+        want in (-1, got) for want, got in zip(spec.shape, shape, strict=True)
+    )
+    if not fits:
+        expected = ", ".join("N" if d == -1 else str(d) for d in spec.shape)
+        raise _fail(f"input {spec.name!r} has shape {short(shape)}, expected [{expected}]")
     if limit is not None:
         span = itemsize
         for d in shape:  # zero sizes count as one: a [0, 10**15] tensor is refused too

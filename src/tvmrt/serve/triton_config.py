@@ -18,10 +18,9 @@ from tvmrt.serve.protocol import TensorSpec
 
 __all__ = ["model_config"]
 
-# KServe v2 datatypes -> Triton's DataType enum names (BYTES is Triton's TYPE_STRING; a
-# datatype known only from requests, a Relax tuple or shape parameter's, is TYPE_INVALID,
-# the proto's name for no type, never a bare "TYPE_")
-_SPECIAL = {"BYTES": "TYPE_STRING", "": "TYPE_INVALID"}
+# KServe v2 datatypes -> Triton's DataType enum names (BYTES is Triton's TYPE_STRING); every
+# served input has a datatype (tvmrt.serve.dynamic refuses a model that leaves one unknown)
+_SPECIAL = {"BYTES": "TYPE_STRING"}
 
 
 def _tensor(spec: TensorSpec, batched: bool) -> dict[str, Any]:
