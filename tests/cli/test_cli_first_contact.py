@@ -94,3 +94,29 @@ def test_every_verb_checks_its_input_file_before_loading(verb: str, tmp_path: Pa
     done = tvmrt(verb, damaged, "-i", tmp_path / "missing.npz")
     assert done.returncode == 2, done.stderr
     assert "missing.npz' does not exist" in done.stderr, done.stderr
+
+
+def test_compile_without_its_extra_exits_2_naming_it(tmp_path: Path) -> None:
+    # a missing extra was exit 2 in serve and 1 in compile (a CompileError)
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    model = tmp_path / "relu.onnx"
+    onnx.save(helper.make_model(graph), str(model))
+    hidden = tmp_path / "hidden" / "tvm"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text('raise ImportError("tvm is hidden for this test")\n')
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(hidden.parent), str(REPO / "src")]))
+    done = subprocess.run(
+        [sys.executable, "-m", "tvmrt", "compile", str(model), "-o", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "pip install 'tvmrt[compile]'" in done.stderr, done.stderr
+    assert "demo" not in done.stderr, done.stderr
