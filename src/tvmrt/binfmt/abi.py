@@ -76,7 +76,9 @@ class TvmSymbols:
     abi
         ``"legacy"`` (TVM <= 0.20 packed functions), ``"tvm-ffi-0.21"`` (tvm-ffi calling
         convention, functions under their plain names), ``"tvm-ffi"`` (>= 0.22,
-        ``__tvm_ffi_<name>``) or ``"none"`` (not a TVM module).
+        ``__tvm_ffi_<name>``), ``"empty"`` (a library that defines no symbol at all: TVM's
+        export of a module with no kernels, an empty ``lib0.c``, which TVM loads as a
+        ``library`` module with no functions) or ``"none"`` (not a TVM module).
     functions
         Names of the exported functions that can be packed functions.
     slots
@@ -143,6 +145,8 @@ def scan_tvm_symbols(symbols: Iterable[ElfSymbol]) -> TvmSymbols:
         or any(n.startswith(_KERNEL_PREFIXES) for n in functions)
     ):
         abi = "legacy"
+    elif not defined:
+        abi = "empty"
     else:
         abi = "none"
     # a library's own ABI names its blob: an older tvmrt's re-export of a tvm-ffi factory

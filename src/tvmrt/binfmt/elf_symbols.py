@@ -61,19 +61,22 @@ def _gnu_layout(image: LoadImage, addr: int) -> tuple[int, int, int, int, list[i
     return nbuckets, symoffset, bloom, shift, buckets, at + 4 * nbuckets
 
 
-def gnu_hash_count(image: LoadImage, addr: int) -> int:
-    """The number of dynamic symbols a GNU hash table implies (the end of its last chain)."""
+def gnu_hash_count(image: LoadImage, addr: int) -> tuple[int, bool]:
+    """The number of dynamic symbols a GNU hash table implies (the end of its last chain),
+    and whether that is exact: a table that hashes nothing (every bucket 0: a library that
+    defines no symbol, as TVM's export of an empty ``lib0.c``) says only "at least
+    symoffset", since the undefined symbols after it are not hashed."""
     _, symoffset, _, _, buckets, chains = _gnu_layout(image, addr)
     last = max(buckets)
     if last == 0:
-        return symoffset
+        return symoffset, False
     if last < symoffset:
         raise image.bad("DT_GNU_HASH bucket", last, f"0 or a symbol index >= {symoffset}")
     i = last
     while True:  # each read is checked: a chain without an end runs out of file bytes
         raw = image.read(chains + 4 * (i - symoffset), 4, "DT_GNU_HASH chain", "a hash chain")
         if image.words("I", raw)[0][0] & 1:
-            return i + 1
+            return i + 1, True
         i += 1
 
 
@@ -85,7 +88,17 @@ def check_hashes(image: LoadImage, dyn: dt.Dynamic, symbols: list[tuple[int, ...
         nbuckets, symoffset, _, _, buckets, chains = _gnu_layout(image, addr)
         if symoffset > len(symbols):
             raise image.bad("DT_GNU_HASH symoffset", symoffset, f"at most {len(symbols)}")
-        count = len(symbols) - symoffset
+        if not any(buckets):  # hashes nothing: every symbol it would list must be undefined
+            for i in range(symoffset, len(symbols)):
+                if symbols[i][3] != 0:  # st_shndx: defined, yet no lookup would find it
+                    raise image.bad(
+                        f"dynamic symbol {i} ({names[i]!r}).st_shndx",
+                        symbols[i][3],
+                        "0 (undefined): DT_GNU_HASH hashes no symbol",
+                    )
+            count = 0
+        else:
+            count = len(symbols) - symoffset
         raw = image.read(chains, 4 * count, "DT_GNU_HASH chain", "the hash chains")
         chain = [c for (c,) in image.words("I", raw)]
         first: dict[int, int] = {}

@@ -160,20 +160,30 @@ def _check_tags_name_sections(image: LoadImage, dyn: dt.Dynamic) -> None:
 def _count_symbols(image: LoadImage, dyn: dt.Dynamic) -> int:
     """The number of dynamic symbols, as the hash tables say (the loader has no other count)."""
     counts: list[tuple[str, int]] = []
+    at_least: tuple[str, int] | None = None  # a GNU hash table that hashes nothing
     if dyn.get(dt.DT_HASH) is not None:
         _, nchain = image.words(
             "II", image.read(dyn.values[dt.DT_HASH], 8, "DT_HASH", "a hash table")
         )[0]
         counts.append(("DT_HASH nchain", nchain))
     if dyn.get(dt.DT_GNU_HASH) is not None:
-        counts.append(("DT_GNU_HASH chains", gnu_hash_count(image, dyn.values[dt.DT_GNU_HASH])))
+        implied, exact = gnu_hash_count(image, dyn.values[dt.DT_GNU_HASH])
+        if exact:
+            counts.append(("DT_GNU_HASH chains", implied))
+        else:
+            at_least = ("DT_GNU_HASH symoffset", implied)
     for sec in image.elf.sections:
         if sec.name == ".dynsym" and sec.flags & _SHF_ALLOC:
             counts.append((".dynsym", sec.size // (24 if image.is64 else 16)))
+    if not counts:  # nothing says more than the empty GNU hash table: the symbols before it
+        assert at_least is not None
+        return at_least[1]
     name, count = counts[0]
     for other, n in counts[1:]:
         if n != count:
             raise image.bad(f"the symbol count of {name}", count, f"{n}, as {other} says")
+    if at_least is not None and count < at_least[1]:
+        raise image.bad(at_least[0], at_least[1], f"at most {count}, as {name} says")
     return count
 
 

@@ -159,4 +159,5 @@ _ABI_TEXT = {
     "tvm-ffi": "tvm-ffi, from TVM 0.22 or later (kernels exported as __tvm_ffi_<name>)",
     "tvm-ffi-0.21": "tvm-ffi, from TVM 0.21 (kernels exported under their own names)",
     "none": "none (not a TVM module)",
+    "empty": "none needed: a library with no kernels (TVM's export of a module that has none)",
 }

@@ -271,6 +271,7 @@ def sniff(path: str, shown: str | None = None) -> Sniffed:
             return Sniffed(FileKind.RELAX_VM, info, facts)
         if symbols.abi.startswith("tvm-ffi"):
             return Sniffed(FileKind.TVM_FFI_SO, info, facts)
+        # "legacy", or "empty" (no kernels at all: a library module with no functions)
         return Sniffed(
             FileKind.SYSTEM_LIB_SO if symbols.system_lib else FileKind.LEGACY_SO, info, facts
         )
