@@ -417,7 +417,8 @@ namespace detail {
 class ArgsSetter {
  public:
   ArgsSetter(TVMValue* values, int* codes) : values_(values), codes_(codes) {}
-  template <typename T, typename = std::enable_if_t<std::is_integral_v<T>>>
+  /* integers, and enums (kDLCPU, a DLDeviceType, passed as it is) */
+  template <typename T, typename = std::enable_if_t<std::is_integral_v<T> || std::is_enum_v<T>>>
   void operator()(int i, T v) const {
     values_[i].v_int64 = static_cast<int64_t>(v);
     codes_[i] = kTVMArgInt;

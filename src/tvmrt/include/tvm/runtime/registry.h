@@ -8,6 +8,12 @@
 
 #include <tvm/runtime/packed_func.h>
 
+/* what TVM's registry.h brings in through its own includes, which TVM's apps rely on
+   (apps/bundle_deploy/bundle.cc calls strlen with no <cstring> of its own) */
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
