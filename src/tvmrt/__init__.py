@@ -28,6 +28,7 @@ from tvmrt.runtime import (
     mtl,
     nd,
     opencl,
+    register_extension,
     register_func,
     rocm,
     vpi,
@@ -73,5 +74,6 @@ __all__ = [
     "rocm",
     "ext_dev",
     "register_func",
+    "register_extension",
     "get_global_func",
 ]

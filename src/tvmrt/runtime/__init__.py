@@ -62,6 +62,7 @@ from tvmrt.runtime.profiling import Report
 from tvmrt.runtime.registry import (
     get_global_func,
     list_global_func_names,
+    register_extension,
     register_func,
     remove_global_func,
 )
@@ -106,6 +107,7 @@ __all__ = [
     # functions and modules
     "PackedFunc",
     "register_func",
+    "register_extension",
     "get_global_func",
     "list_global_func_names",
     "remove_global_func",

@@ -244,6 +244,12 @@ class ArrayMemory:
         return type(self).from_host_memory(view, new_dtype, self._device, owner, self._byte_offset)
 
     # -- C view for compiled kernels ---------------------------------------------------
+    @property
+    def _tvm_handle(self) -> int:
+        """The address of this array's ``DLTensor`` (TVM's handle value; a
+        ``register_extension`` class hands it on), valid while the array lives."""
+        return ctypes.addressof(self.dltensor())
+
     def dltensor(self) -> DLTensor:
         """This array as a ``DLTensor`` for compiled kernels (tvmrt).
 

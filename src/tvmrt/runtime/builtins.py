@@ -57,6 +57,7 @@ BUILTIN_FUNCTIONS: dict[str, str] = {
     "runtime.ModuleIsDSOExportable": "tvmrt.runtime.export:is_dso_exportable",
     "runtime.ModuleExportLibrary": "tvmrt.runtime.export:export_module",  # tvmrt's own name
     "runtime.NumThreads": "tvmrt.runtime.kernel_services:num_threads",
+    "runtime.config_threadpool": "tvmrt.runtime.kernel_services:config_threadpool",
     # executors
     "tvm.graph_executor.create": "tvmrt.runtime.graph_executor.packed:create_executor",
     "tvm.graph_executor_factory.create": "tvmrt.runtime.graph_executor.factory:create_factory",

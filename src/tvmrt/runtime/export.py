@@ -83,6 +83,9 @@ def _library_of(module: Module) -> Module:
 
 def _members(module: Module) -> list[tuple[str, bytes]] | None:
     """The members of the file ``module``'s kernels came from (an ``.o`` is one member)."""
+    if module.type_key == "static_library":  # an object held as it is (load_static_library)
+        data = getattr(module, "data", None)
+        return [("lib.o", data)] if isinstance(data, bytes) and _is_object(data) else None
     lib = _library_of(module)
     path = getattr(lib, "path", None)
     if lib.type_key != "library" or not isinstance(path, str) or not os.path.isfile(path):

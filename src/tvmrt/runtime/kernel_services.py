@@ -36,7 +36,7 @@ import importlib
 import os
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ from tvmrt.runtime.kernel_callbacks import install_callbacks
 from tvmrt.runtime.threads import default_num_threads, max_threads
 
 __all__ = [
+    "config_threadpool",
     "BackendStats",
     "available",
     "library_path",
@@ -292,6 +293,33 @@ def set_num_threads(n: int) -> None:
             f"use, at least 64), got {n}"
         )
     _resize_pool(native_library(), n or default_num_threads())
+
+
+# TVM's threading::ThreadGroup::AffinityMode values
+_AFFINITY_MODES = {1: "big", -1: "little", -2: "one core per thread", -3: "threads share cores"}
+
+
+def config_threadpool(mode: int, nthreads: int, cpus: Sequence[object] = ()) -> None:
+    """The global ``runtime.config_threadpool`` (TVM's): ``nthreads`` workers (0 or less: the
+    default), for affinity ``mode`` over ``cpus``.
+
+    tvmrt's pool does not pin its threads, so the mode and the CPU list are checked (as
+    TVM's, a CPU must be a number) and otherwise have no effect (docs/tvm-compat.md).
+
+    Raises
+    ------
+    ValueError
+        If ``mode`` is not one of TVM's, a CPU is not a number, or ``nthreads`` is too large.
+    """
+    if int(mode) not in _AFFINITY_MODES:
+        raise InvalidArgumentError(
+            f"config_threadpool: affinity mode {mode} is not one of TVM's "
+            f"({', '.join(f'{k}: {v}' for k, v in _AFFINITY_MODES.items())})"
+        )
+    for cpu in cpus:
+        if not str(cpu).isdigit():
+            raise InvalidArgumentError(f"The CPU core information '{cpu}' is not a number.")
+    set_num_threads(max(int(nthreads), 0))
 
 
 def _resize_pool(lib: ctypes.CDLL, n: int) -> None:

@@ -58,6 +58,7 @@ from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, array
 from tvmrt.runtime.object import ShapeTuple, String
 from tvmrt.runtime.packed_func import PackedFunc
+from tvmrt.runtime.packed_values import extension_arg
 
 __all__ = ["NativeFunction", "NativeModule", "load_file", "c_global", "has_global", "to_python"]
 
@@ -259,6 +260,10 @@ def _to_c(value: object, keep: list[object]) -> tuple[int, Any]:
         made = c_global("runtime.Array")(*value)
         keep.append(made)
         return _CODE.OBJECT_HANDLE, made.handle.value
+    extension = extension_arg(value)
+    if extension is not None:
+        keep.append(value)
+        return extension
     if callable(value):
         func = function_from_python(value)
         keep.append(func)

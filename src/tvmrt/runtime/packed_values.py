@@ -20,7 +20,32 @@ from tvmrt.runtime.device import Device
 from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.ndarray import NDArray
 
-__all__ = ["pack_args", "from_tvm_value", "to_tvm_value", "ndarray_from_dltensor"]
+__all__ = [
+    "pack_args",
+    "from_tvm_value",
+    "to_tvm_value",
+    "ndarray_from_dltensor",
+    "EXTENSION_TYPES",
+    "extension_arg",
+]
+
+# classes registered with tvmrt.register_extension (TVM's): their objects pass as the handle
+# their ``_tvm_handle`` gives, with the type code their ``_tvm_tcode`` says
+EXTENSION_TYPES: list[type] = []
+
+
+def extension_arg(arg: object) -> tuple[int, int] | None:
+    """``(type code, handle)`` of an object of a registered extension class, else None."""
+    if not EXTENSION_TYPES or not isinstance(arg, tuple(EXTENSION_TYPES)):
+        return None
+    code, handle = int(arg._tvm_tcode), arg._tvm_handle  # type: ignore[attr-defined]
+    if not isinstance(handle, int) or isinstance(handle, bool):
+        raise ArgumentTypeError(
+            f"{type(arg).__name__}._tvm_handle is {type(handle).__name__}, expected an int "
+            "address (a registered extension's handle)"
+        )
+    return code, handle
+
 
 INT, UINT, FLOAT, HANDLE, NULL = (ArgTypeCode.INT, ArgTypeCode.UINT, ArgTypeCode.FLOAT,
                                   ArgTypeCode.HANDLE, ArgTypeCode.NULL)  # fmt: skip
@@ -66,6 +91,9 @@ def _set(value: TVMValue, codes: Any, i: int, arg: object, keep: list[object]) -
         value.v_handle = ctypes.addressof(array)
         codes[i] = BYTES
         keep.extend((buf, array))
+    elif (extension := extension_arg(arg)) is not None:
+        codes[i], value.v_handle = extension
+        keep.append(arg)
     else:
         raise ArgumentTypeError(
             f"argument {i} of type {type(arg).__name__} cannot be passed to a compiled "

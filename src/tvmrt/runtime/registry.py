@@ -19,6 +19,7 @@ from tvmrt.error import (
     FunctionAlreadyRegisteredError,
     FunctionNotFoundError,
     GlobalFunctionNotFoundError,
+    InvalidArgumentError,
 )
 from tvmrt.runtime.builtins import BUILTIN_FUNCTIONS
 from tvmrt.runtime.packed_func import PackedFunc
@@ -28,6 +29,7 @@ __all__ = [
     "get_global_func",
     "list_global_func_names",
     "remove_global_func",
+    "register_extension",
 ]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -153,3 +155,34 @@ def remove_global_func(name: str) -> None:
         found = _builtins.pop(name, None) is not None or found
         if not found:
             raise FunctionNotFoundError(f"Cannot find global function {name}")
+
+
+_C = TypeVar("_C", bound=type)
+
+
+def register_extension(cls: _C, fcreate: Callable[..., Any] | None = None) -> _C:
+    """Let objects of ``cls`` be passed to packed functions (TVM's ``register_extension``).
+
+    ``cls`` gives ``_tvm_tcode`` (a type code, e.g. ``ArgTypeCode.DLTENSOR_HANDLE``) and a
+    ``_tvm_handle`` property (the address to pass, e.g. an NDArray's ``_tvm_handle``). As in
+    TVM 0.19, ``fcreate`` is no longer supported.
+
+    Raises
+    ------
+    ArgumentTypeError
+        If ``cls`` has no ``_tvm_tcode``.
+    InvalidArgumentError
+        If ``fcreate`` is given.
+    """
+    from tvmrt.runtime.packed_values import EXTENSION_TYPES
+
+    if not hasattr(cls, "_tvm_tcode"):
+        raise ArgumentTypeError(
+            f"register_extension: {cls.__name__} has no _tvm_tcode (the type code its objects "
+            "pass as)"
+        )
+    if fcreate is not None:
+        raise InvalidArgumentError("Extension with fcreate is no longer supported")
+    if cls not in EXTENSION_TYPES:
+        EXTENSION_TYPES.append(cls)
+    return cls
