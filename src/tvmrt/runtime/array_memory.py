@@ -223,25 +223,30 @@ class ArrayMemory:
         new_dtype = self._dtype if dtype is None else DataType(dtype)
         new_shape = as_shape(shape)
         nbytes = math.prod(new_shape) * new_dtype.itemsize
+        if relative_byte_offset < 0 or relative_byte_offset + nbytes > self.nbytes:
+            raise ArrayError(  # TVM's words (NDArray::CreateView)
+                f"View with shape {list(new_shape)} and datatype {new_dtype} would have a size "
+                f"of {nbytes} bytes.  This would occupy bytes {relative_byte_offset} <= i_byte < "
+                f"{relative_byte_offset + nbytes} within the backing array.  However, the "
+                f"NDArray being viewed only contains {self.nbytes} bytes (shape = "
+                f"{list(self.shape)}, dtype= {self._dtype})."
+            )
         if self._np is None:  # device memory: same storage, offset moved (TVM's CreateView)
-            if relative_byte_offset < 0 or relative_byte_offset + nbytes > self.nbytes:
-                raise ArrayError(
-                    f"view with shape {new_shape} and dtype {new_dtype} at byte offset "
-                    f"{relative_byte_offset} needs {nbytes} bytes, but the array has "
-                    f"{self.nbytes}"
-                )
             start = self._byte_offset + relative_byte_offset
             return type(self).from_storage(self._device_storage(), start, new_shape, new_dtype)
         flat = self._np.reshape(-1).view(np.uint8)
-        if relative_byte_offset < 0 or relative_byte_offset + nbytes > flat.size:
-            raise ArrayError(
-                f"view with shape {new_shape} and dtype {new_dtype} at byte offset "
-                f"{relative_byte_offset} needs {nbytes} bytes, but the array has {flat.size}"
-            )
         raw = np.ndarray((nbytes,), np.uint8, buffer=flat, offset=relative_byte_offset)
         view = raw.view(new_dtype.numpy_dtype).reshape(numpy_shape(new_shape, new_dtype))
         owner = self if self._owner is None else self._owner
         return type(self).from_host_memory(view, new_dtype, self._device, owner, self._byte_offset)
+
+    @property
+    def is_view(self) -> bool:
+        """Whether this array borrows a caller's ``DLTensor`` (one handed to a Python
+        function), nothing keeping its memory alive, as TVM's ``is_view``; an array of its
+        own, a ``_create_view`` of one (which keeps its parent alive) or a DLPack import is
+        not."""
+        return self._owner is None and self._storage is None
 
     # -- C view for compiled kernels ---------------------------------------------------
     @property

@@ -36,9 +36,16 @@ class ADT(Object):
         self.tag = tag
         self.fields: tuple[Any, ...] = tuple(fields)
 
-    def __getitem__(self, idx: int) -> Any:
+    def __getitem__(self, idx: int | slice) -> Any:
+        if isinstance(idx, slice):  # TVM's getitem_helper: a list, negative ends from the back
+            n = len(self.fields)
+            start = 0 if idx.start is None else idx.start + (n if idx.start < 0 else 0)
+            stop = n if idx.stop is None else idx.stop + (n if idx.stop < 0 else 0)
+            return [self[i] for i in range(start, stop, 1 if idx.step is None else idx.step)]
         if not isinstance(idx, int):
-            raise ArgumentTypeError(f"ADT index must be an int, got {type(idx).__name__}")
+            raise ArgumentTypeError(
+                f"ADT index must be an int or a slice, got {type(idx).__name__}"
+            )
         if not -len(self.fields) <= idx < len(self.fields):
             raise InputIndexError(f"ADT field index {idx} out of range: it has {len(self.fields)}")
         return self.fields[idx]

@@ -31,6 +31,7 @@ from tvmrt.runtime.graph_executor.roles import classify_inputs, output_labels
 from tvmrt.runtime.graph_executor.storage import StoragePlan, plan_storage
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
+from tvmrt.runtime.object import String
 from tvmrt.runtime.params import mapped_file, read_param_names
 from tvmrt.runtime.registry import register_func
 
@@ -324,15 +325,16 @@ class GraphModule(ModuleFace):
             return out
         return self._get_input(index)  # type: ignore[no-any-return]
 
-    def get_input_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
-        """``(shape_dict, dtype_dict)`` of inputs, without names loaded by ``load_params``."""
+    def get_input_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, String]]:
+        """``(shape_dict, dtype_dict)`` of inputs, without names loaded by ``load_params``;
+        the dtypes are ``String`` objects, as TVM's (they compare equal to ``str``)."""
         info = self._get_input_info()
-        return info["shape"], info["dtype"]
+        return info["shape"], _strings(info["dtype"])
 
-    def get_output_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
-        """``(shape_dict, dtype_dict)`` of outputs, keyed by node name."""
+    def get_output_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, String]]:
+        """``(shape_dict, dtype_dict)`` of outputs, keyed by node name (dtypes as above)."""
         info = self._get_output_info()
-        return info["shape"], info["dtype"]
+        return info["shape"], _strings(info["dtype"])
 
     def get_output_index(self, name: str) -> int:
         """Index of the output named ``name`` (``"node"`` or ``"node:i"``), or -1."""
@@ -425,3 +427,7 @@ class GraphModule(ModuleFace):
             repeats_to_cooldown,
         )
         return evaluator()
+
+
+def _strings(dtypes: Any) -> dict[str, String]:
+    return {str(name): String(str(dtype)) for name, dtype in dtypes.items()}
