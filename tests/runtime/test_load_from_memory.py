@@ -193,3 +193,22 @@ def test_nothing_of_a_model_loaded_from_memory_reaches_a_disk(
     on_disk = sorted({p for p in written if not _memory_backed(p)})
     assert on_disk == [], on_disk
     assert not list(Path("/dev/shm").glob("tvmrt-memory-*")), "the scratch folder outlived its load"
+
+
+def test_models_loaded_from_memory_one_after_another_stay_apart(artifacts: Path) -> None:
+    # the C runtime dlopened a Relax model through the memfd's /proc/self/fd/N, closed N,
+    # and the next library loaded through a memfd that got number N was dlopen's old one
+    # (dlopen knows libraries by name): its kernels were "not found"
+    relax = artifacts / "relax027" / "cnn"
+    factory = artifacts / "relay016" / "linkparams-so" / "deploy.so"
+    with np.load(factory.parent / "golden.npz") as npz:
+        data, want = npz["data"], npz["output_0"]
+    kept = []
+    for _ in range(3):
+        kept.append(load_artifact(ArtifactBytes((relax / "model.so").read_bytes())))
+        # by its path: the loader's own memfd takes the lowest free number, the one just closed
+        out = _factory_output(runtime.load_module(str(factory)), data)
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+        out = _factory_output(runtime.load_module(factory.read_bytes()), data)
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
+    assert all(model.form == "relax" for model in kept)

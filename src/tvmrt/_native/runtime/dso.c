@@ -13,6 +13,7 @@
 #endif
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,7 +229,10 @@ static size_t symbol_limit(const void* p) {
   return SIZE_MAX;
 }
 
+static const char kFdPaths[] = "/proc/self/fd/";
+
 tvmrt_module* tvmrt_load_dso(const char* path) {
+  int kept = -1; /* a memfd path's duplicate, kept open with the library */
   char* local = NULL;
   void* handle;
   tvmrt_module* lib;
@@ -241,7 +245,26 @@ tvmrt_module* tvmrt_load_dso(const char* path) {
       check_header(path) != 0) {
     return NULL;
   }
-  if (strchr(path, '/') == NULL) { /* dlopen would search the library path for a bare name */
+  if (strncmp(path, kFdPaths, sizeof(kFdPaths) - 1) == 0) {
+    /* a memfd's /proc/self/fd/N (a model from memory): dlopen knows a library by its name, so
+       once N is closed and reused, dlopen of the next /proc/self/fd/N would hand back this
+       library. Load it through a duplicate of N that stays open as long as the library
+       (for ever: libraries are never closed), whose name no other file can take. */
+    kept = fcntl(atoi(path + sizeof(kFdPaths) - 1), F_DUPFD_CLOEXEC, 0);
+    if (kept < 0) {
+      tvmrt_fail("ModuleLoadError", "cannot keep the descriptor of %s open (%s)", path,
+                 strerror(errno));
+      return NULL;
+    }
+    local = (char*)malloc(sizeof(kFdPaths) + 12);
+    if (local == NULL) {
+      close(kept);
+      tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a path");
+      return NULL;
+    }
+    snprintf(local, sizeof(kFdPaths) + 12, "%s%d", kFdPaths, kept);
+  } else if (strchr(path, '/') == NULL) { /* dlopen would search the library path for a bare
+                                              name */
     size_t n = strlen(path);
     local = (char*)malloc(n + 3);
     if (local == NULL) {
@@ -255,6 +278,7 @@ tvmrt_module* tvmrt_load_dso(const char* path) {
   free(local);
   if (handle == NULL) {
     const char* why = dlerror();
+    if (kept >= 0) close(kept);
     tvmrt_fail("ModuleLoadError", "Failed to load dynamic shared library %s %s", path,
                why != NULL ? why : "");
     return NULL;
@@ -308,8 +332,8 @@ tvmrt_module* tvmrt_load_dso_memory(const void* data, size_t size) {
     done += (size_t)n;
   }
   snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-  lib = tvmrt_load_dso(path); /* checked and loaded as the same file would be */
-  close(fd);                  /* the library stays mapped */
+  lib = tvmrt_load_dso(path); /* checked and loaded as the same file would be, through a */
+  close(fd);                  /* duplicate of fd that stays open with the library */
   return lib;
 #else
   (void)data;
