@@ -194,6 +194,8 @@ class ServerSession:
 
         if rv is None:
             return replies.NONE_RETURN[d]
+        if isinstance(rv, np.bool_ | np.integer | np.floating):  # a numpy scalar: a number,
+            rv = rv.item()  # as TVM's server converts it (not an object left on the server)
         if type(rv) is int and replies.I64_MIN <= rv <= replies.I64_MAX:
             return replies.int_return(d, rv)
         if isinstance(rv, bool):

@@ -33,14 +33,20 @@ import os
 import shutil
 import struct
 import tempfile
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from tvmrt.contrib.debugger import debug_result
 from tvmrt.contrib.graph_executor import GraphModule, get_device
-from tvmrt.error import ArgumentTypeError, InvalidArgumentError, NodeNotFoundError, TVMError
+from tvmrt.error import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    NodeNotFoundError,
+    RPCError,
+    TVMError,
+)
 from tvmrt.runtime.benchmark import BenchmarkResult, TimingConfig
 from tvmrt.runtime.device import RPC_SESS_MASK, Device
 from tvmrt.runtime.executor.protocol import GraphTiming, not_replicated
@@ -119,11 +125,13 @@ def create(
     gmod = GraphModuleDebug(func_obj, devices, graph_json_str, dump_root)
     try:
         params = libmod["get_graph_params"]()
-    except AttributeError:
-        pass  # a plain kernel library: params are set by the caller
-    else:
+    except (AttributeError, RPCError):
+        return gmod  # a plain kernel library: params are set by the caller
+    if isinstance(params, Mapping):
         gmod.set_input(**params)
         gmod._weights.update(params)
+    # else a factory on an RPC server: its params stay there, as TVM does not set them over
+    # RPC (the caller sets them, or profiles without)
     return gmod
 
 
