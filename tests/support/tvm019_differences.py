@@ -53,7 +53,6 @@ DELIBERATE: dict[str, str] = {
             ),
         )
     },
-    "method tvm.runtime.ndarray.NDArray.is_view": "TVM's flag for an array handle borrowed from C++ (not freed by Python)",
     "method tvm.runtime.packed_func.PackedFunc.is_global": "TVM's flag for a C++ global function handle (not freed by Python)",
     **{
         f"name runtime.{path}": _CTYPES
