@@ -50,7 +50,53 @@ def _next_index() -> int:
     raise AssertionError("unreachable")
 
 
-class RPCSession:
+class NamedDevices:
+    """TVM's per-kind device methods of a session (``cpu()``, ``cuda(1)``, ...), each
+    ``self.device(type, id)``; shared by :class:`RPCSession` and ``LocalSession``."""
+
+    def device(self, dev_type: int | str, dev_id: int = 0) -> Device:
+        raise NotImplementedError
+
+    def cpu(self, dev_id: int = 0) -> Device:
+        """The session's CPU."""
+        return self.device(1, dev_id)
+
+    def cuda(self, dev_id: int = 0) -> Device:
+        """The session's CUDA GPU ``dev_id``."""
+        return self.device(2, dev_id)
+
+    def cl(self, dev_id: int = 0) -> Device:
+        """The session's OpenCL device ``dev_id``."""
+        return self.device(4, dev_id)
+
+    opencl = cl
+
+    def vulkan(self, dev_id: int = 0) -> Device:
+        """The session's Vulkan device ``dev_id``."""
+        return self.device(7, dev_id)
+
+    def metal(self, dev_id: int = 0) -> Device:
+        """The session's Metal device ``dev_id``."""
+        return self.device(8, dev_id)
+
+    def rocm(self, dev_id: int = 0) -> Device:
+        """The session's ROCm device ``dev_id``."""
+        return self.device(10, dev_id)
+
+    def ext_dev(self, dev_id: int = 0) -> Device:
+        """The session's extension device ``dev_id``."""
+        return self.device(12, dev_id)
+
+    def hexagon(self, dev_id: int = 0) -> Device:
+        """The session's Hexagon device ``dev_id``."""
+        return self.device(16, dev_id)
+
+    def webgpu(self, dev_id: int = 0) -> Device:
+        """The session's WebGPU device ``dev_id``."""
+        return self.device(15, dev_id)
+
+
+class RPCSession(NamedDevices):
     """A session with one RPC server (TVM's ``RPCSession``); made by :func:`connect`.
 
     Functions, modules and arrays of the session stay valid while the session is open;
@@ -97,44 +143,6 @@ class RPCSession:
     def device(self, dev_type: int | str, dev_id: int = 0) -> Device:
         """Device ``dev_type``/``dev_id`` of the server, encoded with this session."""
         return self._files.device(dev_type, dev_id)
-
-    def cpu(self, dev_id: int = 0) -> Device:
-        """The server's CPU."""
-        return self.device(1, dev_id)
-
-    def cuda(self, dev_id: int = 0) -> Device:
-        """The server's CUDA GPU ``dev_id``."""
-        return self.device(2, dev_id)
-
-    def cl(self, dev_id: int = 0) -> Device:
-        """The server's OpenCL device ``dev_id``."""
-        return self.device(4, dev_id)
-
-    opencl = cl
-
-    def vulkan(self, dev_id: int = 0) -> Device:
-        """The server's Vulkan device ``dev_id``."""
-        return self.device(7, dev_id)
-
-    def metal(self, dev_id: int = 0) -> Device:
-        """The server's Metal device ``dev_id``."""
-        return self.device(8, dev_id)
-
-    def rocm(self, dev_id: int = 0) -> Device:
-        """The server's ROCm device ``dev_id``."""
-        return self.device(10, dev_id)
-
-    def ext_dev(self, dev_id: int = 0) -> Device:
-        """The server's extension device ``dev_id``."""
-        return self.device(12, dev_id)
-
-    def hexagon(self, dev_id: int = 0) -> Device:
-        """The server's Hexagon device ``dev_id``."""
-        return self.device(16, dev_id)
-
-    def webgpu(self, dev_id: int = 0) -> Device:
-        """The server's WebGPU device ``dev_id``."""
-        return self.device(15, dev_id)
 
     # -- files ---------------------------------------------------------------------------
     def upload(

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tvmrt.error import FunctionNotFoundError, InvalidArgumentError
+from tvmrt.rpc.client import NamedDevices
 from tvmrt.rpc.server_env import ServerEnv
 from tvmrt.runtime.device import Device, device
 from tvmrt.runtime.module import Module, load_module, system_lib
@@ -23,7 +24,7 @@ from tvmrt.runtime.module import Module, load_module, system_lib
 __all__ = ["LocalSession"]
 
 
-class LocalSession:
+class LocalSession(NamedDevices):
     """An RPC session whose "server" is this process (TVM's ``rpc.LocalSession``)."""
 
     def __init__(self) -> None:
@@ -58,27 +59,6 @@ class LocalSession:
     def device(self, dev_type: int | str, dev_id: int = 0) -> Device:
         """This process's device (no RPC session bits: it is local)."""
         return device(dev_type, dev_id)
-
-    def cpu(self, dev_id: int = 0) -> Device:
-        return self.device(1, dev_id)
-
-    def cuda(self, dev_id: int = 0) -> Device:
-        return self.device(2, dev_id)
-
-    def cl(self, dev_id: int = 0) -> Device:
-        return self.device(4, dev_id)
-
-    def vulkan(self, dev_id: int = 0) -> Device:
-        return self.device(7, dev_id)
-
-    def metal(self, dev_id: int = 0) -> Device:
-        return self.device(8, dev_id)
-
-    def rocm(self, dev_id: int = 0) -> Device:
-        return self.device(10, dev_id)
-
-    def ext_dev(self, dev_id: int = 0) -> Device:
-        return self.device(12, dev_id)
 
     # -- files ---------------------------------------------------------------------------
     def upload(
