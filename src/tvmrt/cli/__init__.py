@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Sequence
 from typing import TextIO
 
-from tvmrt.cli import bench, config_cmd, inspect_cmd, profile, rpc, run, serve
+from tvmrt.cli import bench, config_cmd, inspect_cmd, micro, profile, rpc, run, serve
 from tvmrt.cli._common import UsageError
 from tvmrt.error import (
     ArrayError,
@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--verbose", action="store_true", help=_VERBOSE_HELP)
     parser.add_argument("--version", action="version", version=f"tvmrt {_version()}")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
-    for module in (run, bench, profile, inspect_cmd, serve, rpc, config_cmd):
+    for module in (run, bench, profile, inspect_cmd, serve, rpc, config_cmd, micro):
         module.register(verbs)
     try:
         compiler_cli = importlib.import_module("tvmrt.compiler.cli")

@@ -37,7 +37,7 @@ from tvmrt.binfmt import archive
 from tvmrt.binfmt.files import MAX_META_BYTES, check_regular, read_regular
 from tvmrt.error import ModuleLoadError
 from tvmrt.runtime.loaders import cache, link, memory
-from tvmrt.runtime.loaders.crt_platform import METADATA_HEADER, PLATFORM_SOURCE, PLATFORM_VERSION
+from tvmrt.runtime.loaders.crt_platform import PLATFORM_SOURCE, PLATFORM_VERSION
 from tvmrt.runtime.loaders.mlf_aot_package import CrtTensor, MlfAotPackage, describe
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.registry import get_global_func
@@ -125,7 +125,7 @@ def compile_package(package: MlfAotPackage) -> Path:
             f"cannot load {shown!r}: an MLF AOT package is C code compiled for this host when "
             "loaded, and no C compiler was found; install gcc or clang, or set $CC"
         )
-    recipe = f"{_RECIPE}\0{PLATFORM_VERSION}\0{PLATFORM_SOURCE}\0{METADATA_HEADER}"
+    recipe = f"{_RECIPE}\0{PLATFORM_VERSION}\0{PLATFORM_SOURCE}"
     digest = hashlib.sha256(recipe.encode())
     digest.update(link.toolchain_key(compiler, _FLAGS))
     for name, data in (*package.sources, *package.headers):
@@ -163,8 +163,6 @@ def compile_package(package: MlfAotPackage) -> Path:
                     relative = f"codegen/host/src/{i}-{base}"
                 (Path(work) / relative).write_bytes(data)
                 inputs.append(relative)
-            (include / "tvm" / "runtime").mkdir(parents=True)
-            (include / "tvm" / "runtime" / "metadata_types.h").write_text(METADATA_HEADER)
             platform = Path(work) / "tvmrt_crt_platform.c"
             platform.write_text(PLATFORM_SOURCE)
             command = [

@@ -29,7 +29,10 @@ _STANDARD_HEADERS = frozenset(
         *("stdarg.h", "stdbool.h", "stddef.h", "stdint.h", "stdio.h", "stdlib.h", "string.h"),
     }
 )
-_PROVIDED = ("c_runtime_api.h", "c_backend_api.h", "metadata_types.h")  # tvm/runtime/
+_PROVIDED = (  # tvm/runtime/ and tvm/runtime/crt/: tvmrt's include folder has them
+    *("c_runtime_api.h", "c_backend_api.h", "metadata_types.h"),
+    *("error_codes.h", "platform.h", "stack_allocator.h"),
+)
 _KNOWN_FOREIGN = {
     "arm_math.h": "CMSIS-DSP (Arm Cortex-M)",
     "arm_nnfunctions.h": "CMSIS-NN (Arm Cortex-M)",
@@ -205,12 +208,16 @@ def _tensors(
     return out
 
 
-def _entry_signature(sources: list[tuple[str, bytes]], model: str) -> tuple[str, str]:
-    """``(interface, entry name)`` from the entry function's definition in the source."""
+def _entry_signature(
+    sources: list[tuple[str, bytes]], model: str, declared: bool = False
+) -> tuple[str, str]:
+    """``(interface, entry name)`` from the entry function's definition in the source (or,
+    ``declared``, its declaration in a header)."""
     prefix = f"tvmgen_{model}"
+    end = ";" if declared else r"\{"
     for suffix in ("_run", "_run_model"):
         name = prefix + suffix
-        pattern = re.compile(r"int32_t\s+" + re.escape(name) + r"\s*\(([^)]*)\)\s*\{", re.S)
+        pattern = re.compile(r"int32_t\s+" + re.escape(name) + r"\s*\(([^)]*)\)\s*" + end, re.S)
         for _, data in sources:
             found = pattern.search(data.decode("utf-8", errors="replace"))
             if found is None:
@@ -224,9 +231,11 @@ def _entry_signature(sources: list[tuple[str, bytes]], model: str) -> tuple[str,
     return "", ""
 
 
-def describe(files: dict[str, bytes], shown: str) -> MlfAotPackage:
+def describe(files: dict[str, bytes], shown: str, *, micro: bool = False) -> MlfAotPackage:
     """What the package's members say: model, interface, inputs, outputs, sizes, and what
-    keeps it from being compiled and run here (``blockers``).
+    keeps it from being compiled and run here (``blockers``), or, with ``micro``, built into
+    firmware for a Cortex-M board (:mod:`tvmrt.micro`: object code and Arm intrinsics are
+    fine there).
 
     Raises
     ------
@@ -265,6 +274,8 @@ def describe(files: dict[str, bytes], shown: str) -> MlfAotPackage:
     relay = files.get(f"src/{model}.relay", b"").decode("utf-8", errors="replace")
     shapes = _relay_params(relay)
     interface, entry_name = _entry_signature(sources, model)
+    if not sources and micro:  # object code (an llvm build): the c interface's header
+        interface, entry_name = _entry_signature(headers, model, declared=True)
     ordered = interface == "c"
     inputs = _tensors(
         main.get("inputs"),
@@ -310,7 +321,7 @@ def describe(files: dict[str, bytes], shown: str) -> MlfAotPackage:
         sources,
         headers,
     )
-    package.blockers = _blockers(package, files, code)
+    package.blockers = _blockers(package, files, code, micro)
     return package
 
 
@@ -374,13 +385,28 @@ def _size_problems(package: MlfAotPackage, what: str) -> list[str]:
     return out
 
 
-def _blockers(package: MlfAotPackage, files: dict[str, bytes], code: str) -> list[str]:
+def _foreign(header: str) -> str:
+    base = PurePosixPath(header).name
+    if base in _KNOWN_FOREIGN:
+        return _KNOWN_FOREIGN[base]
+    if base.startswith("esp_") or header.startswith(("freertos/", "driver/", "soc/")):
+        return "ESP-IDF (Espressif)"
+    if base.startswith(("stm32", "nrf", "fsl_")):
+        return "a microcontroller vendor's SDK"
+    return "not part of the package or of standard C"
+
+
+def _blockers(
+    package: MlfAotPackage, files: dict[str, bytes], code: str, micro: bool = False
+) -> list[str]:
     what = f"{package.shown!r} (an MLF AOT package)"
     out = []
+    objects = [n for n in files if n.startswith("codegen/host/lib/") and n.endswith(".o")]
     if "aot" not in package.executors:
         out.append(f"{what} records executors {package.executors}, not aot")
-    if not package.sources:
-        objects = [n for n in files if n.startswith("codegen/host/lib/")]
+    if not package.sources and micro and objects and package.interface:
+        pass  # object code: its entry is declared by the c interface's header
+    elif not package.sources:
         out.append(
             f"{what} holds no C source under codegen/host/src/"
             + (f" (only compiled objects: {', '.join(objects)})" if objects else "")
@@ -405,8 +431,10 @@ def _blockers(package: MlfAotPackage, files: dict[str, bytes], code: str) -> lis
             continue
         if base in _STANDARD_HEADERS or f"codegen/host/include/{base}" in files:
             continue
-        why = _KNOWN_FOREIGN.get(base, "not part of the package or of standard C")
-        out.append(f"{what}: its C code includes <{header}> ({why}), which this host lacks")
+        where = "tvmrt's micro runtime does not provide it" if micro else "this host lacks it"
+        out.append(f"{what}: its C code includes <{header}> ({_foreign(header)}); {where}")
+    if micro:
+        return out
     for intrinsic in sorted(
         set(
             re.findall(
