@@ -53,7 +53,9 @@ def test_every_board_runs_the_unpacked_folder_too(mlf_root: Path, tmp_path: Path
         assert same_bits(run_firmware(firmware, list(inputs.values())).outputs[0], want[0])
 
 
-def test_the_footprint_accounts_for_every_byte_the_elf_holds(mlf_root: Path, tmp_path: Path) -> None:
+def test_the_footprint_accounts_for_every_byte_the_elf_holds(
+    mlf_root: Path, tmp_path: Path
+) -> None:
     """The parts add up to the sections `size -A` reads from the ELF (an independent reader)."""
     path = str(package_path(mlf_root, "float_c_linked", "tar"))
     firmware = build_firmware(path, board("mps2-an385"), work=tmp_path)
@@ -84,7 +86,8 @@ def test_cli_run_prints_the_figures_and_compares(mlf_root: Path, tmp_path: Path)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert re.search(r"ran on mps2-an385 \(QEMU, -icount shift=0\): \d+ instructions", out)
-    assert "output0: bitwise equal" in out and "output1: bitwise equal" in out
+    assert "output0: bitwise equal" in out
+    assert "output1: bitwise equal" in out
     assert "outputs match the reference" in out
     assert "note: no FPU: float models run on soft-float" in out
     assert re.search(r"^tvmrt runtime\s+\d+\s+\d+", out, re.M)

@@ -115,7 +115,7 @@ def run_firmware(
         figures = _figures(console)
         if done.returncode != 0:
             why = {
-                1: f"the model's entry returned {figures.get('rc', '?')}",
+                1: f"the model's entry returned {_signed(figures.get('rc', 0))}",
                 2: "the harness could not read its inputs or write its outputs",
                 3: "the processor faulted",
                 4: "the model called TVMPlatformAbort",
@@ -140,6 +140,10 @@ def run_firmware(
         ticks * 1_000_000_000 // board.cpu_hz,
         console,
     )
+
+
+def _signed(value: int) -> int:
+    return value - (1 << 32) if value >= 1 << 31 else value
 
 
 def _figures(console: str) -> dict[str, int]:

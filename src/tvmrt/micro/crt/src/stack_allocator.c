@@ -5,6 +5,11 @@
 
 #define TVMRT_ALIGN ((uintptr_t)TVM_RUNTIME_ALLOC_ALIGNMENT_BYTES)
 
+_Static_assert(TVM_RUNTIME_ALLOC_ALIGNMENT_BYTES >= STACK_ALLOCATOR_TAG_SIZE_BYTES &&
+                   (TVM_RUNTIME_ALLOC_ALIGNMENT_BYTES & (TVM_RUNTIME_ALLOC_ALIGNMENT_BYTES - 1)) ==
+                       0,
+               "TVM_RUNTIME_ALLOC_ALIGNMENT_BYTES: a power of two of at least 4");
+
 tvm_crt_error_t StackMemoryManager_Init(tvm_workspace_t* tvm_runtime_workspace,
                                         uint8_t* g_aot_memory, size_t workspace_size) {
   uintptr_t start = (uintptr_t)g_aot_memory;
@@ -23,14 +28,17 @@ tvm_crt_error_t StackMemoryManager_Allocate_Body(tvm_workspace_t* tvm_runtime_wo
   size_t used = (size_t)(tvm_runtime_workspace->next_alloc - tvm_runtime_workspace->workspace);
   size_t left = tvm_runtime_workspace->workspace_size - used;
   size_t padded = ((size_t)nbytes + TVMRT_ALIGN - 1u) & ~(size_t)(TVMRT_ALIGN - 1u);
-  size_t need = padded + (do_lifo_check ? STACK_ALLOCATOR_TAG_SIZE_BYTES : 0u);
+  /* the LIFO tag takes the last 4 bytes of one more aligned slot, so every block stays
+   * aligned (TVM's puts it right after the block, leaving the next one 4 bytes off) */
+  size_t tag_room = do_lifo_check ? (size_t)TVMRT_ALIGN : 0u;
+  size_t need = padded + tag_room;
   if (need > left) return kTvmErrorPlatformNoMemory;
   uint8_t* block = tvm_runtime_workspace->next_alloc;
-  uint8_t* next = block + padded;
+  uint8_t* next = block + need;
   if (do_lifo_check) {
     uint32_t tag = (uint32_t)need ^ STACK_ALLOCATOR_TAG;
-    for (int i = 0; i < STACK_ALLOCATOR_TAG_SIZE_BYTES; ++i) next[i] = (uint8_t)(tag >> (8 * i));
-    next += STACK_ALLOCATOR_TAG_SIZE_BYTES;
+    uint8_t* at = next - STACK_ALLOCATOR_TAG_SIZE_BYTES;
+    for (int i = 0; i < STACK_ALLOCATOR_TAG_SIZE_BYTES; ++i) at[i] = (uint8_t)(tag >> (8 * i));
   }
   tvm_runtime_workspace->next_alloc = next;
   *current_alloc = block;
