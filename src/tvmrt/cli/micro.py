@@ -5,7 +5,8 @@ runtime and prints the flash/RAM table; ``tvmrt micro run PACKAGE --board B -i i
 builds, runs one inference under QEMU, prints the outputs, the instructions and the stack it
 took, compares them with tvmrt's host run of the same package (where the package is C code
 and this machine has a C compiler) and, with ``--compare REF.npz``, with a reference;
-``tvmrt micro boards`` lists the boards.
+``tvmrt micro boards`` lists the boards; ``tvmrt micro files`` prints the include folder
+and C files a firmware project of one's own compiles.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ __all__ = ["register"]
 
 EXAMPLES = """examples:
   tvmrt micro boards
+  tvmrt micro files --sources
   tvmrt micro build model.tar --board mps2-an385 -o firmware.elf
   tvmrt micro run model.tar --board mps2-an386 -i inputs.npz
   tvmrt micro run model.tar --board mps3-an547 -i inputs.npz --compare golden.npz
@@ -47,6 +49,19 @@ def register(subparsers: Any) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     boards = actions.add_parser("boards", help="list the boards")
     boards.set_defaults(handler=_boards)
+    files = actions.add_parser(
+        "files",
+        help="print what a firmware project compiles: the include folder, the runtime's C "
+        "files, the example platform port and board files",
+    )
+    what = files.add_mutually_exclusive_group()
+    for flag, help_text in (
+        ("--include", "the include folder only (for -I)"),
+        ("--sources", "the runtime's C files only"),
+        ("--port", "the emulated boards' platform port, start-up, semihosting, linker script"),
+    ):
+        what.add_argument(flag, action="store_true", help=help_text)
+    files.set_defaults(handler=_files)
     for name, help_text in (
         ("build", "build the firmware and print its flash/RAM table"),
         ("run", "build, run one inference on the emulated board, check the answer"),
@@ -85,6 +100,19 @@ def _boards(args: argparse.Namespace) -> int:
 
     for board in BOARDS.values():
         print(f"{board.name:<12} {board.summary}; {board.float_note}")
+    return 0
+
+
+def _files(args: argparse.Namespace) -> int:
+    from tvmrt.micro import include_dirs, port_files, runtime_sources
+
+    everything = not (args.include or args.sources or args.port)
+    if args.include or everything:
+        print("\n".join(str(d) for d in include_dirs()[:1]))
+    if args.sources or everything:
+        print("\n".join(str(p) for p in runtime_sources()))
+    if args.port or everything:
+        print("\n".join(str(p) for p in port_files()))
     return 0
 
 

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from tvmrt.micro.boards import BOARDS, Board, board
 from tvmrt.micro.emulator import MicroRun, run_firmware
-from tvmrt.micro.firmware import Firmware, build_firmware, include_dirs, runtime_sources
+from tvmrt.micro.firmware import (
+    Firmware,
+    build_firmware,
+    include_dirs,
+    port_files,
+    runtime_sources,
+)
 from tvmrt.micro.footprint import Footprint
 
 __all__ = [
@@ -22,6 +28,7 @@ __all__ = [
     "board",
     "build_firmware",
     "include_dirs",
+    "port_files",
     "run_firmware",
     "runtime_sources",
 ]

@@ -23,6 +23,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from tvmrt.binfmt.binary import ElfFile
 from tvmrt.error import ModuleLoadError, UsageError
 from tvmrt.micro.boards import Board
 from tvmrt.micro.footprint import Footprint, read_map
@@ -31,7 +32,14 @@ from tvmrt.runtime.loaders import link
 from tvmrt.runtime.loaders.mlf_aot import read_package
 from tvmrt.runtime.loaders.mlf_aot_package import CrtTensor, MlfAotPackage, describe
 
-__all__ = ["Firmware", "build_firmware", "find_cross_compiler", "runtime_sources"]
+__all__ = [
+    "Firmware",
+    "build_firmware",
+    "find_cross_compiler",
+    "include_dirs",
+    "port_files",
+    "runtime_sources",
+]
 
 HERE = Path(__file__).resolve().parent
 CRT = HERE / "crt"
@@ -91,6 +99,13 @@ def runtime_sources() -> list[Path]:
     return sorted((CRT / "src").glob("*.c"))
 
 
+def port_files() -> list[Path]:
+    """The emulated boards' files: the platform port (an example of one), start-up,
+    semihosting and the linker script."""
+    names = ("platform.c", "cortex_m_startup.c", "semihost.c", "semihost.h", "cortex_m.ld")
+    return [BOARD_FILES / n for n in names]
+
+
 def include_dirs() -> list[Path]:
     """The include folder of the micro runtime: tvmrt's headers, at TVM's paths
     (``tvm/runtime/c_runtime_api.h``, ``tvm/runtime/crt/platform.h``, ...)."""
@@ -128,6 +143,13 @@ def build_firmware(
         raise UsageError(
             f"a stack of {stack_bytes} bytes: expected 1024 to {board.ram[1] // 2} on {board.name}"
         )
+    objects_in = [(n, d) for n, d in sorted(files.items()) if n.startswith("codegen/host/lib/")]
+    objects_in = [(n, d) for n, d in objects_in if n.endswith(".o")]
+    symbols: set[str] = set()
+    for name, data in objects_in:
+        symbols |= check_arm_object(data, name, shown, board)
+    if not package.sources:
+        _object_entry(package, symbols)
     compiler = find_cross_compiler(cc)
     work = work or Path(tempfile.mkdtemp(prefix="tvmrt-micro-"))
     workspace = _platform_workspace(package)
@@ -164,16 +186,14 @@ def build_firmware(
             obj = c_file.with_suffix(".o")
             _run(compiler, [*flags, "-c", str(c_file), "-o", str(obj)], shown, f"compiling {name}")
             objects.append(obj)
-    for name, data in sorted(files.items()):
-        if name.startswith("codegen/host/lib/") and name.endswith(".o"):
-            check_arm_object(data, name, shown, board)
-            obj = work / "model" / PurePosixPath(name).name
-            obj.write_bytes(data)
-            objects.append(obj)
+    for name, data in objects_in:
+        obj = work / "model" / PurePosixPath(name).name
+        obj.write_bytes(data)
+        objects.append(obj)
     elf = output or work / "firmware.elf"
     map_file = work / "firmware.map"
     flash, ram = board.flash, board.ram
-    symbols = (
+    memory = (
         f"--defsym=tvmrt_flash_origin={flash[0]:#x},--defsym=tvmrt_flash_length={flash[1]:#x},"
         f"--defsym=tvmrt_ram_origin={ram[0]:#x},--defsym=tvmrt_ram_length={ram[1]:#x},"
         f"--defsym=tvmrt_stack_bytes={stack_bytes:#x}"
@@ -189,7 +209,7 @@ def build_firmware(
             str(BOARD_FILES / "cortex_m.ld"),
             "-Wl,--gc-sections",
             f"-Wl,-Map={map_file}",
-            f"-Wl,{symbols}",
+            f"-Wl,{memory}",
             "-o",
             str(elf),
             *map(str, objects),
@@ -224,6 +244,15 @@ def _run(compiler: list[str], args: list[str], shown: str, doing: str) -> None:
     except (OSError, subprocess.SubprocessError) as exc:
         raise ModuleLoadError(f"cannot build {shown!r}: {doing} failed: {exc}") from exc
     if done.returncode != 0:
+        missing = sorted(set(re.findall(r"undefined reference to `([^']+)'", done.stderr)))
+        if missing:
+            raise ModuleLoadError(
+                f"cannot build {shown!r}: its code calls {', '.join(missing[:8])}"
+                f"{', ...' if len(missing) > 8 else ''}, which neither the package nor tvmrt's "
+                "micro runtime nor libc defines (TVM's Cortex-M micro-kernels, such as "
+                "gemm_*, are C code an llvm build does not export: build the package for "
+                "target c)"
+            )
         tail = (done.stderr or done.stdout).strip()[-2000:]
         raise ModuleLoadError(
             f"cannot build {shown!r}: {doing} failed ({compiler[0]} exited with "
@@ -233,11 +262,37 @@ def _run(compiler: list[str], args: list[str], shown: str, doing: str) -> None:
 
 _EM_ARM = 40
 _EF_ARM_ABI_FLOAT_HARD = 0x400
+_SHT_ARM_ATTRIBUTES = 0x70000003
+_TAG_ABI_VFP_ARGS = 28
 
 
-def check_arm_object(data: bytes, name: str, shown: str, board: Board) -> None:
+def _object_entry(package: MlfAotPackage, symbols: set[str]) -> None:
+    """The entry of an object-code package: the ``c`` interface's, where its header
+    declares one (found by :func:`describe`), else the packed ``tvmgen_<name>_run`` or, as
+    TVM's llvm builds of the packed interface define it, ``tvmgen_<name>___tvm_main__``.
+
+    Raises
+    ------
+    ModuleLoadError
+        If the objects define none of them.
+    """
+    if package.interface == "c" and package.entry in symbols:
+        return
+    for name in (f"tvmgen_{package.model}_run", f"tvmgen_{package.model}___tvm_main__"):
+        if name in symbols:
+            package.interface, package.entry = "packed", name
+            return
+    raise ModuleLoadError(
+        f"cannot build {package.shown!r}: its objects define no entry function "
+        f"(tvmgen_{package.model}_run or tvmgen_{package.model}___tvm_main__)"
+    )
+
+
+def check_arm_object(data: bytes, name: str, shown: str, board: Board) -> set[str]:
     """An object of the package links into ``board``'s firmware: 32-bit little-endian Arm
-    ELF, relocatable, with the board's float ABI.
+    ELF, relocatable, passing floats as the board does (Arm's build attribute
+    ``Tag_ABI_VFP_args``, or the ELF header's hard-float flag where there is none).
+    Returns the global symbols it defines.
 
     Raises
     ------
@@ -257,7 +312,12 @@ def check_arm_object(data: bytes, name: str, shown: str, board: Board) -> None:
             "object (machine 40): build the package with llvm -mtriple=thumbv7m-none-eabi "
             "(or thumbv7em-none-eabihf for an FPU board)"
         )
+    elf = ElfFile(data, name)
     hard = bool(int.from_bytes(data[36:40], "little") & _EF_ARM_ABI_FLOAT_HARD)
+    for section in elf.sections:
+        if section.type == _SHT_ARM_ATTRIBUTES:
+            vfp = _vfp_args(data[section.offset : section.offset + section.size])
+            hard = vfp if vfp is not None else hard
     if hard != board.hard_float:
         raise ModuleLoadError(
             f"{what} uses the {'hard' if hard else 'soft'}-float ABI, {board.name} the "
@@ -265,6 +325,64 @@ def check_arm_object(data: bytes, name: str, shown: str, board: Board) -> None:
             f"-mcpu={board.cpu}"
             + (" -mfloat-abi=hard" if board.hard_float else " -mfloat-abi=soft")
         )
+    return {s.name for s in elf.symbols(dynamic=False) if s.defined and s.bind != "local"}
+
+
+def _uleb(data: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while at < len(data):
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80 or shift > 63:
+            break
+    return value, at
+
+
+def _vfp_args(section: bytes) -> bool | None:
+    """Whether the ``aeabi`` build attributes say floats pass in VFP registers (None: no
+    ``Tag_ABI_VFP_args``). Format: 'A', then (length, vendor name, (tag, length, attributes)+)."""
+    if section[:1] != b"A":
+        return None
+    at = 1
+    while at + 4 <= len(section):
+        length = int.from_bytes(section[at : at + 4], "little")
+        end = min(at + length, len(section))
+        vendor_end = section.find(b"\0", at + 4, end)
+        if length < 5 or vendor_end < 0:
+            return None
+        if section[at + 4 : vendor_end] == b"aeabi":
+            inner = vendor_end + 1
+            while inner + 5 <= end:
+                tag, size = section[inner], int.from_bytes(section[inner + 1 : inner + 5], "little")
+                stop = min(inner + max(size, 5), end)
+                if tag == 1:  # the file's attributes
+                    found = _file_attribute(section[inner + 5 : stop], _TAG_ABI_VFP_ARGS)
+                    if found is not None:
+                        return found == 1
+                inner = stop
+        at = end
+    return None
+
+
+def _file_attribute(data: bytes, wanted: int) -> int | None:
+    at = 0
+    while at < len(data):
+        tag, at = _uleb(data, at)
+        if tag in (4, 5, 67) or (tag > 32 and tag % 2):  # NUL-terminated strings
+            end = data.find(b"\0", at)
+            at = len(data) if end < 0 else end + 1
+            continue
+        if tag == 32:  # Tag_compatibility: a number and a string
+            _, at = _uleb(data, at)
+            end = data.find(b"\0", at)
+            at = len(data) if end < 0 else end + 1
+            continue
+        value, at = _uleb(data, at)
+        if tag == wanted:
+            return value
+    return None
 
 
 def _c_name(tensor: CrtTensor) -> str:
@@ -347,7 +465,12 @@ def harness_source(package: MlfAotPackage) -> str:
         '  tvmrt_sh_write_u32("tvmrt-micro: ticks_hi=", (uint32_t)(ticks >> 32));',
         '  tvmrt_sh_write_u32("tvmrt-micro: ticks_lo=", (uint32_t)ticks);',
         '  tvmrt_sh_write_u32("tvmrt-micro: stack_used=", tvmrt_stack_used());',
-        "  if (rc != 0) return 1;",
+        "  if (rc != 0) {",
+        '    tvmrt_sh_write0("tvmrt-micro: last error: ");',
+        "    tvmrt_sh_write0(TVMGetLastError());",
+        '    tvmrt_sh_write0("\\n");',
+        "    return 1;",
+        "  }",
         '  int out = tvmrt_sh_open_write("tvmrt-outputs.bin");',
         "  if (out < 0) return 2;",
     ]

@@ -40,7 +40,8 @@ PARTS = (
     "libc/libgcc",
 )
 _KINDS = ("text", "rodata", "data", "bss")
-_OUTPUT = {".text": "text", ".ARM.exidx": "text", ".rodata": "rodata", ".data": "data"}
+_OUTPUT = {".text": "text", ".ARM.exidx": "text", ".ARM.extab": "text", ".rodata": "rodata"}
+_OUTPUT[".data"] = "data"
 _OUTPUT[".bss"] = "bss"
 _OUTPUT_LINE = re.compile(r"^(\.\S+)\s+0x([0-9a-fA-F]+)\s+0x([0-9a-fA-F]+)")
 _INPUT = re.compile(r"^ (\S+)\s+0x([0-9a-fA-F]+)\s+0x([0-9a-fA-F]+)\s+(\S.*)$")
