@@ -162,3 +162,19 @@ def test_unknown_boards_and_missing_compilers_are_usage_errors(mlf_root: Path) -
         board("esp32")
     with pytest.raises(UsageError, match=r"'no-such-gcc' was not found; install Arm's GNU"):
         build_firmware(path, board("mps2-an385"), cc="no-such-gcc")
+
+
+def test_a_graph_naming_no_kernel_is_refused_before_any_code_is_written(
+    micro_root: Path, tmp_path: Path
+) -> None:
+    """The graph's function names become C calls: one that is not an identifier (here a
+    statement smuggled in) is refused, naming the node."""
+    folder = tmp_path / "sine_graph"
+    shutil.copytree(micro_root / "sine" / "sine_graph", folder)
+    graph_file = folder / "executor-config/graph/sine.graph"
+    graph = json.loads(graph_file.read_text())
+    op = next(n for n in graph["nodes"] if n["op"] == "tvm_op")
+    op["attrs"]["func_name"] = "abort(); int x"
+    graph_file.write_text(json.dumps(graph))
+    with pytest.raises(ModuleLoadError, match=r"calls 'abort\(\); int x', not a kernel"):
+        build_firmware(str(folder), board("mps2-an385"), work=tmp_path / "work")

@@ -166,6 +166,7 @@ def _read_inputs(path: str, tensors: list[Any]) -> dict[str, np.ndarray[Any, Any
 
 
 def _host_outputs(package: str, inputs: dict[str, np.ndarray[Any, Any]]) -> list[Any]:
+    """The same AOT package run by tvmrt on this machine (its C compiled for the host)."""
     from tvmrt.runtime.device import cpu
     from tvmrt.runtime.executor import AotModule
     from tvmrt.runtime.loaders.mlf_aot import load_mlf_aot
@@ -203,7 +204,9 @@ def _run(args: argparse.Namespace) -> int:
     for name, arr in zip(names, run.outputs, strict=True):
         print(f"  {name}: {describe_array(arr)}")
     ok = True
-    if not args.no_host and package.sources:
+    if package.interface == "graph" and not args.no_host:
+        print("host run: none (tvmrt runs an MLF graph package's C on a board only)")
+    elif not args.no_host and package.sources:
         host = _host_outputs(args.package, inputs)
         print("host run (tvmrt on this machine, the same package):")
         for name, got, want in zip(names, run.outputs, host, strict=True):

@@ -27,6 +27,7 @@ from tvmrt.binfmt.binary import ElfFile
 from tvmrt.error import ModuleLoadError, UsageError
 from tvmrt.micro.boards import Board
 from tvmrt.micro.footprint import Footprint, read_map
+from tvmrt.micro.graph_plan import GRAPH_ENTRY, plan_graph
 from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.loaders import link
 from tvmrt.runtime.loaders.mlf_aot import read_package
@@ -148,6 +149,7 @@ def build_firmware(
     symbols: set[str] = set()
     for name, data in objects_in:
         symbols |= check_arm_object(data, name, shown, board)
+    plan = plan_graph(package, files) if package.interface == "graph" else None
     if not package.sources:
         _object_entry(package, symbols)
     compiler = find_cross_compiler(cc)
@@ -168,6 +170,8 @@ def build_firmware(
     for i, (name, data) in enumerate(package.sources):
         base = PurePosixPath(name).name  # the compiler's messages name the member
         model.append((f"{i}-{base}" if re.fullmatch(r"[\w.-]+\.c", base) else f"{i}.c", data))
+    if plan is not None:
+        model.append(("tvmrt_graph_plan.c", plan.encode()))
     parts: dict[str, list[tuple[str, Path | bytes]]] = {
         "model": model,
         "runtime": [(p.name, p) for p in (*runtime_sources(), BOARD_FILES / "platform.c")],
@@ -403,12 +407,18 @@ def harness_source(package: MlfAotPackage) -> str:
     ]
     tensors = [*package.inputs, *package.outputs]
     for i, tensor in enumerate(tensors):
-        lines.append(
-            f"static uint8_t tvmrt_buf{i}[{max(tensor.size, 1)}] __attribute__((aligned(16)));"
-        )
+        if package.interface == "graph":  # the plan's own pools (graph_plan.py)
+            lines.append(f"#define tvmrt_buf{i} ((uint8_t*)tvmrt_graph_io[{i}])")
+        else:
+            lines.append(
+                f"static uint8_t tvmrt_buf{i}[{max(tensor.size, 1)}] __attribute__((aligned(16)));"
+            )
     n_in = len(package.inputs)
     call: list[str]
-    if package.interface == "c":
+    if package.interface == "graph":
+        lines += ["extern void* const tvmrt_graph_io[];", f"int32_t {GRAPH_ENTRY}(void);"]
+        call = ["  tvmrt_counter_start();", f"  int32_t rc = {GRAPH_ENTRY}();"]
+    elif package.interface == "c":
         lines.append(f'#include "tvmgen_{package.model}.h"')
         ins = ", ".join(f"(void*)tvmrt_buf{i}" for i in range(n_in)) or "0"
         outs = ", ".join(f"(void*)tvmrt_buf{n_in + i}" for i in range(len(package.outputs)))

@@ -7,7 +7,8 @@ into its own folder) and by its name:
 ========================  ===========================================================
 part                      what
 ========================  ===========================================================
-``model kernels``         the package's code (C compiled here, or its objects)
+``model kernels``         the package's code (C compiled here, or its objects; a graph
+                          package's plan: its tensor descriptors and calls)
 ``model params``          its constants (linked params, ``.rodata.tvm``)
 ``model workspace``       its statically planned pools (USMP: ``.bss``)
 ``tvmrt runtime``         tvmrt's micro runtime and the board's platform port
@@ -99,6 +100,8 @@ class Footprint:
 def _part(section: str, obj: str, work: str) -> str:
     where = obj.split(work, 1)[1].lstrip("/").split("/", 1)[0] if work in obj else ""
     if where == "model":
+        if "tvmrt_entry" in section or "tvmrt_shape" in section:  # a graph plan's tensors
+            return "model kernels"
         if section.startswith((".rodata", ".data")):
             return "model params"
         if section.startswith(".bss") or section == "COMMON":

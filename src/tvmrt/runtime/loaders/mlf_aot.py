@@ -57,7 +57,10 @@ _RECIPE = "tvmrt-mlf-aot-v1"
 _COMPILE_TIMEOUT_S = 600
 _MAX_FOLDER_FILES = archive.MAX_MEMBERS
 _MAX_FOLDER_BYTES = archive.MAX_TOTAL_BYTES
-_FOLDER_PARTS = ("codegen/host/src/", "codegen/host/include/", "codegen/host/lib/", "src/")
+_FOLDER_PARTS = (  # what a tar of the package holds too
+    *("codegen/host/src/", "codegen/host/include/", "codegen/host/lib/", "src/"),
+    *("parameters/", "executor-config/graph/"),
+)
 
 
 def is_mlf_folder(path: str | Path) -> bool:

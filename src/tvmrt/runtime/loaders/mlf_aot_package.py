@@ -31,7 +31,7 @@ _STANDARD_HEADERS = frozenset(
 )
 _PROVIDED = (  # tvm/runtime/ and tvm/runtime/crt/: tvmrt's include folder has them
     *("c_runtime_api.h", "c_backend_api.h", "metadata_types.h"),
-    *("error_codes.h", "platform.h", "stack_allocator.h"),
+    *("error_codes.h", "platform.h", "stack_allocator.h", "module.h", "func_registry.h"),
 )
 _KNOWN_FOREIGN = {
     "arm_math.h": "CMSIS-DSP (Arm Cortex-M)",
@@ -276,6 +276,9 @@ def describe(files: dict[str, bytes], shown: str, *, micro: bool = False) -> Mlf
     interface, entry_name = _entry_signature(sources, model)
     if not sources and micro:  # object code (an llvm build): the c interface's header
         interface, entry_name = _entry_signature(headers, model, declared=True)
+    graph = f"executor-config/graph/{model}.graph"
+    if micro and not interface and "graph" in executors and graph in files:
+        interface = "graph"  # tvmrt.micro.graph_plan turns the graph into C
     ordered = interface == "c"
     inputs = _tensors(
         main.get("inputs"),
@@ -402,7 +405,8 @@ def _blockers(
     what = f"{package.shown!r} (an MLF AOT package)"
     out = []
     objects = [n for n in files if n.startswith("codegen/host/lib/") and n.endswith(".o")]
-    if "aot" not in package.executors:
+    graph = micro and package.interface == "graph"
+    if "aot" not in package.executors and not graph:
         out.append(f"{what} records executors {package.executors}, not aot")
     if not package.sources and micro and objects:
         pass  # object code: tvmrt.micro finds its entry in the objects' symbols
@@ -420,8 +424,9 @@ def _blockers(
             "tvmrt calls the c interface (inputs, outputs structs) and the packed interface "
             "(external workspace pools or devices are not provided)"
         )
-    if not package.outputs or any(
-        t.size < 0 or (t.shape == (0,) and t.size) for t in package.outputs
+    if not graph and (
+        not package.outputs
+        or any(t.size < 0 or (t.shape == (0,) and t.size) for t in package.outputs)
     ):
         out.append(f"{what}: metadata.json records no output dtypes and sizes for main")
     out.extend(_size_problems(package, what))
