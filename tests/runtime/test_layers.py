@@ -46,6 +46,9 @@ LAYERS: dict[str, set[str]] = {
     "tvmrt.dlr": {*_RUNTIME, "tvmrt.contrib"},
     "tvmrt.compiler": {*_RUNTIME, "tvmrt.contrib", "tvmrt.artifact"},
     "tvmrt.serve": {*_RUNTIME, "tvmrt.contrib", "tvmrt.artifact"},
+    # microcontrollers: MLF packages built into firmware and run on emulated boards (the
+    # host run it compares with is the runtime's MLF AOT loader)
+    "tvmrt.micro": _RUNTIME,
     # TVM's RPC server and tracker: at the serve level (it loads artifacts for remote clients)
     "tvmrt.rpc": {*_RUNTIME, "tvmrt.contrib", "tvmrt.artifact"},
     "tvmrt.cli": {
@@ -56,6 +59,7 @@ LAYERS: dict[str, set[str]] = {
         "tvmrt.compiler",
         "tvmrt.config",
         "tvmrt.rpc",
+        "tvmrt.micro",
     },
     # TVM's `python -m tvm.exec.rpc_server`: thin wrappers of the tvmrt command's verbs
     "tvmrt.exec": {"tvmrt.cli"},
