@@ -223,6 +223,12 @@ def build_firmware(
         f"linking the firmware for {board.name}",
     )
     footprint = read_map(map_file.read_text(errors="replace"), work)
+    # an llvm object keeps its kernels' messages in the one .rodata its params are in: what
+    # is not a named constant counts to the kernels
+    strings = sum(_string_bytes(data, name) for name, data in objects_in)
+    moved = min(strings, footprint.parts["model params"]["rodata"])
+    footprint.parts["model params"]["rodata"] -= moved
+    footprint.parts["model kernels"]["rodata"] += moved
     return Firmware(elf, board, package, workspace, stack_bytes, footprint, compiler)
 
 
@@ -330,6 +336,19 @@ def check_arm_object(data: bytes, name: str, shown: str, board: Board) -> set[st
             + (" -mfloat-abi=hard" if board.hard_float else " -mfloat-abi=soft")
         )
     return {s.name for s in elf.symbols(dynamic=False) if s.defined and s.bind != "local"}
+
+
+def _string_bytes(data: bytes, name: str) -> int:
+    """Bytes of an object's ``.rodata`` that are not its constants' symbols (the kernels'
+    ``.L.str`` messages and alignment)."""
+    elf = ElfFile(data, name)
+    rodata = {i: sec.size for i, sec in enumerate(elf.sections) if sec.name == ".rodata"}
+    constants = sum(
+        s.size
+        for s in elf.symbols(dynamic=False)
+        if s.section in rodata and s.size and not s.name.startswith(".L.")
+    )
+    return max(0, sum(rodata.values()) - constants)
 
 
 def _uleb(data: bytes, at: int) -> tuple[int, int]:

@@ -9,7 +9,8 @@ part                      what
 ========================  ===========================================================
 ``model kernels``         the package's code (C compiled here, or its objects; a graph
                           package's plan: its tensor descriptors and calls)
-``model params``          its constants (linked params, ``.rodata.tvm``)
+``model params``          its constants (linked params, ``.rodata.tvm``; the kernels'
+                          strings and literal pools count to the kernels)
 ``model workspace``       its statically planned pools (USMP: ``.bss``)
 ``tvmrt runtime``         tvmrt's micro runtime and the board's platform port
 ``platform workspace``    the port's static workspace (models without USMP)
@@ -101,6 +102,8 @@ def _part(section: str, obj: str, work: str) -> str:
     where = obj.split(work, 1)[1].lstrip("/").split("/", 1)[0] if work in obj else ""
     if where == "model":
         if "tvmrt_entry" in section or "tvmrt_shape" in section:  # a graph plan's tensors
+            return "model kernels"
+        if ".str" in section or ".cst" in section:  # the kernels' messages and literals
             return "model kernels"
         if section.startswith((".rodata", ".data")):
             return "model params"
