@@ -47,7 +47,3 @@ def mlf_root() -> Path:
 def micro_root() -> Path:
     """TVM 0.16's microcontroller packages (tests/micro/build_micro_fixtures.py)."""
     return built(REPO / "tests" / "micro" / "build_micro_fixtures.py", "micro")
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "no_cross: runs without the Cortex-M toolchain and QEMU")

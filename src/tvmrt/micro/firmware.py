@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 HERE = Path(__file__).resolve().parent
-CRT = HERE / "crt"
+CRT = HERE.parent / "runtime" / "crt"  # the CRT's C, shared with the host's MLF builds
 BOARD_FILES = HERE / "boards"
 DEFAULT_STACK_BYTES = 16 << 10
 _COMPILE_TIMEOUT_S = 600
@@ -97,7 +97,7 @@ def find_cross_compiler(cc: str | None) -> list[str]:
 
 def runtime_sources() -> list[Path]:
     """tvmrt's micro runtime: the C files a firmware project compiles."""
-    return sorted((CRT / "src").glob("*.c"))
+    return [CRT / "crt_backend.c", CRT / "stack_allocator.c"]
 
 
 def port_files() -> list[Path]:

@@ -12,7 +12,10 @@ It is a tar or the unpacked folder a microTVM project holds (loaded through its
 
 :func:`describe` reads what the package says (nothing is compiled);
 :func:`compile_package` compiles its sources once with the host C compiler together with
-the small CRT platform of :mod:`.crt_platform` into a shared library, cached in
+the CRT's C (``runtime/crt/``: ``crt_backend.c``, the functions generated code calls,
+the same file a microcontroller's firmware compiles, and ``host_port.c``, the platform
+port of this host: heap workspace, ``TVMPlatformAbort`` returning an error, the guarded
+calls of the entry) into a shared library linked ``-Bsymbolic``, cached in
 ``cache_dir()/mlf`` and checked on every use (:mod:`.cache`); :func:`load_mlf_aot`
 returns the executor factory over it (the global ``tvm.crt_aot_factory.create``, so this
 leaf imports no engine).
@@ -37,7 +40,6 @@ from tvmrt.binfmt import archive
 from tvmrt.binfmt.files import MAX_META_BYTES, check_regular, read_regular
 from tvmrt.error import ModuleLoadError
 from tvmrt.runtime.loaders import cache, link, memory
-from tvmrt.runtime.loaders.crt_platform import PLATFORM_SOURCE, PLATFORM_VERSION
 from tvmrt.runtime.loaders.mlf_aot_package import CrtTensor, MlfAotPackage, describe
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.registry import get_global_func
@@ -53,7 +55,10 @@ __all__ = [
     "read_package",
 ]
 
-_RECIPE = "tvmrt-mlf-aot-v1"
+_RECIPE = "tvmrt-mlf-aot-v2"
+CRT_DIR = Path(__file__).resolve().parent.parent / "crt"
+# the CRT's sources the host library compiles with the package's (part of the cache key)
+CRT_SOURCES = ("crt_backend.c", "host_port.c")
 _COMPILE_TIMEOUT_S = 600
 _MAX_FOLDER_FILES = archive.MAX_MEMBERS
 _MAX_FOLDER_BYTES = archive.MAX_TOTAL_BYTES
@@ -109,7 +114,10 @@ def read_package(path: str, shown: str) -> dict[str, bytes]:
 
 # the flags of the host library's compile, all in its cache key (with the compiler, tvmrt's
 # version and headers: link.toolchain_key)
-_FLAGS = ("-std=gnu11", "-O2", "-fPIC", "-shared", "-Wl,-Bsymbolic")
+_FLAGS = (
+    *("-std=gnu11", "-O2", "-fPIC", "-shared", "-Wl,-Bsymbolic"),
+    "-DTVMRT_CRT_ERROR_BYTES=1024",  # the host has room for TVM's longest messages
+)
 
 
 def compile_package(package: MlfAotPackage) -> Path:
@@ -128,8 +136,9 @@ def compile_package(package: MlfAotPackage) -> Path:
             f"cannot load {shown!r}: an MLF AOT package is C code compiled for this host when "
             "loaded, and no C compiler was found; install gcc or clang, or set $CC"
         )
-    recipe = f"{_RECIPE}\0{PLATFORM_VERSION}\0{PLATFORM_SOURCE}"
-    digest = hashlib.sha256(recipe.encode())
+    digest = hashlib.sha256(_RECIPE.encode())
+    for name in CRT_SOURCES:
+        digest.update(name.encode() + b"\0" + (CRT_DIR / name).read_bytes())
     digest.update(link.toolchain_key(compiler, _FLAGS))
     for name, data in (*package.sources, *package.headers):
         digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
@@ -166,8 +175,6 @@ def compile_package(package: MlfAotPackage) -> Path:
                     relative = f"codegen/host/src/{i}-{base}"
                 (Path(work) / relative).write_bytes(data)
                 inputs.append(relative)
-            platform = Path(work) / "tvmrt_crt_platform.c"
-            platform.write_text(PLATFORM_SOURCE)
             command = [
                 *compiler,
                 *_FLAGS,
@@ -178,7 +185,7 @@ def compile_package(package: MlfAotPackage) -> Path:
                 "-o",
                 str(partial),
                 *inputs,
-                str(platform),
+                *(str(CRT_DIR / name) for name in CRT_SOURCES),
                 "-lm",
             ]
             result = subprocess.run(
