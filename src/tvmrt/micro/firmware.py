@@ -234,9 +234,11 @@ def build_firmware(
 
 def _platform_workspace(package: MlfAotPackage) -> int:
     """Bytes of the platform's static workspace: none when the model plans its own pools
-    (USMP: static arrays in its code), else what metadata.json says its kernels ask
-    ``TVMBackendAllocWorkspace`` for, plus the allocator's rounding."""
+    (USMP: static arrays in its code) or its C never calls ``TVMBackendAllocWorkspace``,
+    else what metadata.json says its kernels ask for, plus the allocator's rounding."""
     if package.pools:
+        return 0
+    if package.sources and not any(b"TVMBackendAllocWorkspace" in d for _, d in package.sources):
         return 0
     need = package.workspace_bytes or 0
     return 0 if need <= 0 else ((need + 15) & ~15) + _WORKSPACE_SLACK
