@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pytest
 
+from support.mlf_aot_cases import golden
 from tvmrt.micro import board, build_firmware, run_firmware
 from tvmrt.runtime.device import cpu
 from tvmrt.runtime.executor import AotModule
@@ -30,12 +29,6 @@ RUNS = [
 ]  # fmt: skip
 
 
-def _golden(root: Path, model: str) -> tuple[dict[str, np.ndarray[Any, Any]], list[Any]]:
-    data = np.load(root / model / "golden.npz")
-    inputs = {k[3:]: data[k] for k in data.files if k.startswith("in_")}
-    return inputs, [data[f"out_{i}"] for i in range(sum(k.startswith("out_") for k in data.files))]
-
-
 def test_the_fixtures_hold_every_form(micro_root: Path) -> None:
     index = json.loads((micro_root / "index.json").read_text())
     names = {p["name"] for p in index["packages"]}
@@ -48,9 +41,8 @@ def test_the_fixtures_hold_every_form(micro_root: Path) -> None:
 def test_the_board_answers_as_tvm(
     micro_root: Path, tmp_path: Path, name: str, board_name: str
 ) -> None:
-    model = name.split("_")[0]
-    inputs, want = _golden(micro_root, model)
-    tar = micro_root / model / f"{name}.tar"
+    inputs, want = golden(micro_root, name)  # <model>/golden.npz, the layout of tests/mlf_aot
+    tar = micro_root / name.split("_")[0] / f"{name}.tar"
     firmware = build_firmware(str(tar), board(board_name), work=tmp_path)
     run = run_firmware(firmware, list(inputs.values()))
     for got, ref in zip(run.outputs, want, strict=True):

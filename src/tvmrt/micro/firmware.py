@@ -27,7 +27,7 @@ from tvmrt.binfmt.binary import ElfFile
 from tvmrt.error import ModuleLoadError, UsageError
 from tvmrt.micro.boards import Board
 from tvmrt.micro.footprint import Footprint, read_map
-from tvmrt.micro.graph_plan import GRAPH_ENTRY, plan_graph
+from tvmrt.micro.graph_plan import GRAPH_ENTRY, c_dltensor, c_shape, plan_graph
 from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.loaders import link
 from tvmrt.runtime.loaders.mlf_aot import read_package
@@ -144,11 +144,18 @@ def build_firmware(
         raise UsageError(
             f"a stack of {stack_bytes} bytes: expected 1024 to {board.ram[1] // 2} on {board.name}"
         )
-    objects_in = [(n, d) for n, d in sorted(files.items()) if n.startswith("codegen/host/lib/")]
-    objects_in = [(n, d) for n, d in objects_in if n.endswith(".o")]
-    symbols: set[str] = set()
-    for name, data in objects_in:
-        symbols |= check_arm_object(data, name, shown, board)
+    objects_in = [
+        (n, d)
+        for n, d in sorted(files.items())
+        if n.startswith("codegen/host/lib/") and n.endswith(".o")
+    ]
+    elves = [check_arm_object(data, name, shown, board) for name, data in objects_in]
+    symbols = {
+        s.name
+        for elf in elves
+        for s in elf.symbols(dynamic=False)
+        if s.defined and s.bind != "local"
+    }
     plan = plan_graph(package, files) if package.interface == "graph" else None
     if not package.sources:
         _object_entry(package, symbols)
@@ -225,7 +232,7 @@ def build_firmware(
     footprint = read_map(map_file.read_text(errors="replace"), work)
     # an llvm object keeps its kernels' messages in the one .rodata its params are in: what
     # is not a named constant counts to the kernels
-    strings = sum(_string_bytes(data, name) for name, data in objects_in)
+    strings = sum(_string_bytes(elf) for elf in elves)
     moved = min(strings, footprint.parts["model params"]["rodata"])
     footprint.parts["model params"]["rodata"] -= moved
     footprint.parts["model kernels"]["rodata"] += moved
@@ -300,11 +307,11 @@ def _object_entry(package: MlfAotPackage, symbols: set[str]) -> None:
     )
 
 
-def check_arm_object(data: bytes, name: str, shown: str, board: Board) -> set[str]:
+def check_arm_object(data: bytes, name: str, shown: str, board: Board) -> ElfFile:
     """An object of the package links into ``board``'s firmware: 32-bit little-endian Arm
     ELF, relocatable, passing floats as the board does (Arm's build attribute
     ``Tag_ABI_VFP_args``, or the ELF header's hard-float flag where there is none).
-    Returns the global symbols it defines.
+    Returns the parsed object.
 
     Raises
     ------
@@ -337,13 +344,12 @@ def check_arm_object(data: bytes, name: str, shown: str, board: Board) -> set[st
             f"-mcpu={board.cpu}"
             + (" -mfloat-abi=hard" if board.hard_float else " -mfloat-abi=soft")
         )
-    return {s.name for s in elf.symbols(dynamic=False) if s.defined and s.bind != "local"}
+    return elf
 
 
-def _string_bytes(data: bytes, name: str) -> int:
+def _string_bytes(elf: ElfFile) -> int:
     """Bytes of an object's ``.rodata`` that are not its constants' symbols (the kernels'
     ``.L.str`` messages and alignment)."""
-    elf = ElfFile(data, name)
     rodata = {i: sec.size for i, sec in enumerate(elf.sections) if sec.name == ".rodata"}
     constants = sum(
         s.size
@@ -455,16 +461,15 @@ def harness_source(package: MlfAotPackage) -> str:
             "TVMValue* out_value, int* out_type_code, void* resource_handle);"
         )
         for i, tensor in enumerate(tensors):
-            dims = ", ".join(f"{d}" for d in tensor.shape) or "1"
-            lines.append(f"static int64_t tvmrt_shape{i}[] = {{{dims}}};")
+            lines.append(c_shape(f"tvmrt_shape{i}", tensor.shape, const=False))
         call = [f"  DLTensor tensors[{len(tensors)}];", f"  TVMValue args[{len(tensors)}];"]
         call.append(f"  int codes[{len(tensors)}];")
         for i, tensor in enumerate(tensors):
-            dtype = DataType(tensor.dtype)
+            dltensor = c_dltensor(
+                f"tvmrt_buf{i}", len(tensor.shape), DataType(tensor.dtype), f"tvmrt_shape{i}"
+            )
             call += [
-                f"  tensors[{i}] = (DLTensor){{tvmrt_buf{i}, {{kDLCPU, 0}}, "
-                f"{len(tensor.shape)}, {{{dtype.type_code}, {dtype.bits}, {dtype.lanes}}}, "
-                f"tvmrt_shape{i}, 0, 0}};",
+                f"  tensors[{i}] = (DLTensor){dltensor};",
                 f"  args[{i}].v_handle = &tensors[{i}];",
                 f"  codes[{i}] = kTVMDLTensorHandle;",
             ]

@@ -22,17 +22,32 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
 
 from tvmrt.error import ModuleLoadError, TVMError
+from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.graph_executor.graph import parse_graph
 from tvmrt.runtime.graph_executor.graph_types import Graph
 from tvmrt.runtime.loaders.mlf_aot_package import CrtTensor, MlfAotPackage
 from tvmrt.runtime.params import load_param_dict
 
-__all__ = ["GRAPH_ENTRY", "plan_graph"]
+__all__ = ["GRAPH_ENTRY", "c_dltensor", "c_shape", "plan_graph"]
 
 GRAPH_ENTRY = "tvmrt_graph_run"
 _ALIGN = 16
+
+
+def c_shape(name: str, shape: tuple[int, ...], const: bool = True) -> str:
+    """The C array of a tensor's shape (one element for a scalar: C has no empty arrays)."""
+    dims = ", ".join(str(d) for d in shape) or "1"
+    return f"static {'const ' if const else ''}int64_t {name}[] = {{{dims}}};"
+
+
+def c_dltensor(data: str, ndim: int, dtype: DataType, shape: str) -> str:
+    """A ``DLTensor`` initializer on the CPU: ``{data, device, ndim, dtype, shape, strides,
+    byte_offset}``, as DLPack orders the fields."""
+    code = f"{{{dtype.type_code}, {dtype.bits}, {dtype.lanes}}}"
+    return f"{{{data}, {{kDLCPU, 0}}, {ndim}, {code}, {shape}, 0, 0}}"
 
 
 def plan_graph(package: MlfAotPackage, files: dict[str, bytes]) -> str:
@@ -69,11 +84,12 @@ def plan_graph(package: MlfAotPackage, files: dict[str, bytes]) -> str:
             param_entry[eid] = name
         else:
             inputs.append((name, eid))
+    sharing = Counter(storage[: graph.num_entries])  # entries per storage id
     for eid, name in param_entry.items():
         want, have = graph.entry_nbytes(eid), params[name].numpy().nbytes
         if want != have:
             raise ModuleLoadError(f"{what}: param {name!r} has {have} bytes, its entry {want}")
-        if sum(1 for e in range(graph.num_entries) if storage[e] == storage[eid]) > 1:
+        if sharing[storage[eid]] > 1:
             raise ModuleLoadError(f"{what}: param {name!r} shares storage with another entry")
     pool_bytes: dict[int, int] = {}
     for eid in range(graph.num_entries):
@@ -109,14 +125,10 @@ def plan_graph(package: MlfAotPackage, files: dict[str, bytes]) -> str:
         shape = graph.shapes[eid]
         dtype = graph.dltypes[eid]
         pointer = data_of(eid)
-        dims = ", ".join(str(d) for d in shape) or "1"
         # descriptors in flash: kernels read them, nothing writes them
-        lines.append(f"static const int64_t tvmrt_shape{eid}[] = {{{dims}}};")
-        code = f"{{{dtype.type_code}, {dtype.bits}, {dtype.lanes}}}"
-        lines.append(
-            f"static const DLTensor tvmrt_entry{eid} = {{{pointer}, {{kDLCPU, 0}}, {len(shape)}, "
-            f"{code}, (int64_t*)tvmrt_shape{eid}, 0, 0}};"
-        )
+        lines.append(c_shape(f"tvmrt_shape{eid}", shape))
+        tensor = c_dltensor(pointer, len(shape), dtype, f"(int64_t*)tvmrt_shape{eid}")
+        lines.append(f"static const DLTensor tvmrt_entry{eid} = {tensor};")
     calls = []
     kernels = set()
     for nid, node in enumerate(graph.nodes):
