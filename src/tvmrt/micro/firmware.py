@@ -229,13 +229,8 @@ def build_firmware(
         shown,
         f"linking the firmware for {board.name}",
     )
-    footprint = read_map(map_file.read_text(errors="replace"), work)
-    # an llvm object keeps its kernels' messages in the one .rodata its params are in: what
-    # is not a named constant counts to the kernels
     strings = sum(_string_bytes(elf) for elf in elves)
-    moved = min(strings, footprint.parts["model params"]["rodata"])
-    footprint.parts["model params"]["rodata"] -= moved
-    footprint.parts["model kernels"]["rodata"] += moved
+    footprint = read_map(map_file.read_text(errors="replace"), work, strings)
     return Firmware(elf, board, package, workspace, stack_bytes, footprint, compiler)
 
 

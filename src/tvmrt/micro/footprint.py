@@ -121,8 +121,12 @@ def _part(section: str, obj: str, work: str) -> str:
     return "libc/libgcc"
 
 
-def read_map(text: str, work: Path) -> Footprint:
+def read_map(text: str, work: Path, object_strings: int = 0) -> Footprint:
     """The footprint of the map ``text`` of a firmware built in ``work``.
+
+    ``object_strings``: bytes of the model's objects' ``.rodata`` that are not named
+    constants (an llvm object keeps its kernels' messages in the one ``.rodata`` its params
+    are in); they count to the kernels.
 
     An input section's bytes are the distance to the next one's address (or to the end of
     its output section): merged string sections list their size before merging, and
@@ -175,4 +179,7 @@ def read_map(text: str, work: Path) -> Footprint:
         for i, (address, size, part) in enumerate(placed):
             following = placed[i + 1][0] if i + 1 < len(placed) else end
             footprint.parts[part][kind] += max(0, min(size, following - address))
+    moved = min(object_strings, footprint.parts["model params"]["rodata"])
+    footprint.parts["model params"]["rodata"] -= moved
+    footprint.parts["model kernels"]["rodata"] += moved
     return footprint
