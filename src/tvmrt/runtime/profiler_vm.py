@@ -1,16 +1,28 @@
 """TVM's ``tvm.runtime.profiler_vm``: a Relay VM that times every kernel it calls.
 
-``VirtualMachineProfiler(exe, dev).profile(*args, func_name="main")`` runs the function
-once with each ``InvokePacked`` timed and returns a :class:`~tvmrt.runtime.profiling.Report`
-(TVM's ``src/runtime/vm/profiler/vm.cc``): one row per kernel call with its ``Hash``,
-layout attributes and ``Argument Shapes``. The VM's own instructions (allocation, control
-flow) are not rows; their time is the difference between ``Total`` and the rows.
+``VirtualMachineProfiler(exe, dev).profile(*args, func_name="main")`` runs the function three
+times to warm up, then once timed, and returns a :class:`~tvmrt.runtime.profiling.Report`
+(TVM's ``src/runtime/vm/profiler/vm.cc``), in the order things ran:
+
+* one row per kernel call, named as the kernel, with its ``Hash``, layout attributes and
+  ``Argument Shapes``;
+* one row per VM instruction TVM times: ``VM::AllocStorage`` (its ``VM::Argument Shapes``,
+  TVM's key for it: the dtype hint and the static shape, or the size in bytes),
+  ``VM::AllocTensor`` and ``VM::AllocTensorReg`` (``Argument Shapes``, on the storage's
+  device), ``VM::ReshapeTensor`` (host device), ``VM::DeviceCopy`` (destination device) and
+  ``VM::UnknownOp`` for ``KillRegister``. ``LoadConst`` is timed by TVM only when it copies
+  a constant the first time, which the warm-up runs have done (and tvmrt places constants
+  when the VM is made), so neither reports it.
+
+Control flow, moves and calls are not rows; their time is the difference between ``Total``
+and the rows.
 """
 
 from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from tvmrt.error import UnsupportedError
 from tvmrt.runtime.device import Device
@@ -18,8 +30,11 @@ from tvmrt.runtime.executor.protocol import not_replicated
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.profiling import Metric, Profiler, Report
+from tvmrt.runtime.vm import opcodes as op
 from tvmrt.runtime.vm.api import Executable, VirtualMachine
 from tvmrt.runtime.vm.machine import VirtualMachineModule
+
+_WARMUP_RUNS = 3  # VirtualMachineDebug's "profile" invokes the function 3 times first
 
 __all__ = ["VirtualMachineProfiler", "enabled"]
 
@@ -58,7 +73,8 @@ class VirtualMachineProfiler(VirtualMachine):
     def profile(
         self, *args: object, func_name: str = "main", collectors: object = None, **kwargs: object
     ) -> Report:
-        """Run ``func_name`` once (after setting inputs if given); the kernels' report.
+        """Run ``func_name`` three times, then once timed (after setting inputs if given);
+        the report of the timed run: its kernel calls and VM instructions.
 
         Without inputs, ``main`` runs on those kept by ``set_input(key, value)`` if any.
         """
@@ -92,13 +108,16 @@ class VirtualMachineProfiler(VirtualMachine):
             finally:
                 prof.stop_call()
 
+        for _ in range(_WARMUP_RUNS):
+            machine.invoke(func_name)
         interp.kernel_hook = timed
+        interp.instruction_hook = _InstructionRows(prof, interp.devices, data.host_device_index)
         prof.start()
         try:
             machine.invoke(func_name)
             self._ran = True
         finally:
-            interp.kernel_hook = None
+            interp.kernel_hook = interp.instruction_hook = None
             prof.stop()
         return prof.report()
 
@@ -133,3 +152,46 @@ class VirtualMachineProfiler(VirtualMachine):
             Always.
         """
         raise not_replicated()
+
+
+def _shape_string(dtype: object, dims: Sequence[object]) -> str:
+    """TVM's ``profiling::ShapeString``: ``float32[1, 3, 16, 16]``."""
+    return f"{dtype}[{', '.join(str(d) for d in dims)}]"
+
+
+def _ints(value: object) -> list[int]:
+    """The integers a shape or size register holds (an int tensor), else none."""
+    return value.numpy().reshape(-1).tolist() if isinstance(value, NDArray) else []
+
+
+class _InstructionRows:
+    """The interpreter's instruction hook: one profiler call per instruction TVM times, with
+    the name, device and metrics of ``VirtualMachineDebug::OpStartHook``."""
+
+    def __init__(self, prof: Profiler, devices: Sequence[Device], host_index: int) -> None:
+        self._prof = prof
+        self._devices = devices
+        self._host = devices[host_index] if 0 <= host_index < len(devices) else devices[0]
+
+    def start(self, ins: tuple[Any, ...], regs: list[object]) -> None:
+        o = ins[0]
+        name, device = "VM::UnknownOp", self._host  # KillRegister
+        metrics: dict[str, Metric] = {}
+        if o == op.ALLOC_STORAGE:  # (op, size_reg, nbytes, alignment, dev, dst, dtype, shape)
+            dims = ins[7] or _ints(regs[ins[1]])  # a dynamic size: its register's value
+            name, device = "VM::AllocStorage", self._devices[ins[4]]
+            metrics["VM::Argument Shapes"] = _shape_string(ins[6], dims)
+        elif o == op.ALLOC_TENSOR:  # (op, storage, offset, shape, dtype, nbytes, dst)
+            name, device = "VM::AllocTensor", getattr(regs[ins[1]], "device", self._host)
+            metrics["Argument Shapes"] = _shape_string(ins[4], ins[3])
+        elif o == op.ALLOC_TENSOR_REG:  # (op, storage, offset, shape_reg, dtype, dst)
+            name, device = "VM::AllocTensorReg", getattr(regs[ins[1]], "device", self._host)
+            metrics["Argument Shapes"] = _shape_string(ins[4], _ints(regs[ins[3]]))
+        elif o == op.RESHAPE_TENSOR:
+            name = "VM::ReshapeTensor"
+        elif o == op.DEVICE_COPY:  # (op, src, src_dev, dst_dev, dst)
+            name, device = "VM::DeviceCopy", self._devices[ins[3]]
+        self._prof.start_call(name, device, metrics)
+
+    def stop(self) -> None:
+        self._prof.stop_call()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -103,10 +104,32 @@ def test_profiler_reports_every_kernel_call(artifacts):
     (run,) = golden_runs(folder, exe.get_function_params("main"))
     report = prof.profile(*run.inputs.values(), func_name="main")
     assert isinstance(report, Report)
-    assert [c["Name"] for c in report.calls] == exe.primitive_ops  # each kernel once, in order
-    assert report.calls[0]["Argument Shapes"] == "float32[1, 3, 16, 16], float32[1, 1, 16, 16, 3]"
-    assert all("Hash" in c for c in report.calls)
+    kernels = [c for c in report.calls if not c["Name"].startswith("VM::")]
+    assert [c["Name"] for c in kernels] == exe.primitive_ops  # each kernel once, in order
+    assert kernels[0]["Argument Shapes"] == "float32[1, 3, 16, 16], float32[1, 1, 16, 16, 3]"
+    assert all("Hash" in c for c in kernels)
     assert same_bits(prof.get_outputs()[0].numpy(), run.outputs[0])
+
+
+_PROFILE_COLUMNS = ("Name", "Device", "Argument Shapes", "VM::Argument Shapes", "Hash")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_profiler_rows_are_tvms_kernels_and_vm_instructions(artifacts, case):
+    """The rows of TVM's own VirtualMachineProfiler report (tests/fixtures/build_relayvm.py
+    recorded them): kernel calls and the instructions TVM times (VM::AllocStorage,
+    VM::AllocTensor, VM::AllocTensorReg, VM::ReshapeTensor, VM::UnknownOp for KillRegister),
+    in order, with the same names, devices, shapes and hashes."""
+    folder = artifacts / "relayvm" / case
+    tvms = json.loads((folder / "profile.json").read_text())
+    exe = vm_rt.Executable(rt.load_module(str(folder / "vm.so")))
+    (run,) = [
+        r for r in golden_runs(folder, exe.get_function_params("main")) if r.name == tvms["run"]
+    ]
+    report = profiler_vm.VirtualMachineProfiler(exe, rt.cpu()).profile(*run.inputs.values())
+    rows = [{k: str(c[k]) for k in _PROFILE_COLUMNS if k in c} for c in report.calls]
+    assert rows == tvms["rows"]
+    assert {r["Name"] for r in rows if r["Name"].startswith("VM::")} >= {"VM::AllocStorage"}
 
 
 def test_runtime_vm_is_reached_as_an_attribute_like_tvm_runtime_vm():

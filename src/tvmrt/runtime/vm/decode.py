@@ -237,14 +237,17 @@ def _decode(ck: _Checker, ins: tuple[int, ...], num_devices: int) -> tuple[Any, 
     if opcode == op.ALLOC_STORAGE:
         dtype = ck.dtype(f[2], f[3], f[4])
         device = ck.index(f[5], num_devices, "virtual device index")
+        shape = tuple(f[8:])
         if f[6] > 0:  # a static shape: field 0 is a stale pointer (never read)
-            _, nbytes = ck.shape(tuple(f[8:]), dtype)
+            _, nbytes = ck.shape(shape, dtype)
             alignment, size_reg = max(64, dtype.bits // 8 * dtype.lanes), -1
         else:
             nbytes, alignment, size_reg = -1, f[1], ck.reg(f[0], "size")
             if not 0 < alignment <= 4096 or alignment & (alignment - 1):
                 raise ck.fail(f"alignment {alignment} is not a power of two up to 4096")
-        return (opcode, size_reg, nbytes, alignment, device, ck.reg(f[7], "destination"))
+        # the dtype hint and static shape last: only the profiler's row reads them
+        dst = ck.reg(f[7], "destination")
+        return (opcode, size_reg, nbytes, alignment, device, dst, dtype, shape)
     if opcode == op.SHAPE_OF:
         return (opcode, ck.reg(f[0], "tensor"), ck.reg(f[1], "destination"))
     if opcode == op.RESHAPE_TENSOR:

@@ -13,6 +13,7 @@ import os
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -37,9 +38,20 @@ from tvmrt.runtime.vm.calls import KernelSite, TensorSite
 from tvmrt.runtime.vm.decode import DecodedFunction
 from tvmrt.runtime.vm.pool import TENSOR_BYTES, LiveBudget, StoragePool, cell_bytes
 
-__all__ = ["VMClosure", "VMLimits", "Interpreter", "KernelHook"]
+__all__ = ["VMClosure", "VMLimits", "Interpreter", "KernelHook", "InstructionHook"]
 
 KernelHook = Callable[[int, Callable[..., object], tuple[object, ...], list[NDArray]], None]
+
+
+class InstructionHook(Protocol):
+    """Called around the instructions TVM's VM profiler times (``OpStartHook``/``OpStopHook``
+    of ``src/runtime/vm/vm.cc``): AllocStorage, AllocTensor, AllocTensorReg, ReshapeTensor,
+    DeviceCopy and KillRegister. ``start`` sees the decoded instruction and the registers
+    before it runs; ``stop`` follows it."""
+
+    def start(self, ins: tuple[Any, ...], regs: list[object]) -> None: ...
+
+    def stop(self) -> None: ...
 
 
 def _env_int(name: str) -> int | None:
@@ -189,6 +201,7 @@ class Interpreter:
         self.kernels = tuple(kernels)
         self.limits = limits or VMLimits()
         self.kernel_hook: KernelHook | None = None
+        self.instruction_hook: InstructionHook | None = None
         self.sites: dict[int, KernelSite] = {}  # id of an InvokePacked instruction -> its call
         self.tensor_sites: defaultdict[int, TensorSite] = defaultdict(TensorSite)  # AllocTensor*
         self.pools = [
@@ -243,7 +256,7 @@ class Interpreter:
             _take_regs(held, func)
         limits = self.limits
         max_frames, max_steps = limits.max_frames, limits.max_steps
-        hook = self.kernel_hook
+        hook, ihook = self.kernel_hook, self.instruction_hook
         sites, tensor_sites = self.sites, self.tensor_sites
         regs: list[object] = args + [None] * (func.num_registers - len(args))
         code = func.code
@@ -284,15 +297,25 @@ class Interpreter:
                 regs[ins[2]] = consts[ins[1]]
                 pc += 1
             elif o == op.KILL_REGISTER:
+                if ihook is not None:
+                    ihook.start(ins, regs)
                 regs[ins[1]] = None
+                if ihook is not None:
+                    ihook.stop()
                 pc += 1
             elif o == op.ALLOC_STORAGE:
-                _, size_reg, nbytes, alignment, dev, dst = ins
+                if ihook is not None:
+                    ihook.start(ins, regs)
+                _, size_reg, nbytes, alignment, dev, dst = ins[:6]
                 if size_reg >= 0:
                     nbytes = load_scalar_int(regs[size_reg], f"size register {size_reg}")
                 regs[dst] = self._alloc(nbytes, alignment, dev)
+                if ihook is not None:
+                    ihook.stop()
                 pc += 1
             elif o == op.ALLOC_TENSOR:
+                if ihook is not None:
+                    ihook.start(ins, regs)
                 _, s, off, shape, dtype, _nbytes, dst = ins
                 storage = regs[s]
                 if not isinstance(storage, Storage):
@@ -301,8 +324,12 @@ class Interpreter:
                 regs[dst] = tensor_sites[id(ins)].tensor(storage, offset, shape, dtype)
                 if tracker is not None:
                     tracker.hold(regs[dst], TENSOR_BYTES, "AllocTensor")
+                if ihook is not None:
+                    ihook.stop()
                 pc += 1
             elif o == op.ALLOC_TENSOR_REG:
+                if ihook is not None:
+                    ihook.start(ins, regs)
                 _, s, off, shape_reg, dtype, dst = ins
                 storage = regs[s]
                 if not isinstance(storage, Storage):
@@ -312,6 +339,8 @@ class Interpreter:
                 regs[dst] = tensor_sites[id(ins)].tensor(storage, offset, shape, dtype)
                 if tracker is not None:
                     tracker.hold(regs[dst], TENSOR_BYTES, "AllocTensorReg")
+                if ihook is not None:
+                    ihook.stop()
                 pc += 1
             elif o == op.SHAPE_OF:
                 t = _tensor(regs[ins[1]], f"register {ins[1]}")
@@ -423,6 +452,8 @@ class Interpreter:
                     tracker.hold(regs[ins[3]], cell_bytes(len(ins[2])), "AllocClosure")
                 pc += 1
             elif o == op.RESHAPE_TENSOR:
+                if ihook is not None:
+                    ihook.start(ins, regs)
                 t = _tensor(regs[ins[1]], f"register {ins[1]}")
                 shape_arr = _tensor(regs[ins[2]], f"shape register {ins[2]}")
                 if shape_arr.dtype != "int64":
@@ -432,8 +463,12 @@ class Interpreter:
                 regs[ins[3]] = t._create_view(_shape_from(shape_arr, f"shape register {ins[2]}"))
                 if tracker is not None:
                     tracker.hold(regs[ins[3]], TENSOR_BYTES, "ReshapeTensor")
+                if ihook is not None:
+                    ihook.stop()
                 pc += 1
             elif o == op.DEVICE_COPY:
+                if ihook is not None:
+                    ihook.start(ins, regs)
                 t = _tensor(regs[ins[1]], f"register {ins[1]}")
                 src, to = devices[ins[2]], devices[ins[3]]
                 if t.device != src:
@@ -441,6 +476,8 @@ class Interpreter:
                 regs[ins[4]] = t.copyto(to)
                 if tracker is not None:
                     tracker.hold(regs[ins[4]], TENSOR_BYTES + t.nbytes, "DeviceCopy")
+                if ihook is not None:
+                    ihook.stop()
                 pc += 1
             elif o == op.FATAL:
                 raise TVMError("VM encountered fatal error")
