@@ -13,13 +13,19 @@ imports; kernels then call into C without touching Python. :func:`make_kernel_ca
 the native object (``tvmrt._native_backend``, CPython glue that links nothing of the
 library) the graph executor calls once per tvm-ffi kernel.
 
-The library is loaded with ``RTLD_LOCAL``. :func:`make_global` promotes it to
-``RTLD_GLOBAL`` when a library is about to be loaded that *imports* the backend
-functions by name (C-target kernels: undefined ``TVMBackendAllocWorkspace``, ...), so that
-the dynamic linker resolves them here. Promotion is deferred until needed because once
-global, these definitions also take precedence for libraries loaded later (for example
-``libtvm_runtime.so`` if real TVM is imported in the same process); the tvm-ffi error
-entry points are exported under ``tvmrt_``-prefixed names for the same reason.
+The library's names are global (``RTLD_GLOBAL``) from ``import tvmrt`` on, as libtvm's are
+after ``import tvm``: a library that *imports* the backend functions by name (a system
+library, C-target kernels: undefined ``TVMBackendRegisterSystemLibSymbol``,
+``TVMBackendAllocWorkspace``, ...) then resolves them here however it is loaded, by
+:func:`~tvmrt.runtime.load_module` or by ``ctypes.CDLL`` (TVM's way to fill
+``system_lib()`` from Python). Only the ``dlopen`` happens at import; the library is set up
+(its thread pool sized, its callbacks installed) on first use. Two cases keep the names
+local until :func:`make_global` needs them (a library importing them is loaded), because
+global definitions take precedence for every library loaded later: a TVM runtime already in
+the process (``libtvm_runtime.so`` or ``libtvm.so`` mapped: its own names answer), and
+``TVMRT_LOCAL_SYMBOLS=1``, for a process that imports a real TVM after tvmrt and wants
+that TVM's own calls to reach its own error slot and pools. The tvm-ffi error entry points
+are exported under ``tvmrt_``-prefixed names for the same reason.
 
 Only ``TVMBackendGetFuncFromEnv`` and ``TVMFuncCall`` (``call_packed`` externs, rare)
 come back into Python, through the callbacks of :mod:`tvmrt.runtime.kernel_callbacks`, and
@@ -34,6 +40,7 @@ from __future__ import annotations
 import ctypes
 import importlib
 import os
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -254,6 +261,33 @@ def make_global() -> None:
             mode = os.RTLD_NOW | os.RTLD_GLOBAL | getattr(os, "RTLD_NOLOAD", 0)
             ctypes.CDLL(library_path(), mode=mode)
             _global = True
+
+
+def _tvm_runtime_loaded() -> bool:
+    """Whether a TVM runtime library (libtvm_runtime.so, libtvm.so) is mapped in the process."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            return any("/libtvm_runtime." in line or "/libtvm." in line for line in maps)
+    except OSError:  # no procfs: judge by a TVM package imported
+        return "tvm" in sys.modules
+
+
+def _export_at_import() -> None:
+    """Make the library's names global now, unless a TVM runtime or the environment says
+    not to (the module docstring says why); a library that is not built is left alone."""
+    global _global
+    if os.environ.get("TVMRT_LOCAL_SYMBOLS", "") not in ("", "0") or _tvm_runtime_loaded():
+        return
+    if not _LIBRARY.is_file():
+        return  # native_library() says so on first use
+    try:
+        ctypes.CDLL(str(_LIBRARY), mode=os.RTLD_NOW | os.RTLD_GLOBAL)
+    except OSError:
+        return  # native_library() raises the loader's words on first use
+    _global = True
+
+
+_export_at_import()
 
 
 # -- threads ----------------------------------------------------------------------------

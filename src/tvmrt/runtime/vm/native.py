@@ -337,9 +337,11 @@ def native_source(mod: Module) -> tuple[Any, ...] | None:
 
 def library_refusal(source: tuple[Any, ...]) -> str:
     """Why the C runtime must not run the kernel library of ``source`` from Python ("" if
-    it may): one that imports ``TVM*`` functions by name would bind them in the process's
-    global scope, where the C runtime (loaded ``RTLD_LOCAL``) is not; only slot-filled
-    libraries (TVM's LLVM builds, the ``__TVMBackend*`` pointers) are handed to it."""
+    it may): one that imports ``TVM*`` functions by name binds them in the process's global
+    scope at their first call (the C runtime opens kernels ``RTLD_LAZY``), where tvmrt's
+    names are not when ``TVMRT_LOCAL_SYMBOLS`` or a TVM loaded first kept them local, and a
+    miss there aborts the process; only slot-filled libraries (TVM's LLVM builds, the
+    ``__TVMBackend*`` pointers) are handed to it."""
     path = source[1] if source[0] == "so" else source[2]
     try:
         elf = ElfFile(Path(path).read_bytes(), path)
