@@ -146,6 +146,12 @@ TVM_DLL int tvmrt_cuda_arg_kind(int code, int bits, int lanes);
    code does not fit the kind (no error set) */
 int tvmrt_cuda_pack_arg(int kind, TVMValue value, int code, uint64_t* slot);
 
+/* runtime/map_order.c: the order TVM v0.8's Map<String, T> iterates `count` names inserted in
+   order (DLR 1.10's weight order); writes the indexes of the distinct names to `order` (room for
+   `count`) and their number to `num_order`. 0, or -1 when out of memory. */
+TVM_DLL int tvmrt_map_order(const char* const* names, size_t count, size_t* order,
+                            size_t* num_order);
+
 /* system_lib.c, thread_pool.c, sort.c */
 TVM_DLL void* tvmrt_system_lib_lookup(const char* name);
 TVM_DLL int64_t tvmrt_system_lib_generation(void);

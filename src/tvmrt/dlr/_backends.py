@@ -11,6 +11,7 @@ mandatory meta, and output shapes from the last run.
 
 from __future__ import annotations
 
+import ctypes
 import math
 from typing import Any
 
@@ -27,11 +28,13 @@ from tvmrt.binfmt.files import (
 )
 from tvmrt.contrib import graph_executor
 from tvmrt.dlr._files import ModelFiles
-from tvmrt.error import DLRError, TVMError
+from tvmrt.error import DeviceOutOfMemoryError, DLRError, TVMError
+from tvmrt.runtime import kernel_services
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.module import load_module
 from tvmrt.runtime.ndarray import NDArray, array
+from tvmrt.runtime.params import read_param_names
 from tvmrt.runtime.vm import Executable, VirtualMachine
 
 __all__ = ["Backend", "RelayVMBackend", "TVMBackend"]
@@ -114,6 +117,30 @@ def _meta_why(item: object) -> str:
     return ""
 
 
+def weight_order(names: list[str]) -> list[str]:
+    """The params' names in the order DLR 1.10 lists its weights: that of TVM v0.8's
+    ``Map<String, NDArray>`` it reads the params file into (insertion order up to four names,
+    then its hash table's slots), replayed by the C runtime (``runtime/map_order.c``), which
+    libdlr uses too. A name given twice is listed once."""
+    if not names:
+        return []
+    lib = kernel_services.native_library()
+    encoded = [n.encode() for n in names]
+    c_names = (ctypes.c_char_p * len(names))(*encoded)
+    order = (ctypes.c_size_t * len(names))()
+    kept = ctypes.c_size_t()
+    lib.tvmrt_map_order.restype = ctypes.c_int
+    lib.tvmrt_map_order.argtypes = [
+        ctypes.POINTER(ctypes.c_char_p),
+        ctypes.c_size_t,
+        ctypes.POINTER(ctypes.c_size_t),
+        ctypes.POINTER(ctypes.c_size_t),
+    ]
+    if lib.tvmrt_map_order(c_names, len(names), order, ctypes.byref(kept)) != 0:
+        raise DeviceOutOfMemoryError(f"cannot allocate the order of {len(names)} weights")
+    return [names[order[i]] for i in range(kept.value)]
+
+
 def _index(names: list[str], name: str) -> int:
     if name not in names:
         raise DLRError(f"{name} is not a valid input name.")
@@ -137,7 +164,7 @@ class TVMBackend(Backend):
             self._module.load_params(params)
         except TVMError as exc:
             raise DLRError(str(exc)) from exc
-        self.weight_names = sorted(self._module.weight_names)
+        self.weight_names = weight_order(read_param_names(params))
         infos = self._module.inputs  # the graph's inputs less the bound weights
         self.input_names = [t.name for t in infos]
         self.input_types = [t.dtype for t in infos]

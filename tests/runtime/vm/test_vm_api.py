@@ -121,7 +121,7 @@ def test_profiler_rows_are_tvms_kernels_and_vm_instructions(artifacts, case):
     VM::AllocTensor, VM::AllocTensorReg, VM::ReshapeTensor, VM::UnknownOp for KillRegister),
     in order, with the same names, devices, shapes and hashes."""
     folder = artifacts / "relayvm" / case
-    tvms = json.loads((folder / "profile.json").read_text())
+    tvms = json.loads((artifacts / "relayvm" / "profiles.json").read_text())[case]
     exe = vm_rt.Executable(rt.load_module(str(folder / "vm.so")))
     (run,) = [
         r for r in golden_runs(folder, exe.get_function_params("main")) if r.name == tvms["run"]

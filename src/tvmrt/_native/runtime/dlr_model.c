@@ -1,8 +1,9 @@
 /*
  * A DLR model (a Relay VM one: dlr_vm.c) of the TVM backend (dlr_tvm.cc's TVMModel;
  * tvmrt/dlr/_backends.py's TVMBackend): the meta's device check, the graph executor over the
- * kernels' library, the params loaded, the weights (the params' names, sorted), and the inputs: the
- * graph's inputs less the weights, in graph order.
+ * kernels' library, the params loaded, the weights (the params' names, in the order DLR 1.10 lists
+ * them: that of TVM's Map it reads the params into, see map_order.c), and the inputs: the graph's
+ * inputs less the weights, in graph order.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@ static void model_destroy(tvmrt_object* obj) {
   free(m->meta_problem);
   for (i = 0; i < m->num_weights; ++i) free(m->weights[i]);
   free(m->weights);
+  free(m->sorted_weights);
   free(m->inputs);
   free(m->input_types);
   free(m->output_types);
@@ -30,7 +32,34 @@ static int by_name(const void* a, const void* b) {
 }
 
 static int is_weight(const dlr_model* m, const char* name) {
-  return bsearch(&name, m->weights, m->num_weights, sizeof(char*), by_name) != NULL;
+  return bsearch(&name, m->sorted_weights, m->num_weights, sizeof(char*), by_name) != NULL;
+}
+
+/* the weights in TVM's Map order (a name given twice listed once, at its first place, as Map::Set
+   keeps it), and a sorted copy to look them up in */
+static int order_weights(dlr_model* m) {
+  size_t n = m->num_weights, kept = 0, i;
+  size_t* order = (size_t*)malloc((n ? n : 1) * sizeof(size_t));
+  char** ordered = (char**)calloc(n ? n : 1, sizeof(char*));
+  m->sorted_weights = (char**)malloc((n ? n : 1) * sizeof(char*));
+  if (order == NULL || ordered == NULL || m->sorted_weights == NULL ||
+      tvmrt_map_order((const char* const*)m->weights, n, order, &kept) != 0) {
+    free(order);
+    free(ordered);
+    return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate the order of %zu weights", n);
+  }
+  for (i = 0; i < kept; ++i) {
+    ordered[i] = m->weights[order[i]];
+    m->weights[order[i]] = NULL;
+  }
+  for (i = 0; i < n; ++i) free(m->weights[i]); /* the repeated names */
+  free(order);
+  free(m->weights);
+  m->weights = ordered;
+  m->num_weights = kept;
+  memcpy(m->sorted_weights, ordered, kept * sizeof(char*));
+  qsort(m->sorted_weights, kept, sizeof(char*), by_name);
+  return 0;
 }
 
 /* the params: parsed, copied into the executor, their names kept as the weights */
@@ -47,8 +76,7 @@ static int load_params(dlr_model* m, const dlr_parts* parts) {
   m->num_weights = params.count;
   params.names = NULL;
   tvmrt_params_free(&params);
-  qsort(m->weights, m->num_weights, sizeof(char*), by_name);
-  return 0;
+  return order_weights(m);
 }
 
 static int describe(dlr_model* m) {

@@ -76,9 +76,10 @@ typedef struct {
   dlr_vm* vm;       /* a Relay VM model (dlr_vm.c; the fields below unused), or NULL */
   tvmrt_module* executor;
   graph_executor* ge;
-  tvmrt_json* meta;   /* NULL: no compiled.meta (or one that does not parse) */
-  char* meta_problem; /* why a meta given did not parse, or NULL */
-  char** weights;     /* the params' names, sorted */
+  tvmrt_json* meta;      /* NULL: no compiled.meta (or one that does not parse) */
+  char* meta_problem;    /* why a meta given did not parse, or NULL */
+  char** weights;        /* the params' names, in DLR 1.10's order (TVM's Map: map_order.c) */
+  char** sorted_weights; /* the same strings, sorted: looked up by bsearch */
   size_t num_weights;
   uint32_t* inputs; /* per DLR input: its index among the graph's inputs */
   size_t num_inputs;
