@@ -361,3 +361,18 @@ int tvmrt_cuda_set_device(void* self, TVMValue* args, int* codes, int n, TVMValu
   t_device = (int)args[1].v_int64;
   return tvmrt_cuda_activate(t_device);
 }
+
+const tvmrt_device_backend tvmrt_cuda_backend = {
+    .device_type = kDLCUDA,
+    .name = "cuda",
+    .activate = tvmrt_cuda_activate,
+    .alloc = tvmrt_cuda_alloc,
+    .free = tvmrt_cuda_free,
+    .copy = tvmrt_cuda_copy,
+    .sync = tvmrt_cuda_sync,
+    .stream_create = tvmrt_cuda_stream_create,
+    .stream_free = tvmrt_cuda_stream_free,
+    .set_stream = tvmrt_cuda_set_stream,
+    .workspace_alloc = tvmrt_cuda_workspace_alloc,
+    .workspace_free = tvmrt_cuda_workspace_free,
+};

@@ -301,14 +301,18 @@ static void publish(void* object) { tvmrt_object_publish((tvmrt_object*)object);
 
 /* The library is the process's one copy of the services. From the moment it loads, the
    function environment answers for the runtime's own modules and functions (the host,
-   Python, for the rest) and CUDA workspace has the runtime's pool (where the host installs
-   none); at the first C API call, the thread pool takes TVM_NUM_THREADS unless a host sized
-   it already. */
+   Python, for the rest) and each device backend's workspace has the runtime's pool (where the
+   host installs none); at the first C API call, the thread pool takes TVM_NUM_THREADS unless a host
+   sized it already. */
 __attribute__((constructor)) static void at_load(void) {
+  size_t i, n;
+  const tvmrt_device_backend* const* backends = tvmrt_device_backend_list(&n);
   tvmrt_set_runtime_env(owns_module, env_lookup, owns_func, tvmrt_func_call);
   tvmrt_set_runtime_publish(publish);
-  tvmrt_set_runtime_device_workspace(kDLCUDA, tvmrt_cuda_workspace_alloc,
-                                     tvmrt_cuda_workspace_free);
+  for (i = 0; i < n; ++i) {
+    tvmrt_set_runtime_device_workspace(backends[i]->device_type, backends[i]->workspace_alloc,
+                                       backends[i]->workspace_free);
+  }
 }
 
 static void init_once(void) {

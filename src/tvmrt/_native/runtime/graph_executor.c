@@ -88,7 +88,7 @@ static int setup_storage(graph_executor* ge) {
     if (ge->pool[sid] == NULL) {
       size_t want = sizes[sid];
       free(sizes);
-      if (ge->dev.device_type == kDLCUDA) return -1; /* the driver's error, named */
+      if (tvmrt_device_backend_of(ge->dev.device_type) != NULL) return -1; /* its error, named */
       return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %zu bytes for storage %zu", want,
                         sid);
     }
@@ -161,14 +161,14 @@ static int setup_op(graph_executor* ge, uint32_t nid, tvmrt_ge_op* op) {
 graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib, DLDevice dev) {
   graph_executor* ge;
   size_t nid;
-  if (dev.device_type != kDLCPU && dev.device_type != kDLCUDA) {
+  if (!tvmrt_device_supported(dev.device_type)) {
     tvmrt_fail("DeviceUnavailableError",
-               "graph executor: device type %d is not supported; "
-               "libtvmrt_runtime runs graphs on the CPU (device type 1) or a CUDA GPU (2)",
-               dev.device_type);
+               "graph executor: device type %d is not supported; libtvmrt_runtime runs graphs on "
+               "%s",
+               dev.device_type, tvmrt_device_backends());
     return NULL;
   }
-  if (dev.device_type == kDLCUDA && tvmrt_cuda_activate(dev.device_id) != 0) return NULL;
+  if (tvmrt_device_ready(dev.device_type, dev.device_id, "graph executor") != 0) return NULL;
   ge = (graph_executor*)calloc(1, sizeof(graph_executor));
   if (ge == NULL) {
     tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a graph executor");

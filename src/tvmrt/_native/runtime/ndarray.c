@@ -1,32 +1,13 @@
 /*
- * Arrays on the CPU and on CUDA GPUs (cuda.c): TVMArrayAlloc/Free/CopyFromBytes/CopyToBytes/
- * CopyFromTo, raw device memory, dtype strings and byte sizes (streams: streams.c).
+ * Arrays on the CPU and on the devices of the backend table (devices.c): TVMArrayAlloc/Free/
+ * CopyFromBytes/CopyToBytes/CopyFromTo, raw device memory, dtype strings and byte sizes
+ * (streams: streams.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rt.h"
-
-/* 0 for the CPU; for a GPU, 0 once its context is current here; else -1, the error named */
-int tvmrt_device_ready(int device_type, int device_id, const char* what) {
-  static const char* names[] = {NULL,     "cpu",       "cuda",    "cuda_host",    "opencl",
-                                NULL,     NULL,        "vulkan",  "metal",        "vpi",
-                                "rocm",   "rocm_host", "ext_dev", "cuda_managed", "oneapi",
-                                "webgpu", "hexagon"};
-  char label[96];
-  if (device_type == kDLCPU) return 0;
-  if (device_type == kDLCUDA) return tvmrt_cuda_activate(device_id);
-  if (device_type >= 0 && device_type <= 16 && names[device_type] != NULL) {
-    snprintf(label, sizeof(label), "device %s(%d)", names[device_type], device_id);
-  } else {
-    snprintf(label, sizeof(label), "device type %d (%s)", device_type, what);
-  }
-  return tvmrt_fail("DeviceUnavailableError",
-                    "no backend for %s: here tvmrt runs compiled kernels on cpu (the C runtime "
-                    "ships backends for cpu and cuda)",
-                    label);
-}
 
 int tvmrt_dtype_bytes(DLDataType t, int64_t count, size_t* out) {
   uint64_t per = ((uint64_t)t.bits * (uint64_t)(t.lanes ? t.lanes : 1) + 7) / 8;
@@ -49,8 +30,9 @@ int tvmrt_tensor_nbytes(const DLTensor* t, size_t* out) {
 
 static void array_destroy(tvmrt_object* obj) {
   tvmrt_ndarray* a = (tvmrt_ndarray*)((char*)obj - offsetof(tvmrt_ndarray, hdr));
-  if (a->alloc != NULL && a->dl.device.device_type == kDLCUDA) {
-    tvmrt_cuda_free(a->dl.device.device_id, a->alloc); /* an error here has no caller */
+  const tvmrt_device_backend* backend = tvmrt_device_backend_of(a->dl.device.device_type);
+  if (a->alloc != NULL && backend != NULL) {
+    backend->free(a->dl.device.device_id, a->alloc); /* an error here has no caller */
   } else {
     free(a->alloc);
   }
@@ -87,6 +69,7 @@ static tvmrt_ndarray* array_new(const int64_t* shape, int ndim, DLDataType dtype
 tvmrt_ndarray* tvmrt_ndarray_empty_on(const int64_t* shape, int ndim, DLDataType dtype,
                                       DLDevice dev) {
   tvmrt_ndarray* a = array_new(shape, ndim, dtype);
+  const tvmrt_device_backend* backend = tvmrt_device_backend_of(dev.device_type);
   size_t nbytes;
   if (a == NULL) return NULL;
   if (tvmrt_tensor_nbytes(&a->dl, &nbytes) != 0) {
@@ -94,9 +77,9 @@ tvmrt_ndarray* tvmrt_ndarray_empty_on(const int64_t* shape, int ndim, DLDataType
     tvmrt_fail("ArrayError", "array shape has a negative or too large dimension");
     return NULL;
   }
-  if (dev.device_type == kDLCUDA) {
-    a->dl.device = dev; /* the destroy frees with cuMemFree */
-    if (tvmrt_cuda_alloc(dev.device_id, nbytes, &a->alloc) != 0) {
+  if (backend != NULL) {
+    a->dl.device = dev; /* the destroy frees with the backend */
+    if (backend->alloc(dev.device_id, nbytes, &a->alloc) != 0) {
       tvmrt_release(&a->hdr);
       return NULL;
     }
@@ -178,6 +161,7 @@ TVM_DLL int TVMArrayFree(TVMArrayHandle handle) {
 
 static int bytes_copy(TVMArrayHandle handle, void* data, size_t nbytes, int to_array) {
   size_t have;
+  const tvmrt_device_backend* backend;
   const char* what = to_array ? "TVMArrayCopyFromBytes" : "TVMArrayCopyToBytes";
   if (handle == NULL || (data == NULL && nbytes != 0)) {
     return tvmrt_fail("InvalidArgumentError", "%s: array and data are required", what);
@@ -194,11 +178,11 @@ static int bytes_copy(TVMArrayHandle handle, void* data, size_t nbytes, int to_a
     return tvmrt_fail("ArrayError", "%s: only support contiguous array for now", what);
   }
   if (nbytes == 0) return 0;
-  if (handle->device.device_type == kDLCUDA) {
+  if ((backend = tvmrt_device_backend_of(handle->device.device_type)) != NULL) {
     DLDevice cpu = {kDLCPU, 0};
     char* at = (char*)handle->data + handle->byte_offset;
-    return to_array ? tvmrt_cuda_copy(at, handle->device, data, cpu, nbytes)
-                    : tvmrt_cuda_copy(data, cpu, at, handle->device, nbytes);
+    return to_array ? backend->copy(at, handle->device, data, cpu, nbytes)
+                    : backend->copy(data, cpu, at, handle->device, nbytes);
   }
   if (to_array) {
     memcpy((char*)handle->data + handle->byte_offset, data, nbytes);
@@ -268,6 +252,7 @@ static int copy_strided(const DLTensor* from, DLTensor* to) {
 }
 
 int tvmrt_copy_tensor(const DLTensor* from, DLTensor* to) {
+  const tvmrt_device_backend *src, *dst;
   size_t a, b;
   if (from == NULL || to == NULL) {
     return tvmrt_fail("InvalidArgumentError", "TVMArrayCopyFromTo: both arrays are required");
@@ -285,14 +270,24 @@ int tvmrt_copy_tensor(const DLTensor* from, DLTensor* to) {
                       "TVMArrayCopyFromTo: The size in bytes must exactly match (%zu vs %zu)", a,
                       b);
   }
-  if (a != 0 && (from->device.device_type == kDLCUDA || to->device.device_type == kDLCUDA)) {
+  src = tvmrt_device_backend_of(from->device.device_type);
+  dst = tvmrt_device_backend_of(to->device.device_type);
+  if (a != 0 && (src != NULL || dst != NULL)) {
+    const tvmrt_device_backend* backend = dst != NULL ? dst : src;
+    if (src != NULL && dst != NULL && src != dst) {
+      return tvmrt_fail("ArrayError",
+                        "TVMArrayCopyFromTo: a copy from %s to %s goes through the "
+                        "host (copy to a cpu array first)",
+                        src->name, dst->name);
+    }
     if (!tvmrt_is_compact(from) || !tvmrt_is_compact(to)) {
       return tvmrt_fail("ArrayError",
-                        "TVMArrayCopyFromTo: a copy to or from cuda needs compact "
-                        "arrays (no strides)");
+                        "TVMArrayCopyFromTo: a copy to or from %s needs compact "
+                        "arrays (no strides)",
+                        backend->name);
     }
-    return tvmrt_cuda_copy((char*)to->data + to->byte_offset, to->device,
-                           (const char*)from->data + from->byte_offset, from->device, a);
+    return backend->copy((char*)to->data + to->byte_offset, to->device,
+                         (const char*)from->data + from->byte_offset, from->device, a);
   }
   if (a != 0 && (!tvmrt_is_compact(from) || !tvmrt_is_compact(to))) return copy_strided(from, to);
   if (a != 0) {
@@ -311,7 +306,9 @@ TVM_DLL int TVMDeviceAllocDataSpace(DLDevice dev, size_t nbytes, size_t alignmen
   (void)type_hint;
   if (tvmrt_device_ready(dev.device_type, dev.device_id, "TVMDeviceAllocDataSpace") != 0) return -1;
   if (out_data == NULL) return tvmrt_fail("InvalidArgumentError", "out_data is required");
-  if (dev.device_type == kDLCUDA) return tvmrt_cuda_alloc(dev.device_id, nbytes, out_data);
+  if (tvmrt_device_backend_of(dev.device_type) != NULL) {
+    return tvmrt_device_backend_of(dev.device_type)->alloc(dev.device_id, nbytes, out_data);
+  }
   if (alignment < RT_ALIGN) alignment = RT_ALIGN;
   if ((alignment & (alignment - 1)) != 0 || nbytes > SIZE_MAX - alignment) {
     return tvmrt_fail("InvalidArgumentError", "TVMDeviceAllocDataSpace: bad size or alignment");
@@ -325,7 +322,9 @@ TVM_DLL int TVMDeviceAllocDataSpace(DLDevice dev, size_t nbytes, size_t alignmen
 
 TVM_DLL int TVMDeviceFreeDataSpace(DLDevice dev, void* ptr) {
   if (tvmrt_device_ready(dev.device_type, dev.device_id, "TVMDeviceFreeDataSpace") != 0) return -1;
-  if (dev.device_type == kDLCUDA) return tvmrt_cuda_free(dev.device_id, ptr);
+  if (tvmrt_device_backend_of(dev.device_type) != NULL) {
+    return tvmrt_device_backend_of(dev.device_type)->free(dev.device_id, ptr);
+  }
   free(ptr);
   return 0;
 }

@@ -456,8 +456,9 @@ int64_t tvmrt_rx_budget_live(const rx_budget* b) {
 }
 
 static void buffer_free(DLDevice dev, void* data) {
+  const tvmrt_device_backend* backend = tvmrt_device_backend_of(dev.device_type);
   if (data == NULL) return;
-  if (dev.device_type == kDLCUDA) tvmrt_cuda_free(dev.device_id, data);
+  if (backend != NULL) backend->free(dev.device_id, data);
   else free(data);
 }
 
@@ -598,8 +599,9 @@ rx_storage* tvmrt_rx_storage_alloc(rx_pool* p, uint64_t nbytes, const char* scop
       free(s);
       return NULL;
     }
-    if (p->dev.device_type == kDLCUDA) {
-      if (tvmrt_cuda_alloc(p->dev.device_id, size, &data) != 0) data = NULL;
+    if (tvmrt_device_backend_of(p->dev.device_type) != NULL) {
+      if (tvmrt_device_backend_of(p->dev.device_type)->alloc(p->dev.device_id, size, &data) != 0)
+        data = NULL;
     } else {
       data = aligned_alloc(RT_ALIGN, size);
       if (data == NULL) tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %zu bytes", size);

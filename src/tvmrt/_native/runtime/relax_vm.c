@@ -273,12 +273,11 @@ static int f_init(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, 
     int64_t type = args[3 * i].v_int64, id = args[3 * i + 1].v_int64,
             alloc = args[3 * i + 2].v_int64;
     DLDevice dev;
-    if (type != kDLCPU && type != kDLCUDA) {
+    if (type < 0 || type > 64 || !tvmrt_device_supported((int)type)) {
       release_state(vm);
       return tvmrt_fail("DeviceUnavailableError",
-                        "vm_initialization: device type %lld; tvmrt's Relax VM runs on the CPU (1) "
-                        "and CUDA (2)",
-                        (long long)type);
+                        "vm_initialization: device type %lld; tvmrt's Relax VM runs on %s",
+                        (long long)type, tvmrt_device_backends());
     }
     if (id < 0 || id > 64 || (alloc != 1 && alloc != 2)) {
       release_state(vm);
@@ -286,7 +285,7 @@ static int f_init(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, 
                         "vm_initialization: device id %lld, allocator %lld (1 naive, 2 pooled)",
                         (long long)id, (long long)alloc);
     }
-    if (type == kDLCUDA && tvmrt_device_ready(kDLCUDA, (int)id, "vm_initialization") != 0) {
+    if (tvmrt_device_ready((int)type, (int)id, "vm_initialization") != 0) {
       release_state(vm);
       return -1;
     }
@@ -880,7 +879,8 @@ static int f_profile(void* self, TVMValue* args, int* codes, int n, TVMValue* re
   }
   {
     size_t i;
-    const char* dev = vm->devices[0].device_type == kDLCUDA ? "cuda" : "cpu";
+    const tvmrt_device_backend* backend = tvmrt_device_backend_of(vm->devices[0].device_type);
+    const char* dev = backend != NULL ? backend->name : "cpu";
     fprintf(json, "{\"calls\": [");
     for (i = 0; i < p->n; ++i) {
       fprintf(json, "%s{\"Name\": {\"string\": ", i ? ", " : "");

@@ -240,6 +240,9 @@ int tvmrt_cuda_current_device(void); /* the last __tvm_set_device on this thread
 /* the global function __tvm_set_device(device_type, device_id) */
 int tvmrt_cuda_set_device(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc);
 
+/* the C runtime's device backend for cuda (its functions above, in the device table) */
+extern const struct tvmrt_device_backend tvmrt_cuda_backend;
+
 /* nvrtc.c: CUDA C source to PTX for compute capability major.minor (malloc'd, cached on
    disk), or NULL with a ModuleLoadError naming `what`; whether NVRTC can be loaded (0, or
    -1 with the error saying what is missing) */
@@ -274,9 +277,34 @@ tvmrt_ndarray* tvmrt_ndarray_empty_on(const int64_t* shape, int ndim, DLDataType
                                       DLDevice dev);
 /* a view of `dl` (shape copied) whose memory `owner` keeps alive */
 tvmrt_ndarray* tvmrt_ndarray_view(const DLTensor* dl, tvmrt_object* owner);
-/* 0 for the CPU; for cuda, 0 once the GPU's context is current on this thread; else -1 with
-   the error naming the device (`what`: the API function) */
+/* devices.c: 0 for the CPU; for a device with a backend, 0 once it is usable on this thread
+   (a GPU's context current); else -1 with the error naming the device (`what`: the API
+   function) */
 int tvmrt_device_ready(int device_type, int device_id, const char* what);
+
+/* devices.c: the table of device backends. A backend serves one DLDeviceType other than the
+   CPU's (the host's memory needs none); each function returns 0, or -1 with the error set. */
+typedef struct tvmrt_device_backend {
+  int device_type;                /* DLDeviceType */
+  const char* name;               /* TVM's name of the device type */
+  int (*activate)(int device_id); /* the device made usable on this thread */
+  int (*alloc)(int device_id, size_t nbytes, void** out);
+  int (*free)(int device_id, void* ptr);
+  /* n bytes between compact buffers: host and this device, or within this device */
+  int (*copy)(void* to, DLDevice to_dev, const void* from, DLDevice from_dev, size_t n);
+  int (*sync)(int device_id, void* stream);
+  int (*stream_create)(int device_id, void** out);
+  int (*stream_free)(int device_id, void* stream);
+  int (*set_stream)(int device_id, void* stream);
+  void* (*workspace_alloc)(int device_type, int device_id, uint64_t nbytes);
+  int (*workspace_free)(int device_type, int device_id, void* ptr);
+} tvmrt_device_backend;
+
+/* the backend of device_type (NULL for the CPU and for a type no backend serves) */
+const tvmrt_device_backend* tvmrt_device_backend_of(int device_type);
+int tvmrt_device_supported(int device_type); /* the CPU, or a type with a backend */
+const char* tvmrt_device_backends(void);     /* "cpu and cuda": for messages */
+const tvmrt_device_backend* const* tvmrt_device_backend_list(size_t* count);
 int tvmrt_dtype_bytes(DLDataType t, int64_t count, size_t* out); /* 0, or -1 on overflow */
 int tvmrt_tensor_nbytes(const DLTensor* t, size_t* out);
 /* whether t is dense row-major (no strides, or the compact ones; TVM's IsContiguous) */

@@ -1,35 +1,39 @@
 /*
  * TVM's stream API: TVMStreamCreate/Free, TVMSetStream, TVMSynchronize,
- * TVMStreamStreamSynchronize. The CPU has no streams (they succeed and do nothing); a CUDA
- * GPU's are CUstreams (cuda.c), the current one per thread.
+ * TVMStreamStreamSynchronize. The CPU has no streams (they succeed and do nothing); a device's
+ * are its backend's (devices.c; a CUDA GPU's are CUstreams, the current one per thread).
  */
 #include "rt.h"
+
+static const tvmrt_device_backend* backend(int device_type) {
+  return tvmrt_device_backend_of(device_type);
+}
 
 TVM_DLL int TVMStreamCreate(int device_type, int device_id, TVMStreamHandle* out) {
   if (tvmrt_device_ready(device_type, device_id, "TVMStreamCreate") != 0) return -1;
   if (out == NULL) return tvmrt_fail("InvalidArgumentError", "TVMStreamCreate: out is required");
   *out = NULL;
-  return device_type == kDLCUDA ? tvmrt_cuda_stream_create(device_id, out) : 0;
+  return backend(device_type) ? backend(device_type)->stream_create(device_id, out) : 0;
 }
 
 TVM_DLL int TVMStreamFree(int device_type, int device_id, TVMStreamHandle stream) {
   if (tvmrt_device_ready(device_type, device_id, "TVMStreamFree") != 0) return -1;
-  return device_type == kDLCUDA ? tvmrt_cuda_stream_free(device_id, stream) : 0;
+  return backend(device_type) ? backend(device_type)->stream_free(device_id, stream) : 0;
 }
 
 TVM_DLL int TVMSetStream(int device_type, int device_id, TVMStreamHandle handle) {
   if (tvmrt_device_ready(device_type, device_id, "TVMSetStream") != 0) return -1;
-  return device_type == kDLCUDA ? tvmrt_cuda_set_stream(device_id, handle) : 0;
+  return backend(device_type) ? backend(device_type)->set_stream(device_id, handle) : 0;
 }
 
 TVM_DLL int TVMSynchronize(int device_type, int device_id, TVMStreamHandle stream) {
   if (tvmrt_device_ready(device_type, device_id, "TVMSynchronize") != 0) return -1;
-  return device_type == kDLCUDA ? tvmrt_cuda_sync(device_id, stream) : 0;
+  return backend(device_type) ? backend(device_type)->sync(device_id, stream) : 0;
 }
 
 TVM_DLL int TVMStreamStreamSynchronize(int device_type, int device_id, TVMStreamHandle src,
                                        TVMStreamHandle dst) {
   (void)dst; /* dst waits for src: waiting for src on the host orders them */
   if (tvmrt_device_ready(device_type, device_id, "TVMStreamStreamSynchronize") != 0) return -1;
-  return device_type == kDLCUDA ? tvmrt_cuda_sync(device_id, src) : 0;
+  return backend(device_type) ? backend(device_type)->sync(device_id, src) : 0;
 }
