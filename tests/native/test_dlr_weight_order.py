@@ -23,6 +23,7 @@ from tests.native.dlr_programs import check_program
 
 from tvmrt import dlr
 from tvmrt.dlr._backends import weight_order
+from tvmrt.error import DLRError
 from tvmrt.runtime.params import save_param_dict
 
 
@@ -71,6 +72,8 @@ def test_up_to_four_names_keep_the_files_order_and_a_repeated_name_is_listed_onc
     assert weight_order([]) == []
     many = [f"layer{i}.weight" for i in range(40)]
     assert weight_order(many + many[:7]) == weight_order(many)  # where TVM's Map.Set keeps them
+    with pytest.raises(DLRError, match=r"param name 'a\\x00b' holds a NUL character"):
+        weight_order(["a\0b", "a\0c"])  # C strings would list them as one "a"
 
 
 def test_libdlr_and_tvmrt_dlr_list_the_same_order(

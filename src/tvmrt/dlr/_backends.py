@@ -117,26 +117,36 @@ def _meta_why(item: object) -> str:
     return ""
 
 
+_MAP_ORDER_ARGS: list[Any] = [
+    ctypes.POINTER(ctypes.c_char_p),
+    ctypes.c_size_t,
+    ctypes.POINTER(ctypes.c_size_t),
+    ctypes.POINTER(ctypes.c_size_t),
+]
+
+
 def weight_order(names: list[str]) -> list[str]:
     """The params' names in the order DLR 1.10 lists its weights: that of TVM v0.8's
     ``Map<String, NDArray>`` it reads the params file into (insertion order up to four names,
     then its hash table's slots), replayed by the C runtime (``runtime/map_order.c``), which
-    libdlr uses too. A name given twice is listed once."""
+    libdlr uses too. A name given twice is listed once.
+
+    Raises
+    ------
+    DLRError
+        If a name holds a NUL character (C strings could not tell two such names apart).
+    """
     if not names:
         return []
-    lib = kernel_services.native_library()
-    encoded = [n.encode() for n in names]
-    c_names = (ctypes.c_char_p * len(names))(*encoded)
+    for name in names:
+        if "\0" in name:
+            raise DLRError(f"param name {name!r} holds a NUL character")
+    fn = kernel_services.native_library().tvmrt_map_order
+    fn.restype, fn.argtypes = ctypes.c_int, _MAP_ORDER_ARGS
+    c_names = (ctypes.c_char_p * len(names))(*(n.encode() for n in names))
     order = (ctypes.c_size_t * len(names))()
     kept = ctypes.c_size_t()
-    lib.tvmrt_map_order.restype = ctypes.c_int
-    lib.tvmrt_map_order.argtypes = [
-        ctypes.POINTER(ctypes.c_char_p),
-        ctypes.c_size_t,
-        ctypes.POINTER(ctypes.c_size_t),
-        ctypes.POINTER(ctypes.c_size_t),
-    ]
-    if lib.tvmrt_map_order(c_names, len(names), order, ctypes.byref(kept)) != 0:
+    if fn(c_names, len(names), order, ctypes.byref(kept)) != 0:
         raise DeviceOutOfMemoryError(f"cannot allocate the order of {len(names)} weights")
     return [names[order[i]] for i in range(kept.value)]
 
