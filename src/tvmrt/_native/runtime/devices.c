@@ -3,6 +3,7 @@
  * new device is one file (cuda.c) and one line in k_backends. Arrays, streams, the executors
  * and the workspace ask the table; none names a device type of its own.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,20 +22,25 @@ const tvmrt_device_backend* tvmrt_device_backend_of(int device_type) {
   return NULL;
 }
 
-int tvmrt_device_supported(int device_type) {
-  return device_type == kDLCPU || tvmrt_device_backend_of(device_type) != NULL;
+int tvmrt_device_supported(int64_t device_type) {
+  return device_type == kDLCPU || (device_type > 0 && device_type <= INT32_MAX &&
+                                   tvmrt_device_backend_of((int)device_type) != NULL);
+}
+
+static char g_backends[256];
+static pthread_once_t g_backends_once = PTHREAD_ONCE_INIT;
+
+static void list_backends(void) {
+  size_t i, at = (size_t)snprintf(g_backends, sizeof(g_backends), "cpu");
+  for (i = 0; i < NUM_BACKENDS && at < sizeof(g_backends); ++i) {
+    at += (size_t)snprintf(g_backends + at, sizeof(g_backends) - at, "%s%s",
+                           i + 1 == NUM_BACKENDS ? " and " : ", ", k_backends[i]->name);
+  }
 }
 
 const char* tvmrt_device_backends(void) {
-  static char text[256];
-  size_t i, at;
-  if (text[0] != '\0') return text;
-  at = (size_t)snprintf(text, sizeof(text), "cpu");
-  for (i = 0; i < NUM_BACKENDS && at < sizeof(text); ++i) {
-    at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%s",
-                           i + 1 == NUM_BACKENDS ? " and " : ", ", k_backends[i]->name);
-  }
-  return text;
+  pthread_once(&g_backends_once, list_backends); /* whole before any thread reads it */
+  return g_backends;
 }
 
 const tvmrt_device_backend* const* tvmrt_device_backend_list(size_t* count) {

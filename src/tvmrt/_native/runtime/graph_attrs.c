@@ -124,9 +124,9 @@ int tvmrt_graph_read_attrs(const tvmrt_json* attrs, tvmrt_graph* g) {
     }
     g->storage_ids[i] = id->i;
     if ((size_t)id->i + 1 > g->num_storage) g->num_storage = (size_t)id->i + 1;
-    if (dev != NULL && (dev->items[i].type != RT_JSON_NUMBER || dev->items[i].i < 0 ||
-                        dev->items[i].i > 64 || !tvmrt_device_supported((int)dev->items[i].i) ||
-                        (i > 0 && dev->items[i].i != g->device_type))) {
+    if (dev != NULL &&
+        (dev->items[i].type != RT_JSON_NUMBER || !tvmrt_device_supported(dev->items[i].i) ||
+         (i > 0 && dev->items[i].i != g->device_type))) {
       return tvmrt_fail("UnsupportedError",
                         "graph JSON: entry %zu is placed on device type %lld; "
                         "libtvmrt_runtime runs a graph on one device, of %s%s",

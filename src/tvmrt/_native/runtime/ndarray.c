@@ -303,12 +303,11 @@ TVM_DLL int TVMArrayCopyFromTo(TVMArrayHandle from, TVMArrayHandle to, TVMStream
 
 TVM_DLL int TVMDeviceAllocDataSpace(DLDevice dev, size_t nbytes, size_t alignment,
                                     DLDataType type_hint, void** out_data) {
+  const tvmrt_device_backend* backend = tvmrt_device_backend_of(dev.device_type);
   (void)type_hint;
   if (tvmrt_device_ready(dev.device_type, dev.device_id, "TVMDeviceAllocDataSpace") != 0) return -1;
   if (out_data == NULL) return tvmrt_fail("InvalidArgumentError", "out_data is required");
-  if (tvmrt_device_backend_of(dev.device_type) != NULL) {
-    return tvmrt_device_backend_of(dev.device_type)->alloc(dev.device_id, nbytes, out_data);
-  }
+  if (backend != NULL) return backend->alloc(dev.device_id, nbytes, out_data);
   if (alignment < RT_ALIGN) alignment = RT_ALIGN;
   if ((alignment & (alignment - 1)) != 0 || nbytes > SIZE_MAX - alignment) {
     return tvmrt_fail("InvalidArgumentError", "TVMDeviceAllocDataSpace: bad size or alignment");
@@ -321,10 +320,9 @@ TVM_DLL int TVMDeviceAllocDataSpace(DLDevice dev, size_t nbytes, size_t alignmen
 }
 
 TVM_DLL int TVMDeviceFreeDataSpace(DLDevice dev, void* ptr) {
+  const tvmrt_device_backend* backend = tvmrt_device_backend_of(dev.device_type);
   if (tvmrt_device_ready(dev.device_type, dev.device_id, "TVMDeviceFreeDataSpace") != 0) return -1;
-  if (tvmrt_device_backend_of(dev.device_type) != NULL) {
-    return tvmrt_device_backend_of(dev.device_type)->free(dev.device_id, ptr);
-  }
+  if (backend != NULL) return backend->free(dev.device_id, ptr);
   free(ptr);
   return 0;
 }

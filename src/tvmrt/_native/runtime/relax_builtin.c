@@ -673,7 +673,7 @@ static int b_to_device(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
     return -1;
   dev.device_type = (DLDeviceType)type;
   dev.device_id = (int)id;
-  if (type < 0 || type > 64 || !tvmrt_device_supported((int)type)) {
+  if (!tvmrt_device_supported(type)) {
     return tvmrt_fail("DeviceUnavailableError", "%s: device type %lld (tvmrt copies between %s)",
                       fn, (long long)type, tvmrt_device_backends());
   }

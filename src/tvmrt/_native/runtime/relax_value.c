@@ -599,9 +599,9 @@ rx_storage* tvmrt_rx_storage_alloc(rx_pool* p, uint64_t nbytes, const char* scop
       free(s);
       return NULL;
     }
-    if (tvmrt_device_backend_of(p->dev.device_type) != NULL) {
-      if (tvmrt_device_backend_of(p->dev.device_type)->alloc(p->dev.device_id, size, &data) != 0)
-        data = NULL;
+    const tvmrt_device_backend* backend = tvmrt_device_backend_of(p->dev.device_type);
+    if (backend != NULL) {
+      if (backend->alloc(p->dev.device_id, size, &data) != 0) data = NULL;
     } else {
       data = aligned_alloc(RT_ALIGN, size);
       if (data == NULL) tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %zu bytes", size);

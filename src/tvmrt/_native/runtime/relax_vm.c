@@ -273,7 +273,7 @@ static int f_init(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, 
     int64_t type = args[3 * i].v_int64, id = args[3 * i + 1].v_int64,
             alloc = args[3 * i + 2].v_int64;
     DLDevice dev;
-    if (type < 0 || type > 64 || !tvmrt_device_supported((int)type)) {
+    if (!tvmrt_device_supported(type)) {
       release_state(vm);
       return tvmrt_fail("DeviceUnavailableError",
                         "vm_initialization: device type %lld; tvmrt's Relax VM runs on %s",

@@ -302,8 +302,8 @@ typedef struct tvmrt_device_backend {
 
 /* the backend of device_type (NULL for the CPU and for a type no backend serves) */
 const tvmrt_device_backend* tvmrt_device_backend_of(int device_type);
-int tvmrt_device_supported(int device_type); /* the CPU, or a type with a backend */
-const char* tvmrt_device_backends(void);     /* "cpu and cuda": for messages */
+int tvmrt_device_supported(int64_t device_type); /* the CPU, or a type with a backend */
+const char* tvmrt_device_backends(void);         /* "cpu and cuda": for messages */
 const tvmrt_device_backend* const* tvmrt_device_backend_list(size_t* count);
 int tvmrt_dtype_bytes(DLDataType t, int64_t count, size_t* out); /* 0, or -1 on overflow */
 int tvmrt_tensor_nbytes(const DLTensor* t, size_t* out);

@@ -306,7 +306,7 @@ class Interpreter:
             elif o == op.ALLOC_STORAGE:
                 if ihook is not None:
                     ihook.start(ins, regs)
-                _, size_reg, nbytes, alignment, dev, dst = ins[:6]
+                _, size_reg, nbytes, alignment, dev, dst, _hint, _shape = ins
                 if size_reg >= 0:
                     nbytes = load_scalar_int(regs[size_reg], f"size register {size_reg}")
                 regs[dst] = self._alloc(nbytes, alignment, dev)
