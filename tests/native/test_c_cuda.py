@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -231,3 +233,66 @@ def test_cxx_deployment_program_on_kdlcuda(
     assert "cuMemcpyDtoHAsync 128 stream=0" in lines[last + 1 :]  # the output, read back after
     assert lines[-1] == "live allocations at exit: 0"
     assert (tmp_path / "out.bin").stat().st_size == 32 * 4
+
+
+_OFFSET_COPIES = r"""
+import ctypes, sys
+import numpy as np
+from tvmrt.runtime import kernel_services
+
+lib = ctypes.CDLL(kernel_services.library_path())
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
+                ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16),
+                ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+def check(rc):
+    if rc != 0:
+        lib.TVMGetLastError.restype = ctypes.c_char_p
+        sys.exit(lib.TVMGetLastError().decode())
+
+
+shape = (ctypes.c_int64 * 1)(8)
+handle = ctypes.POINTER(DLTensor)()
+check(lib.TVMArrayAlloc(shape, 1, 2, 32, 1, 2, 0, ctypes.byref(handle)))
+whole = np.arange(8, dtype="float32")
+check(lib.TVMArrayCopyFromBytes(handle, whole.ctypes.data_as(ctypes.c_void_p), 32))
+view = DLTensor.from_buffer_copy(handle.contents)  # elements 5 and 6: bytes 20..27
+view.shape = (ctypes.c_int64 * 1)(2)
+view.byte_offset = 20
+part = np.array([-1, -2], dtype="float32")
+check(lib.TVMArrayCopyFromBytes(ctypes.byref(view), part.ctypes.data_as(ctypes.c_void_p), 8))
+got = np.zeros(2, dtype="float32")
+check(lib.TVMArrayCopyToBytes(ctypes.byref(view), got.ctypes.data_as(ctypes.c_void_p), 8))
+out = np.zeros(8, dtype="float32")
+check(lib.TVMArrayCopyToBytes(handle, out.ctypes.data_as(ctypes.c_void_p), 32))
+print(got.tolist(), out.tolist())
+check(lib.TVMArrayFree(handle))
+"""
+
+
+def test_c_copies_reach_a_byte_offset_into_gpu_memory(stand_in: Path, tmp_path: Path) -> None:
+    """TVMArrayCopyFrom/ToBytes on a view of a cuda array at byte_offset 20: the backend is
+    given the allocation and the offset (as TVM's CopyDataFromTo), and the stand-in's bounds
+    check sees the copies land inside the 32-byte allocation, where the offset says."""
+    log = tmp_path / "cuda.log"
+    env = {**os.environ, "TVMRT_LIBCUDA": str(stand_in), "FAKE_LIBCUDA_LOG": str(log)}
+    env.pop("LD_PRELOAD", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", _OFFSET_COPIES], env=env, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.split("] ")[0] + "]" == "[-1.0, -2.0]"
+    assert proc.stdout.strip().endswith("[0.0, 1.0, 2.0, 3.0, 4.0, -1.0, -2.0, 7.0]")
+    lines = log.read_text().splitlines()
+    assert not [line for line in lines if "no current" in line], lines
+    assert [line.split()[1] for line in lines if line.startswith("cuMemcpy")] == [
+        "32", "8", "8", "32",
+    ]  # fmt: skip
+    assert lines[-1] == "live allocations at exit: 0"

@@ -201,17 +201,20 @@ int tvmrt_cuda_sync(int device_id, void* stream) {
 }
 
 /* n bytes between two compact buffers, at least one of them on a GPU */
-int tvmrt_cuda_copy(void* to, DLDevice to_dev, const void* from, DLDevice from_dev, size_t n) {
+int tvmrt_cuda_copy(void* to, size_t to_offset, DLDevice to_dev, const void* from,
+                    size_t from_offset, DLDevice from_dev, size_t n) {
   int rc, dev = to_dev.device_type == kDLCUDA ? to_dev.device_id : from_dev.device_id;
-  uint64_t dst = (uint64_t)(uintptr_t)to, src = (uint64_t)(uintptr_t)from;
+  uint64_t dst = (uint64_t)(uintptr_t)to + to_offset, src = (uint64_t)(uintptr_t)from + from_offset;
   void* stream;
   if (n == 0) return 0;
+  to = (char*)to + to_offset; /* CUDA's handles are device addresses */
+  from = (const char*)from + from_offset;
   if (to_dev.device_type == kDLCUDA && from_dev.device_type == kDLCUDA &&
       to_dev.device_id != from_dev.device_id) { /* two contexts: stage through the host */
     void* host = malloc(n);
     if (host == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot stage %zu bytes", n);
-    rc = tvmrt_cuda_copy(host, (DLDevice){kDLCPU, 0}, from, from_dev, n);
-    if (rc == 0) rc = tvmrt_cuda_copy(to, to_dev, host, (DLDevice){kDLCPU, 0}, n);
+    rc = tvmrt_cuda_copy(host, 0, (DLDevice){kDLCPU, 0}, from, 0, from_dev, n);
+    if (rc == 0) rc = tvmrt_cuda_copy(to, 0, to_dev, host, 0, (DLDevice){kDLCPU, 0}, n);
     free(host);
     return rc;
   }

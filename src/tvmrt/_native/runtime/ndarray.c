@@ -180,9 +180,9 @@ static int bytes_copy(TVMArrayHandle handle, void* data, size_t nbytes, int to_a
   if (nbytes == 0) return 0;
   if ((backend = tvmrt_device_backend_of(handle->device.device_type)) != NULL) {
     DLDevice cpu = {kDLCPU, 0};
-    char* at = (char*)handle->data + handle->byte_offset;
-    return to_array ? backend->copy(at, handle->device, data, cpu, nbytes)
-                    : backend->copy(data, cpu, at, handle->device, nbytes);
+    size_t at = (size_t)handle->byte_offset;
+    return to_array ? backend->copy(handle->data, at, handle->device, data, 0, cpu, nbytes)
+                    : backend->copy(data, 0, cpu, handle->data, at, handle->device, nbytes);
   }
   if (to_array) {
     memcpy((char*)handle->data + handle->byte_offset, data, nbytes);
@@ -286,8 +286,8 @@ int tvmrt_copy_tensor(const DLTensor* from, DLTensor* to) {
                         "arrays (no strides)",
                         backend->name);
     }
-    return backend->copy((char*)to->data + to->byte_offset, to->device,
-                         (const char*)from->data + from->byte_offset, from->device, a);
+    return backend->copy(to->data, (size_t)to->byte_offset, to->device, from->data,
+                         (size_t)from->byte_offset, from->device, a);
   }
   if (a != 0 && (!tvmrt_is_compact(from) || !tvmrt_is_compact(to))) return copy_strided(from, to);
   if (a != 0) {

@@ -230,7 +230,8 @@ int tvmrt_cuda_alloc(int device_id, size_t nbytes, void** out);
 int tvmrt_cuda_free(int device_id, void* ptr);
 int tvmrt_cuda_sync(int device_id, void* stream);
 /* n bytes between compact buffers, one side at least on a GPU (host copies wait) */
-int tvmrt_cuda_copy(void* to, DLDevice to_dev, const void* from, DLDevice from_dev, size_t n);
+int tvmrt_cuda_copy(void* to, size_t to_offset, DLDevice to_dev, const void* from,
+                    size_t from_offset, DLDevice from_dev, size_t n);
 int tvmrt_cuda_stream_create(int device_id, void** out);
 int tvmrt_cuda_stream_free(int device_id, void* stream);
 int tvmrt_cuda_set_stream(int device_id, void* stream);
@@ -290,8 +291,11 @@ typedef struct tvmrt_device_backend {
   int (*activate)(int device_id); /* the device made usable on this thread */
   int (*alloc)(int device_id, size_t nbytes, void** out);
   int (*free)(int device_id, void* ptr);
-  /* n bytes between compact buffers: host and this device, or within this device */
-  int (*copy)(void* to, DLDevice to_dev, const void* from, DLDevice from_dev, size_t n);
+  /* n bytes between compact buffers: host and this device, or within this device. Each side
+     is its allocation's handle and a byte offset into it (TVM's CopyDataFromTo): a device
+     whose handles are not addresses (OpenCL's buffers) cannot take handle + offset */
+  int (*copy)(void* to, size_t to_offset, DLDevice to_dev, const void* from, size_t from_offset,
+              DLDevice from_dev, size_t n);
   int (*sync)(int device_id, void* stream);
   int (*stream_create)(int device_id, void** out);
   int (*stream_free)(int device_id, void* stream);
