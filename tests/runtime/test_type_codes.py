@@ -107,7 +107,11 @@ def test_cuda_argument_kinds_come_from_the_c_table() -> None:
     launcher = (SRC / "runtime" / "loaders" / "cuda_launch.py").read_text()
     assert "tvmrt_cuda_arg_kind" in launcher
     assert "_KINDS" not in launcher
-    for c_file in ("_native/cuda_launch.c", "_native/runtime/cuda_module.c"):
+    for c_file in (
+        "_native/cuda_launch.c",
+        "_native/runtime/cuda_module.c",
+        "_native/runtime/kernel_table.c",
+    ):
         text = (SRC / c_file).read_text()
         assert not re.search(r"enum \{ [AK]_I32", text), f"{c_file} declares its own kinds"
 

@@ -47,7 +47,7 @@ FLAG_TAGS = frozenset(
     ("use_programtic_dependent_launch", "use_cooperative_launch")
 )  # fmt: skip
 _RANKS = {"blockIdx": 0, "threadIdx": 1}
-# what a kernel table may hold, as the C runtime (cuda_module.c) allows
+# what a kernel table may hold, as the C runtime (kernel_table.c) allows
 MAX_KERNEL_ARGS = 1024
 MAX_VALUED_TAGS = 16
 _DIMS = {"x": 0, "y": 1, "z": 2}

@@ -250,6 +250,34 @@ extern const struct tvmrt_device_backend tvmrt_cuda_backend;
 char* tvmrt_nvrtc_compile(const char* source, int major, int minor, const char* what);
 int tvmrt_nvrtc_available(const char* what);
 
+/* kernel_table.c: a device module's kernel table (TVM's FunctionInfo per kernel) and the
+   arguments of a call to one of its kernels; CUDA's module reads it (OpenCL's will) */
+#define TVMRT_MAX_KERNEL_ARGS 1024
+typedef struct {
+  char* key;
+  int num_args;
+  unsigned char* kinds; /* TVMRT_CUDA_* (native.h) per argument: how it is packed */
+  int slots[16];        /* per valued launch tag: 0-2 grid x/y/z, 3-5 block x/y/z */
+  int num_slots, dyn_smem;
+} tvmrt_kernel_info;
+
+typedef struct {
+  size_t count;
+  tvmrt_kernel_info* kernels;
+} tvmrt_kernel_table;
+
+/* the table in TVM >= 0.21's layout if the bytes hold it, else the older one; `device`
+   ("CUDA") names the module in a refusal, `what` the blob entry in a short read's */
+int tvmrt_kernel_table_read(tvmrt_reader* r, const char* device, const char* what,
+                            tvmrt_kernel_table* out);
+void tvmrt_kernel_table_free(tvmrt_kernel_table* t);
+/* a call's n values: the kernel's arguments packed into holder[0..num_args) (8 bytes each,
+   TVMRT_MAX_KERNEL_ARGS at most), the grid and block extents into size (x, y, z each; 1
+   where not given) and the dynamic shared memory into *smem; a KernelError when they do not
+   fit the kernel */
+int tvmrt_kernel_call_args(const tvmrt_kernel_info* k, const TVMValue* args, const int* codes,
+                           int n, uint64_t* holder, unsigned size[6], unsigned* smem);
+
 /* cuda_module.c: the `cuda` entry of a module blob (PTX, cubin, fatbin or CUDA C source +
    kernel table) */
 tvmrt_module* tvmrt_cuda_module_load(tvmrt_reader* r);
