@@ -204,11 +204,13 @@ int tvmrt_cuda_sync(int device_id, void* stream) {
 int tvmrt_cuda_copy(void* to, size_t to_offset, DLDevice to_dev, const void* from,
                     size_t from_offset, DLDevice from_dev, size_t n) {
   int rc, dev = to_dev.device_type == kDLCUDA ? to_dev.device_id : from_dev.device_id;
-  uint64_t dst = (uint64_t)(uintptr_t)to + to_offset, src = (uint64_t)(uintptr_t)from + from_offset;
+  uint64_t dst, src;
   void* stream;
   if (n == 0) return 0;
   to = (char*)to + to_offset; /* CUDA's handles are device addresses */
   from = (const char*)from + from_offset;
+  dst = (uint64_t)(uintptr_t)to;
+  src = (uint64_t)(uintptr_t)from;
   if (to_dev.device_type == kDLCUDA && from_dev.device_type == kDLCUDA &&
       to_dev.device_id != from_dev.device_id) { /* two contexts: stage through the host */
     void* host = malloc(n);
