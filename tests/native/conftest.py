@@ -116,6 +116,12 @@ def native_asan(native_root: Path) -> NativeBuild:
 
 
 @pytest.fixture(scope="session")
+def native_plain(native_root: Path) -> NativeBuild:
+    """The plain build only (what an uninstrumented interpreter can load with ctypes)."""
+    return _build("plain", native_root)
+
+
+@pytest.fixture(scope="session")
 def compile_c(native_root: Path) -> Callable[[NativeBuild, str, bool], Path]:
     """compile_c(build, "run_model", static) -> the program tests/native/c/run_model.c linked
     against that build (shared library with an rpath, or the static archive)."""

@@ -1,6 +1,7 @@
 """Module blobs made to hang, loop or mislead the C runtime's loader (blob.c, module.c,
-cuda_module.c): a library named twice, an import graph whose paths multiply, CUDA images
-that are not what they claim and kernel tables that are cut short or oversized. Each blob is
+cuda_module.c, opencl_module.c): a library named twice, an import graph whose paths
+multiply, CUDA images that are not what they claim, OpenCL programs in no format tvmrt
+loads or whose source is not text, and kernel tables that are cut short or oversized. Each blob is
 written here and linked into a shared library as its ``__tvm_dev_mblob``;
 tests/native/c/load_lookup.c loads it and looks a missing name up through the imports, plain
 and under ASan + UBSan, and the Python runtime loads the same file: both must refuse it with
@@ -195,4 +196,38 @@ def test_a_kernel_table_is_refused_as_the_modules(
 ) -> None:
     c_side, python = _refused(native, compile_c, entry, tmp_path)
     assert c_side.startswith(f"error: {c_words}"), c_side
+    assert python_words in python
+
+
+# (id, blob entry, C's line after "error: ModuleLoadError: ", what Python's message holds)
+_OPENCL = [
+    ("spirv", _str("opencl") + _str("spirv") + struct.pack("<Q", 0) + _str("x"),
+     "module blob: OpenCL module format 'spirv' is not one tvmrt loads: expected 'cl' (OpenCL "
+     "C source) or a device binary (aocx, awsxclbin, xclbin)",
+     "OpenCL module format 'spirv' is not one tvmrt loads: expected 'cl' (OpenCL C source) or "
+     "a device binary (aocx, awsxclbin, xclbin)"),
+    ("source-not-text", _str("opencl") + _str("cl") + struct.pack("<Q", 0) + struct.pack("<Q", 2) + b"a\xe9",
+     "OpenCL module: format 'cl' but the source is not text: byte 1 is not UTF-8",
+     "OpenCL module: format 'cl' but the source is not text: 'utf-8' codec can't decode byte "
+     "0xe9 in position 1"),
+    ("2000-args", _str("opencl") + _str("cl") + _kernel(2000, []) + _str("__kernel void k() {}"),
+     "kernel 'k' has 2000 arguments (at most 1024)",
+     "kernel 'k' has 2000 arguments (at most 1024)"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("entry", "c_words", "python_words"), [c[1:] for c in _OPENCL], ids=[c[0] for c in _OPENCL]
+)
+def test_an_opencl_module_is_refused_as_the_python_loader_refuses_it(
+    native: NativeBuild,
+    compile_c: Compile,
+    tmp_path: Path,
+    entry: bytes,
+    c_words: str,
+    python_words: str,
+) -> None:
+    # refused when the blob is read, before any OpenCL driver is loaded
+    c_side, python = _refused(native, compile_c, entry, tmp_path)
+    assert c_side == f"error: ModuleLoadError: {c_words}"
     assert python_words in python

@@ -24,6 +24,8 @@ _OWN = {
     "cuda.c": {"CUDA"},
     "cuda_module.c": {"CUDA"},
     "nvrtc.c": {"CUDA"},
+    "opencl.c": {"OpenCL"},
+    "opencl_module.c": {"OpenCL"},
     "dlr_files.c": {"CUDA", "OpenCL", "ExtDev"},
 }
 

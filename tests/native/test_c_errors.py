@@ -4,6 +4,8 @@ through the C API, and the same mistake is made here through tvmrt's Python runt
 
 from __future__ import annotations
 
+import struct
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,6 +43,22 @@ def _python_messages(artifacts: Path) -> dict[str, str]:
     }
 
 
+def _vulkan_blob(out: Path) -> Path:
+    """A library whose module blob holds a "vulkan" module: a kind the C runtime has no
+    loader for."""
+
+    def text(s: str) -> bytes:
+        return struct.pack("<Q", len(s)) + s.encode()
+
+    body = struct.pack("<Q", 2) + text("_lib") + text("vulkan")
+    blob = struct.pack("<Q", len(body)) + body
+    src = out.with_suffix(".c")
+    values = ",".join(str(b) for b in blob)
+    src.write_text(f"const unsigned char __tvm_dev_mblob[{len(blob)}] = {{{values}}};\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(out), str(src)], check=True)
+    return out
+
+
 def test_errors_use_the_python_runtime_words(
     native: NativeBuild,
     compile_c: Callable[[NativeBuild, str, bool], Path],
@@ -52,7 +70,7 @@ def test_errors_use_the_python_runtime_words(
         exe,
         artifacts / "relay016" / "systemlib-so" / "deploy.so",
         artifacts / "aarch64" / "deploy_lib.so",
-        artifacts / "relay016" / "opencl-factory" / "deploy.so",  # blob: an "opencl" module
+        _vulkan_blob(tmp_path / "vulkan.so"),  # blob: a "vulkan" module
         cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -60,11 +78,14 @@ def test_errors_use_the_python_runtime_words(
     assert "NO ERROR" not in got.values(), proc.stdout
     for case, want in _python_messages(artifacts).items():
         if case == "alloc_vulkan":
-            # the same words up to the list of backends, which is the C runtime's own (cpu
-            # and cuda) where Python's depends on what is installed (opencl with pyopencl)
+            # the same words up to the list of backends, which is the C runtime's own (cpu,
+            # cuda and opencl) where Python's depends on what is installed (opencl with
+            # pyopencl)
             head = want.split(" on ", 1)[0] + " on "
             assert got[case].startswith(head), (got[case], want)
-            assert got[case].endswith("on cpu (the C runtime ships backends for cpu and cuda)")
+            assert got[case].endswith(
+                "on cpu (the C runtime ships backends for cpu, cuda and opencl)"
+            )
             continue
         assert got[case] == want, case
     assert got["global_missing"] == "null"  # TVM: a NULL handle, not an error
@@ -77,5 +98,5 @@ def test_errors_use_the_python_runtime_words(
     assert got["graph_create_arity"].endswith(
         "The expected number of arguments for graph_executor.create is at least 4, but it has 2"
     )
-    assert "{opencl}" in got["load_unknown_blob_kind"]
+    assert "{vulkan}" in got["load_unknown_blob_kind"]
     assert got["load_tar"].startswith("ModuleLoadError: Cannot load deploy.tar: format 'tar'")

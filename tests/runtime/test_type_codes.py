@@ -111,6 +111,7 @@ def test_cuda_argument_kinds_come_from_the_c_table() -> None:
         "_native/cuda_launch.c",
         "_native/runtime/cuda_module.c",
         "_native/runtime/kernel_table.c",
+        "_native/runtime/opencl_module.c",
     ):
         text = (SRC / c_file).read_text()
         assert not re.search(r"enum \{ [AK]_I32", text), f"{c_file} declares its own kinds"

@@ -15,25 +15,38 @@ static size_t g_cache_limit = (size_t)1 << 30;
 
 /* Workspace on other devices: the host's allocator (the Python device layer, once it has
    loaded a device module: CUDA, OpenCL, emulated devices) where one is installed, else the C
-   runtime's for the device type it serves (kDLCUDA, registered when the library loads). A
-   block goes back to whichever made it: the runtime's free answers 1 for a pointer it did
-   not hand out. */
+   runtime's for the device types it serves (its device backends, registered when the
+   library loads). A block goes back to whichever made it: the runtime's free answers 1 for
+   a pointer it did not hand out. */
 static tvmrt_dev_alloc_cb g_dev_alloc;
 static tvmrt_dev_free_cb g_dev_free;
-static int g_rt_dev_type = -1;
-static tvmrt_dev_alloc_cb g_rt_dev_alloc;
-static tvmrt_dev_free_cb g_rt_dev_free;
+#define MAX_RT_DEVICE_TYPES 8
+static struct {
+  int device_type;
+  tvmrt_dev_alloc_cb alloc;
+  tvmrt_dev_free_cb free;
+} g_rt_dev[MAX_RT_DEVICE_TYPES];
+static int g_num_rt_dev;
 
 TVM_DLL void tvmrt_set_device_workspace_callbacks(tvmrt_dev_alloc_cb alloc, tvmrt_dev_free_cb fr) {
   g_dev_alloc = alloc;
   g_dev_free = fr;
 }
 
+/* called while the library loads (one thread), once per device type */
 void tvmrt_set_runtime_device_workspace(int device_type, tvmrt_dev_alloc_cb alloc,
                                         tvmrt_dev_free_cb fr) {
-  g_rt_dev_alloc = alloc;
-  g_rt_dev_free = fr;
-  g_rt_dev_type = device_type;
+  if (g_num_rt_dev == MAX_RT_DEVICE_TYPES) return;
+  g_rt_dev[g_num_rt_dev].device_type = device_type;
+  g_rt_dev[g_num_rt_dev].alloc = alloc;
+  g_rt_dev[g_num_rt_dev++].free = fr;
+}
+
+static int rt_dev_index(int device_type) {
+  int i;
+  for (i = 0; i < g_num_rt_dev && g_rt_dev[i].device_type != device_type; ++i) {
+  }
+  return i < g_num_rt_dev ? i : -1;
 }
 
 static void set_device_error(const char* func, int device_type) {
@@ -89,7 +102,8 @@ TVM_DLL void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t 
   COUNT(ts, ST_WS_ALLOCS, 1);
   if (device_type != kDLCPU) {
     if (g_dev_alloc != NULL) return g_dev_alloc(device_type, device_id, nbytes);
-    if (device_type == g_rt_dev_type) return g_rt_dev_alloc(device_type, device_id, nbytes);
+    int rt = rt_dev_index(device_type);
+    if (rt >= 0) return g_rt_dev[rt].alloc(device_type, device_id, nbytes);
     set_device_error("TVMBackendAllocWorkspace", device_type);
     return NULL;
   }
@@ -135,8 +149,9 @@ TVM_DLL int TVMBackendFreeWorkspace(int device_type, int device_id, void* ptr) {
   if (ts != NULL) COUNT(ts, ST_WS_FREES, 1);
   if (ptr == NULL) return 0;
   if (device_type != kDLCPU) {
-    if (device_type == g_rt_dev_type) {
-      int rc = g_rt_dev_free(device_type, device_id, ptr);
+    int rt = rt_dev_index(device_type);
+    if (rt >= 0) {
+      int rc = g_rt_dev[rt].free(device_type, device_id, ptr);
       if (rc != 1) return rc;
       if (g_dev_free == NULL) {
         tvmrt_fail("",

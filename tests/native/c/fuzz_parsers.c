@@ -107,7 +107,7 @@ static size_t mutate(uint8_t* buf, size_t size, size_t cap) {
 
 static int run_graph(const uint8_t* data, size_t size, tvmrt_module* lib) {
   DLDevice cpu = {kDLCPU, 0};
-  tvmrt_module* exec = tvmrt_graph_executor_create((const char*)data, size, lib, cpu);
+  tvmrt_module* exec = tvmrt_graph_executor_create((const char*)data, size, lib, &cpu, 1);
   TVMFunctionHandle run = NULL;
   TVMValue ret;
   int code, rc;

@@ -186,7 +186,7 @@ static void check_objects(void) {
 }
 
 static void check_scoped_alloc(void) {
-  DLDevice cpu = {kDLCPU, 0}, opencl = {kDLOpenCL, 0};
+  DLDevice cpu = {kDLCPU, 0}, vulkan = {kDLVulkan, 0};
   DLDataType f32 = {kDLFloat, 32, 1}, wide = {kDLFloat, 64, 16};
   int64_t shape[2] = {5, 7}, bad[2] = {5, -1};
   void* p = NULL;
@@ -204,7 +204,7 @@ static void check_scoped_alloc(void) {
           "specified memory scope: global.texture");
   REFUSED(TVMDeviceAllocDataSpaceWithScope(cpu, 2, bad, f32, "global", &p), "negative");
   REFUSED(TVMDeviceAllocDataSpaceWithScope(cpu, 33, shape, f32, "global", &p), "ndim 33");
-  REFUSED(TVMDeviceAllocDataSpaceWithScope(opencl, 2, shape, f32, "global", &p), "no backend");
+  REFUSED(TVMDeviceAllocDataSpaceWithScope(vulkan, 2, shape, f32, "global", &p), "no backend");
 }
 
 static int once_body(void* cdata) { return ++*(int*)cdata == 1 ? 0 : -1; }

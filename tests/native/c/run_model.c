@@ -9,9 +9,10 @@
  * factory: lib["default"](cpu); syslib: runtime.SystemLib()["default"](cpu) after loading
  * LIB (`-`: nothing to load, the system library is linked into this program); files:
  * tvm.graph_runtime.create(json, lib, 1, 0) + load_params. Every output is read twice
- * (get_output(i) and get_output(i, out)) and the two must agree. RUN_MODEL_DEVICE=cuda runs
- * the executor on cuda(0) (kDLCUDA) instead of the CPU: the input and outputs are CPU arrays
- * copied to and from the GPU by set_input and get_output.
+ * (get_output(i) and get_output(i, out)) and the two must agree. RUN_MODEL_DEVICE=cuda (or
+ * opencl) runs the executor on cuda(0) (opencl(0)) instead of the CPU: the input and outputs
+ * are CPU arrays copied to and from the device by set_input and get_output. A list
+ * (RUN_MODEL_DEVICE=cpu,opencl) gives a factory several devices, the first the fallback.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,10 +49,19 @@ int main(int argc, char** argv) {
   char* data;
   size_t size;
   const char* device = getenv("RUN_MODEL_DEVICE");
-  int device_type = device != NULL && strcmp(device, "cuda") == 0 ? kDLCUDA : kDLCPU;
+  int types[4], num_devices = 0;
   if (argc < 6) {
     fprintf(stderr, "usage: see the file comment\n");
     return 2;
+  }
+  while (num_devices < 4) { /* RUN_MODEL_DEVICE: device names, comma-separated */
+    const char* at = device != NULL ? device : "cpu";
+    size_t len = strcspn(at, ",");
+    types[num_devices++] = strncmp(at, "cuda", len) == 0 && len == 4     ? kDLCUDA
+                           : strncmp(at, "opencl", len) == 0 && len == 6 ? kDLOpenCL
+                                                                         : kDLCPU;
+    if (device == NULL || at[len] == '\0') break;
+    device = at + len + 1;
   }
   mode = argv[1];
   lib = NULL;
@@ -68,7 +78,7 @@ int main(int argc, char** argv) {
     codes[0] = kTVMStr;
     args[1].v_handle = lib;
     codes[1] = kTVMModuleHandle;
-    args[2].v_int64 = device_type;
+    args[2].v_int64 = types[0];
     codes[2] = kTVMArgInt;
     args[3].v_int64 = 0;
     codes[3] = kTVMArgInt;
@@ -93,10 +103,12 @@ int main(int argc, char** argv) {
       CHECK(TVMFuncFree(f));
     }
     f = get(root, "default");
-    args[0].v_device.device_type = (DLDeviceType)device_type;
-    args[0].v_device.device_id = 0;
-    codes[0] = kDLDevice;
-    gmod = call_for_module(f, args, codes, 1);
+    for (i = 0; i < num_devices; ++i) {
+      args[i].v_device.device_type = (DLDeviceType)types[i];
+      args[i].v_device.device_id = 0;
+      codes[i] = kDLDevice;
+    }
+    gmod = call_for_module(f, args, codes, num_devices);
     CHECK(TVMFuncFree(f));
     if (root != lib) CHECK(TVMModFree(root));
   }

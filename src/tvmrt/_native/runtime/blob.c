@@ -26,6 +26,7 @@ static const struct {
     {"AotExecutorFactory", tvmrt_aot_factory_load},
     {"metadata_module", tvmrt_aot_metadata_load},
     {"cuda", tvmrt_cuda_module_load},
+    {"opencl", tvmrt_opencl_module_load},
     {"relax.Executable", tvmrt_rx_exec_load_blob_019}, /* a Relax VM executable (relax_exec.c) */
     {"relax.VMExecutable", tvmrt_rx_exec_load_blob},
 };
@@ -46,7 +47,7 @@ static tvmrt_module* load_entry(const char* key, tvmrt_reader* r) {
              "Binary was created using {%.100s} but a loader of that name is not registered. "
              "libtvmrt_runtime loads GraphExecutorFactory (and GraphRuntimeFactory), "
              "AotExecutorFactory, metadata_module, VMExecutable (the Relay VM), "
-             "relax.Executable and relax.VMExecutable (the Relax VM) and cuda modules.",
+             "relax.Executable and relax.VMExecutable (the Relax VM), cuda and opencl modules.",
              key);
   return NULL;
 }

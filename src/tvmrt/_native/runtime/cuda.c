@@ -16,8 +16,7 @@
 
 #include "rt.h"
 
-#define MAX_GPUS 64
-#define PAGE 4096
+#define MAX_GPUS TVMRT_MAX_DEVICES
 
 static tvmrt_cuda_api g_api;
 static char g_path[512];
@@ -265,108 +264,6 @@ int tvmrt_cuda_set_stream(int device_id, void* stream) {
   return 0;
 }
 
-/* ---------------------------------------------------------------------------------- */
-/* TVMBackendAllocWorkspace(kDLCUDA, ...): a pool of freed blocks per process, reused by  */
-/* the next request that fits (TVM's WorkspacePool), page-rounded                        */
-
-typedef struct ws_block {
-  void* ptr;
-  size_t size;
-  int device_id, in_use;
-  struct ws_block* next;
-} ws_block;
-static ws_block* g_blocks;
-static pthread_mutex_t g_ws_mu = PTHREAD_MUTEX_INITIALIZER;
-
-void* tvmrt_cuda_workspace_alloc(int device_type, int device_id, uint64_t nbytes) {
-  ws_block *b, *best = NULL;
-  size_t want = (size_t)((nbytes ? nbytes : 1) + PAGE - 1) / PAGE * PAGE;
-  void* ptr;
-  if (device_type != kDLCUDA) {
-    tvmrt_fail("DeviceUnavailableError",
-               "TVMBackendAllocWorkspace: device type %d is not supported; libtvmrt_runtime "
-               "allocates workspace on cpu and cuda",
-               device_type);
-    return NULL;
-  }
-  pthread_mutex_lock(&g_ws_mu);
-  for (b = g_blocks; b != NULL; b = b->next) {
-    if (!b->in_use && b->device_id == device_id && b->size >= want &&
-        (best == NULL || b->size < best->size)) {
-      best = b;
-    }
-  }
-  if (best != NULL) best->in_use = 1;
-  pthread_mutex_unlock(&g_ws_mu);
-  if (best != NULL) return best->ptr;
-  if (tvmrt_cuda_alloc(device_id, want, &ptr) != 0) {
-    char msg[1024], kind[64];
-    const char* k = "";
-    const char* m = tvmrt_take_last_error(&k);
-    snprintf(msg, sizeof(msg), "%s", m != NULL ? m : "the CUDA allocation failed");
-    snprintf(kind, sizeof(kind), "%s", k != NULL ? k : "");
-    if (*kind) tvmrt_fail("", "TVMBackendAllocWorkspace: %s: %s", kind, msg); /* as kernels do */
-    else tvmrt_fail("", "TVMBackendAllocWorkspace: %s", msg);
-    return NULL;
-  }
-  b = (ws_block*)calloc(1, sizeof(ws_block));
-  if (b == NULL) {
-    tvmrt_cuda_free(device_id, ptr);
-    tvmrt_fail("DeviceOutOfMemoryError", "cannot record a workspace block");
-    return NULL;
-  }
-  b->ptr = ptr;
-  b->size = want;
-  b->device_id = device_id;
-  b->in_use = 1;
-  pthread_mutex_lock(&g_ws_mu);
-  b->next = g_blocks;
-  g_blocks = b;
-  pthread_mutex_unlock(&g_ws_mu);
-  return ptr;
-}
-
-int tvmrt_cuda_workspace_free(int device_type, int device_id, void* ptr) {
-  ws_block* b;
-  pthread_mutex_lock(&g_ws_mu);
-  for (b = g_blocks; b != NULL; b = b->next) {
-    if (b->ptr == ptr && b->in_use && b->device_id == device_id) {
-      b->in_use = 0;
-      pthread_mutex_unlock(&g_ws_mu);
-      return 0;
-    }
-  }
-  pthread_mutex_unlock(&g_ws_mu);
-  return 1; /* not a block of this pool: workspace.c says so, or asks the host's */
-}
-
-/* __tvm_set_device(device_type, device_id): what host code calls before its kernels */
-static _Thread_local int t_device;
-
-int tvmrt_cuda_current_device(void) { return t_device; }
-
-int tvmrt_cuda_set_device(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
-  (void)self;
-  (void)ret;
-  (void)rc;
-  if (n != 2 || codes[0] != kTVMArgInt || codes[1] != kTVMArgInt) {
-    return tvmrt_fail("InvalidArgumentError",
-                      "__tvm_set_device takes (device_type, device_id) integers, got %d values", n);
-  }
-  if (args[0].v_int64 != kDLCUDA) {
-    return tvmrt_fail("DeviceUnavailableError",
-                      "__tvm_set_device: device type %lld is not supported; libtvmrt_runtime "
-                      "sets cuda devices only",
-                      (long long)args[0].v_int64);
-  }
-  if (args[1].v_int64 < 0 || args[1].v_int64 >= MAX_GPUS) {
-    return tvmrt_fail("DeviceUnavailableError", "__tvm_set_device: no device cuda(%lld)",
-                      (long long)args[1].v_int64);
-  }
-  t_device = (int)args[1].v_int64;
-  return tvmrt_cuda_activate(t_device);
-}
-
 const tvmrt_device_backend tvmrt_cuda_backend = {
     .device_type = kDLCUDA,
     .name = "cuda",
@@ -378,6 +275,5 @@ const tvmrt_device_backend tvmrt_cuda_backend = {
     .stream_create = tvmrt_cuda_stream_create,
     .stream_free = tvmrt_cuda_stream_free,
     .set_stream = tvmrt_cuda_set_stream,
-    .workspace_alloc = tvmrt_cuda_workspace_alloc,
-    .workspace_free = tvmrt_cuda_workspace_free,
+    .handles_are_addresses = 1,
 };

@@ -13,7 +13,7 @@
 
 #include "rt.h"
 
-#define MAX_GPUS 64
+#define MAX_GPUS TVMRT_MAX_DEVICES
 #define SMEM_DEFAULT_LIMIT (48 * 1024)
 
 typedef struct {
@@ -179,7 +179,7 @@ static int f_launch(void* self, TVMValue* args, int* codes, int n, TVMValue* ret
   unsigned size[6], smem;
   uint64_t holder[TVMRT_MAX_KERNEL_ARGS];
   void* ptrs[TVMRT_MAX_KERNEL_ARGS];
-  int i, dev = tvmrt_cuda_current_device(), code;
+  int i, dev = tvmrt_current_device(kDLCUDA), code;
   void* func;
   (void)ret;
   (void)rc;

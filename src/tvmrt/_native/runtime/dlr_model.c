@@ -134,7 +134,7 @@ int dlr_model_create(const dlr_parts* parts, DLDevice dev, dlr_model** out) {
   }
   if (dlr_regular_file(parts->lib_path, "the model library") != 0) goto fail;
   if ((lib = tvmrt_load_dso(parts->lib_path)) == NULL) goto fail;
-  m->executor = tvmrt_graph_executor_create(parts->graph, parts->graph_len, lib, dev);
+  m->executor = tvmrt_graph_executor_create(parts->graph, parts->graph_len, lib, &dev, 1);
   tvmrt_release(&lib->hdr);
   if (m->executor == NULL) goto fail;
   m->ge = (graph_executor*)m->executor->impl;

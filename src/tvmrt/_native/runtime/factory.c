@@ -34,18 +34,34 @@ int tvmrt_device_args(TVMValue* args, int* codes, int first, int n, DLDevice* ou
   return 0;
 }
 
+int tvmrt_device_list(TVMValue* args, int* codes, int first, int n, DLDevice* out, size_t cap,
+                      size_t* count, const char* fn) {
+  *count = 0;
+  do {
+    if (*count == cap) {
+      return tvmrt_fail("InvalidArgumentError", "%s: at most %zu devices, got more", fn, cap);
+    }
+    if (tvmrt_device_args(args, codes, first, n, &out[*count], fn) != 0) return -1;
+    first += codes[first] == kDLDevice ? 1 : 2;
+    ++*count;
+  } while (first < n);
+  return 0;
+}
+
 static int f_default(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
   tvmrt_module* mod = (tvmrt_module*)self;
   factory_impl* impl = (factory_impl*)mod->impl;
   tvmrt_module* exec;
-  DLDevice dev;
-  if (tvmrt_device_args(args, codes, 0, n, &dev, impl->name) != 0) return -1;
+  DLDevice devs[TVMRT_GE_MAX_DEVICES];
+  size_t num_devs;
+  if (tvmrt_device_list(args, codes, 0, n, devs, TVMRT_GE_MAX_DEVICES, &num_devs, impl->name) != 0)
+    return -1;
   if (mod->num_imports == 0) {
     return tvmrt_fail("ModuleLoadError",
                       "GraphExecutorFactory: the factory imports no kernel "
                       "library");
   }
-  exec = tvmrt_graph_executor_create(impl->json, impl->json_len, mod->imports[0], dev);
+  exec = tvmrt_graph_executor_create(impl->json, impl->json_len, mod->imports[0], devs, num_devs);
   if (exec == NULL) return -1;
   if (tvmrt_graph_set_params(exec, &impl->params, 1) != 0) {
     tvmrt_release(&exec->hdr);

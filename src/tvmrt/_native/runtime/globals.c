@@ -9,7 +9,7 @@
  *   runtime.SystemLib / module._GetSystemLib               ([prefix])
  *   runtime.ModuleLoadFromFile                             (path[, format])
  *   tvm.aot_executor.create                                (lib, device[, model name])
- *   __tvm_set_device                                       (device_type, device_id): cuda
+ *   __tvm_set_device                                       (device_type, device_id)
  *   tvm.contrib.sort.* and the other C-implemented contrib functions (sort.c)
  */
 #include <stdlib.h>
@@ -24,7 +24,8 @@
 
 static int f_graph_create(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
   tvmrt_module *lib, *exec;
-  DLDevice dev;
+  DLDevice devs[TVMRT_GE_MAX_DEVICES];
+  size_t num_devs;
   int first = 2;
   (void)self;
   if (n < 3) {
@@ -46,8 +47,11 @@ static int f_graph_create(void* self, TVMValue* args, int* codes, int n, TVMValu
                       codes[1]);
   }
   if (codes[2] == kTVMPackedFuncHandle || codes[2] == kTVMNullptr) first = 3; /* linked params */
-  if (tvmrt_device_args(args, codes, first, n, &dev, "tvm.graph_executor.create") != 0) return -1;
-  exec = tvmrt_graph_executor_create(args[0].v_str, strlen(args[0].v_str), lib, dev);
+  if (tvmrt_device_list(args, codes, first, n, devs, TVMRT_GE_MAX_DEVICES, &num_devs,
+                        "tvm.graph_executor.create") != 0) {
+    return -1;
+  }
+  exec = tvmrt_graph_executor_create(args[0].v_str, strlen(args[0].v_str), lib, devs, num_devs);
   if (exec == NULL) return -1;
   ret->v_handle = exec;
   *rc = kTVMModuleHandle;
@@ -122,7 +126,7 @@ static const struct {
     {"module._GetSystemLib", f_system_lib},
     {"runtime.ModuleLoadFromFile", f_load_from_file},
     {"tvm.aot_executor.create", tvmrt_aot_global_create},
-    {"__tvm_set_device", tvmrt_cuda_set_device},
+    {"__tvm_set_device", tvmrt_set_device},
     {"runtime.ModuleGetTypeKey", f_module_info},
     {"runtime.ModuleImportsSize", f_module_info},
     {"runtime.ModuleGetImport", f_module_info},
@@ -310,8 +314,8 @@ __attribute__((constructor)) static void at_load(void) {
   tvmrt_set_runtime_env(owns_module, env_lookup, owns_func, tvmrt_func_call);
   tvmrt_set_runtime_publish(publish);
   for (i = 0; i < n; ++i) {
-    tvmrt_set_runtime_device_workspace(backends[i]->device_type, backends[i]->workspace_alloc,
-                                       backends[i]->workspace_free);
+    tvmrt_set_runtime_device_workspace(backends[i]->device_type, tvmrt_device_workspace_alloc,
+                                       tvmrt_device_workspace_free);
   }
 }
 

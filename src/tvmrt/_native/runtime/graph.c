@@ -304,5 +304,6 @@ void tvmrt_graph_free(tvmrt_graph* g) {
   free(g->ndims);
   free(g->shapes);
   free(g->storage_ids);
+  free(g->device_types);
   memset(g, 0, sizeof(*g));
 }

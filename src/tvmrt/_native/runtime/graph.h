@@ -38,8 +38,8 @@ typedef struct {
   int32_t* ndims;
   int64_t* shapes; /* per entry: RT_MAX_NDIM slots */
   int64_t* storage_ids;
-  size_t num_storage; /* max storage id + 1 */
-  int device_type;    /* the device_index every entry names (0: none given) */
+  size_t num_storage;    /* max storage id + 1 */
+  int32_t* device_types; /* per entry: its device_index (NULL: the graph gives none) */
 } tvmrt_graph;
 
 int tvmrt_graph_parse(const char* json, size_t len, tvmrt_graph* out);

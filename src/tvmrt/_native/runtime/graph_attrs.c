@@ -82,7 +82,8 @@ int tvmrt_graph_read_attrs(const tvmrt_json* attrs, tvmrt_graph* g) {
   g->ndims = (int32_t*)calloc(n ? n : 1, sizeof(int32_t));
   g->shapes = (int64_t*)calloc((n ? n : 1) * RT_MAX_NDIM, sizeof(int64_t));
   g->storage_ids = (int64_t*)calloc(n ? n : 1, sizeof(int64_t));
-  if (!g->dtypes || !g->ndims || !g->shapes || !g->storage_ids)
+  if (dev != NULL) g->device_types = (int32_t*)calloc(n ? n : 1, sizeof(int32_t));
+  if (!g->dtypes || !g->ndims || !g->shapes || !g->storage_ids || (dev && !g->device_types))
     return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate the attrs tables");
   for (i = 0; i < n; ++i) {
     const tvmrt_json* s = &sh->items[i];
@@ -124,18 +125,16 @@ int tvmrt_graph_read_attrs(const tvmrt_json* attrs, tvmrt_graph* g) {
     }
     g->storage_ids[i] = id->i;
     if ((size_t)id->i + 1 > g->num_storage) g->num_storage = (size_t)id->i + 1;
-    if (dev != NULL &&
-        (dev->items[i].type != RT_JSON_NUMBER || !tvmrt_device_supported(dev->items[i].i) ||
-         (i > 0 && dev->items[i].i != g->device_type))) {
+    if (dev != NULL && (dev->items[i].type != RT_JSON_NUMBER || !dev->items[i].is_int)) {
+      return tvmrt_graph_not_index("attrs['device_index']", i, &dev->items[i]);
+    }
+    if (dev != NULL && !tvmrt_device_supported(dev->items[i].i)) {
       return tvmrt_fail("UnsupportedError",
                         "graph JSON: entry %zu is placed on device type %lld; "
-                        "libtvmrt_runtime runs a graph on one device, of %s%s",
-                        i, (long long)dev->items[i].i, tvmrt_device_backends(),
-                        i > 0 && dev->items[i].i != g->device_type
-                            ? ": a graph over several devices runs from Python"
-                            : "");
+                        "libtvmrt_runtime runs graphs on %s",
+                        i, (long long)dev->items[i].i, tvmrt_device_backends());
     }
-    if (dev != NULL) g->device_type = (int)dev->items[i].i;
+    if (dev != NULL) g->device_types[i] = (int32_t)dev->items[i].i;
     if (scope != NULL &&
         (scope->items[i].type != RT_JSON_STRING ||
          (scope->items[i].str[0] != '\0' && strcmp(scope->items[i].str, "global") != 0))) {

@@ -55,55 +55,122 @@ static int host_memory_problem(const size_t* sizes, size_t n) {
                     need / 1073741824.0, have / 1073741824.0);
 }
 
-static int setup_storage(graph_executor* ge) {
+/* the executor's device for entries of device type `type` (TVM's SetupStorage: the first
+   device of that type, else the first device) */
+static DLDevice device_for_type(const graph_executor* ge, int type) {
+  size_t i;
+  for (i = 0; i < ge->num_devs; ++i) {
+    if ((int)ge->devs[i].device_type == type) return ge->devs[i];
+  }
+  return ge->devs[0];
+}
+
+static const char* device_name(int type) {
+  const tvmrt_device_backend* backend = tvmrt_device_backend_of(type);
+  return type == kDLCPU ? "cpu" : backend != NULL ? backend->name : "?";
+}
+
+/* per storage id: its size and the device its entries are on (one device per pool, the
+   Python plan's check and words) */
+static int plan_pools(graph_executor* ge, size_t* sizes, DLDevice* pool_devs) {
   tvmrt_graph* g = &ge->g;
-  size_t* sizes = (size_t*)calloc(g->num_storage ? g->num_storage : 1, sizeof(size_t));
+  int* types = (int*)calloc(g->num_storage ? g->num_storage : 1, sizeof(int));
   size_t eid, sid;
-  if (sizes == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot plan storage");
+  if (types == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot plan storage");
   for (eid = 0; eid < g->num_entries; ++eid) {
     size_t n;
+    int type = g->device_types != NULL ? g->device_types[eid] : (int)ge->dev.device_type;
     if (entry_nbytes(g, eid, &n) != 0) {
-      free(sizes);
+      free(types);
       return -1;
     }
     sid = (size_t)g->storage_ids[eid];
+    if (types[sid] != 0 && types[sid] != type) {
+      tvmrt_fail("GraphFormatError",
+                 "graph JSON: storage pool %zu is assigned to entries on device types %d and %d "
+                 "(entry %zu): The same pool entry cannot be assigned to multiple devices",
+                 sid, types[sid], type, eid);
+      free(types);
+      return -1;
+    }
+    types[sid] = type;
     if (n > sizes[sid]) sizes[sid] = n;
   }
-  if (ge->dev.device_type == kDLCPU && host_memory_problem(sizes, g->num_storage) != 0) {
-    free(sizes);
-    return -1;
+  for (sid = 0; sid < g->num_storage; ++sid) {
+    int type = types[sid] != 0 ? types[sid] : (int)ge->dev.device_type;
+    const tvmrt_device_backend* backend;
+    pool_devs[sid] = device_for_type(ge, type);
+    backend = tvmrt_device_backend_of(pool_devs[sid].device_type);
+    if (type == kDLCPU && backend != NULL) { /* no cpu device given: CPU kernels cannot read it */
+      tvmrt_fail("ArrayError",
+                 "the graph places entries on the CPU (device_index 1), but no cpu device was "
+                 "given and the fallback %s(%d) is device memory that CPU kernels cannot read; "
+                 "pass the CPU too, e.g. [%s(%d), cpu(0)]",
+                 backend->name, pool_devs[sid].device_id, backend->name, pool_devs[sid].device_id);
+      free(types);
+      return -1;
+    }
   }
+  free(types);
+  return 0;
+}
+
+static int setup_storage(graph_executor* ge) {
+  tvmrt_graph* g = &ge->g;
+  size_t* sizes = (size_t*)calloc(g->num_storage ? g->num_storage : 1, sizeof(size_t));
+  DLDevice* pool_devs = (DLDevice*)calloc(g->num_storage ? g->num_storage : 1, sizeof(DLDevice));
+  size_t *host = NULL, num_host = 0, eid, sid;
+  int rc = -1;
+  if (sizes == NULL || pool_devs == NULL) {
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot plan storage");
+    goto done;
+  }
+  if (plan_pools(ge, sizes, pool_devs) != 0) goto done;
+  host = (size_t*)calloc(g->num_storage ? g->num_storage : 1, sizeof(size_t));
+  if (host == NULL) {
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot plan storage");
+    goto done;
+  }
+  for (sid = 0; sid < g->num_storage; ++sid) {
+    if (pool_devs[sid].device_type == kDLCPU) host[num_host++] = sizes[sid];
+  }
+  if (host_memory_problem(host, num_host) != 0) goto done;
   ge->pool = (tvmrt_ndarray**)calloc(g->num_storage ? g->num_storage : 1, sizeof(void*));
   ge->entries = (DLTensor*)calloc(g->num_entries ? g->num_entries : 1, sizeof(DLTensor));
   ge->owners = (tvmrt_object**)calloc(g->num_entries ? g->num_entries : 1, sizeof(void*));
   if (ge->pool == NULL || ge->entries == NULL || ge->owners == NULL) {
-    free(sizes);
-    return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate the storage table");
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate the storage table");
+    goto done;
   }
   for (sid = 0; sid < g->num_storage; ++sid) {
     int64_t n = (int64_t)sizes[sid];
     DLDataType u8 = {kDLUInt, 8, 1};
     /* a refcounted array, so an executor sharing its params keeps the memory, not us */
-    ge->pool[sid] = tvmrt_ndarray_empty_on(&n, 1, u8, ge->dev);
+    ge->pool[sid] = tvmrt_ndarray_empty_on(&n, 1, u8, pool_devs[sid]);
     if (ge->pool[sid] == NULL) {
-      size_t want = sizes[sid];
-      free(sizes);
-      if (tvmrt_device_backend_of(ge->dev.device_type) != NULL) return -1; /* its error, named */
-      return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %zu bytes for storage %zu", want,
-                        sid);
+      if (tvmrt_device_backend_of(pool_devs[sid].device_type) == NULL) { /* else its error */
+        tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %zu bytes for storage %zu on %s",
+                   sizes[sid], sid, device_name(pool_devs[sid].device_type));
+      }
+      goto done;
     }
   }
-  free(sizes);
   for (eid = 0; eid < g->num_entries; ++eid) {
     DLTensor* t = &ge->entries[eid];
-    t->data = ge->pool[g->storage_ids[eid]]->dl.data;
-    ge->owners[eid] = &ge->pool[g->storage_ids[eid]]->hdr;
-    t->device = ge->dev;
+    tvmrt_ndarray* pool = ge->pool[g->storage_ids[eid]];
+    t->data = pool->dl.data;
+    ge->owners[eid] = &pool->hdr;
+    t->device = pool->dl.device;
     t->ndim = g->ndims[eid];
     t->dtype = g->dtypes[eid];
     t->shape = &g->shapes[eid * RT_MAX_NDIM];
   }
-  return 0;
+  rc = 0;
+done:
+  free(sizes);
+  free(pool_devs);
+  free(host);
+  return rc;
 }
 
 /* A kernel the library lacks (a tvm-ffi library's __tvm_ffi_<name> is found by its name:
@@ -158,33 +225,37 @@ static int setup_op(graph_executor* ge, uint32_t nid, tvmrt_ge_op* op) {
   return 0;
 }
 
-graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib, DLDevice dev) {
+graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib,
+                                const DLDevice* devs, size_t num_devs) {
   graph_executor* ge;
-  size_t nid;
-  if (!tvmrt_device_supported(dev.device_type)) {
-    tvmrt_fail("DeviceUnavailableError",
-               "graph executor: device type %d is not supported; libtvmrt_runtime runs graphs on "
-               "%s",
-               dev.device_type, tvmrt_device_backends());
+  size_t nid, i;
+  if (num_devs == 0 || num_devs > TVMRT_GE_MAX_DEVICES) {
+    tvmrt_fail("InvalidArgumentError", "graph executor: %zu devices given, expected 1 to %d",
+               num_devs, TVMRT_GE_MAX_DEVICES);
     return NULL;
   }
-  if (tvmrt_device_ready(dev.device_type, dev.device_id, "graph executor") != 0) return NULL;
+  for (i = 0; i < num_devs; ++i) {
+    if (!tvmrt_device_supported(devs[i].device_type)) {
+      tvmrt_fail("DeviceUnavailableError",
+                 "graph executor: device type %d is not supported; libtvmrt_runtime runs graphs "
+                 "on %s",
+                 devs[i].device_type, tvmrt_device_backends());
+      return NULL;
+    }
+    if (tvmrt_device_ready(devs[i].device_type, devs[i].device_id, "graph executor") != 0)
+      return NULL;
+  }
   ge = (graph_executor*)calloc(1, sizeof(graph_executor));
   if (ge == NULL) {
     tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a graph executor");
     return NULL;
   }
-  ge->dev = dev;
+  ge->dev = devs[0];
+  memcpy(ge->devs, devs, num_devs * sizeof(DLDevice));
+  ge->num_devs = num_devs;
   ge->lib = lib;
   tvmrt_retain(&lib->hdr);
   if (tvmrt_graph_parse(json, len, &ge->g) != 0 || tvmrt_graph_check_plan(&ge->g) != 0) {
-    goto fail;
-  }
-  if (ge->g.device_type != 0 && ge->g.device_type != (int)dev.device_type) {
-    tvmrt_fail("UnsupportedError",
-               "graph JSON places its entries on device type %d, but the executor is created "
-               "on device type %d; build the model for the device it runs on",
-               ge->g.device_type, (int)dev.device_type);
     goto fail;
   }
   if (setup_storage(ge) != 0) goto fail;
@@ -272,8 +343,15 @@ int tvmrt_ge_run(graph_executor* ge) {
 
 int tvmrt_ge_rebind(graph_executor* ge, uint32_t eid, const DLTensor* ext, int share_storage,
                     tvmrt_object* owner) {
+  const tvmrt_device_backend* backend = tvmrt_device_backend_of(ext->device.device_type);
   char* data = (char*)ext->data + ext->byte_offset;
   size_t e;
+  if (ext->byte_offset != 0 && backend != NULL && !backend->handles_are_addresses) {
+    return tvmrt_fail("ArrayError",
+                      "zero copy of a %s array at byte offset %llu: its data handle is a buffer, "
+                      "not an address, so kernels would read from byte 0; copy it instead",
+                      backend->name, (unsigned long long)ext->byte_offset);
+  }
   if (!share_storage) {
     ge->entries[eid].data = data;
     ge->owners[eid] = owner;

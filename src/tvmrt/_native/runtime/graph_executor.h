@@ -25,7 +25,9 @@ typedef struct {
 typedef struct {
   tvmrt_graph g;
   tvmrt_module* lib;
-  DLDevice dev;
+  DLDevice dev; /* the first device: where entries go that no device of theirs was given for */
+  DLDevice devs[TVMRT_GE_MAX_DEVICES]; /* the executor's devices (TVM's devices_) */
+  size_t num_devs;
   tvmrt_ndarray** pool;  /* per storage id: 64-byte aligned memory */
   DLTensor* entries;     /* per entry: a view of its storage (data may be rebound) */
   tvmrt_object** owners; /* per entry: what keeps its data alive (NULL: the caller's memory) */
@@ -36,8 +38,10 @@ typedef struct {
   int running; /* run in progress (another thread's run is refused) */
 } graph_executor;
 
-/* graph_executor.c: create, destroy, run, rebind */
-graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib, DLDevice dev);
+/* graph_executor.c: create (over num_devs devices, the first the fallback), destroy, run,
+   rebind */
+graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib,
+                                const DLDevice* devs, size_t num_devs);
 void tvmrt_ge_destroy(graph_executor* ge);
 int tvmrt_ge_run(graph_executor* ge);
 /* after rebinding entries: point the kernel args at them */

@@ -373,8 +373,8 @@ tvmrt_func* tvmrt_ge_lookup(tvmrt_module* mod, const char* name) {
 static void tvmrt_ge_finalize(tvmrt_module* mod) { tvmrt_ge_destroy((graph_executor*)mod->impl); }
 
 tvmrt_module* tvmrt_graph_executor_create(const char* json, size_t len, tvmrt_module* lib,
-                                          DLDevice dev) {
-  graph_executor* ge = tvmrt_ge_create(json, len, lib, dev);
+                                          const DLDevice* devs, size_t num_devs) {
+  graph_executor* ge = tvmrt_ge_create(json, len, lib, devs, num_devs);
   tvmrt_module* mod;
   if (ge == NULL) return NULL;
   mod = tvmrt_module_new("GraphExecutor", ge);

@@ -235,14 +235,56 @@ int tvmrt_cuda_copy(void* to, size_t to_offset, DLDevice to_dev, const void* fro
 int tvmrt_cuda_stream_create(int device_id, void** out);
 int tvmrt_cuda_stream_free(int device_id, void* stream);
 int tvmrt_cuda_set_stream(int device_id, void* stream);
-void* tvmrt_cuda_workspace_alloc(int device_type, int device_id, uint64_t nbytes);
-int tvmrt_cuda_workspace_free(int device_type, int device_id, void* ptr);
-int tvmrt_cuda_current_device(void); /* the last __tvm_set_device on this thread */
-/* the global function __tvm_set_device(device_type, device_id) */
-int tvmrt_cuda_set_device(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc);
 
 /* the C runtime's device backend for cuda (its functions above, in the device table) */
 extern const struct tvmrt_device_backend tvmrt_cuda_backend;
+
+/* opencl.c: kDLOpenCL through libOpenCL.so.1 (any ICD). A memory handle is a
+   tvmrt_cl_buffer* (DLTensor.data of an OpenCL array, as TVM's cl::BufferDescriptor*: its
+   first member is the cl_mem); tvmrt_opencl_buffer checks one is live */
+typedef struct tvmrt_cl_buffer tvmrt_cl_buffer;
+extern const struct tvmrt_device_backend tvmrt_opencl_backend;
+/* the driver functions tvmrt calls (OpenCL 1.2's; every cl_* object is a void* here) */
+typedef struct {
+  int32_t (*get_platform_ids)(uint32_t, void**, uint32_t*);
+  int32_t (*get_device_ids)(void*, uint64_t, uint32_t, void**, uint32_t*);
+  int32_t (*get_device_info)(void*, uint32_t, size_t, void*, size_t*);
+  void* (*create_context)(const intptr_t*, uint32_t, void* const*, void*, void*, int32_t*);
+  void* (*create_command_queue)(void*, void*, uint64_t, int32_t*);
+  int32_t (*release_command_queue)(void*);
+  void* (*create_buffer)(void*, uint64_t, size_t, void*, int32_t*);
+  int32_t (*release_mem_object)(void*);
+  int32_t (*enqueue_write_buffer)(void*, void*, uint32_t, size_t, size_t, const void*, uint32_t,
+                                  const void*, void*);
+  int32_t (*enqueue_read_buffer)(void*, void*, uint32_t, size_t, size_t, void*, uint32_t,
+                                 const void*, void*);
+  int32_t (*enqueue_copy_buffer)(void*, void*, void*, size_t, size_t, size_t, uint32_t, const void*,
+                                 void*);
+  int32_t (*finish)(void*);
+  void* (*create_program_with_source)(void*, uint32_t, const char**, const size_t*, int32_t*);
+  void* (*create_program_with_binary)(void*, uint32_t, void* const*, const size_t*,
+                                      const unsigned char**, int32_t*, int32_t*);
+  int32_t (*build_program)(void*, uint32_t, void* const*, const char*, void*, void*);
+  int32_t (*get_program_build_info)(void*, void*, uint32_t, size_t, void*, size_t*);
+  int32_t (*release_program)(void*);
+  void* (*create_kernel)(void*, const char*, int32_t*);
+  int32_t (*release_kernel)(void*);
+  int32_t (*set_kernel_arg)(void*, uint32_t, size_t, const void*);
+  int32_t (*enqueue_nd_range_kernel)(void*, void*, uint32_t, const size_t*, const size_t*,
+                                     const size_t*, uint32_t, const void*, void*);
+} tvmrt_opencl_api;
+/* the loaded library, or NULL with DeviceUnavailableError set */
+const tvmrt_opencl_api* tvmrt_opencl_driver(void);
+/* the cl_mem of a live buffer handle (or NULL with an ArrayError naming `what`) */
+void* tvmrt_opencl_buffer(const void* handle, const char* what);
+/* the cl_context, cl_device_id and this thread's cl_command_queue of opencl(device_id)
+   (activated first); 0 or -1 with the error set */
+int tvmrt_opencl_device(int device_id, void** context, void** device, void** queue);
+/* the error for a cl_int status of `call` ("OpenCL: <call> failed: CL_...") ; returns -1 */
+int tvmrt_opencl_error(const char* call, int status);
+/* opencl_module.c: the `opencl` entry of a module blob (OpenCL C source or a device binary
+   + kernel table) */
+tvmrt_module* tvmrt_opencl_module_load(tvmrt_reader* r);
 
 /* nvrtc.c: CUDA C source to PTX for compute capability major.minor (malloc'd, cached on
    disk), or NULL with a ModuleLoadError naming `what`; whether NVRTC can be loaded (0, or
@@ -328,8 +370,9 @@ typedef struct tvmrt_device_backend {
   int (*stream_create)(int device_id, void** out);
   int (*stream_free)(int device_id, void* stream);
   int (*set_stream)(int device_id, void* stream);
-  void* (*workspace_alloc)(int device_type, int device_id, uint64_t nbytes);
-  int (*workspace_free)(int device_type, int device_id, void* ptr);
+  /* whether a memory handle is the device address of its first byte (CUDA's), so that
+     handle + offset is the address of a byte in it; 0 where handles are objects (OpenCL's) */
+  int handles_are_addresses;
 } tvmrt_device_backend;
 
 /* the backend of device_type (NULL for the CPU and for a type no backend serves) */
@@ -337,6 +380,15 @@ const tvmrt_device_backend* tvmrt_device_backend_of(int device_type);
 int tvmrt_device_supported(int64_t device_type); /* the CPU, or a type with a backend */
 const char* tvmrt_device_backends(void);         /* "cpu and cuda": for messages */
 const tvmrt_device_backend* const* tvmrt_device_backend_list(size_t* count);
+#define TVMRT_MAX_DEVICES 64 /* device ids of one type: 0 .. 63 */
+/* TVMBackendAllocWorkspace / FreeWorkspace on a backend's device: one pool for all of them
+   (free answers 1, no error set, for a pointer the pool did not hand out) */
+void* tvmrt_device_workspace_alloc(int device_type, int device_id, uint64_t nbytes);
+int tvmrt_device_workspace_free(int device_type, int device_id, void* ptr);
+/* the global function __tvm_set_device(device_type, device_id), and the device it selected
+   on this thread for device_type (0 if none): where a device module launches */
+int tvmrt_set_device(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc);
+int tvmrt_current_device(int device_type);
 int tvmrt_dtype_bytes(DLDataType t, int64_t count, size_t* out); /* 0, or -1 on overflow */
 int tvmrt_tensor_nbytes(const DLTensor* t, size_t* out);
 /* whether t is dense row-major (no strides, or the compact ones; TVM's IsContiguous) */
@@ -368,9 +420,11 @@ int tvmrt_read_factory_params(tvmrt_reader* r, const char* what, tvmrt_params* o
 /* ---------------------------------------------------------------------------------- */
 /* graph executor                                                                      */
 
-/* create an executor module from graph JSON text over `lib` on CPU device `dev` */
+#define TVMRT_GE_MAX_DEVICES 8
+/* create an executor module from graph JSON text over `lib` on `devs` (the first is where
+   entries go whose device_index names none of them; at most TVMRT_GE_MAX_DEVICES) */
 tvmrt_module* tvmrt_graph_executor_create(const char* json, size_t json_len, tvmrt_module* lib,
-                                          DLDevice dev);
+                                          const DLDevice* devs, size_t num_devs);
 /* the factory module a "GraphExecutorFactory" blob entry describes */
 tvmrt_module* tvmrt_graph_factory_load(tvmrt_reader* r);
 /* copy every named array into the executor's inputs of that name (unknown names skipped);
@@ -411,6 +465,10 @@ int tvmrt_aot_global_create(void* self, TVMValue* args, int* codes, int n, TVMVa
 
 /* factory.c: the device of a packed call (DLDevice, or a (type, id) int pair) at `first` */
 int tvmrt_device_args(TVMValue* args, int* codes, int first, int n, DLDevice* out, const char* fn);
+/* every device of a packed call from argument `first` to the end (at least one, at most
+   cap), as tvmrt_device_args reads one */
+int tvmrt_device_list(TVMValue* args, int* codes, int first, int n, DLDevice* out, size_t cap,
+                      size_t* count, const char* fn);
 
 /* object_types.c: an any-list item of the legacy ABI (TVM's TVMRetValue layout: a TVMValue,
    then its type code), owning what it holds; emptied (its reference released) */

@@ -1,0 +1,232 @@
+"""The C runtime on kDLOpenCL (runtime/opencl.c, runtime/opencl_module.c) on pocl.
+
+TVM 0.16's OpenCL factories (a CNN; a dense model with two outputs) and its CPU+OpenCL graph
+(``device_index`` per entry, ``__copy`` nodes between the devices) run through
+tests/native/c/run_model.c, plain and under ASan + UBSan, against the goldens TVM computed
+(relay016/README.md: tolerance 1e-5). The C API's arrays, copies at a byte offset, workspace
+and kernel arguments are driven through ctypes; the refusals without a driver, without a
+device and with a CPU graph given no CPU are checked in their words.
+
+pocl comes with pyopencl's wheel (the ``test`` extra): its ICD loader is handed to the C
+runtime through TVMRT_LIBOPENCL; the loader finds its vendor folder through PYOPENCL_HOME
+(pyopencl's patch of ocl-icd) and pocl's library through LD_LIBRARY_PATH.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tests.native.conftest import NativeBuild
+
+from support.fixtures import artifact_folder
+from tvmrt import runtime
+from tvmrt.error import ArrayError
+
+TOL = {"rtol": 1e-5, "atol": 1e-5}
+# (id, folder, library, golden, input name, RUN_MODEL_DEVICE)
+_MODELS = [
+    ("cnn", "opencl-factory", "deploy.so", "golden.npz", "data", "opencl"),
+    ("dense-two-outputs", "opencl-factory", "dense.so", "dense_golden.npz", "x", "opencl"),
+    ("cpu-and-opencl", "hetero-opencl-cpu", "deploy.so", "golden.npz", "data", "cpu,opencl"),
+]
+
+
+@pytest.fixture(scope="module")
+def pocl() -> dict[str, str]:
+    """The environment that gives a C program pyopencl's ICD loader and pocl."""
+    spec = importlib.util.find_spec("pyopencl")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("pyopencl is not installed (pip install -e '.[test]')")
+    home = Path(next(iter(spec.submodule_search_locations)))
+    loaders = sorted((home / ".libs").glob("libOpenCL*.so*"))
+    if not loaders:
+        pytest.skip(f"pyopencl's wheel holds no OpenCL ICD loader ({home / '.libs'})")
+    if not runtime.opencl(0).exist:
+        pytest.skip("no OpenCL device (install pocl-binary-distribution)")
+    return {
+        "TVMRT_LIBOPENCL": str(loaders[0]),
+        "PYOPENCL_HOME": str(home),
+        "LD_LIBRARY_PATH": str(home / ".libs"),
+    }
+
+
+def _run_model(
+    native: NativeBuild,
+    exe: Path,
+    tmp_path: Path,
+    env: dict[str, str],
+    model: tuple[str, str, str, str, str],
+) -> subprocess.CompletedProcess[str]:
+    folder, library, golden, name, devices = model
+    where = artifact_folder("relay016") / folder
+    np.load(where / golden)[name].tofile(tmp_path / "x.bin")
+    full = {**native.env, **env, "RUN_MODEL_DEVICE": devices}
+    if native.variant == "asan":  # the ICD loader's own leaks (an opendir it keeps) are not ours
+        suppressions = tmp_path / "lsan.supp"
+        suppressions.write_text("leak:libOpenCL\n")
+        full["LSAN_OPTIONS"] = f"suppressions={suppressions}:print_suppressions=0"
+        full["ASAN_OPTIONS"] += ":fast_unwind_on_malloc=0"
+    return native.run_env(
+        exe, full, "factory", where / library, name, tmp_path / "x.bin", tmp_path / "o"
+    )
+
+
+@pytest.mark.parametrize("model", [m[1:] for m in _MODELS], ids=[m[0] for m in _MODELS])
+def test_c_runtime_runs_tvm_opencl_builds_against_their_goldens(
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    pocl: dict[str, str],
+    tmp_path: Path,
+    model: tuple[str, str, str, str, str],
+) -> None:
+    proc = _run_model(native, compile_c(native, "run_model", False), tmp_path, pocl, model)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    golden = np.load(artifact_folder("relay016") / model[0] / model[2])
+    outputs = sorted(k for k in golden if k.startswith("output_"))
+    assert proc.stdout.strip() == f"outputs: {len(outputs)}"
+    for i, key in enumerate(outputs):
+        want = golden[key]
+        got = np.fromfile(tmp_path / f"o{i}.bin", dtype=want.dtype).reshape(want.shape)
+        np.testing.assert_allclose(got, want, **TOL)
+
+
+def test_a_cpu_graph_given_only_opencl_is_refused_as_python_refuses_it(
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    pocl: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    # the CPU+OpenCL graph's dense layer is CPU code: its weights cannot fall back to opencl(0)
+    model = ("hetero-opencl-cpu", "deploy.so", "golden.npz", "data", "opencl")
+    proc = _run_model(native, compile_c(native, "run_model", False), tmp_path, pocl, model)
+    lib = runtime.load_module(str(artifact_folder("relay016") / model[0] / model[1]))
+    with pytest.raises(ArrayError) as python:
+        lib["default"](runtime.opencl(0))
+    assert "no cpu device was given" in str(python.value)
+    assert proc.returncode == 1
+    assert proc.stderr.rstrip().endswith(f"failed: ArrayError: {python.value}"), proc.stderr
+
+
+def test_c_runtime_refuses_opencl_without_a_driver_or_a_device(
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    pocl: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    exe = compile_c(native, "run_model", False)
+    model = ("opencl-factory", "dense.so", "dense_golden.npz", "x", "opencl")
+    missing = str(tmp_path / "libOpenCL.so.1")
+    proc = _run_model(native, exe, tmp_path, {**pocl, "TVMRT_LIBOPENCL": missing}, model)
+    assert proc.returncode == 1
+    assert (
+        f"failed: DeviceUnavailableError: OpenCL: cannot load the OpenCL library '{missing}' ("
+        in proc.stderr
+    ), proc.stderr
+    # the loader without pocl's library beside it finds no platform: no device 0
+    no_pocl = {k: v for k, v in pocl.items() if k != "LD_LIBRARY_PATH"}
+    proc = _run_model(native, exe, tmp_path, no_pocl, model)
+    assert proc.returncode == 1
+    assert proc.stderr.rstrip().endswith(
+        "failed: DeviceUnavailableError: device opencl(0) does not exist: this machine has 0 "
+        "OpenCL device(s)"
+    ), proc.stderr
+
+
+# the C API on opencl(0), through ctypes: an 8-float array and a view of it at byte offset
+# 20; workspace given back and taken again; a kernel given a handle that is no live buffer
+_API = r"""
+import ctypes, sys
+import numpy as np
+from tvmrt.runtime._ctypes_api import DLTensor
+
+lib = ctypes.CDLL(sys.argv[1])
+lib.TVMGetLastError.restype = ctypes.c_char_p
+lib.TVMBackendAllocWorkspace.restype = ctypes.c_void_p
+lib.TVMBackendAllocWorkspace.argtypes = [ctypes.c_int] * 2 + [ctypes.c_uint64] + [ctypes.c_int] * 2
+lib.TVMBackendFreeWorkspace.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+
+
+def check(rc):
+    if rc != 0:
+        sys.exit(lib.TVMGetLastError().decode())
+
+
+shape = (ctypes.c_int64 * 1)(8)
+handle = ctypes.POINTER(DLTensor)()
+check(lib.TVMArrayAlloc(shape, 1, 2, 32, 1, 4, 0, ctypes.byref(handle)))
+whole = np.arange(8, dtype="float32")
+check(lib.TVMArrayCopyFromBytes(handle, whole.ctypes.data_as(ctypes.c_void_p), 32))
+view = DLTensor.from_buffer_copy(handle.contents)  # elements 5 and 6: bytes 20..27
+view.shape = (ctypes.c_int64 * 1)(2)
+view.byte_offset = 20
+part = np.array([-1, -2], dtype="float32")
+check(lib.TVMArrayCopyFromBytes(ctypes.byref(view), part.ctypes.data_as(ctypes.c_void_p), 8))
+out = np.zeros(8, dtype="float32")
+check(lib.TVMArrayCopyToBytes(handle, out.ctypes.data_as(ctypes.c_void_p), 32))
+print(out.tolist())
+view.byte_offset = 28  # 8 bytes from byte 28 of 32
+print(lib.TVMArrayCopyToBytes(ctypes.byref(view), out.ctypes.data_as(ctypes.c_void_p), 8),
+      lib.TVMGetLastError().decode())
+check(lib.TVMArrayFree(handle))
+
+first = lib.TVMBackendAllocWorkspace(4, 0, 100, 2, 32)
+assert first, lib.TVMGetLastError()
+check(lib.TVMBackendFreeWorkspace(4, 0, first))
+print(lib.TVMBackendAllocWorkspace(4, 0, 4000, 2, 32) == first)  # the pool's block again
+print(lib.TVMBackendFreeWorkspace(4, 0, 0x1234560), lib.TVMGetLastError().decode())
+
+mod, f = ctypes.c_void_p(), ctypes.c_void_p()
+check(lib.TVMModLoadFromFile(sys.argv[2].encode(), b"", ctypes.byref(mod)))
+check(lib.TVMModGetFunction(mod, b"tvmgen_default_fused_nn_dense_add_kernel", 1, ctypes.byref(f)))
+
+
+class Value(ctypes.Union):
+    _fields_ = [("v_int64", ctypes.c_int64), ("v_handle", ctypes.c_void_p)]
+
+
+args, codes = (Value * 7)(), (ctypes.c_int * 7)()
+for i in range(4):  # the kernel's four buffers: handles no array has
+    args[i].v_handle, codes[i] = 0x1234560, 3
+for i in range(4, 7):  # blockIdx.x, threadIdx.x, threadIdx.y
+    args[i].v_int64, codes[i] = 1, 0
+ret, code = Value(), ctypes.c_int()
+print(lib.TVMFuncCall(f, args, codes, 7, ctypes.byref(ret), ctypes.byref(code)),
+      lib.TVMGetLastError().decode())
+check(lib.TVMFuncFree(f))
+check(lib.TVMModFree(mod))
+"""
+
+
+def test_c_api_arrays_workspace_and_kernel_arguments_on_opencl(
+    native_plain: NativeBuild, pocl: dict[str, str]
+) -> None:
+    native = native_plain
+    env = {**native.env, **pocl}
+    dense = artifact_folder("relay016") / "opencl-factory" / "dense.so"
+    proc = subprocess.run(
+        [sys.executable, "-c", _API, str(native.lib_dir / "libtvmrt_runtime.so"), str(dense)],
+        env={**env, "PYTHONPATH": os.pathsep.join(sys.path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "[0.0, 1.0, 2.0, 3.0, 4.0, -1.0, -2.0, 7.0]"
+    assert lines[1].startswith("-1 ArrayError: 8 bytes at offset 28 do not fit a 32-byte ")
+    assert lines[2] == "True"
+    assert lines[3] == (
+        "-1 TVMBackendFreeWorkspace: 0x1234560 is not workspace of device type 4 allocated by "
+        "TVMBackendAllocWorkspace"
+    )
+    assert lines[4] == (
+        "-1 ArrayError: kernel 'tvmgen_default_fused_nn_dense_add_kernel' argument 0: "
+        "0x1234560 is not the data handle of a live OpenCL array"
+    )
