@@ -133,8 +133,8 @@ gpu-check-pack:
 	$(MAKE) -s native NATIVE_DIR=$(GPU_PACK)/native && rm -rf $(GPU_PACK)/native/obj
 	cc -std=c11 -O2 -Isrc/tvmrt/include tests/native/c/run_model.c -o $(GPU_PACK)/native/run_model \
 		-L$(GPU_PACK)/native -ltvmrt_runtime -lpthread -Wl,-rpath,'$$ORIGIN'
-	c++ -std=c++17 -O2 -Isrc/tvmrt/include tests/native/cxx/cuda_deploy.cc \
-		-o $(GPU_PACK)/native/cuda_deploy -L$(GPU_PACK)/native -ltvmrt_runtime -lpthread \
+	c++ -std=c++17 -O2 -Isrc/tvmrt/include tests/native/cxx/device_deploy.cc \
+		-o $(GPU_PACK)/native/device_deploy -L$(GPU_PACK)/native -ltvmrt_runtime -lpthread \
 		-static-libstdc++ -static-libgcc -Wl,-rpath,'$$ORIGIN'
 	find $(GPU_PACK) -name __pycache__ -prune -exec rm -rf {} +
 	du -sh $(GPU_PACK)

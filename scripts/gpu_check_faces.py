@@ -175,12 +175,12 @@ def check_cli(folder: Path) -> bool:
 def check_c_runtime(folder: Path) -> bool:
     """The C runtime (libtvmrt_runtime, no Python) runs the Relay-era CUDA fixture on
     kDLCUDA from two programs the pack builds beside the fixtures: ``run_model`` (C,
-    tests/native/c/run_model.c, RUN_MODEL_DEVICE=cuda) and ``cuda_deploy`` (C++ with TVM's
-    C++ API, tests/native/cxx/cuda_deploy.cc); each output against the CPU golden. The
+    tests/native/c/run_model.c, RUN_MODEL_DEVICE=cuda) and ``device_deploy`` (C++ with TVM's
+    C++ API, tests/native/cxx/device_deploy.cc); each output against the CPU golden. The
     tvm-ffi fixtures (TVM 0.27) are Python-only: the C runtime runs the legacy ABI."""
     native = folder.parent / "native"
     lib = folder / "relay019_ptx.so"
-    if not (native / "run_model").exists() or not (native / "cuda_deploy").exists():
+    if not (native / "run_model").exists() or not (native / "device_deploy").exists():
         print("  C runtime: not packed (run make gpu-check-pack)")
         return False
     if not lib.exists():
@@ -194,8 +194,9 @@ def check_c_runtime(folder: Path) -> bool:
         programs = {
             "run_model": ([str(native / "run_model"), "factory", str(lib), "x", str(x),
                            f"{tmp}/out"], f"{tmp}/out0.bin"),
-            "cuda_deploy": ([str(native / "cuda_deploy"), str(lib), "x", str(golden["x"].size),
-                             str(x), str(want.size), f"{tmp}/cxx.bin"], f"{tmp}/cxx.bin"),
+            "device_deploy": ([str(native / "device_deploy"), "cuda", str(lib), "x",
+                               str(golden["x"].size), str(x), str(want.size), f"{tmp}/cxx.bin"],
+                              f"{tmp}/cxx.bin"),
         }  # fmt: skip
         env = {**os.environ, "RUN_MODEL_DEVICE": "cuda"}
         for name, (cmd, out) in programs.items():

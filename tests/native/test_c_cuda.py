@@ -202,18 +202,18 @@ def test_cuda_blob_entry_survives_mutations(
 def test_cxx_deployment_program_on_kdlcuda(
     tmp_path_factory: pytest.TempPathFactory, stand_in: Path, tmp_path: Path, variant: str
 ) -> None:
-    """tests/native/cxx/cuda_deploy.cc, TVM's C++ API on kDLCUDA (the program make gpu-check
+    """tests/native/cxx/device_deploy.cc, TVM's C++ API on kDLCUDA (the program make gpu-check
     runs against the golden): it compiles warning-free against tvmrt's headers and, on the
     stand-in, puts the input on the GPU, launches both kernels, reads the output back after
     the stream and frees everything (plain and under ASan/UBSan)."""
     from tests.support.cxx import SANITIZE, cxx_env, native_lib_dir, shell
 
     env = cxx_env(native_lib_dir(tmp_path_factory, variant))
-    source = Path(__file__).parent / "cxx" / "cuda_deploy.cc"
+    source = Path(__file__).parent / "cxx" / "device_deploy.cc"
     flags = SANITIZE if variant == "asan" else ""
     shell(
         f"g++ -std=c++17 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror {flags} {source} "
-        "$(tvmrt config --cflags --libs) -o cuda_deploy",
+        "$(tvmrt config --cflags --libs) -o device_deploy",
         env,
         tmp_path,
     )
@@ -221,7 +221,7 @@ def test_cxx_deployment_program_on_kdlcuda(
     log = tmp_path / "cuda.log"
     env.update(TVMRT_LIBCUDA=str(stand_in), FAKE_LIBCUDA_LOG=str(log))
     env["LSAN_OPTIONS"] = _lsan_options(tmp_path)
-    shell(f"./cuda_deploy {FIXTURE} x 64 x.bin 32 out.bin", env, tmp_path)
+    shell(f"./device_deploy cuda {FIXTURE} x 64 x.bin 32 out.bin", env, tmp_path)
     lines = log.read_text().splitlines()
     assert "cuMemcpyHtoDAsync 256 stream=0" in lines  # the 1x64 input
     launches = [line.split()[1] for line in lines if line.startswith("cuLaunchKernel")]

@@ -230,3 +230,34 @@ def test_c_api_arrays_workspace_and_kernel_arguments_on_opencl(
         "-1 ArrayError: kernel 'tvmgen_default_fused_nn_dense_add_kernel' argument 0: "
         "0x1234560 is not the data handle of a live OpenCL array"
     )
+
+
+@pytest.mark.parametrize("variant", ["plain", "asan"])
+def test_cxx_deployment_program_on_kdlopencl(
+    tmp_path_factory: pytest.TempPathFactory, pocl: dict[str, str], tmp_path: Path, variant: str
+) -> None:
+    """tests/native/cxx/device_deploy.cc, TVM's C++ API on kDLOpenCL: NDArrays made on the
+    device, the factory's default there, bytes in and out; compiled warning-free against
+    tvmrt's headers, plain and under ASan/UBSan, against TVM's golden."""
+    from tests.support.cxx import SANITIZE, cxx_env, native_lib_dir, shell
+
+    env = {**cxx_env(native_lib_dir(tmp_path_factory, variant)), **pocl}
+    source = Path(__file__).parent / "cxx" / "device_deploy.cc"
+    flags = SANITIZE if variant == "asan" else ""
+    # the program's rpath finds tvmrt; LD_LIBRARY_PATH is only for pocl (pocl env)
+    shell(
+        f"g++ -std=c++17 -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror {flags} {source} "
+        "$(tvmrt config --cflags --libs) -o device_deploy",
+        {k: v for k, v in env.items() if k != "LD_LIBRARY_PATH"},
+        tmp_path,
+    )
+    where = artifact_folder("relay016") / "opencl-factory"
+    golden = np.load(where / "dense_golden.npz")
+    golden["x"].astype("<f4").tofile(tmp_path / "x.bin")
+    suppressions = tmp_path / "lsan.supp"
+    suppressions.write_text("leak:libOpenCL\n")
+    env["LSAN_OPTIONS"] = f"suppressions={suppressions}:print_suppressions=0"
+    env["ASAN_OPTIONS"] += ":fast_unwind_on_malloc=0"
+    shell(f"./device_deploy opencl {where / 'dense.so'} x 64 x.bin 10 out.bin", env, tmp_path)
+    got = np.fromfile(tmp_path / "out.bin", dtype="<f4").reshape(1, 10)
+    np.testing.assert_allclose(got, golden["output_0"], **TOL)
