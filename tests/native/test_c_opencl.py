@@ -140,7 +140,8 @@ def test_c_runtime_refuses_opencl_without_a_driver_or_a_device(
 
 
 # the C API on opencl(0), through ctypes: an 8-float array and a view of it at byte offset
-# 20; workspace given back and taken again; a kernel given a handle that is no live buffer
+# 20; a second command queue; workspace given back and taken again; a kernel given a handle
+# that is no live buffer
 _API = r"""
 import ctypes, sys
 import numpy as np
@@ -171,6 +172,17 @@ check(lib.TVMArrayCopyFromBytes(ctypes.byref(view), part.ctypes.data_as(ctypes.c
 out = np.zeros(8, dtype="float32")
 check(lib.TVMArrayCopyToBytes(handle, out.ctypes.data_as(ctypes.c_void_p), 32))
 print(out.tolist())
+stream = ctypes.c_void_p()  # a second command queue, made current, finished, freed
+check(lib.TVMStreamCreate(4, 0, ctypes.byref(stream)))
+check(lib.TVMSetStream(4, 0, stream))
+twice = whole * 2
+check(lib.TVMArrayCopyFromBytes(handle, twice.ctypes.data_as(ctypes.c_void_p), 32))
+check(lib.TVMSynchronize(4, 0, stream))
+check(lib.TVMArrayCopyToBytes(handle, out.ctypes.data_as(ctypes.c_void_p), 32))
+check(lib.TVMSetStream(4, 0, None))
+check(lib.TVMStreamFree(4, 0, stream))
+print(out.tolist())
+print(lib.TVMStreamFree(4, 0, None), lib.TVMGetLastError().decode())
 view.byte_offset = 28  # 8 bytes from byte 28 of 32
 print(lib.TVMArrayCopyToBytes(ctypes.byref(view), out.ctypes.data_as(ctypes.c_void_p), 8),
       lib.TVMGetLastError().decode())
@@ -220,13 +232,17 @@ def test_c_api_arrays_workspace_and_kernel_arguments_on_opencl(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0] == "[0.0, 1.0, 2.0, 3.0, 4.0, -1.0, -2.0, 7.0]"
-    assert lines[1].startswith("-1 ArrayError: 8 bytes at offset 28 do not fit a 32-byte ")
-    assert lines[2] == "True"
-    assert lines[3] == (
+    assert lines[1] == "[0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0]"
+    assert lines[2] == (
+        "-1 InvalidArgumentError: stream 0 of opencl(0) is the default queue: it is not freed"
+    )
+    assert lines[3].startswith("-1 ArrayError: 8 bytes at offset 28 do not fit a 32-byte ")
+    assert lines[4] == "True"
+    assert lines[5] == (
         "-1 TVMBackendFreeWorkspace: 0x1234560 is not workspace of device type 4 allocated by "
         "TVMBackendAllocWorkspace"
     )
-    assert lines[4] == (
+    assert lines[6] == (
         "-1 ArrayError: kernel 'tvmgen_default_fused_nn_dense_add_kernel' argument 0: "
         "0x1234560 is not the data handle of a live OpenCL array"
     )

@@ -71,6 +71,17 @@ def _shape(eid: int, shape: list[int]) -> Callable[[Graph], None]:
     return mutate
 
 
+def _device(eid: int | None, device_type: int) -> Callable[[Graph], None]:
+    """device_index[eid] (every entry's when eid is None) set to device_type."""
+
+    def mutate(g: Graph) -> None:
+        table = g["attrs"]["device_index"][1]
+        for i in range(len(table)) if eid is None else [eid]:
+            table[i] = device_type
+
+    return mutate
+
+
 def _int_attr(g: Graph) -> None:
     g["nodes"][1]["attrs"]["num_inputs"] = 1
 
@@ -340,6 +351,22 @@ CASES = [
         "1048576, 64) of float32 takes 281474976710656 bytes; no machine can hold an entry of "
         "281474976710656 bytes (2**48) or more",
     ),
+    # device_index: a device type >= 1; a pool on one device; a type no device was given for
+    # runs on the first device (TVM's SetupStorage), here the CPU
+    Hostile(
+        "device_index_zero",
+        graph=_device(0, 0),
+        error="create: GraphFormatError: graph JSON: attrs['device_index'][0]: expected an "
+        "integer >= 1, got 0",
+    ),
+    Hostile(
+        "pool_on_two_devices",  # entries 1 and 5 share pool 1
+        graph=_device(5, 4),
+        error="create: GraphFormatError: graph JSON: storage pool 1 is assigned to entries on "
+        "device types 1 and 4 (entry 5): The same pool entry cannot be assigned to multiple "
+        "devices",
+    ),
+    Hostile("device_type_without_a_device_falls_back", graph=_device(None, 7)),
     Hostile(
         "plan_larger_than_memory",  # 64 TiB
         graph=_shape(14, [1 << 20, 1 << 20, 1 << 4]),

@@ -125,14 +125,16 @@ int tvmrt_graph_read_attrs(const tvmrt_json* attrs, tvmrt_graph* g) {
     }
     g->storage_ids[i] = id->i;
     if ((size_t)id->i + 1 > g->num_storage) g->num_storage = (size_t)id->i + 1;
+    /* a device type >= 1 (the Python plan's check); one the executor was given no device
+       of runs on its first device, as TVM's SetupStorage */
     if (dev != NULL && (dev->items[i].type != RT_JSON_NUMBER || !dev->items[i].is_int)) {
       return tvmrt_graph_not_index("attrs['device_index']", i, &dev->items[i]);
     }
-    if (dev != NULL && !tvmrt_device_supported(dev->items[i].i)) {
-      return tvmrt_fail("UnsupportedError",
-                        "graph JSON: entry %zu is placed on device type %lld; "
-                        "libtvmrt_runtime runs graphs on %s",
-                        i, (long long)dev->items[i].i, tvmrt_device_backends());
+    if (dev != NULL && (dev->items[i].i < 1 || dev->items[i].i > INT32_MAX)) {
+      return tvmrt_fail("GraphFormatError",
+                        "graph JSON: attrs['device_index'][%zu]: expected an integer >= 1, got "
+                        "%lld",
+                        i, (long long)dev->items[i].i);
     }
     if (dev != NULL) g->device_types[i] = (int32_t)dev->items[i].i;
     if (scope != NULL &&
