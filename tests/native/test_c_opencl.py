@@ -277,3 +277,80 @@ def test_cxx_deployment_program_on_kdlopencl(
     shell(f"./device_deploy opencl {where / 'dense.so'} x 64 x.bin 10 out.bin", env, tmp_path)
     got = np.fromfile(tmp_path / "out.bin", dtype="<f4").reshape(1, 10)
     np.testing.assert_allclose(got, golden["output_0"], **TOL)
+
+
+# both engines in one process, on one library: the Python engine's OpenCL run installs the
+# host's device workspace; the C engine's kernels must still get workspace of the C
+# runtime's own (its OpenCL module cannot take the host's buffers)
+_BOTH_ENGINES = r"""
+import ctypes, sys
+import numpy as np
+from tvmrt import runtime
+from tvmrt.contrib import graph_executor
+from tvmrt.runtime import kernel_services
+from tvmrt.runtime._ctypes_api import DLTensor
+
+path, golden = sys.argv[1], np.load(sys.argv[2])
+py = graph_executor.GraphModule(runtime.load_module(path)["default"](runtime.opencl(0)))
+py.set_input("data", golden["data"])
+py.run()
+print(np.abs(py.get_output(0).numpy() - golden["output_0"]).max() < 1e-5)
+
+lib = ctypes.CDLL(kernel_services.library_path())
+lib.TVMGetLastError.restype = ctypes.c_char_p
+
+
+class Value(ctypes.Union):
+    _fields_ = [("v_int64", ctypes.c_int64), ("v_handle", ctypes.c_void_p),
+                ("v_str", ctypes.c_char_p), ("v_device", ctypes.c_int32 * 2)]
+
+
+def check(rc):
+    if rc != 0:
+        sys.exit(lib.TVMGetLastError().decode())
+
+
+def call(mod, name, values, codes):
+    f, ret, code = ctypes.c_void_p(), Value(), ctypes.c_int()
+    check(lib.TVMModGetFunction(mod, name.encode(), 0, ctypes.byref(f)))
+    args = (Value * len(values))(*values)
+    check(lib.TVMFuncCall(f, args, (ctypes.c_int * len(codes))(*codes), len(codes),
+                          ctypes.byref(ret), ctypes.byref(code)))
+    check(lib.TVMFuncFree(f))
+    return ctypes.c_void_p(ret.v_handle)
+
+
+mod = ctypes.c_void_p()
+check(lib.TVMModLoadFromFile(path.encode(), b"", ctypes.byref(mod)))
+dev = Value()
+dev.v_device[0], dev.v_device[1] = 4, 0
+gmod = call(mod, "default", [dev], [6])
+x = np.ascontiguousarray(golden["data"])
+shape = (ctypes.c_int64 * x.ndim)(*x.shape)
+t = DLTensor(data=x.ctypes.data, ndim=x.ndim, shape=shape)
+t.device.device_type, t.dtype.code, t.dtype.bits, t.dtype.lanes = 1, 2, 32, 1
+call(gmod, "set_input", [Value(v_str=b"data"), Value(v_handle=ctypes.addressof(t))], [11, 7])
+call(gmod, "run", [], [])
+out = call(gmod, "get_output", [Value(v_int64=0)], [0])
+got = np.empty_like(golden["output_0"])
+check(lib.TVMArrayCopyToBytes(out, got.ctypes.data_as(ctypes.c_void_p), got.nbytes))
+print(np.abs(got - golden["output_0"]).max() < 1e-5)
+check(lib.TVMArrayFree(out))
+check(lib.TVMModFree(gmod))
+check(lib.TVMModFree(mod))
+"""
+
+
+def test_the_c_and_python_engines_run_opencl_in_one_process(pocl: dict[str, str]) -> None:
+    where = artifact_folder("relay016") / "opencl-factory"
+    env = {**os.environ, **pocl, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env.pop("LD_PRELOAD", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", _BOTH_ENGINES, str(where / "deploy.so"), str(where / "golden.npz")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.split() == ["True", "True"]

@@ -122,7 +122,7 @@ TVM_DLL void* tvmrt_cuda_launcher_new(int64_t id, const char* name, int num_args
   for (int i = 0; i < nslots; ++i)
     if (slots[i] < 0 || slots[i] > 5) return NULL;
   for (int i = 0; i < num_args; ++i)
-    if (kinds[i] > TVMRT_CUDA_HANDLE) return NULL;
+    if (kinds[i] > TVMRT_ARG_HANDLE) return NULL;
   pthread_mutex_lock(&g_mu);
   if (g_used < SLAB * SLABS) {
     int slab = g_used / SLAB;
@@ -202,10 +202,10 @@ static void error_text(const binding* b, int code, char* out, size_t size) {
 
 TVM_DLL int tvmrt_cuda_arg_kind(int code, int bits, int lanes) {
   if (lanes != 1) return -1;
-  if (code == kDLInt) return bits == 32 ? TVMRT_CUDA_I32 : bits == 64 ? TVMRT_CUDA_I64 : -1;
-  if (code == kDLUInt) return bits == 32 ? TVMRT_CUDA_U32 : bits == 64 ? TVMRT_CUDA_U64 : -1;
-  if (code == kDLFloat) return bits == 32 ? TVMRT_CUDA_F32 : bits == 64 ? TVMRT_CUDA_F64 : -1;
-  if (code == kTVMOpaqueHandle) return bits == 64 ? TVMRT_CUDA_HANDLE : -1; /* DataType handle */
+  if (code == kDLInt) return bits == 32 ? TVMRT_ARG_I32 : bits == 64 ? TVMRT_ARG_I64 : -1;
+  if (code == kDLUInt) return bits == 32 ? TVMRT_ARG_U32 : bits == 64 ? TVMRT_ARG_U64 : -1;
+  if (code == kDLFloat) return bits == 32 ? TVMRT_ARG_F32 : bits == 64 ? TVMRT_ARG_F64 : -1;
+  if (code == kTVMOpaqueHandle) return bits == 64 ? TVMRT_ARG_HANDLE : -1; /* DataType handle */
   return -1;
 }
 
@@ -221,30 +221,30 @@ int tvmrt_cuda_pack_arg(int kind, TVMValue value, int code, uint64_t* slot) {
   int integer = code == kDLInt || code == kDLUInt;
   *slot = 0;
   switch (kind) {
-    case TVMRT_CUDA_I32:
-    case TVMRT_CUDA_U32: {
+    case TVMRT_ARG_I32:
+    case TVMRT_ARG_U32: {
       uint32_t v = (uint32_t)(uint64_t)value.v_int64; /* masked to the width, as ctypes */
       if (!integer) return -1;
       memcpy(slot, &v, sizeof(v));
       return 0;
     }
-    case TVMRT_CUDA_I64:
-    case TVMRT_CUDA_U64:
+    case TVMRT_ARG_I64:
+    case TVMRT_ARG_U64:
       if (!integer) return -1;
       memcpy(slot, &value.v_int64, sizeof(value.v_int64));
       return 0;
-    case TVMRT_CUDA_F32: {
+    case TVMRT_ARG_F32: {
       float f;
       if (code != kDLFloat) return -1;
       f = to_float32(value.v_float64);
       memcpy(slot, &f, sizeof(f));
       return 0;
     }
-    case TVMRT_CUDA_F64:
+    case TVMRT_ARG_F64:
       if (code != kDLFloat) return -1;
       memcpy(slot, &value.v_float64, sizeof(value.v_float64));
       return 0;
-    case TVMRT_CUDA_HANDLE: /* a device address, or a null handle (0) */
+    case TVMRT_ARG_HANDLE: /* a device address, or a null handle (0) */
       if (code == kTVMNullptr) return 0;
       if (code != kTVMOpaqueHandle) return -1;
       *slot = (uint64_t)(uintptr_t)value.v_handle;
@@ -273,7 +273,7 @@ static int launcher_call(void* self, TVMValue* args, int* codes, int num_args, T
   if (func == NULL) return cold(id, args, codes, num_args, ret, ret_code);
   for (int i = 0; i < n; ++i) {
     double d = args[i].v_float64; /* beyond float32: the Python launch rounds it (the same) */
-    if (l->kinds[i] == TVMRT_CUDA_F32 && codes[i] == kDLFloat && (d > FLT_MAX || d < -FLT_MAX))
+    if (l->kinds[i] == TVMRT_ARG_F32 && codes[i] == kDLFloat && (d > FLT_MAX || d < -FLT_MAX))
       return cold(id, args, codes, num_args, ret, ret_code);
     if (tvmrt_cuda_pack_arg(l->kinds[i], args[i], codes[i], &values[i]) != 0)
       return cold(id, args, codes, num_args, ret, ret_code);

@@ -126,18 +126,25 @@ typedef int (*tvmrt_dev_free_cb)(int device_type, int device_id, void* ptr);
 TVM_DLL void tvmrt_set_device_workspace_callbacks(tvmrt_dev_alloc_cb alloc, tvmrt_dev_free_cb fr);
 void tvmrt_set_runtime_device_workspace(int device_type, tvmrt_dev_alloc_cb alloc,
                                         tvmrt_dev_free_cb fr);
+/* whether the C runtime's own functions are running on this thread (on: 1), set around
+   each call into one and cleared around its calls out to the host's functions; returns the
+   previous value. Workspace for a device both serve then comes from the C runtime's pool,
+   whose handles its device modules take (an OpenCL kernel of the C runtime cannot take the
+   host's buffers), and otherwise from the host's */
+int tvmrt_runtime_caller(int on);
 
-/* cuda_launch.c: how a CUDA kernel takes each argument (TVM's PackFuncVoidAddr), the one table
-   both launchers (this one for Python's engine, runtime/cuda_module.c for the C runtime's)
+/* cuda_launch.c: how a device kernel takes each argument (TVM's PackFuncVoidAddr), the one
+   table both CUDA launchers (this one for Python's engine, runtime/cuda_module.c for the C
+   runtime's), the C runtime's OpenCL module (runtime/opencl_module.c: the argument's size)
    and the Python side read */
 enum {
-  TVMRT_CUDA_I32,
-  TVMRT_CUDA_U32,
-  TVMRT_CUDA_I64,
-  TVMRT_CUDA_U64,
-  TVMRT_CUDA_F32,
-  TVMRT_CUDA_F64,
-  TVMRT_CUDA_HANDLE
+  TVMRT_ARG_I32,
+  TVMRT_ARG_U32,
+  TVMRT_ARG_I64,
+  TVMRT_ARG_U64,
+  TVMRT_ARG_F32,
+  TVMRT_ARG_F64,
+  TVMRT_ARG_HANDLE
 };
 /* the kind of an argument of DLDataType (code, bits, lanes), or -1: not a device argument */
 TVM_DLL int tvmrt_cuda_arg_kind(int code, int bits, int lanes);

@@ -42,6 +42,14 @@ void tvmrt_set_runtime_device_workspace(int device_type, tvmrt_dev_alloc_cb allo
   g_rt_dev[g_num_rt_dev++].free = fr;
 }
 
+static _Thread_local int t_runtime_caller;
+
+int tvmrt_runtime_caller(int on) {
+  int was = t_runtime_caller;
+  t_runtime_caller = on;
+  return was;
+}
+
 static int rt_dev_index(int device_type) {
   int i;
   for (i = 0; i < g_num_rt_dev && g_rt_dev[i].device_type != device_type; ++i) {
@@ -101,9 +109,10 @@ TVM_DLL void* TVMBackendAllocWorkspace(int device_type, int device_id, uint64_t 
   }
   COUNT(ts, ST_WS_ALLOCS, 1);
   if (device_type != kDLCPU) {
-    if (g_dev_alloc != NULL) return g_dev_alloc(device_type, device_id, nbytes);
     int rt = rt_dev_index(device_type);
-    if (rt >= 0) return g_rt_dev[rt].alloc(device_type, device_id, nbytes);
+    if (rt >= 0 && (t_runtime_caller || g_dev_alloc == NULL))
+      return g_rt_dev[rt].alloc(device_type, device_id, nbytes);
+    if (g_dev_alloc != NULL) return g_dev_alloc(device_type, device_id, nbytes);
     set_device_error("TVMBackendAllocWorkspace", device_type);
     return NULL;
   }

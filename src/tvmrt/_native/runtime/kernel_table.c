@@ -190,9 +190,9 @@ int tvmrt_kernel_call_args(const tvmrt_kernel_info* k, const TVMValue* args, con
       return tvmrt_fail("KernelError",
                         "kernel '%.200s': argument %d must be a %s value, got type code %d", k->key,
                         i,
-                        kind == TVMRT_CUDA_HANDLE                          ? "handle"
-                        : kind == TVMRT_CUDA_F32 || kind == TVMRT_CUDA_F64 ? "float"
-                                                                           : "integer",
+                        kind == TVMRT_ARG_HANDLE                         ? "handle"
+                        : kind == TVMRT_ARG_F32 || kind == TVMRT_ARG_F64 ? "float"
+                                                                         : "integer",
                         codes[i]);
     }
   }

@@ -236,11 +236,17 @@ int tvmrt_func_call(void* handle, TVMValue* args, int* codes, int num_args, TVMV
   *ret_code = kTVMNullptr;
   ret->v_handle = NULL;
   switch (f->kind) {
-    case RT_FN_INTERNAL: return f->fn(f->self, args, codes, num_args, ret, ret_code);
+    case RT_FN_INTERNAL: { /* the C runtime runs (its kernels' workspace is its own) */
+      int was = tvmrt_runtime_caller(1), rc = f->fn(f->self, args, codes, num_args, ret, ret_code);
+      tvmrt_runtime_caller(was);
+      return rc;
+    }
     case RT_FN_BACKEND: return f->backend(args, codes, num_args, ret, ret_code, NULL);
-    default: {
+    default: { /* the host's function: its engine's workspace */
       ret_slot slot = {ret, ret_code};
-      return f->cfunc(args, codes, num_args, &slot, f->self);
+      int was = tvmrt_runtime_caller(0), rc = f->cfunc(args, codes, num_args, &slot, f->self);
+      tvmrt_runtime_caller(was);
+      return rc;
     }
   }
 }

@@ -136,7 +136,7 @@ static int f_launch(void* self, TVMValue* args, int* codes, int n, TVMValue* ret
   api = tvmrt_opencl_driver();
   if ((kernel = kernel_on(k, dev, api, context, device)) == NULL) return -1;
   for (i = 0; i < k->info->num_args; ++i) { /* buffer handles become their cl_mem */
-    if (k->info->kinds[i] == TVMRT_CUDA_HANDLE && holder[i] != 0) {
+    if (k->info->kinds[i] == TVMRT_ARG_HANDLE && holder[i] != 0) {
       char what[256];
       void* mem;
       snprintf(what, sizeof(what), "kernel '%.200s' argument %d", k->info->key, i);
@@ -151,9 +151,9 @@ static int f_launch(void* self, TVMValue* args, int* codes, int n, TVMValue* ret
   pthread_mutex_lock(&k->mu);
   for (i = 0; i < k->info->num_args && status == 0; ++i) {
     int kind = k->info->kinds[i];
-    size_t arg_size = kind == TVMRT_CUDA_I32 || kind == TVMRT_CUDA_U32 || kind == TVMRT_CUDA_F32 ? 4
-                      : kind == TVMRT_CUDA_HANDLE ? sizeof(void*)
-                                                  : 8;
+    size_t arg_size = kind == TVMRT_ARG_I32 || kind == TVMRT_ARG_U32 || kind == TVMRT_ARG_F32 ? 4
+                      : kind == TVMRT_ARG_HANDLE ? sizeof(void*)
+                                                 : 8;
     status = api->set_kernel_arg(kernel, (uint32_t)i, arg_size, &holder[i]);
   }
   if (status == 0) {

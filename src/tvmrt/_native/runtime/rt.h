@@ -298,7 +298,7 @@ int tvmrt_nvrtc_available(const char* what);
 typedef struct {
   char* key;
   int num_args;
-  unsigned char* kinds; /* TVMRT_CUDA_* (native.h) per argument: how it is packed */
+  unsigned char* kinds; /* TVMRT_ARG_* (native.h) per argument: how it is packed */
   int slots[16];        /* per valued launch tag: 0-2 grid x/y/z, 3-5 block x/y/z */
   int num_slots, dyn_smem;
 } tvmrt_kernel_info;
