@@ -354,3 +354,43 @@ def test_the_c_and_python_engines_run_opencl_in_one_process(pocl: dict[str, str]
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.split() == ["True", "True"]
+
+
+def test_dlr_c_api_runs_an_opencl_neo_folder(
+    native: NativeBuild, native_root: Path, pocl: dict[str, str], tmp_path: Path
+) -> None:
+    """DLR's C API (examples/cpp/dlr_model.c, -ldlr) on kDLOpenCL: a Neo folder
+    (compiled.so, compiled_model.json, compiled.params) made from TVM 0.16's OpenCL dense
+    build, as DLR users deployed to Mali and Adreno; both outputs against TVM's golden."""
+    from tests.native.dlr_programs import program_for
+
+    where = artifact_folder("relay016") / "opencl-factory"
+    factory = runtime.load_module(str(where / "dense.so"))
+    folder = tmp_path / "neo-opencl"
+    folder.mkdir()
+    (folder / "compiled_model.json").write_text(factory["get_graph_json"]())
+    params = runtime.save_param_dict(factory["get_graph_params"]())
+    (folder / "compiled.params").write_bytes(params)
+    (folder / "compiled.so").write_bytes((where / "dense.so").read_bytes())
+    golden = np.load(where / "dense_golden.npz")
+    golden["x"].tofile(tmp_path / "x.bin")
+    out = native_root / f"dlr-example-{native.variant}"
+    out.mkdir(exist_ok=True)
+    env = {**native.env, **pocl}
+    if native.variant == "asan":  # the ICD loader's own leaks are not ours
+        suppressions = tmp_path / "lsan.supp"
+        suppressions.write_text("leak:libOpenCL\n")
+        env["LSAN_OPTIONS"] = f"suppressions={suppressions}:print_suppressions=0"
+        env["ASAN_OPTIONS"] += ":fast_unwind_on_malloc=0"
+    proc = native.run_env(
+        program_for(native, out), env, folder, tmp_path, "4", f"x={tmp_path / 'x.bin'}"
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[:2] == [
+        "DLR 1.10.0, backend tvm, metadata no, 1 inputs, 4 weights, 2 outputs",
+        "input 0: x float32 (1, 64)",
+    ]
+    for i in range(2):
+        want = golden[f"output_{i}"]
+        got = np.fromfile(tmp_path / f"output_{i}.bin", dtype=want.dtype).reshape(want.shape)
+        np.testing.assert_allclose(got, want, **TOL)
