@@ -57,6 +57,18 @@ def pocl() -> dict[str, str]:
     }
 
 
+def _with_pocl(env: dict[str, str], pocl: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    """env with pocl's, and under ASan the ICD loader's own leaks (an opendir it keeps)
+    suppressed: they are not ours."""
+    env = {**env, **pocl}
+    if "ASAN_OPTIONS" in env:  # an ASan build (harmless to a plain one)
+        suppressions = tmp_path / "lsan.supp"
+        suppressions.write_text("leak:libOpenCL\n")
+        env["LSAN_OPTIONS"] = f"suppressions={suppressions}:print_suppressions=0"
+        env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":fast_unwind_on_malloc=0"
+    return env
+
+
 def _run_model(
     native: NativeBuild,
     exe: Path,
@@ -67,12 +79,7 @@ def _run_model(
     folder, library, golden, name, devices = model
     where = artifact_folder("relay016") / folder
     np.load(where / golden)[name].tofile(tmp_path / "x.bin")
-    full = {**native.env, **env, "RUN_MODEL_DEVICE": devices}
-    if native.variant == "asan":  # the ICD loader's own leaks (an opendir it keeps) are not ours
-        suppressions = tmp_path / "lsan.supp"
-        suppressions.write_text("leak:libOpenCL\n")
-        full["LSAN_OPTIONS"] = f"suppressions={suppressions}:print_suppressions=0"
-        full["ASAN_OPTIONS"] += ":fast_unwind_on_malloc=0"
+    full = {**_with_pocl(native.env, env, tmp_path), "RUN_MODEL_DEVICE": devices}
     return native.run_env(
         exe, full, "factory", where / library, name, tmp_path / "x.bin", tmp_path / "o"
     )
@@ -270,10 +277,7 @@ def test_cxx_deployment_program_on_kdlopencl(
     where = artifact_folder("relay016") / "opencl-factory"
     golden = np.load(where / "dense_golden.npz")
     golden["x"].astype("<f4").tofile(tmp_path / "x.bin")
-    suppressions = tmp_path / "lsan.supp"
-    suppressions.write_text("leak:libOpenCL\n")
-    env["LSAN_OPTIONS"] = f"suppressions={suppressions}:print_suppressions=0"
-    env["ASAN_OPTIONS"] += ":fast_unwind_on_malloc=0"
+    env = _with_pocl(env, pocl, tmp_path)
     shell(f"./device_deploy opencl {where / 'dense.so'} x 64 x.bin 10 out.bin", env, tmp_path)
     got = np.fromfile(tmp_path / "out.bin", dtype="<f4").reshape(1, 10)
     np.testing.assert_allclose(got, golden["output_0"], **TOL)
@@ -376,12 +380,7 @@ def test_dlr_c_api_runs_an_opencl_neo_folder(
     golden["x"].tofile(tmp_path / "x.bin")
     out = native_root / f"dlr-example-{native.variant}"
     out.mkdir(exist_ok=True)
-    env = {**native.env, **pocl}
-    if native.variant == "asan":  # the ICD loader's own leaks are not ours
-        suppressions = tmp_path / "lsan.supp"
-        suppressions.write_text("leak:libOpenCL\n")
-        env["LSAN_OPTIONS"] = f"suppressions={suppressions}:print_suppressions=0"
-        env["ASAN_OPTIONS"] += ":fast_unwind_on_malloc=0"
+    env = _with_pocl(native.env, pocl, tmp_path)
     proc = native.run_env(
         program_for(native, out), env, folder, tmp_path, "4", f"x={tmp_path / 'x.bin'}"
     )
@@ -394,3 +393,29 @@ def test_dlr_c_api_runs_an_opencl_neo_folder(
         want = golden[f"output_{i}"]
         got = np.fromfile(tmp_path / f"output_{i}.bin", dtype=want.dtype).reshape(want.shape)
         np.testing.assert_allclose(got, want, **TOL)
+
+
+def test_graph_executor_create_takes_a_device_per_pair(
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    pocl: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    """tvm.graph_runtime.create(json, lib, 1, 0, 4, 0) + load_params: the CPU+OpenCL graph
+    from its files (graph JSON and params taken from TVM's factory), as TVM's C++ users
+    created heterogeneous executors."""
+    where = artifact_folder("relay016") / "hetero-opencl-cpu"
+    factory = runtime.load_module(str(where / "deploy.so"))
+    (tmp_path / "graph.json").write_text(factory["get_graph_json"]())
+    params = runtime.save_param_dict(factory["get_graph_params"]())
+    (tmp_path / "params").write_bytes(params)
+    golden = np.load(where / "golden.npz")
+    golden["data"].tofile(tmp_path / "x.bin")
+    env = {**_with_pocl(native.env, pocl, tmp_path), "RUN_MODEL_DEVICE": "cpu,opencl"}
+    exe = compile_c(native, "run_model", False)
+    args = ["files", where / "deploy.so", tmp_path / "graph.json", tmp_path / "params"]
+    proc = native.run_env(exe, env, *args, "data", tmp_path / "x.bin", tmp_path / "o")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    want = golden["output_0"]
+    got = np.fromfile(tmp_path / "o0.bin", dtype=want.dtype).reshape(want.shape)
+    np.testing.assert_allclose(got, want, **TOL)

@@ -12,7 +12,8 @@
  * (get_output(i) and get_output(i, out)) and the two must agree. RUN_MODEL_DEVICE=cuda (or
  * opencl) runs the executor on cuda(0) (opencl(0)) instead of the CPU: the input and outputs
  * are CPU arrays copied to and from the device by set_input and get_output. A list
- * (RUN_MODEL_DEVICE=cpu,opencl) gives a factory several devices, the first the fallback.
+ * (RUN_MODEL_DEVICE=cpu,opencl, at most 4) gives the executor several devices, the first
+ * the fallback.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,8 +44,8 @@ int main(int argc, char** argv) {
   const char *mode, *input_name, *input_path, *prefix;
   TVMModuleHandle lib, gmod;
   TVMFunctionHandle f;
-  TVMValue args[4], ret;
-  int codes[4], code, i, num_outputs;
+  TVMValue args[10], ret;
+  int codes[10], code, i, num_outputs;
   DLTensor *view, *x;
   char* data;
   size_t size;
@@ -78,11 +79,13 @@ int main(int argc, char** argv) {
     codes[0] = kTVMStr;
     args[1].v_handle = lib;
     codes[1] = kTVMModuleHandle;
-    args[2].v_int64 = types[0];
-    codes[2] = kTVMArgInt;
-    args[3].v_int64 = 0;
-    codes[3] = kTVMArgInt;
-    gmod = call_for_module(f, args, codes, 4);
+    for (i = 0; i < num_devices; ++i) { /* (device_type, device_id) pairs, as TVM's */
+      args[2 + 2 * i].v_int64 = types[i];
+      codes[2 + 2 * i] = kTVMArgInt;
+      args[3 + 2 * i].v_int64 = 0;
+      codes[3 + 2 * i] = kTVMArgInt;
+    }
+    gmod = call_for_module(f, args, codes, 2 + 2 * num_devices);
     CHECK(TVMFuncFree(f));
     bytes.data = params;
     bytes.size = params_size;
