@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 from tests.native.conftest import NativeBuild
 
-from support.fixtures import artifact_folder
+from support.fixtures import artifact_folder, built_fixtures
 from tvmrt import runtime
 from tvmrt.error import ArrayError
 
@@ -419,3 +419,71 @@ def test_graph_executor_create_takes_a_device_per_pair(
     want = golden["output_0"]
     got = np.fromfile(tmp_path / "o0.bin", dtype=want.dtype).reshape(want.shape)
     np.testing.assert_allclose(got, want, **TOL)
+
+
+# a tvm-ffi kernel library's function called through the C API on opencl(0): its inputs
+# and an output array made on the device, the result read back
+_FFI_CALL = r"""
+import ctypes, sys
+import numpy as np
+from tvmrt.runtime._ctypes_api import DLTensor
+
+lib = ctypes.CDLL(sys.argv[1])
+lib.TVMGetLastError.restype = ctypes.c_char_p
+path, name, data = sys.argv[2], sys.argv[3], np.load(sys.argv[4])
+
+
+def check(rc):
+    if rc != 0:
+        sys.exit(lib.TVMGetLastError().decode())
+
+
+def on_device(shape):
+    dims = (ctypes.c_int64 * len(shape))(*shape)
+    handle = ctypes.POINTER(DLTensor)()
+    check(lib.TVMArrayAlloc(dims, len(shape), 2, 32, 1, 4, 0, ctypes.byref(handle)))
+    return handle
+
+
+mod, f = ctypes.c_void_p(), ctypes.c_void_p()
+check(lib.TVMModLoadFromFile(path.encode(), b"", ctypes.byref(mod)))
+check(lib.TVMModGetFunction(mod, name.encode(), 1, ctypes.byref(f)))
+inputs = [data[k] for k in sorted(data) if k.startswith("arg")]
+want = data["expected"]
+arrays = [on_device(a.shape) for a in inputs] + [on_device(want.shape)]
+for a, handle in zip(inputs, arrays):
+    a = np.ascontiguousarray(a)
+    check(lib.TVMArrayCopyFromBytes(handle, a.ctypes.data_as(ctypes.c_void_p), a.nbytes))
+values = (ctypes.c_void_p * len(arrays))(*[ctypes.cast(h, ctypes.c_void_p) for h in arrays])
+codes = (ctypes.c_int * len(arrays))(*[7] * len(arrays))  # kTVMDLTensorHandle
+ret, code = ctypes.c_int64(), ctypes.c_int()
+check(lib.TVMFuncCall(f, values, codes, len(arrays), ctypes.byref(ret), ctypes.byref(code)))
+got = np.empty_like(want)
+check(lib.TVMArrayCopyToBytes(arrays[-1], got.ctypes.data_as(ctypes.c_void_p), got.nbytes))
+print(float(np.abs(got - want).max()))
+for handle in arrays:
+    check(lib.TVMArrayFree(handle))
+check(lib.TVMFuncFree(f))
+check(lib.TVMModFree(mod))
+"""
+
+_ERAS = ("tvm021", "tvm025", "tvm027")
+
+
+@pytest.mark.parametrize("program", ["add_one", "dense_relu"])
+@pytest.mark.parametrize("era", _ERAS)
+def test_c_runtime_runs_tvm_ffi_opencl_kernels_of_every_era(
+    native_plain: NativeBuild, pocl: dict[str, str], era: str, program: str
+) -> None:
+    """TVM 0.21, 0.25 and 0.27's OpenCL kernel libraries (tests/fixtures/build_opencl.py:
+    tvm-ffi host code, an ``opencl`` entry of OpenCL C in ``__tvm_ffi__library_bin`` whose
+    kernel table has TVM >= 0.21's ``arg_extra_tags``) called through the C API."""
+    folder = built_fixtures("build_opencl.py", peer=era, folder=f"opencl{era[3:]}")
+    proc = subprocess.run(
+        [sys.executable, "-c", _FFI_CALL, str(native_plain.lib_dir / "libtvmrt_runtime.so"),
+         str(folder / f"{program}.so"), program, str(folder / f"{program}.npz")],
+        env={**native_plain.env, **pocl, "PYTHONPATH": os.pathsep.join(sys.path)},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert float(proc.stdout) <= 1e-5

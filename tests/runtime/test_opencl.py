@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from support.fixtures import artifact_folder
+from support.fixtures import artifact_folder, built_fixtures
 from tvmrt import runtime
 from tvmrt.contrib import graph_executor
 from tvmrt.error import ArrayError
@@ -254,3 +254,19 @@ def test_bad_programs_and_launches_fail_cleanly() -> None:
         ok["k"](a.data_ptr, 1, too_big)  # type: ignore[index]
     ok["k"](a.data_ptr, 1, 4)  # type: ignore[index]
     np.testing.assert_array_equal(a.numpy(), [1, 1, 1, 1])
+
+
+@pytest.mark.parametrize("program", ["add_one", "dense_relu"])
+@pytest.mark.parametrize("era", ["tvm021", "tvm025", "tvm027"])
+def test_tvm_ffi_opencl_kernels_of_every_era(era: str, program: str) -> None:
+    """TVM 0.21-0.27's OpenCL kernel libraries (tests/fixtures/build_opencl.py): their
+    ``opencl`` entry's kernel table has TVM >= 0.21's ``arg_extra_tags``, which the loader
+    reads as the CUDA loader does (it refused these with bytes left over)."""
+    folder = built_fixtures("build_opencl.py", peer=era, folder=f"opencl{era[3:]}")
+    data = np.load(folder / f"{program}.npz")
+    lib = runtime.load_module(str(folder / f"{program}.so"))
+    dev = runtime.opencl(0)
+    inputs = [runtime.array(data[k], dev) for k in sorted(data) if k.startswith("arg")]
+    out = runtime.empty(data["expected"].shape, "float32", dev)
+    lib[program](*inputs, out)
+    np.testing.assert_allclose(out.numpy(), data["expected"], **TOL)

@@ -36,6 +36,7 @@ __all__ = [
     "WorkLoad",
     "DeviceKernel",
     "read_function_table",
+    "read_kernel_table",
     "install_device_workspace",
 ]
 
@@ -116,6 +117,29 @@ def read_function_table(reader: ByteReader, extra_tags: bool = False) -> dict[st
         key = reader.string(f"kernel name {i}")
         table[key] = _read_info(reader, key, extra_tags)
     return table
+
+
+def read_kernel_table(reader: ByteReader, what: str) -> tuple[dict[str, FunctionInfo], bool]:
+    """A device module's kernel table (CUDA's, OpenCL's) in TVM >= 0.21's layout if the bytes
+    hold it, else the older one; and whether it was the newer. ``what`` names the module.
+
+    When neither reads, the error is the one of the layout that read further (the other
+    misread a field as a length), a short read named as the module's (as the C runtime).
+    """
+    at = reader.offset
+    try:
+        return read_function_table(reader, extra_tags=True), True
+    except ModuleLoadError as exc:
+        first, reached = exc, reader.offset
+    reader.offset = at
+    try:
+        return read_function_table(reader), False
+    except ModuleLoadError as exc:
+        chosen = first if reached > reader.offset else exc
+    text, prefix = str(chosen), f"{reader.what}: "
+    if not text.startswith(prefix):
+        raise chosen from None  # a kernel's own check
+    raise ModuleLoadError(f"{what}: kernel table: {text[len(prefix) :]}") from None
 
 
 def _tag_slot(tag: str, kernel: str) -> int:

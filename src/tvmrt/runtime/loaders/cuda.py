@@ -38,7 +38,7 @@ from tvmrt.runtime.launch import (
     FunctionInfo,
     WorkLoad,
     install_device_workspace,
-    read_function_table,
+    read_kernel_table,
 )
 from tvmrt.runtime.loaders import cuda_launch
 from tvmrt.runtime.loaders.cuda_image import CudaImage, check_runs_on, describe_image
@@ -305,28 +305,6 @@ def _events(drv: Any, stream: ctypes.c_void_p) -> tuple[ctypes.c_void_p, ctypes.
     return start, end
 
 
-def _read_table(reader: ByteReader, what: str) -> tuple[dict[str, FunctionInfo], bool]:
-    """The kernel table in TVM >= 0.21's layout if the bytes hold it, else the older one.
-
-    When neither reads, the error is the one of the layout that read further (the other
-    misread a field as a length), a short read named as the module's (as the C runtime).
-    """
-    at = reader.offset
-    try:
-        return read_function_table(reader, extra_tags=True), True
-    except ModuleLoadError as exc:
-        first, reached = exc, reader.offset
-    reader.offset = at
-    try:
-        return read_function_table(reader), False
-    except ModuleLoadError as exc:
-        chosen = first if reached > reader.offset else exc
-    text, prefix = str(chosen), f"{reader.what}: "
-    if not text.startswith(prefix):
-        raise chosen from None  # a kernel's own check
-    raise ModuleLoadError(f"{what}: kernel table: {text[len(prefix) :]}") from None
-
-
 def load_cuda_binary(reader: ByteReader) -> CUDAModule:
     """``runtime.module.loadbinary_cuda``: read a ``cuda`` module from a blob."""
     at = reader.offset
@@ -340,7 +318,7 @@ def load_cuda_binary(reader: ByteReader) -> CUDAModule:
             at,
         )
     what = f"{reader.what}: CUDA module ({fmt})"
-    table, _ = _read_table(reader, what)
+    table, _ = read_kernel_table(reader, what)
     data = bytes(reader.blob("CUDA image"))
     install_device_workspace()
     return CUDAModule(fmt, data, table, what)

@@ -1,7 +1,8 @@
 """The ``opencl`` device module of TVM blobs: OpenCL C source (or a binary) + FunctionInfo.
 
 TVM saves it as ``string fmt`` (``"cl"``: OpenCL C source; ``"xclbin"``, ``"aocx"``...:
-a device binary), the kernel table (see :mod:`tvmrt.runtime.launch`) and ``string data``.
+a device binary), the kernel table (see :mod:`tvmrt.runtime.launch`; TVM >= 0.21 adds
+``arg_extra_tags`` to each entry, read when the bytes hold them) and ``string data``.
 The program is built once per OpenCL context, on the first launch there, and each kernel
 is created once per context. Host code launches kernels through
 ``TVMBackendGetFuncFromEnv`` + ``TVMFuncCall`` with buffer handles, scalars and the
@@ -26,7 +27,7 @@ from tvmrt.runtime.launch import (
     FunctionInfo,
     WorkLoad,
     install_device_workspace,
-    read_function_table,
+    read_kernel_table,
 )
 from tvmrt.runtime.loaders import cuda_launch
 from tvmrt.runtime.module import Module
@@ -208,7 +209,7 @@ def load_opencl_binary(reader: ByteReader) -> OpenCLModule:
             f"source) or a device binary ({', '.join(sorted(_BINARY_FORMATS))})",
             at,
         )
-    table = read_function_table(reader)
+    table, _ = read_kernel_table(reader, f"OpenCL module ({fmt})")
     data = bytes(reader.blob("OpenCL program"))
     if fmt == "cl":
         try:
