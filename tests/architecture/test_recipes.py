@@ -50,6 +50,16 @@ def test_the_doc_names_the_tables_the_tests_use() -> None:
         assert place in text
 
 
+def test_the_doc_names_every_native_source() -> None:
+    """Every C file both builds compile (src/tvmrt/_native/sources.txt) is named in the map."""
+    text = DOC.read_text()
+    sources = REPO / "src" / "tvmrt" / "_native" / "sources.txt"
+    rows = [line.split() for line in sources.read_text().splitlines()]
+    files = [Path(row[0]).name for row in rows if row and not row[0].startswith("#")]
+    assert files, "sources.txt lists no file"
+    assert [f for f in files if f"`{f}`" not in text] == []
+
+
 def test_a_device_backend_is_one_file_and_one_line(
     new_module: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
