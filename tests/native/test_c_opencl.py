@@ -57,6 +57,12 @@ def pocl() -> dict[str, str]:
     }
 
 
+def _npz(path: Path) -> dict[str, np.ndarray]:
+    """The arrays of an .npz file, the file closed (an open one warns when collected)."""
+    with np.load(path) as data:
+        return dict(data)
+
+
 def _with_pocl(env: dict[str, str], pocl: dict[str, str], tmp_path: Path) -> dict[str, str]:
     """env with pocl's, and under ASan the ICD loader's own leaks (an opendir it keeps)
     suppressed: they are not ours."""
@@ -78,7 +84,7 @@ def _run_model(
 ) -> subprocess.CompletedProcess[str]:
     folder, library, golden, name, devices = model
     where = artifact_folder("relay016") / folder
-    np.load(where / golden)[name].tofile(tmp_path / "x.bin")
+    _npz(where / golden)[name].tofile(tmp_path / "x.bin")
     full = {**_with_pocl(native.env, env, tmp_path), "RUN_MODEL_DEVICE": devices}
     return native.run_env(
         exe, full, "factory", where / library, name, tmp_path / "x.bin", tmp_path / "o"
@@ -95,7 +101,7 @@ def test_c_runtime_runs_tvm_opencl_builds_against_their_goldens(
 ) -> None:
     proc = _run_model(native, compile_c(native, "run_model", False), tmp_path, pocl, model)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    golden = np.load(artifact_folder("relay016") / model[0] / model[2])
+    golden = _npz(artifact_folder("relay016") / model[0] / model[2])
     outputs = sorted(k for k in golden if k.startswith("output_"))
     assert proc.stdout.strip() == f"outputs: {len(outputs)}"
     for i, key in enumerate(outputs):
@@ -275,7 +281,7 @@ def test_cxx_deployment_program_on_kdlopencl(
         tmp_path,
     )
     where = artifact_folder("relay016") / "opencl-factory"
-    golden = np.load(where / "dense_golden.npz")
+    golden = _npz(where / "dense_golden.npz")
     golden["x"].astype("<f4").tofile(tmp_path / "x.bin")
     env = _with_pocl(env, pocl, tmp_path)
     shell(f"./device_deploy opencl {where / 'dense.so'} x 64 x.bin 10 out.bin", env, tmp_path)
@@ -376,7 +382,7 @@ def test_dlr_c_api_runs_an_opencl_neo_folder(
     params = runtime.save_param_dict(factory["get_graph_params"]())
     (folder / "compiled.params").write_bytes(params)
     (folder / "compiled.so").write_bytes((where / "dense.so").read_bytes())
-    golden = np.load(where / "dense_golden.npz")
+    golden = _npz(where / "dense_golden.npz")
     golden["x"].tofile(tmp_path / "x.bin")
     out = native_root / f"dlr-example-{native.variant}"
     out.mkdir(exist_ok=True)
@@ -409,7 +415,7 @@ def test_graph_executor_create_takes_a_device_per_pair(
     (tmp_path / "graph.json").write_text(factory["get_graph_json"]())
     params = runtime.save_param_dict(factory["get_graph_params"]())
     (tmp_path / "params").write_bytes(params)
-    golden = np.load(where / "golden.npz")
+    golden = _npz(where / "golden.npz")
     golden["data"].tofile(tmp_path / "x.bin")
     env = {**_with_pocl(native.env, pocl, tmp_path), "RUN_MODEL_DEVICE": "cpu,opencl"}
     exe = compile_c(native, "run_model", False)

@@ -263,7 +263,8 @@ def test_tvm_ffi_opencl_kernels_of_every_era(era: str, program: str) -> None:
     ``opencl`` entry's kernel table has TVM >= 0.21's ``arg_extra_tags``, which the loader
     reads as the CUDA loader does (it refused these with bytes left over)."""
     folder = built_fixtures("build_opencl.py", peer=era, folder=f"opencl{era[3:]}")
-    data = np.load(folder / f"{program}.npz")
+    with np.load(folder / f"{program}.npz") as npz:
+        data = dict(npz)
     lib = runtime.load_module(str(folder / f"{program}.so"))
     dev = runtime.opencl(0)
     inputs = [runtime.array(data[k], dev) for k in sorted(data) if k.startswith("arg")]

@@ -130,12 +130,14 @@ def read_kernel_table(reader: ByteReader, what: str) -> tuple[dict[str, Function
     try:
         return read_function_table(reader, extra_tags=True), True
     except ModuleLoadError as exc:
-        first, reached = exc, reader.offset
+        # kept without its traceback: a frame holding the exception that holds the frame
+        # is a cycle, and it would keep the callers' frames (their open files) alive
+        first, reached = exc.with_traceback(None), reader.offset
     reader.offset = at
     try:
         return read_function_table(reader), False
     except ModuleLoadError as exc:
-        chosen = first if reached > reader.offset else exc
+        chosen = first if reached > reader.offset else exc.with_traceback(None)
     text, prefix = str(chosen), f"{reader.what}: "
     if not text.startswith(prefix):
         raise chosen from None  # a kernel's own check
