@@ -211,12 +211,8 @@ static int f_launch(void* self, TVMValue* args, int* codes, int n, TVMValue* ret
 
 static tvmrt_func* cuda_lookup(tvmrt_module* self, const char* name) {
   cu_module* m = (cu_module*)self->impl;
-  size_t i;
-  for (i = 0; i < m->table.count; ++i) {
-    if (strcmp(m->table.kernels[i].key, name) == 0)
-      return tvmrt_func_new(f_launch, &m->kernels[i], &self->hdr);
-  }
-  return NULL;
+  ptrdiff_t i = tvmrt_kernel_table_find(&m->table, name);
+  return i < 0 ? NULL : tvmrt_func_new(f_launch, &m->kernels[i], &self->hdr);
 }
 
 static void cuda_finalize(tvmrt_module* self) {

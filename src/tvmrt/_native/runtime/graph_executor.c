@@ -41,13 +41,15 @@ static int entry_nbytes(const tvmrt_graph* g, size_t eid, size_t* out) {
   return 0;
 }
 
-/* the Python runtime's check_host_memory: pools larger than this machine's memory fail here,
-   not when a lazily committed page is first touched */
-static int host_memory_problem(const size_t* sizes, size_t n) {
+/* the Python runtime's check_host_memory: CPU pools larger than this machine's memory fail
+   here, not when a lazily committed page is first touched */
+static int host_memory_problem(const size_t* sizes, const DLDevice* devs, size_t n) {
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
   double need = 0, have = (double)pages * (double)page;
   size_t sid;
-  for (sid = 0; sid < n; ++sid) need += (double)((sizes[sid] + 3) / 4 * 4);
+  for (sid = 0; sid < n; ++sid) {
+    if (devs[sid].device_type == kDLCPU) need += (double)((sizes[sid] + 3) / 4 * 4);
+  }
   if (pages <= 0 || page <= 0 || need <= have) return 0;
   return tvmrt_fail("DeviceOutOfMemoryError",
                     "cannot create the graph executor: the storage plan needs %.1f GiB of host "
@@ -63,11 +65,6 @@ static DLDevice device_for_type(const graph_executor* ge, int type) {
     if ((int)ge->devs[i].device_type == type) return ge->devs[i];
   }
   return ge->devs[0];
-}
-
-static const char* device_name(int type) {
-  const tvmrt_device_backend* backend = tvmrt_device_backend_of(type);
-  return type == kDLCPU ? "cpu" : backend != NULL ? backend->name : "?";
 }
 
 /* per storage id: its size and the device its entries are on (one device per pool, the
@@ -119,22 +116,14 @@ static int setup_storage(graph_executor* ge) {
   tvmrt_graph* g = &ge->g;
   size_t* sizes = (size_t*)calloc(g->num_storage ? g->num_storage : 1, sizeof(size_t));
   DLDevice* pool_devs = (DLDevice*)calloc(g->num_storage ? g->num_storage : 1, sizeof(DLDevice));
-  size_t *host = NULL, num_host = 0, eid, sid;
+  size_t eid, sid;
   int rc = -1;
   if (sizes == NULL || pool_devs == NULL) {
     tvmrt_fail("DeviceOutOfMemoryError", "cannot plan storage");
     goto done;
   }
   if (plan_pools(ge, sizes, pool_devs) != 0) goto done;
-  host = (size_t*)calloc(g->num_storage ? g->num_storage : 1, sizeof(size_t));
-  if (host == NULL) {
-    tvmrt_fail("DeviceOutOfMemoryError", "cannot plan storage");
-    goto done;
-  }
-  for (sid = 0; sid < g->num_storage; ++sid) {
-    if (pool_devs[sid].device_type == kDLCPU) host[num_host++] = sizes[sid];
-  }
-  if (host_memory_problem(host, num_host) != 0) goto done;
+  if (host_memory_problem(sizes, pool_devs, g->num_storage) != 0) goto done;
   ge->pool = (tvmrt_ndarray**)calloc(g->num_storage ? g->num_storage : 1, sizeof(void*));
   ge->entries = (DLTensor*)calloc(g->num_entries ? g->num_entries : 1, sizeof(DLTensor));
   ge->owners = (tvmrt_object**)calloc(g->num_entries ? g->num_entries : 1, sizeof(void*));
@@ -149,8 +138,8 @@ static int setup_storage(graph_executor* ge) {
     ge->pool[sid] = tvmrt_ndarray_empty_on(&n, 1, u8, pool_devs[sid]);
     if (ge->pool[sid] == NULL) {
       if (tvmrt_device_backend_of(pool_devs[sid].device_type) == NULL) { /* else its error */
-        tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %zu bytes for storage %zu on %s",
-                   sizes[sid], sid, device_name(pool_devs[sid].device_type));
+        tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %zu bytes for storage %zu",
+                   sizes[sid], sid);
       }
       goto done;
     }
@@ -169,7 +158,6 @@ static int setup_storage(graph_executor* ge) {
 done:
   free(sizes);
   free(pool_devs);
-  free(host);
   return rc;
 }
 

@@ -139,6 +139,14 @@ void tvmrt_kernel_table_free(tvmrt_kernel_table* t) {
   t->count = 0;
 }
 
+ptrdiff_t tvmrt_kernel_table_find(const tvmrt_kernel_table* t, const char* name) {
+  size_t i;
+  for (i = 0; i < t->count; ++i) {
+    if (strcmp(t->kernels[i].key, name) == 0) return (ptrdiff_t)i;
+  }
+  return -1;
+}
+
 static int read_table(tvmrt_reader* r, tvmrt_kernel_table* m, const char* device, int extra_tags) {
   uint64_t n, i;
   if (tvmrt_read_count(r, &n, 32, "number of kernels") != 0) return -1;

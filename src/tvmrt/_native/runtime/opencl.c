@@ -219,12 +219,12 @@ int tvmrt_opencl_device(int device_id, void** context, void** device, void** que
 /* ---------------------------------------------------------------------------------- */
 /* memory                                                                              */
 
-struct tvmrt_cl_buffer {
+typedef struct tvmrt_cl_buffer {
   cl_handle buffer; /* first, as TVM's cl::BufferDescriptor: what user code reads */
   tvmrt_object hdr; /* in the live set: a handle is checked before it is followed */
   size_t nbytes;
   int device_id;
-};
+} tvmrt_cl_buffer;
 
 static void buffer_destroy(tvmrt_object* obj) {
   tvmrt_cl_buffer* b = (tvmrt_cl_buffer*)((char*)obj - offsetof(tvmrt_cl_buffer, hdr));

@@ -122,6 +122,7 @@ static int f_launch(void* self, TVMValue* args, int* codes, int n, TVMValue* ret
   size_t global[3], local[3];
   int i, dev = tvmrt_current_device(kDLOpenCL);
   int32_t status = 0;
+  const char* call = "clSetKernelArg";
   void *context, *device, *queue, *kernel;
   (void)ret;
   (void)rc;
@@ -157,16 +158,14 @@ static int f_launch(void* self, TVMValue* args, int* codes, int n, TVMValue* ret
     status = api->set_kernel_arg(kernel, (uint32_t)i, arg_size, &holder[i]);
   }
   if (status == 0) {
+    call = "clEnqueueNDRangeKernel";
     status = api->enqueue_nd_range_kernel(queue, kernel, (uint32_t)k->work_dim, NULL, global, local,
                                           0, NULL, NULL);
   }
   pthread_mutex_unlock(&k->mu);
   if (status != 0) {
     char msg[512];
-    tvmrt_opencl_error(i < k->info->num_args || status == -49 || status == -50 || status == -51
-                           ? "clSetKernelArg"
-                           : "clEnqueueNDRangeKernel",
-                       status);
+    tvmrt_opencl_error(call, status);
     snprintf(msg, sizeof(msg), "%s", tvmrt_peek_last_error());
     return tvmrt_fail("KernelError",
                       "launching OpenCL kernel '%.200s' on opencl(%d) with grid (%u, %u, %u) and "
@@ -178,12 +177,8 @@ static int f_launch(void* self, TVMValue* args, int* codes, int n, TVMValue* ret
 
 static tvmrt_func* opencl_lookup(tvmrt_module* self, const char* name) {
   cl_module* m = (cl_module*)self->impl;
-  size_t i;
-  for (i = 0; i < m->table.count; ++i) {
-    if (strcmp(m->table.kernels[i].key, name) == 0)
-      return tvmrt_func_new(f_launch, &m->kernels[i], &self->hdr);
-  }
-  return NULL;
+  ptrdiff_t i = tvmrt_kernel_table_find(&m->table, name);
+  return i < 0 ? NULL : tvmrt_func_new(f_launch, &m->kernels[i], &self->hdr);
 }
 
 static void free_module(cl_module* m) {

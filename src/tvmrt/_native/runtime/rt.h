@@ -240,9 +240,9 @@ int tvmrt_cuda_set_stream(int device_id, void* stream);
 extern const struct tvmrt_device_backend tvmrt_cuda_backend;
 
 /* opencl.c: kDLOpenCL through libOpenCL.so.1 (any ICD). A memory handle is a
-   tvmrt_cl_buffer* (DLTensor.data of an OpenCL array, as TVM's cl::BufferDescriptor*: its
-   first member is the cl_mem); tvmrt_opencl_buffer checks one is live */
-typedef struct tvmrt_cl_buffer tvmrt_cl_buffer;
+   descriptor of opencl.c (DLTensor.data of an OpenCL array, as TVM's
+   cl::BufferDescriptor*: its first member is the cl_mem); tvmrt_opencl_buffer checks one
+   is live */
 extern const struct tvmrt_device_backend tvmrt_opencl_backend;
 /* the driver functions tvmrt calls (OpenCL 1.2's; every cl_* object is a void* here) */
 typedef struct {
@@ -313,6 +313,8 @@ typedef struct {
 int tvmrt_kernel_table_read(tvmrt_reader* r, const char* device, const char* what,
                             tvmrt_kernel_table* out);
 void tvmrt_kernel_table_free(tvmrt_kernel_table* t);
+/* the index of the kernel named `name`, or -1 */
+ptrdiff_t tvmrt_kernel_table_find(const tvmrt_kernel_table* t, const char* name);
 /* a call's n values: the kernel's arguments packed into holder[0..num_args) (8 bytes each,
    TVMRT_MAX_KERNEL_ARGS at most), the grid and block extents into size (x, y, z each; 1
    where not given) and the dynamic shared memory into *smem; a KernelError when they do not
