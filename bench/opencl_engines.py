@@ -31,21 +31,13 @@ from pathlib import Path
 
 import numpy as np
 
+from tvmrt.runtime._ctypes_api import TVMValue
+
 _MODELS = {  # name: (folder, library, golden, input, devices)
     "cnn": ("opencl-factory", "deploy.so", "golden.npz", "data", (4,)),
     "dense": ("opencl-factory", "dense.so", "dense_golden.npz", "x", (4,)),
     "cpu+opencl": ("hetero-opencl-cpu", "deploy.so", "golden.npz", "data", (1, 4)),
 }
-
-
-class _Value(ctypes.Union):
-    _fields_ = [
-        ("v_int64", ctypes.c_int64),
-        ("v_float64", ctypes.c_double),
-        ("v_handle", ctypes.c_void_p),
-        ("v_str", ctypes.c_char_p),
-        ("v_device", ctypes.c_int32 * 2),
-    ]
 
 
 class _CEngine:
@@ -55,10 +47,10 @@ class _CEngine:
         self.lib = lib
         self.mod = ctypes.c_void_p()
         self._check(lib.TVMModLoadFromFile(str(path).encode(), b"", ctypes.byref(self.mod)))
-        args = (_Value * len(devices))()
+        args = (TVMValue * len(devices))()
         codes = (ctypes.c_int * len(devices))(*[6] * len(devices))  # kDLDevice
         for i, device_type in enumerate(devices):
-            args[i].v_device[0], args[i].v_device[1] = device_type, 0
+            args[i].v_device.device_type, args[i].v_device.device_id = device_type, 0
         made = self._call(self._get(self.mod, "default"), args, codes)[0]
         self.gmod = ctypes.c_void_p(made.v_handle)
         self.funcs = {n: self._get(self.gmod, n) for n in ("set_input", "run", "get_output")}
@@ -74,7 +66,7 @@ class _CEngine:
         return f
 
     def _call(self, f: ctypes.c_void_p, args: ctypes.Array, codes: ctypes.Array) -> tuple:  # type: ignore[type-arg]
-        ret, code = _Value(), ctypes.c_int()
+        ret, code = TVMValue(), ctypes.c_int()
         self._check(
             self.lib.TVMFuncCall(f, args, codes, len(codes), ctypes.byref(ret), ctypes.byref(code))
         )
@@ -93,19 +85,19 @@ class _CEngine:
         tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes = 2, 32, 1
         tensor.shape = shape
         self._tensor = (tensor, shape)
-        args = (_Value * 2)()
+        args = (TVMValue * 2)()
         args[0].v_str = name.encode()
         args[1].v_handle = ctypes.addressof(tensor)
         self._call(self.funcs["set_input"], args, (ctypes.c_int * 2)(11, 7))  # str, DLTensor*
 
     def run(self) -> None:
-        self._call(self.funcs["run"], (_Value * 0)(), (ctypes.c_int * 0)())
+        self._call(self.funcs["run"], (TVMValue * 0)(), (ctypes.c_int * 0)())
 
     def sync(self) -> None:
         self._check(self.lib.TVMSynchronize(4, 0, None))
 
     def output(self, index: int, like: np.ndarray) -> np.ndarray:
-        args = (_Value * 1)()
+        args = (TVMValue * 1)()
         args[0].v_int64 = index
         ret, _ = self._call(self.funcs["get_output"], args, (ctypes.c_int * 1)(0))
         out = np.empty_like(like)

@@ -63,6 +63,12 @@ def _npz(path: Path) -> dict[str, np.ndarray]:
         return dict(data)
 
 
+def _assert_output(path: Path, want: np.ndarray) -> None:
+    """The raw output a program wrote to path is TVM's golden `want` (tolerance TOL)."""
+    got = np.fromfile(path, dtype=want.dtype).reshape(want.shape)
+    np.testing.assert_allclose(got, want, **TOL)
+
+
 def _with_pocl(env: dict[str, str], pocl: dict[str, str], tmp_path: Path) -> dict[str, str]:
     """env with pocl's, and under ASan the ICD loader's own leaks (an opendir it keeps)
     suppressed: they are not ours."""
@@ -105,9 +111,7 @@ def test_c_runtime_runs_tvm_opencl_builds_against_their_goldens(
     outputs = sorted(k for k in golden if k.startswith("output_"))
     assert proc.stdout.strip() == f"outputs: {len(outputs)}"
     for i, key in enumerate(outputs):
-        want = golden[key]
-        got = np.fromfile(tmp_path / f"o{i}.bin", dtype=want.dtype).reshape(want.shape)
-        np.testing.assert_allclose(got, want, **TOL)
+        _assert_output(tmp_path / f"o{i}.bin", golden[key])
 
 
 def test_a_cpu_graph_given_only_opencl_is_refused_as_python_refuses_it(
@@ -158,7 +162,7 @@ def test_c_runtime_refuses_opencl_without_a_driver_or_a_device(
 _API = r"""
 import ctypes, sys
 import numpy as np
-from tvmrt.runtime._ctypes_api import DLTensor
+from tvmrt.runtime._ctypes_api import DLTensor, TVMValue
 
 lib = ctypes.CDLL(sys.argv[1])
 lib.TVMGetLastError.restype = ctypes.c_char_p
@@ -211,17 +215,12 @@ mod, f = ctypes.c_void_p(), ctypes.c_void_p()
 check(lib.TVMModLoadFromFile(sys.argv[2].encode(), b"", ctypes.byref(mod)))
 check(lib.TVMModGetFunction(mod, b"tvmgen_default_fused_nn_dense_add_kernel", 1, ctypes.byref(f)))
 
-
-class Value(ctypes.Union):
-    _fields_ = [("v_int64", ctypes.c_int64), ("v_handle", ctypes.c_void_p)]
-
-
-args, codes = (Value * 7)(), (ctypes.c_int * 7)()
+args, codes = (TVMValue * 7)(), (ctypes.c_int * 7)()
 for i in range(4):  # the kernel's four buffers: handles no array has
     args[i].v_handle, codes[i] = 0x1234560, 3
 for i in range(4, 7):  # blockIdx.x, threadIdx.x, threadIdx.y
     args[i].v_int64, codes[i] = 1, 0
-ret, code = Value(), ctypes.c_int()
+ret, code = TVMValue(), ctypes.c_int()
 print(lib.TVMFuncCall(f, args, codes, 7, ctypes.byref(ret), ctypes.byref(code)),
       lib.TVMGetLastError().decode())
 check(lib.TVMFuncFree(f))
@@ -285,8 +284,7 @@ def test_cxx_deployment_program_on_kdlopencl(
     golden["x"].astype("<f4").tofile(tmp_path / "x.bin")
     env = _with_pocl(env, pocl, tmp_path)
     shell(f"./device_deploy opencl {where / 'dense.so'} x 64 x.bin 10 out.bin", env, tmp_path)
-    got = np.fromfile(tmp_path / "out.bin", dtype="<f4").reshape(1, 10)
-    np.testing.assert_allclose(got, golden["output_0"], **TOL)
+    _assert_output(tmp_path / "out.bin", golden["output_0"])
 
 
 # both engines in one process, on one library: the Python engine's OpenCL run installs the
@@ -298,7 +296,7 @@ import numpy as np
 from tvmrt import runtime
 from tvmrt.contrib import graph_executor
 from tvmrt.runtime import kernel_services
-from tvmrt.runtime._ctypes_api import DLTensor
+from tvmrt.runtime._ctypes_api import DLTensor, TVMValue
 
 path, golden = sys.argv[1], np.load(sys.argv[2])
 py = graph_executor.GraphModule(runtime.load_module(path)["default"](runtime.opencl(0)))
@@ -310,20 +308,15 @@ lib = ctypes.CDLL(kernel_services.library_path())
 lib.TVMGetLastError.restype = ctypes.c_char_p
 
 
-class Value(ctypes.Union):
-    _fields_ = [("v_int64", ctypes.c_int64), ("v_handle", ctypes.c_void_p),
-                ("v_str", ctypes.c_char_p), ("v_device", ctypes.c_int32 * 2)]
-
-
 def check(rc):
     if rc != 0:
         sys.exit(lib.TVMGetLastError().decode())
 
 
 def call(mod, name, values, codes):
-    f, ret, code = ctypes.c_void_p(), Value(), ctypes.c_int()
+    f, ret, code = ctypes.c_void_p(), TVMValue(), ctypes.c_int()
     check(lib.TVMModGetFunction(mod, name.encode(), 0, ctypes.byref(f)))
-    args = (Value * len(values))(*values)
+    args = (TVMValue * len(values))(*values)
     check(lib.TVMFuncCall(f, args, (ctypes.c_int * len(codes))(*codes), len(codes),
                           ctypes.byref(ret), ctypes.byref(code)))
     check(lib.TVMFuncFree(f))
@@ -332,16 +325,17 @@ def call(mod, name, values, codes):
 
 mod = ctypes.c_void_p()
 check(lib.TVMModLoadFromFile(path.encode(), b"", ctypes.byref(mod)))
-dev = Value()
-dev.v_device[0], dev.v_device[1] = 4, 0
+dev = TVMValue()
+dev.v_device.device_type, dev.v_device.device_id = 4, 0
 gmod = call(mod, "default", [dev], [6])
 x = np.ascontiguousarray(golden["data"])
 shape = (ctypes.c_int64 * x.ndim)(*x.shape)
 t = DLTensor(data=x.ctypes.data, ndim=x.ndim, shape=shape)
 t.device.device_type, t.dtype.code, t.dtype.bits, t.dtype.lanes = 1, 2, 32, 1
-call(gmod, "set_input", [Value(v_str=b"data"), Value(v_handle=ctypes.addressof(t))], [11, 7])
+call(gmod, "set_input", [TVMValue(v_str=b"data"), TVMValue(v_handle=ctypes.addressof(t))],
+     [11, 7])
 call(gmod, "run", [], [])
-out = call(gmod, "get_output", [Value(v_int64=0)], [0])
+out = call(gmod, "get_output", [TVMValue(v_int64=0)], [0])
 got = np.empty_like(golden["output_0"])
 check(lib.TVMArrayCopyToBytes(out, got.ctypes.data_as(ctypes.c_void_p), got.nbytes))
 print(np.abs(got - golden["output_0"]).max() < 1e-5)
@@ -396,9 +390,7 @@ def test_dlr_c_api_runs_an_opencl_neo_folder(
         "input 0: x float32 (1, 64)",
     ]
     for i in range(2):
-        want = golden[f"output_{i}"]
-        got = np.fromfile(tmp_path / f"output_{i}.bin", dtype=want.dtype).reshape(want.shape)
-        np.testing.assert_allclose(got, want, **TOL)
+        _assert_output(tmp_path / f"output_{i}.bin", golden[f"output_{i}"])
 
 
 def test_graph_executor_create_takes_a_device_per_pair(
@@ -422,9 +414,7 @@ def test_graph_executor_create_takes_a_device_per_pair(
     args = ["files", where / "deploy.so", tmp_path / "graph.json", tmp_path / "params"]
     proc = native.run_env(exe, env, *args, "data", tmp_path / "x.bin", tmp_path / "o")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    want = golden["output_0"]
-    got = np.fromfile(tmp_path / "o0.bin", dtype=want.dtype).reshape(want.shape)
-    np.testing.assert_allclose(got, want, **TOL)
+    _assert_output(tmp_path / "o0.bin", golden["output_0"])
 
 
 # a tvm-ffi kernel library's function called through the C API on opencl(0): its inputs

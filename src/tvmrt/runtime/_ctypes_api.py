@@ -150,6 +150,7 @@ class TVMValue(ctypes.Union):
         ("v_float64", ctypes.c_double),
         ("v_handle", ctypes.c_void_p),
         ("v_str", ctypes.c_char_p),
+        ("v_device", DLDevice),
     ]
 
 
