@@ -5,8 +5,10 @@
  * arguments converted here rather than through ctypes (which costs about a microsecond a
  * call, as much as the C Relax VM's whole run of a small model).
  *
- * A FastCall takes what a call usually passes: ints (and bools), floats, None, and arrays
- * that are a C array or have one (an object whose `_c` attribute is a Handle: an NDArray of
+ * A FastCall takes what a call usually passes: ints (and bools), floats, None, strings
+ * (without a NUL inside), writable C-contiguous numpy arrays of ints and floats (a DLTensor
+ * of their memory for the call: the C side copies it, or writes it as an out argument), and
+ * arrays that are a C array or have one (an object whose `_c` attribute is a Handle: an NDArray of
  * native_module; a host NDArray whose `_c` is None gets one here, host_twin). For anything else it
  * returns NotImplemented before calling, and the Python face converts the call itself. Results are
  * unpacked here too: a C array is a native_module._CArray whose `_owner` and `_c` are its Handle; a
@@ -20,6 +22,7 @@
 #include <structmember.h>
 
 #include <stdint.h>
+#include <string.h>
 
 #include "native.h"
 #include "py_call.h"
@@ -140,7 +143,24 @@ static PyType_Spec handle_spec = {
 typedef int (*tvm_func_call_fn)(void*, TVMValue*, int*, int, TVMValue*, int*);
 
 #define FAST_MAX_ARGS 32
-enum { CODE_INT = 0, CODE_FLOAT = 2, CODE_NULL = 4, CODE_OBJECT = 8, CODE_NDARRAY = 13 };
+enum {
+  CODE_INT = 0,
+  CODE_FLOAT = 2,
+  CODE_NULL = 4,
+  CODE_DLTENSOR = 7,
+  CODE_OBJECT = 8,
+  CODE_STR = 11,
+  CODE_NDARRAY = 13
+};
+/* numpy arrays of one call passed as DLTensors of their memory (at most this many, of at
+   most FAST_MAX_NDIM dimensions; more go through the Python face) */
+#define FAST_MAX_HOST 4
+#define FAST_MAX_NDIM 16
+
+typedef struct {
+  DLTensor dl;
+  int64_t shape[FAST_MAX_NDIM];
+} host_arg;
 
 typedef struct {
   PyObject_HEAD tvm_func_call_fn call;
@@ -156,6 +176,8 @@ static PyObject* g_str_owner;
 static PyObject* g_str_np;
 static PyObject* g_str_dtype;
 static PyObject* g_str_dlpack;
+static PyObject* g_str_array_interface;
+static PyObject* g_ndarray_type; /* numpy.ndarray, at the first call that may take one */
 
 /* configure(): what results become (set once by native_module) */
 static struct {
@@ -216,6 +238,81 @@ refused:
   return NULL;
 }
 
+/* the DLDataType of numpy's type string ("<f4", "|u1", ...); 0 for one the C side takes
+   otherwise (bool, complex, big-endian, records) */
+static int typestr_dtype(const char* t, DLDataType* out) {
+  if (t == NULL) return 0;
+  char* end;
+  long size;
+  if ((t[0] != '<' && t[0] != '|' && t[0] != '=') || t[1] == '\0') return 0;
+  size = strtol(t + 2, &end, 10);
+  if (*end != '\0' || (size != 1 && size != 2 && size != 4 && size != 8)) return 0;
+  if (t[1] == 'i') out->code = kDLInt;
+  else if (t[1] == 'u') out->code = kDLUInt;
+  else if (t[1] == 'f' && size >= 2) out->code = kDLFloat;
+  else return 0;
+  out->bits = (uint8_t)(size * 8);
+  out->lanes = 1;
+  return 1;
+}
+
+/* A writable, C-contiguous numpy array (exactly numpy.ndarray) as a DLTensor of its memory
+   (read from its __array_interface__: the limited API has no buffers), which the C side
+   copies, or writes as an out argument, as TVM does a DLTensor it did not make; the call's
+   tuple keeps the array. 0 for any other array: the Python face converts it */
+static int host_arg_of(PyObject* item, host_arg* out, TVMValue* value, int* code) {
+  PyObject *face, *data, *shape, *strides, *typestr;
+  Py_ssize_t ndim, i;
+  int ok = 0;
+  if (g_ndarray_type == NULL) { /* numpy is tvmrt's one dependency: imported already */
+    PyObject* numpy = PyImport_ImportModule("numpy");
+    g_ndarray_type = numpy != NULL ? PyObject_GetAttrString(numpy, "ndarray") : NULL;
+    Py_XDECREF(numpy);
+    if (g_ndarray_type == NULL) {
+      PyErr_Clear();
+      return 0;
+    }
+  }
+  if ((PyObject*)Py_TYPE(item) != g_ndarray_type) return 0;
+  if ((face = PyObject_GetAttr(item, g_str_array_interface)) == NULL || !PyDict_Check(face)) {
+    PyErr_Clear();
+    Py_XDECREF(face);
+    return 0;
+  }
+  data = PyDict_GetItemString(face, "data"); /* borrowed */
+  shape = PyDict_GetItemString(face, "shape");
+  strides = PyDict_GetItemString(face, "strides");
+  typestr = PyDict_GetItemString(face, "typestr");
+  if (data == NULL || !PyTuple_Check(data) || PyTuple_Size(data) != 2 || shape == NULL ||
+      !PyTuple_Check(shape) || (strides != NULL && strides != Py_None) || typestr == NULL ||
+      !PyUnicode_Check(typestr) || PyObject_IsTrue(PyTuple_GetItem(data, 1)) != 0) {
+    goto done; /* read-only, strided, or not numpy's layout */
+  }
+  ndim = PyTuple_Size(shape);
+  if (ndim > FAST_MAX_NDIM ||
+      !typestr_dtype(PyUnicode_AsUTF8AndSize(typestr, NULL), &out->dl.dtype))
+    goto done;
+  for (i = 0; i < ndim; ++i) {
+    out->shape[i] = (int64_t)PyLong_AsLongLong(PyTuple_GetItem(shape, i));
+    if (out->shape[i] < 0) goto done;
+  }
+  out->dl.data = PyLong_AsVoidPtr(PyTuple_GetItem(data, 0));
+  if (PyErr_Occurred()) goto done;
+  out->dl.device.device_type = kDLCPU;
+  out->dl.device.device_id = 0;
+  out->dl.ndim = (int)ndim;
+  out->dl.shape = out->shape;
+  out->dl.strides = NULL;
+  out->dl.byte_offset = 0;
+  value->v_handle = &out->dl;
+  *code = CODE_DLTENSOR;
+  ok = 1;
+done:
+  PyErr_Clear();
+  Py_DECREF(face);
+  return ok;
+}
+
 /* args[i] as a packed argument; 0 when it is none of the kinds taken here */
 static int fast_arg(PyObject* item, TVMValue* value, int* code) {
   if (item == Py_None) {
@@ -236,6 +333,17 @@ static int fast_arg(PyObject* item, TVMValue* value, int* code) {
   if (PyFloat_Check(item)) {
     value->v_float64 = PyFloat_AsDouble(item);
     *code = CODE_FLOAT;
+    return 1;
+  }
+  if (PyUnicode_Check(item)) { /* UTF-8 kept by the str, which the call's tuple holds */
+    Py_ssize_t len;
+    const char* text = PyUnicode_AsUTF8AndSize(item, &len);
+    if (text == NULL || (Py_ssize_t)strlen(text) != len) { /* a NUL inside: Python's words */
+      PyErr_Clear();
+      return 0;
+    }
+    value->v_str = text;
+    *code = CODE_STR;
     return 1;
   }
   {
@@ -348,7 +456,8 @@ static PyObject* unpack(int code, TVMValue value, int depth) {
 static PyObject* fast_call_call(PyObject* self_obj, PyObject* args, PyObject* kwargs) {
   FastCall* self = (FastCall*)self_obj;
   TVMValue values[FAST_MAX_ARGS], ret;
-  int codes[FAST_MAX_ARGS], ret_code = CODE_NULL, rc;
+  int codes[FAST_MAX_ARGS], ret_code = CODE_NULL, rc, num_hosts = 0;
+  host_arg hosts[FAST_MAX_HOST];
   Py_ssize_t n = PyTuple_Size(args), i;
   PyThreadState* saved;
   if (n < 0) return NULL;
@@ -357,10 +466,14 @@ static PyObject* fast_call_call(PyObject* self_obj, PyObject* args, PyObject* kw
     return Py_NotImplemented;
   }
   for (i = 0; i < n; ++i) {
-    if (!fast_arg(PyTuple_GetItem(args, i), &values[i], &codes[i])) {
-      Py_INCREF(Py_NotImplemented);
-      return Py_NotImplemented;
+    PyObject* item = PyTuple_GetItem(args, i);
+    if (fast_arg(item, &values[i], &codes[i])) continue;
+    if (num_hosts < FAST_MAX_HOST && host_arg_of(item, &hosts[num_hosts], &values[i], &codes[i])) {
+      ++num_hosts;
+      continue;
     }
+    Py_INCREF(Py_NotImplemented);
+    return Py_NotImplemented;
   }
   ret.v_int64 = 0;
   saved = PyEval_SaveThread();
@@ -484,6 +597,9 @@ int tvmrt_py_call_init(PyObject* module) {
   if (g_str_owner == NULL && (g_str_owner = PyUnicode_InternFromString("_owner")) == NULL)
     return -1;
   if (g_str_np == NULL && (g_str_np = PyUnicode_InternFromString("_np")) == NULL) return -1;
+  if (g_str_array_interface == NULL &&
+      (g_str_array_interface = PyUnicode_InternFromString("__array_interface__")) == NULL)
+    return -1;
   if (g_str_dtype == NULL && (g_str_dtype = PyUnicode_InternFromString("dtype")) == NULL) return -1;
   if (g_str_dlpack == NULL && (g_str_dlpack = PyUnicode_InternFromString("__dlpack__")) == NULL)
     return -1;

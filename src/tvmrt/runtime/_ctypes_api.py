@@ -24,6 +24,7 @@ __all__ = [
     "DLTensorDeleter",
     "DLVersionedDeleter",
     "TVMValue",
+    "TVMByteArray",
     "TVMFuncCallType",
     "TVM_CALL_ARGTYPES",
     "TVMParallelGroupEnv",
@@ -152,6 +153,12 @@ class TVMValue(ctypes.Union):
         ("v_str", ctypes.c_char_p),
         ("v_device", DLDevice),
     ]
+
+
+class TVMByteArray(ctypes.Structure):
+    """``TVMByteArray``: what a ``kTVMBytes`` argument points at (the bytes are not copied)."""
+
+    _fields_ = [("data", ctypes.c_void_p), ("size", ctypes.c_size_t)]
 
 
 # TVMFuncCall's arguments after the function handle: args, type_codes, num_args, ret_val,

@@ -48,7 +48,7 @@ import numpy as np
 from tvmrt import error as errors
 from tvmrt.error import ArgumentTypeError, TVMError
 from tvmrt.runtime import kernel_services
-from tvmrt.runtime._ctypes_api import ArgTypeCode, TVMValue
+from tvmrt.runtime._ctypes_api import ArgTypeCode, TVMByteArray, TVMValue
 from tvmrt.runtime._dlpack import LEGACY, USED_LEGACY, capsule_pointer, rename_capsule
 from tvmrt.runtime.array_memory import ArrayMemory
 from tvmrt.runtime.container import Array
@@ -66,7 +66,7 @@ _KIND = re.compile(r"^([A-Za-z]+Error): ")
 _CODE = ArgTypeCode
 # the value kinds of relax.h's rx_value (tvmrt.relax.kind)
 _RX_STR, _RX_SHAPE, _RX_TENSOR, _RX_TUPLE, _RX_CLOSURE = 6, 7, 8, 9, 10
-_RX_FUNC, _RX_STORAGE, _RX_MODULE = 11, 12, 13
+_RX_FUNC, _RX_STORAGE, _RX_MODULE, _RX_MAP = 11, 12, 13, 14
 # plain ints of the hot path's codes (an IntEnum member's lookup costs ~100 ns)
 _INT, _FLOAT, _NULL, _STR = int(_CODE.INT), int(_CODE.FLOAT), int(_CODE.NULL), int(_CODE.STR)
 _NDARRAY, _OBJECT = int(_CODE.NDARRAY_HANDLE), int(_CODE.OBJECT_HANDLE)
@@ -239,6 +239,11 @@ def _to_c(value: object, keep: list[object]) -> tuple[int, Any]:
         data = value.encode("utf-8")
         keep.append(data)
         return _CODE.STR, data
+    if isinstance(value, bytes | bytearray | memoryview):  # read in place (params blobs)
+        view = np.frombuffer(value, dtype=np.uint8)
+        blob = TVMByteArray(view.ctypes.data if view.size else None, view.size)
+        keep += (view, blob)
+        return _CODE.BYTES, ctypes.addressof(blob)
     if isinstance(value, DataType):
         return _CODE.TVM_TYPE, value.type_code | (value.bits << 8) | (value.lanes << 16)
     if isinstance(value, Device):
@@ -270,7 +275,8 @@ def _to_c(value: object, keep: list[object]) -> tuple[int, Any]:
         return _CODE.PACKED_FUNC_HANDLE, func.handle.value
     raise ArgumentTypeError(
         f"cannot pass a {type(value).__name__} to the C runtime; expected an NDArray, numpy "
-        "array, int, float, str, None, DataType, Device, ShapeTuple, tuple, module or function"
+        "array, int, float, str, bytes, None, DataType, Device, ShapeTuple, tuple, module or "
+        "function"
     )
 
 
@@ -402,6 +408,9 @@ def _object(address: int) -> Any:
                 for i in range(count)
             ]
         )
+    if kind == _RX_MAP:  # TVM's Map (a graph executor's get_input_info): a dict, in order
+        flat = to_python(*c_global("runtime.MapItems")._call((_CODE.OBJECT_HANDLE, address)))
+        return {str(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}
     return NativeFunction(
         handle, "closure" if kind == _RX_CLOSURE else f"object {kind}", is_object=True
     )

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from tvmrt.error import ArgumentTypeError, ArrayError
-from tvmrt.runtime._ctypes_api import ArgTypeCode, DLTensor, TVMValue
+from tvmrt.runtime._ctypes_api import ArgTypeCode, DLTensor, TVMByteArray, TVMValue
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.ndarray import NDArray
@@ -54,10 +54,6 @@ STR, BYTES, NDARRAY = ArgTypeCode.STR, ArgTypeCode.BYTES, ArgTypeCode.NDARRAY_HA
 _CPU = 1
 
 
-class _ByteArray(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("size", ctypes.c_size_t)]
-
-
 def _set(value: TVMValue, codes: Any, i: int, arg: object, keep: list[object]) -> None:
     """Encode ``arg`` into ``value`` / ``codes[i]``; objects C will point into go to ``keep``."""
     if isinstance(arg, NDArray):
@@ -87,7 +83,7 @@ def _set(value: TVMValue, codes: Any, i: int, arg: object, keep: list[object]) -
         keep.append(data)
     elif isinstance(arg, bytes | bytearray):
         buf = ctypes.create_string_buffer(bytes(arg), len(arg))
-        array = _ByteArray(ctypes.cast(buf, ctypes.c_void_p), len(arg))
+        array = TVMByteArray(ctypes.cast(buf, ctypes.c_void_p), len(arg))
         value.v_handle = ctypes.addressof(array)
         codes[i] = BYTES
         keep.extend((buf, array))
@@ -127,7 +123,7 @@ def from_tvm_value(value: TVMValue, code: int) -> object:
     if code == BYTES:
         if not value.v_handle:
             return b""
-        array = _ByteArray.from_address(value.v_handle)
+        array = TVMByteArray.from_address(value.v_handle)
         return ctypes.string_at(array.data, array.size) if array.size else b""
     if code == DATATYPE:
         raw = value.v_int64 & 0xFFFFFFFF

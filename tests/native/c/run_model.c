@@ -40,6 +40,22 @@ static size_t nbytes(const DLTensor* t) {
   return n;
 }
 
+/* runtime.MapCount(map, key) */
+static int64_t map_count(TVMValue map, const char* key) {
+  TVMFunctionHandle count;
+  TVMValue args[2], ret;
+  int codes[2] = {kTVMObjectHandle, kTVMStr}, code;
+  args[0] = map;
+  args[1].v_str = key;
+  if (TVMFuncGetGlobal("runtime.MapCount", &count) != 0 ||
+      TVMFuncCall(count, args, codes, 2, &ret, &code) != 0) {
+    fprintf(stderr, "runtime.MapCount: %s\n", TVMGetLastError());
+    exit(1);
+  }
+  TVMFuncFree(count);
+  return ret.v_int64;
+}
+
 int main(int argc, char** argv) {
   const char *mode, *input_name, *input_path, *prefix;
   TVMModuleHandle lib, gmod;
@@ -114,6 +130,29 @@ int main(int argc, char** argv) {
     gmod = call_for_module(f, args, codes, num_devices);
     CHECK(TVMFuncFree(f));
     if (root != lib) CHECK(TVMModFree(root));
+  }
+  /* TVM's info maps, {"shape": {...}, "dtype": {...}} (type index 5, Map), freed again: the
+     sanitizer build checks their references */
+  for (i = 0; i < 2; ++i) {
+    TVMFunctionHandle map_size;
+    TVMValue info, size;
+    int info_code, size_code;
+    unsigned tindex;
+    f = get(gmod, i ? "get_output_info" : "get_input_info");
+    CHECK(TVMFuncCall(f, args, codes, 0, &info, &info_code));
+    CHECK(TVMFuncFree(f));
+    CHECK(TVMObjectGetTypeIndex(info.v_handle, &tindex));
+    CHECK(TVMFuncGetGlobal("runtime.MapSize", &map_size));
+    CHECK(TVMFuncCall(map_size, &info, &info_code, 1, &size, &size_code));
+    CHECK(TVMFuncFree(map_size));
+    if (info_code != kTVMObjectHandle || tindex != 5 || size.v_int64 != 2 ||
+        map_count(info, "shape") != 1 || map_count(info, "dtype") != 1 ||
+        map_count(info, "layout") != 0) {
+      fprintf(stderr, "%s: not a Map of shape and dtype\n",
+              i ? "get_output_info" : "get_input_info");
+      return 1;
+    }
+    CHECK(TVMObjectFree(info.v_handle));
   }
   input_name = argv[3];
   input_path = argv[4];

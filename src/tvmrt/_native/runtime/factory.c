@@ -16,38 +16,6 @@ typedef struct {
   char* name;
 } factory_impl;
 
-/* The devices of a packed call from argument `first`: DLDevice values or (type, id) int
-   pairs; the first one is the executor's device. */
-int tvmrt_device_args(TVMValue* args, int* codes, int first, int n, DLDevice* out, const char* fn) {
-  if (first >= n) return tvmrt_fail("InvalidArgumentError", "%s: expected a device", fn);
-  if (codes[first] == kDLDevice) {
-    *out = args[first].v_device;
-  } else if (codes[first] == kTVMArgInt && first + 1 < n && codes[first + 1] == kTVMArgInt) {
-    out->device_type = (DLDeviceType)args[first].v_int64;
-    out->device_id = (int32_t)args[first + 1].v_int64;
-  } else {
-    return tvmrt_fail("ArgumentTypeError",
-                      "%s: devices must be DLDevice values or (device_type, "
-                      "device_id) int pairs",
-                      fn);
-  }
-  return 0;
-}
-
-int tvmrt_device_list(TVMValue* args, int* codes, int first, int n, DLDevice* out, size_t cap,
-                      size_t* count, const char* fn) {
-  *count = 0;
-  do {
-    if (*count == cap) {
-      return tvmrt_fail("InvalidArgumentError", "%s: at most %zu devices, got more", fn, cap);
-    }
-    if (tvmrt_device_args(args, codes, first, n, &out[*count], fn) != 0) return -1;
-    first += codes[first] == kDLDevice ? 1 : 2;
-    ++*count;
-  } while (first < n);
-  return 0;
-}
-
 static int f_default(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
   tvmrt_module* mod = (tvmrt_module*)self;
   factory_impl* impl = (factory_impl*)mod->impl;

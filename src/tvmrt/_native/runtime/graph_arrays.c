@@ -117,6 +117,9 @@ int tvmrt_graph_set_params(tvmrt_module* executor, const tvmrt_params* params, i
     DLTensor* dst;
     size_t have, want;
     if (idx < 0) continue; /* unknown names are ignored, as TVM */
+    /* as TVM: load_params names its params (get_input_info leaves them out); a factory's
+       embedded ones are set as inputs */
+    if (!embedded) ge->is_param[idx] = 1;
     src = &params->arrays[i]->dl;
     dst = &ge->entries[tvmrt_ge_input_eid(ge, (size_t)idx)];
     /* the Python runtime's rules: load_params wants the input's shape and dtype; a

@@ -246,6 +246,10 @@ graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib,
   if (tvmrt_graph_parse(json, len, &ge->g) != 0 || tvmrt_graph_check_plan(&ge->g) != 0) {
     goto fail;
   }
+  if ((ge->is_param = (unsigned char*)calloc(ge->g.num_args ? ge->g.num_args : 1, 1)) == NULL) {
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a graph executor");
+    goto fail;
+  }
   if (setup_storage(ge) != 0) goto fail;
   for (nid = 0; nid < ge->g.num_nodes; ++nid) ge->num_ops += ge->g.nodes[nid].is_op;
   ge->ops = (tvmrt_ge_op*)calloc(ge->num_ops ? ge->num_ops : 1, sizeof(tvmrt_ge_op));
@@ -288,6 +292,7 @@ void tvmrt_ge_destroy(graph_executor* ge) {
   free(ge->owners);
   for (i = 0; i < ge->num_shared; ++i) tvmrt_release(ge->shared[i]);
   free(ge->shared);
+  free(ge->is_param);
   tvmrt_graph_free(&ge->g);
   tvmrt_release(&ge->lib->hdr);
   free(ge);

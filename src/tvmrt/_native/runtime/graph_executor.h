@@ -35,7 +35,9 @@ typedef struct {
   size_t num_ops;
   tvmrt_object** shared; /* the memory of the parameters this one shares (references) */
   size_t num_shared;
-  int running; /* run in progress (another thread's run is refused) */
+  int running;             /* run in progress (another thread's run is refused) */
+  unsigned char* is_param; /* per input: loaded or shared as a param (TVM's param_names_),
+                              which get_input_info leaves out */
 } graph_executor;
 
 /* graph_executor.c: create (over num_devs devices, the first the fallback), destroy, run,

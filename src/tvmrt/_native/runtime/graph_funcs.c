@@ -1,7 +1,9 @@
 /*
  * The packed functions of the graph executor module (TVM's GraphExecutor::GetFunction):
- * set_input, set_input_zero_copy, set_output_zero_copy, run, get_output, get_input,
- * get_num_inputs, get_num_outputs, get_input_index, load_params, share_params.
+ * set_input, set_input_zero_copy, set_output_zero_copy, run, run_from_inputs, get_output,
+ * get_input, get_num_inputs, get_num_outputs, get_input_index, get_output_index,
+ * get_input_info, get_output_info (Maps, as TVM's), load_params, load_params_from_file,
+ * share_params.
  *
  * Errors use the Python runtime's words. As the Python runtime (and unlike TVM's C++),
  * set_input refuses a name the graph lacks and an array of another shape or dtype.
@@ -11,6 +13,7 @@
 #include <string.h>
 
 #include "graph_executor.h"
+#include "relax.h"
 
 #define GE(self) ((graph_executor*)((tvmrt_module*)(self))->impl)
 
@@ -76,14 +79,63 @@ static int input_key(graph_executor* ge, TVMValue* args, int* codes, const char*
   return -2;
 }
 
+/* TVM's key of output `i` in get_output_info: the node's name, with ":index" when the node
+   gives several outputs */
+static void output_info_key(const graph_executor* ge, size_t i, char* buf, size_t n) {
+  size_t j, same = 0;
+  const tvmrt_entry_ref* h = &ge->g.heads[i];
+  for (j = 0; j < ge->g.num_heads; ++j) same += ge->g.heads[j].nid == h->nid;
+  if (same == 1) {
+    snprintf(buf, n, "%s", ge->g.nodes[h->nid].name);
+  } else {
+    snprintf(buf, n, "%s:%u", ge->g.nodes[h->nid].name, (unsigned)h->index);
+  }
+}
+
+/* the output index of a name: "node:index" (the last such head), else a bare node name (the
+   last head of that node), as the Python runtime; -1 if none */
+static int output_of_name(const graph_executor* ge, const char* name) {
+  size_t i, len;
+  int found = -1;
+  for (i = 0; i < ge->g.num_heads; ++i) {
+    const char* node = ge->g.nodes[ge->g.heads[i].nid].name;
+    char* end;
+    len = strlen(node);
+    if (strncmp(name, node, len) == 0 && name[len] == ':' && name[len + 1] >= '0' &&
+        name[len + 1] <= '9' && strtoul(name + len + 1, &end, 10) == ge->g.heads[i].index &&
+        *end == '\0') {
+      found = (int)i;
+    }
+  }
+  if (found >= 0) return found;
+  for (i = 0; i < ge->g.num_heads; ++i) {
+    if (strcmp(ge->g.nodes[ge->g.heads[i].nid].name, name) == 0) found = (int)i;
+  }
+  return found;
+}
+
+static void output_names(const graph_executor* ge, char* buf, size_t n) {
+  size_t i, off = 0;
+  off += (size_t)snprintf(buf, n, "[");
+  for (i = 0; i < ge->g.num_heads && i < 10 && off < n; ++i) {
+    off += (size_t)snprintf(buf + off, n - off, "%s'%.60s:%u'", i ? ", " : "",
+                            ge->g.nodes[ge->g.heads[i].nid].name, (unsigned)ge->g.heads[i].index);
+  }
+  if (i < ge->g.num_heads && off < n) {
+    off += (size_t)snprintf(buf + off, n - off, ", ... (%zu in all)", ge->g.num_heads);
+  }
+  if (off < n) snprintf(buf + off, n - off, "]");
+}
+
 static int output_index(graph_executor* ge, TVMValue* args, int* codes, const char* fn) {
   if (codes[0] == kTVMStr) {
-    size_t i;
-    int found = -1;
-    for (i = 0; i < ge->g.num_heads; ++i) {
-      if (strcmp(ge->g.nodes[ge->g.heads[i].nid].name, args[0].v_str) == 0) found = (int)i;
+    int found = output_of_name(ge, args[0].v_str);
+    if (found < 0) {
+      char names[800];
+      output_names(ge, names, sizeof(names));
+      tvmrt_fail("InputNotFoundError", "graph has no output '%.200s'; outputs are %s",
+                 args[0].v_str, names);
     }
-    if (found < 0) tvmrt_fail("InputNotFoundError", "Invalid output node:%.200s", args[0].v_str);
     return found < 0 ? -2 : found;
   }
   if (codes[0] != kTVMArgInt) {
@@ -262,6 +314,126 @@ static int f_get_input_index(void* self, TVMValue* args, int* codes, int n, TVMV
   return 0;
 }
 
+static int f_get_output_index(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
+                              int* rc) {
+  if (nargs("get_output_index", n, 1, 1) != 0) return -1;
+  if (codes[0] != kTVMStr) {
+    return tvmrt_fail("ArgumentTypeError", "output key must be a str, got %s",
+                      codes[0] == kTVMArgInt     ? "int"
+                      : codes[0] == kTVMArgFloat ? "float"
+                                                 : "object");
+  }
+  ret->v_int64 = output_of_name(GE(self), args[0].v_str);
+  *rc = kTVMArgInt;
+  return 0;
+}
+
+/* get_input_info / get_output_info: {"shape": {name: ShapeTuple}, "dtype": {name: String}},
+   TVM's Map<String, ObjectRef>; inputs loaded or shared as params are left out, as TVM */
+static int info_map(graph_executor* ge, int outputs, TVMValue* ret, int* rc) {
+  size_t count = outputs ? ge->g.num_heads : ge->g.num_args, i, used = 0, pairs = 0;
+  rx_tuple* shapes = tvmrt_rx_map_new(count);
+  rx_tuple* dtypes = shapes != NULL ? tvmrt_rx_map_new(count) : NULL;
+  rx_tuple* info = dtypes != NULL ? tvmrt_rx_map_new(2) : NULL;
+  if (info == NULL) goto fail;
+  for (i = 0; i < count; ++i) {
+    const DLTensor* t;
+    char key[320], dtype[64];
+    rx_shape* shape;
+    rx_str* text;
+    if (!outputs && ge->is_param[i]) continue;
+    t = &ge->entries[outputs ? tvmrt_ge_output_eid(ge, i) : tvmrt_ge_input_eid(ge, i)];
+    if (outputs) {
+      output_info_key(ge, i, key, sizeof(key));
+    } else {
+      snprintf(key, sizeof(key), "%s", ge->g.nodes[ge->g.arg_nodes[i]].name);
+    }
+    tvmrt_ge_dtype_text(t->dtype, dtype, sizeof(dtype));
+    if ((shape = tvmrt_rx_shape_new(t->shape, (size_t)t->ndim)) == NULL) goto fail;
+    if (tvmrt_rx_map_set(shapes, &used, key, tvmrt_rx_object(RX_SHAPE, &shape->hdr)) != 0)
+      goto fail;
+    if ((text = tvmrt_rx_str_new(dtype, strlen(dtype))) == NULL) goto fail;
+    if (tvmrt_rx_map_set(dtypes, &pairs, key, tvmrt_rx_object(RX_STR, &text->hdr)) != 0) goto fail;
+  }
+  shapes->size = 2 * used; /* names given twice (the last wins) leave unused pairs */
+  dtypes->size = 2 * pairs;
+  used = 0;
+  if (tvmrt_rx_map_set(info, &used, "shape", tvmrt_rx_object(RX_MAP, &shapes->hdr)) != 0) {
+    shapes = NULL;
+    goto fail;
+  }
+  if (tvmrt_rx_map_set(info, &used, "dtype", tvmrt_rx_object(RX_MAP, &dtypes->hdr)) != 0) {
+    tvmrt_release(&info->hdr);
+    return -1;
+  }
+  ret->v_handle = &info->hdr;
+  *rc = kTVMObjectHandle;
+  return 0;
+fail:
+  if (shapes != NULL) tvmrt_release(&shapes->hdr);
+  if (dtypes != NULL) tvmrt_release(&dtypes->hdr);
+  if (info != NULL) tvmrt_release(&info->hdr);
+  return -1;
+}
+
+static int f_get_input_info(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  (void)args, (void)codes;
+  if (nargs("get_input_info", n, 0, 0) != 0) return -1;
+  return info_map(GE(self), 0, ret, rc);
+}
+
+static int f_get_output_info(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
+                             int* rc) {
+  (void)args, (void)codes;
+  if (nargs("get_output_info", n, 0, 0) != 0) return -1;
+  return info_map(GE(self), 1, ret, rc);
+}
+
+/* run_from_inputs(dev_type, dev_id, key, value, ...): set the inputs, run, and give every
+   output copied to that (host) device, as an Array (TVM's RunFromInputs) */
+static int f_run_from_inputs(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
+                             int* rc) {
+  graph_executor* ge = GE(self);
+  DLDevice host;
+  rx_tuple* outs;
+  size_t i;
+  int k;
+  if (n < 2 || tvmrt_device_args(args, codes, 0, n, &host, "run_from_inputs") != 0) {
+    return n < 2 ? tvmrt_fail("InvalidArgumentError",
+                              "run_from_inputs takes a device (type, id) and key-value pairs")
+                 : -1;
+  }
+  if ((n - 2) % 2 != 0) {
+    return tvmrt_fail("InvalidArgumentError",
+                      "Number of arguments to run_from_inputs must be an even number of "
+                      "key-value pairs");
+  }
+  for (k = 2; k < n; k += 2) {
+    TVMValue pair[2];
+    int pair_codes[2];
+    TVMValue none;
+    int none_code;
+    pair[0] = args[k], pair[1] = args[k + 1];
+    pair_codes[0] = codes[k], pair_codes[1] = codes[k + 1];
+    if (f_set_input(self, pair, pair_codes, 2, &none, &none_code) != 0) return -1;
+  }
+  if (f_run(self, NULL, NULL, 0, NULL, NULL) != 0) return -1;
+  if ((outs = tvmrt_rx_tuple_new(ge->g.num_heads)) == NULL) return -1;
+  for (i = 0; i < ge->g.num_heads; ++i) {
+    const DLTensor* t = &ge->entries[tvmrt_ge_output_eid(ge, i)];
+    tvmrt_ndarray* copy = tvmrt_ndarray_empty_on(t->shape, t->ndim, t->dtype, host);
+    if (copy == NULL || tvmrt_copy_tensor(t, &copy->dl) != 0) {
+      if (copy != NULL) tvmrt_release(&copy->hdr);
+      tvmrt_release(&outs->hdr);
+      return -1;
+    }
+    outs->items[i] = tvmrt_rx_object(RX_TENSOR, &copy->hdr);
+  }
+  ret->v_handle = &outs->hdr;
+  *rc = kTVMObjectHandle;
+  return 0;
+}
+
 static const TVMByteArray* arg_bytes(TVMValue* args, int* codes, int i, const char* fn) {
   if (codes[i] != kTVMBytes || args[i].v_handle == NULL) {
     tvmrt_fail("ArgumentTypeError",
@@ -280,6 +452,32 @@ static int f_load_params(void* self, TVMValue* args, int* codes, int n, TVMValue
   if (tvmrt_params_parse((const uint8_t*)b->data, b->size, 0, &params) != 0) return -1;
   status = tvmrt_graph_set_params((tvmrt_module*)self, &params, 0);
   tvmrt_params_free(&params);
+  return status;
+}
+
+static int f_load_params_from_file(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
+                                   int* rc) {
+  char* data = NULL;
+  size_t size = 0;
+  tvmrt_params params;
+  int status;
+  (void)ret, (void)rc;
+  if (nargs("load_params_from_file", n, 1, 1) != 0) return -1;
+  if (codes[0] != kTVMStr) {
+    return tvmrt_fail("ArgumentTypeError",
+                      "load_params_from_file: the path must be a string, got type code %d",
+                      codes[0]);
+  }
+  if (tvmrt_read_regular(args[0].v_str, "ParamsFormatError", "params file", RT_MAX_PARAMS_BYTES,
+                         &tvmrt_params_file_magic, &data, &size) != 0) {
+    return -1;
+  }
+  status = tvmrt_params_parse((const uint8_t*)data, size, 0, &params);
+  if (status == 0) {
+    status = tvmrt_graph_set_params((tvmrt_module*)self, &params, 0);
+    tvmrt_params_free(&params);
+  }
+  free(data);
   return status;
 }
 
@@ -338,6 +536,7 @@ static int f_share_params(void* self, TVMValue* args, int* codes, int n, TVMValu
       ge->shared[ge->num_shared++] = owner;
     }
     tvmrt_ge_rebind(ge, eid, &og->entries[oeid], 1, owner);
+    ge->is_param[idx] = 1;
   }
   tvmrt_params_free(&params);
   return 0;
@@ -351,12 +550,17 @@ static const struct {
     {"set_input_zero_copy", f_set_input_zero_copy},
     {"set_output_zero_copy", f_set_output_zero_copy},
     {"run", f_run},
+    {"run_from_inputs", f_run_from_inputs},
     {"get_output", f_get_output},
     {"get_input", f_get_input},
     {"get_num_outputs", f_get_num_outputs},
     {"get_num_inputs", f_get_num_inputs},
     {"get_input_index", f_get_input_index},
+    {"get_output_index", f_get_output_index},
+    {"get_input_info", f_get_input_info},
+    {"get_output_info", f_get_output_info},
     {"load_params", f_load_params},
+    {"load_params_from_file", f_load_params_from_file},
     {"share_params", f_share_params},
 };
 

@@ -321,6 +321,7 @@ static int handed_out(const tvmrt_object* o) {
     case RT_MAGIC_MODULE:
     case RT_MAGIC_ADT:
     case RT_MAGIC_RX_TUPLE:
+    case RT_MAGIC_RX_MAP:
     case RT_MAGIC_RX_SHAPE:
     case RT_MAGIC_RX_STR:
     case RT_MAGIC_RX_CLOSURE:

@@ -49,14 +49,15 @@ TVM_DLL int TVMObjectGetTypeIndex(TVMObjectHandle obj, unsigned* out_tindex) {
     case RT_MAGIC_MODULE: *out_tindex = 1; return 0;      /* kRuntimeModule */
     case RT_MAGIC_RX_STR: *out_tindex = 3; return 0;      /* kRuntimeString */
     case RT_MAGIC_RX_TUPLE: *out_tindex = 4; return 0;    /* kRuntimeArray: a Relax tuple */
+    case RT_MAGIC_RX_MAP: *out_tindex = 5; return 0;      /* kRuntimeMap */
     case RT_MAGIC_RX_SHAPE: *out_tindex = 6; return 0;    /* kRuntimeShapeTuple */
     case RT_MAGIC_FUNC: *out_tindex = 7; return 0;        /* kRuntimePackedFunc */
     case RT_MAGIC_RX_CLOSURE: *out_tindex = 10; return 0; /* kRuntimeClosure: a VMClosure */
     case RT_MAGIC_ADT: *out_tindex = 11; return 0; /* kRuntimeADT: a Relay VM tuple or value */
     default:
       return tvmrt_fail("ArgumentTypeError",
-                        "TVMObjectGetTypeIndex: %p is not a live module, function or ADT, or a "
-                        "Relax VM string, tuple, shape or closure (freed already? an array's "
+                        "TVMObjectGetTypeIndex: %p is not a live module, function, ADT or map, "
+                        "or a Relax VM string, tuple, shape or closure (freed already? an array's "
                         "type index comes from TVMArrayGetTypeIndex)",
                         obj);
   }

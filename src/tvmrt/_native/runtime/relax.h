@@ -66,6 +66,7 @@ enum {
   RX_FUNC,
   RX_STORAGE,
   RX_MODULE,
+  RX_MAP, /* TVM's Map<String, ObjectRef>: what the graph executor's get_input_info returns */
   RX_NUM_KINDS
 };
 
@@ -86,7 +87,8 @@ enum {
   RT_MAGIC_RX_SHAPE = 0x52534831,
   RT_MAGIC_RX_TUPLE = 0x52545031,
   RT_MAGIC_RX_CLOSURE = 0x52434c31,
-  RT_MAGIC_RX_STORAGE = 0x52534731
+  RT_MAGIC_RX_STORAGE = 0x52534731,
+  RT_MAGIC_RX_MAP = 0x524d5031
 };
 
 typedef struct {
@@ -150,12 +152,19 @@ rx_value tvmrt_rx_object(int kind, tvmrt_object* obj); /* takes the reference */
 rx_str* tvmrt_rx_str_new(const char* s, size_t n);
 rx_shape* tvmrt_rx_shape_new(const int64_t* dims, size_t n);
 rx_tuple* tvmrt_rx_tuple_new(size_t n); /* items NULL */
+/* a Map of `pairs` entries: an rx_tuple under its own magic whose items are key, value, key,
+   value... (keys are strings, each once; items NULL) */
+rx_tuple* tvmrt_rx_map_new(size_t pairs);
+/* sets `key` (a new string) to `value` (a reference taken) in the first `*used` pairs of `m`,
+   or appends it: TVM's Map::Set. -1 with an error (the value released) */
+int tvmrt_rx_map_set(rx_tuple* m, size_t* used, const char* key, rx_value value);
 rx_closure* tvmrt_rx_closure_new(uint64_t owner, int64_t func, tvmrt_func* packed, const char* name,
                                  const rx_value* bound, size_t nbound);
 tvmrt_ndarray* tvmrt_rx_tensor(rx_value v); /* NULL if v is no tensor */
 rx_shape* tvmrt_rx_shape(rx_value v);
 rx_str* tvmrt_rx_str(rx_value v);
 rx_tuple* tvmrt_rx_tuple(rx_value v);
+rx_tuple* tvmrt_rx_map(rx_value v); /* NULL if v is no Map */
 /* "a Tensor", "a Shape", ...: what a value is, in TVM's words */
 const char* tvmrt_rx_type_key(rx_value v);
 /* a data type as TVM writes it ("float32", "bool", "int64x4") into buf */
@@ -167,7 +176,7 @@ int tvmrt_rx_is_live_object(const void* p);
 static inline int tvmrt_rx_is_value_magic(uint32_t magic) {
   return magic == RT_MAGIC_RX_STR || magic == RT_MAGIC_RX_SHAPE || magic == RT_MAGIC_RX_TUPLE ||
          magic == RT_MAGIC_RX_CLOSURE || magic == RT_MAGIC_RX_STORAGE || magic == RT_MAGIC_FUNC ||
-         magic == RT_MAGIC_MODULE;
+         magic == RT_MAGIC_MODULE || magic == RT_MAGIC_RX_MAP;
 }
 /* a value as a packed argument (borrowed: valid while v lives); closures become functions
    the caller must release through *temp (NULL when none was made) */

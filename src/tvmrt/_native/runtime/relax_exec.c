@@ -496,6 +496,88 @@ static int g_array_item(void* self, TVMValue* args, int* codes, int n, TVMValue*
   return 0;
 }
 
+/* TVM's Map globals (src/runtime/container.cc): size, item by key, count of a key, and the
+   items as an Array of key, value, key, value... */
+static int map_arg(TVMValue* args, int* codes, int n, int want, const char* fn, rx_value* v) {
+  if (n != want) {
+    return tvmrt_fail("InvalidArgumentError", "%s takes %d argument%s, got %d", fn, want,
+                      want == 1 ? "" : "s", n);
+  }
+  if (value_arg(args, codes, n, 0, RX_MAP, fn, v) != 0) return -1;
+  if (want == 2 && codes[1] != kTVMStr && codes[1] != kTVMObjectHandle) {
+    tvmrt_rx_release(v);
+    return tvmrt_fail("ArgumentTypeError", "%s: the key must be a string, got type code %d", fn,
+                      codes[1]);
+  }
+  return 0;
+}
+
+/* the pair index of a string key (a kTVMStr or a String object), or -1 */
+static int64_t map_find(const rx_tuple* m, TVMValue key, int code) {
+  const char* k = code == kTVMStr ? key.v_str : NULL;
+  size_t i;
+  if (k == NULL && tvmrt_object_live(key.v_handle, RT_MAGIC_RX_STR))
+    k = ((rx_str*)key.v_handle)->data;
+  for (i = 0; k != NULL && 2 * i < m->size; ++i) {
+    if (strcmp(((rx_str*)m->items[2 * i].v.obj)->data, k) == 0) return (int64_t)i;
+  }
+  return -1;
+}
+
+static int g_map_size(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  rx_value v;
+  (void)self;
+  if (map_arg(args, codes, n, 1, "runtime.MapSize", &v) != 0) return -1;
+  ret->v_int64 = (int64_t)(tvmrt_rx_map(v)->size / 2);
+  *rc = kDLInt;
+  tvmrt_rx_release(&v);
+  return 0;
+}
+
+static int g_map_count(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  rx_value v;
+  (void)self;
+  if (map_arg(args, codes, n, 2, "runtime.MapCount", &v) != 0) return -1;
+  ret->v_int64 = map_find(tvmrt_rx_map(v), args[1], codes[1]) >= 0;
+  *rc = kDLInt;
+  tvmrt_rx_release(&v);
+  return 0;
+}
+
+static int g_map_item(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  rx_value v, item = {RX_NULL, 0, {0}};
+  int64_t i;
+  (void)self;
+  if (map_arg(args, codes, n, 2, "runtime.MapGetItem", &v) != 0) return -1;
+  if ((i = map_find(tvmrt_rx_map(v), args[1], codes[1])) < 0) {
+    tvmrt_rx_release(&v);
+    return tvmrt_fail("IndexOutOfRangeError",
+                      "runtime.MapGetItem: cannot find the corresponding key in the Map");
+  }
+  tvmrt_rx_copy(&item, tvmrt_rx_map(v)->items[2 * i + 1]);
+  tvmrt_rx_release(&v);
+  hand_out(item, ret, rc);
+  return 0;
+}
+
+static int g_map_items(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  rx_value v;
+  rx_tuple *m, *t;
+  size_t i;
+  (void)self;
+  if (map_arg(args, codes, n, 1, "runtime.MapItems", &v) != 0) return -1;
+  m = tvmrt_rx_map(v);
+  if ((t = tvmrt_rx_tuple_new(m->size)) == NULL) {
+    tvmrt_rx_release(&v);
+    return -1;
+  }
+  for (i = 0; i < m->size; ++i) tvmrt_rx_copy(&t->items[i], m->items[i]);
+  tvmrt_rx_release(&v);
+  ret->v_handle = &t->hdr;
+  *rc = kTVMObjectHandle;
+  return 0;
+}
+
 TVM_DLL int tvmrt_value_peek(void* obj, int64_t* size, const void** data) {
   *size = 0;
   *data = NULL;
@@ -558,6 +640,10 @@ static const struct {
     {"runtime.Array", g_array},
     {"runtime.ArraySize", g_array_size},
     {"runtime.ArrayGetItem", g_array_item},
+    {"runtime.MapSize", g_map_size},
+    {"runtime.MapCount", g_map_count},
+    {"runtime.MapGetItem", g_map_item},
+    {"runtime.MapItems", g_map_items},
     {"tvmrt.relax.kind", g_kind},
     {"tvmrt.retain", g_retain},
 };

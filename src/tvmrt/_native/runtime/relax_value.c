@@ -14,8 +14,8 @@
 #define PAGE 4096
 
 const char* const tvmrt_rx_kind_names[RX_NUM_KINDS] = {
-    "None",  "int",    "float", "bool",    "DataType", "handle",  "String",
-    "Shape", "Tensor", "Tuple", "Closure", "Function", "Storage", "Module"};
+    "None",   "int",   "float",   "bool",     "DataType", "handle", "String", "Shape",
+    "Tensor", "Tuple", "Closure", "Function", "Storage",  "Module", "Map"};
 
 static int64_t env_int(const char* name, int64_t fallback) {
   const char* s = getenv(name);
@@ -164,23 +164,53 @@ static void closure_destroy(tvmrt_object* obj) {
   free(c);
 }
 
-rx_tuple* tvmrt_rx_tuple_new(size_t n) {
+static rx_tuple* items_new(size_t n, uint32_t magic, const char* what) {
   rx_tuple* t;
   if (n > RX_MAX_ARGS * (size_t)256) {
-    tvmrt_fail("DeviceOutOfMemoryError", "a tuple of %zu items", n);
+    tvmrt_fail("DeviceOutOfMemoryError", "a %s of %zu items", what, n);
     return NULL;
   }
   t = (rx_tuple*)calloc(1, sizeof(rx_tuple) + (n ? n : 1) * sizeof(rx_value));
   if (t == NULL) {
-    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a tuple of %zu items", n);
+    tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a %s of %zu items", what, n);
     return NULL;
   }
   t->size = n;
-  if (tvmrt_object_init(&t->hdr, RT_MAGIC_RX_TUPLE, tuple_destroy) != 0) {
+  if (tvmrt_object_init(&t->hdr, magic, tuple_destroy) != 0) {
     free(t);
     return NULL;
   }
   return t;
+}
+
+rx_tuple* tvmrt_rx_tuple_new(size_t n) { return items_new(n, RT_MAGIC_RX_TUPLE, "tuple"); }
+
+rx_tuple* tvmrt_rx_map_new(size_t pairs) {
+  if (pairs > RX_MAX_ARGS * (size_t)128) {
+    tvmrt_fail("DeviceOutOfMemoryError", "a map of %zu items", pairs);
+    return NULL;
+  }
+  return items_new(2 * pairs, RT_MAGIC_RX_MAP, "map");
+}
+
+int tvmrt_rx_map_set(rx_tuple* m, size_t* used, const char* key, rx_value value) {
+  size_t i;
+  rx_str* k;
+  for (i = 0; i < *used; ++i) { /* a few names per graph input: a scan, as input lookups */
+    if (strcmp(((rx_str*)m->items[2 * i].v.obj)->data, key) == 0) {
+      tvmrt_rx_release(&m->items[2 * i + 1]);
+      m->items[2 * i + 1] = value;
+      return 0;
+    }
+  }
+  if (2 * (*used + 1) > m->size || (k = tvmrt_rx_str_new(key, strlen(key))) == NULL) {
+    tvmrt_rx_release(&value);
+    return 2 * (*used + 1) > m->size ? tvmrt_fail("InternalError", "a map is full") : -1;
+  }
+  m->items[2 * *used] = tvmrt_rx_object(RX_STR, &k->hdr);
+  m->items[2 * *used + 1] = value;
+  ++*used;
+  return 0;
 }
 
 rx_closure* tvmrt_rx_closure_new(uint64_t owner, int64_t func, tvmrt_func* packed, const char* name,
@@ -220,6 +250,7 @@ tvmrt_ndarray* tvmrt_rx_tensor(rx_value v) {
 rx_shape* tvmrt_rx_shape(rx_value v) { return v.kind == RX_SHAPE ? (rx_shape*)v.v.obj : NULL; }
 rx_str* tvmrt_rx_str(rx_value v) { return v.kind == RX_STR ? (rx_str*)v.v.obj : NULL; }
 rx_tuple* tvmrt_rx_tuple(rx_value v) { return v.kind == RX_TUPLE ? (rx_tuple*)v.v.obj : NULL; }
+rx_tuple* tvmrt_rx_map(rx_value v) { return v.kind == RX_MAP ? (rx_tuple*)v.v.obj : NULL; }
 
 const char* tvmrt_rx_type_key(rx_value v) {
   switch (v.kind) {
@@ -237,6 +268,7 @@ const char* tvmrt_rx_type_key(rx_value v) {
     case RX_FUNC: return "runtime.PackedFunc";
     case RX_STORAGE: return "relax.Storage";
     case RX_MODULE: return "runtime.Module";
+    case RX_MAP: return "Map";
     default: return "unknown";
   }
 }
@@ -292,6 +324,7 @@ int tvmrt_rx_kind_of_magic(uint32_t magic) {
     case RT_MAGIC_RX_STR: return RX_STR;
     case RT_MAGIC_RX_SHAPE: return RX_SHAPE;
     case RT_MAGIC_RX_TUPLE: return RX_TUPLE;
+    case RT_MAGIC_RX_MAP: return RX_MAP;
     case RT_MAGIC_RX_CLOSURE: return RX_CLOSURE;
     case RT_MAGIC_RX_STORAGE: return RX_STORAGE;
     case RT_MAGIC_FUNC: return RX_FUNC;

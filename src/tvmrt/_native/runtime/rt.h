@@ -465,7 +465,7 @@ tvmrt_module* tvmrt_aot_factory_load(tvmrt_reader* r);
 tvmrt_module* tvmrt_aot_metadata_load(tvmrt_reader* r);
 int tvmrt_aot_global_create(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc);
 
-/* factory.c: the device of a packed call (DLDevice, or a (type, id) int pair) at `first` */
+/* devices.c: the device of a packed call (DLDevice, or a (type, id) int pair) at `first` */
 int tvmrt_device_args(TVMValue* args, int* codes, int first, int n, DLDevice* out, const char* fn);
 /* every device of a packed call from argument `first` to the end (at least one, at most
    cap), as tvmrt_device_args reads one */

@@ -28,7 +28,7 @@ import numpy as np
 from tvmrt.binfmt.abi import scan_tvm_symbols
 from tvmrt.binfmt.binary import ElfFile
 from tvmrt.error import ArgumentTypeError, TVMError, UnsupportedError
-from tvmrt.runtime._ctypes_api import ArgTypeCode, DLTensor
+from tvmrt.runtime._ctypes_api import ArgTypeCode, DLTensor, TVMByteArray
 from tvmrt.runtime.container import ADT
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.dtype import DataType
@@ -76,10 +76,6 @@ class _Memory:
         self.free(self.handle)
 
 
-class _ByteArray(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_char_p), ("size", ctypes.c_size_t)]
-
-
 class NativeVM:
     """A ``VirtualMachine`` module of the C runtime over one executable file.
 
@@ -104,7 +100,8 @@ class NativeVM:
             try:
                 load = self._global("runtime.Load_Executable")
                 code = bytes(source[1])
-                ba = _ByteArray(code, len(code))
+                buf = ctypes.create_string_buffer(code, len(code))
+                ba = TVMByteArray(ctypes.addressof(buf), len(code))
                 _, ret = load((_BYTES, ctypes.addressof(ba)), (_MODULE, libmod))
                 exe = ret
             finally:
