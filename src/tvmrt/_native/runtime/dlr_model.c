@@ -65,7 +65,8 @@ static int order_weights(dlr_model* m) {
 /* the params: parsed, copied into the executor, their names kept as the weights */
 static int load_params(dlr_model* m, const dlr_parts* parts) {
   tvmrt_params params;
-  if (tvmrt_params_parse((const uint8_t*)parts->params, parts->params_len, 0, &params) != 0) {
+  if (tvmrt_params_parse((const uint8_t*)parts->params, parts->params_len, RT_PARAMS_VIEWS,
+                         &params) != 0) {
     return -1;
   }
   if (tvmrt_graph_set_params(m->executor, &params, 0) != 0) {

@@ -324,11 +324,20 @@ int tvmrt_ge_run(graph_executor* ge) {
     } else {
       rc = TVMFuncCall(op->func, op->args, op->codes, op->num_args, &ret, &ret_code);
     }
-    if (rc != 0) {
+    if (rc != 0) { /* the Python engine's words: where, then what the kernel said */
+      const tvmrt_node* node = &ge->g.nodes[op->nid];
       char msg[1024];
+      size_t len;
       snprintf(msg, sizeof(msg), "%s", tvmrt_peek_last_error());
-      return tvmrt_fail("KernelError", "node %u (%.200s) failed: %s", op->nid,
-                        ge->g.nodes[op->nid].name, msg);
+      for (len = strlen(msg); len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' ');) {
+        msg[--len] = '\0';
+      }
+      if (len == 0) {
+        snprintf(msg, sizeof(msg), "function '%.200s' returned %d without setting an error message",
+                 node->func_name, rc);
+      }
+      return tvmrt_fail("KernelError", "node %u '%.200s' (kernel '%.200s'): %s", op->nid,
+                        node->name, node->func_name, msg);
     }
   }
   return 0;

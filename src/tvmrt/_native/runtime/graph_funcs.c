@@ -449,7 +449,8 @@ static int f_load_params(void* self, TVMValue* args, int* codes, int n, TVMValue
   int status;
   if (nargs("load_params", n, 1, 1) != 0) return -1;
   if ((b = arg_bytes(args, codes, 0, "load_params")) == NULL) return -1;
-  if (tvmrt_params_parse((const uint8_t*)b->data, b->size, 0, &params) != 0) return -1;
+  if (tvmrt_params_parse((const uint8_t*)b->data, b->size, RT_PARAMS_VIEWS, &params) != 0)
+    return -1;
   status = tvmrt_graph_set_params((tvmrt_module*)self, &params, 0);
   tvmrt_params_free(&params);
   return status;
@@ -472,7 +473,7 @@ static int f_load_params_from_file(void* self, TVMValue* args, int* codes, int n
                          &tvmrt_params_file_magic, &data, &size) != 0) {
     return -1;
   }
-  status = tvmrt_params_parse((const uint8_t*)data, size, 0, &params);
+  status = tvmrt_params_parse((const uint8_t*)data, size, RT_PARAMS_VIEWS, &params);
   if (status == 0) {
     status = tvmrt_graph_set_params((tvmrt_module*)self, &params, 0);
     tvmrt_params_free(&params);
@@ -499,7 +500,8 @@ static int f_share_params(void* self, TVMValue* args, int* codes, int n, TVMValu
   }
   og = (graph_executor*)other->impl;
   if ((b = arg_bytes(args, codes, 1, "share_params")) == NULL) return -1;
-  if (tvmrt_params_parse((const uint8_t*)b->data, b->size, 1, &params) != 0) return -1;
+  if (tvmrt_params_parse((const uint8_t*)b->data, b->size, RT_PARAMS_NAMES, &params) != 0)
+    return -1;
   /* every shared param is checked before any is rebound (as the Python runtime) */
   for (i = 0; i < params.count; ++i) {
     int idx = tvmrt_ge_input_index(ge, params.names[i]),

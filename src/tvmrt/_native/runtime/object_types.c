@@ -55,11 +55,12 @@ TVM_DLL int TVMObjectGetTypeIndex(TVMObjectHandle obj, unsigned* out_tindex) {
     case RT_MAGIC_RX_CLOSURE: *out_tindex = 10; return 0; /* kRuntimeClosure: a VMClosure */
     case RT_MAGIC_ADT: *out_tindex = 11; return 0; /* kRuntimeADT: a Relay VM tuple or value */
     default:
-      return tvmrt_fail("ArgumentTypeError",
-                        "TVMObjectGetTypeIndex: %p is not a live module, function, ADT or map, "
-                        "or a Relax VM string, tuple, shape or closure (freed already? an array's "
-                        "type index comes from TVMArrayGetTypeIndex)",
-                        obj);
+      return tvmrt_fail(
+          "ArgumentTypeError",
+          "TVMObjectGetTypeIndex: %p is not a live module, function or ADT, a "
+          "map, or a Relax VM string, tuple, shape or closure (freed already? an array's "
+          "type index comes from TVMArrayGetTypeIndex)",
+          obj);
   }
 }
 

@@ -14,7 +14,7 @@ static int32_t le32(const uint8_t* b) {
                    (uint32_t)b[3] << 24);
 }
 
-int tvmrt_read_tensor(tvmrt_reader* r, tvmrt_ndarray** out) {
+static int read_tensor(tvmrt_reader* r, tvmrt_ndarray** out, int view) {
   uint64_t magic, reserved, nbytes;
   uint8_t head[16];
   int64_t shape[RT_MAX_NDIM];
@@ -72,13 +72,27 @@ int tvmrt_read_tensor(tvmrt_reader* r, tvmrt_ndarray** out) {
     }
   }
   if (nbytes > r->size - r->off) return tvmrt_read_short(r, "tensor data", (size_t)nbytes);
-  a = tvmrt_ndarray_empty(shape, ndim, t);
-  if (a == NULL) return -1;
-  memcpy(a->dl.data, r->data + r->off, (size_t)nbytes);
+  if (view) { /* the blob's bytes themselves, for a caller that copies them while it lives */
+    DLTensor in_blob;
+    memset(&in_blob, 0, sizeof(in_blob));
+    in_blob.data = (void*)(r->data + r->off);
+    in_blob.device.device_type = kDLCPU;
+    in_blob.ndim = ndim;
+    in_blob.shape = shape;
+    in_blob.dtype = t;
+    a = tvmrt_ndarray_view(&in_blob, NULL);
+    if (a == NULL) return -1;
+  } else {
+    a = tvmrt_ndarray_empty(shape, ndim, t);
+    if (a == NULL) return -1;
+    memcpy(a->dl.data, r->data + r->off, (size_t)nbytes);
+  }
   r->off += (size_t)nbytes;
   *out = a;
   return 0;
 }
+
+int tvmrt_read_tensor(tvmrt_reader* r, tvmrt_ndarray** out) { return read_tensor(r, out, 0); }
 
 void tvmrt_params_free(tvmrt_params* p) {
   size_t i;
@@ -91,7 +105,7 @@ void tvmrt_params_free(tvmrt_params* p) {
   memset(p, 0, sizeof(*p));
 }
 
-int tvmrt_params_parse(const uint8_t* data, size_t size, int names_only, tvmrt_params* out) {
+int tvmrt_params_parse(const uint8_t* data, size_t size, int mode, tvmrt_params* out) {
   tvmrt_reader r = {data, size, 0, "params blob", 0, NULL};
   uint64_t magic, reserved, n, count;
   size_t i;
@@ -121,14 +135,14 @@ int tvmrt_params_parse(const uint8_t* data, size_t size, int names_only, tvmrt_p
                (unsigned long long)count, (unsigned long long)n, r.off - 8);
     goto fail;
   }
-  if (names_only) return 0;
+  if (mode == RT_PARAMS_NAMES) return 0;
   out->arrays = (tvmrt_ndarray**)calloc(n ? (size_t)n : 1, sizeof(tvmrt_ndarray*));
   if (out->arrays == NULL) {
     tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate params");
     goto fail;
   }
   for (i = 0; i < n; ++i) {
-    if (tvmrt_read_tensor(&r, &out->arrays[i]) != 0) goto fail;
+    if (read_tensor(&r, &out->arrays[i], mode == RT_PARAMS_VIEWS) != 0) goto fail;
   }
   return 0;
 fail:

@@ -413,7 +413,11 @@ typedef struct {
   tvmrt_ndarray** arrays; /* NULL when only the names were read */
 } tvmrt_params;
 
-int tvmrt_params_parse(const uint8_t* data, size_t size, int names_only, tvmrt_params* out);
+/* what tvmrt_params_parse makes of the tensors: arrays of their own (a copy), none (the
+   names only), or views of the blob's bytes (valid while `data` lives: for a caller that
+   copies them into its own arrays, as load_params does, with no copy in between) */
+enum { RT_PARAMS_COPY = 0, RT_PARAMS_NAMES = 1, RT_PARAMS_VIEWS = 2 };
+int tvmrt_params_parse(const uint8_t* data, size_t size, int mode, tvmrt_params* out);
 void tvmrt_params_free(tvmrt_params* p);
 /* a graph or AOT factory's params in the module blob: the count, the names, then one tensor
    record each; a count that disagrees with the names fails as "<what> N params but M names" */

@@ -90,7 +90,7 @@ static int f_load_late(void* self, TVMValue* args, int* codes, int n, TVMValue* 
                          RT_MAX_PARAMS_BYTES, &tvmrt_params_file_magic, &data, &size) != 0) {
     return -1;
   }
-  if (tvmrt_params_parse((const uint8_t*)data, size, 0, &p) != 0) goto done;
+  if (tvmrt_params_parse((const uint8_t*)data, size, RT_PARAMS_COPY, &p) != 0) goto done;
   for (k = 0; k < exe->num_consts; ++k) {
     if (exe->const_names[k] == NULL || exe->consts[k] != NULL) continue;
     ++wanted;
