@@ -15,14 +15,16 @@ is reported, with each side's median.
   averaged over ``--number`` calls;
 * ``set/get``: ``set_input(name, numpy array)`` followed by ``get_output(0).numpy()``, the
   round trip an application does around ``run`` (no run), averaged over ``--number``;
-* ``first load``: a fresh interpreter (``python -c``) that imports tvmrt, loads the library
-  and makes the executor (a factory's ``default(cpu())``, or ``create`` and
+* ``first load``: a fresh interpreter (``python -c``) that imports tvmrt, calls
+  ``load_module`` and makes the executor (a factory's ``default(cpu())``, or ``create`` and
   ``load_params``), timed inside it (import excluded, reported on its own).
 
 Models: MobileNet v1 (TVM's model, ``$TVMRT_ARTIFACTS/mobilenet_v1``: graph JSON, library,
-params; 87 nodes) and the small CNN factory TVM 0.16 builds for the tests
-(``relay016/systemlib-so``: 15 nodes, 6 kernels, microseconds each: the engines' overhead
-shows).
+params; ``graph_executor.create`` and ``load_params``) and the small CNN factory TVM 0.16
+builds for the tests (``batched/cnn-b1``: conv2d + bias + relu, max-pool, dense + softmax
+on an 8x8 image; 11 nodes, 6 kernels of microseconds, ``default``: the engines' per-node
+overhead shows). Each engine is chosen with ``TVMRT_GRAPH_ENGINE``
+(``native``, ``python``), the way an application's ``load_module`` gets it.
 
 Usage::
 
@@ -48,67 +50,65 @@ REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(os.environ.get("TVMRT_ARTIFACTS", REPO.parent / "shared" / "artifacts"))
 FIXTURES = Path(os.environ.get("TVMRT_FIXTURES_DIR", REPO / "build" / "fixtures"))
 
-# the code a fresh interpreter runs to load a model on one engine (first-load time)
+# the code a fresh interpreter runs to load a model on one engine (first-load time): what
+# an application does, with TVMRT_GRAPH_ENGINE choosing the engine
 _LOAD = """
 import sys, time
 t0 = time.perf_counter()
 from tvmrt import runtime
 from tvmrt.contrib import graph_executor
-from tvmrt.runtime import native_module
 t1 = time.perf_counter()
-engine, lib, graph, params = sys.argv[1:5]
-if engine == "c":
-    mod = native_module.load_file(lib)
-    if graph:
-        create = native_module.c_global("tvm.graph_executor.create")
-        m = graph_executor.GraphModule(create(open(graph).read(), mod, 1, 0))
-    else:
-        m = graph_executor.GraphModule(mod["default"](runtime.cpu()))
+lib, graph, params = sys.argv[1:4]
+mod = runtime.load_module(lib)
+if graph:
+    m = graph_executor.create(open(graph).read(), mod, runtime.cpu())
 else:
-    mod = runtime.load_module(lib)
-    if graph:
-        m = graph_executor.create(open(graph).read(), mod, runtime.cpu())
-    else:
-        m = graph_executor.GraphModule(mod["default"](runtime.cpu()))
+    m = graph_executor.GraphModule(mod["default"](runtime.cpu()))
 if params:
     m.load_params(open(params, "rb").read())
 t2 = time.perf_counter()
 print(t1 - t0, t2 - t1)
 """
+_ENGINES = {"c": "native", "python": "python"}  # TVMRT_GRAPH_ENGINE of each side
 
 
 class Model:
-    """A model's files: (library, graph JSON or "" for a factory, params or "")."""
+    """A model's files: (library, graph JSON or "" for a factory, params or ""), its input's
+    name and TVM's input and output for it."""
 
-    def __init__(self, name: str, folder: Path, lib: str, graph: str = "", params: str = ""):
-        self.name, self.folder = name, folder
+    def __init__(
+        self,
+        name: str,
+        folder: Path,
+        lib: str,
+        golden: tuple[np.ndarray, np.ndarray],
+        graph: str = "",
+        params: str = "",
+        input_name: str = "data",
+    ) -> None:
+        self.name, self.folder, self.input_name = name, folder, input_name
         self.lib = str(folder / lib)
         self.graph = str(folder / graph) if graph else ""
         self.params = str(folder / params) if params else ""
-        golden = np.load(folder / "golden.npz")
-        self.x, self.want = golden["data"], golden["output_0"]
+        self.x, self.want = golden
 
     def module(self, engine: str) -> object:
         from tvmrt import runtime
         from tvmrt.contrib import graph_executor
-        from tvmrt.runtime import native_module
+        from tvmrt.runtime.native_module import NativeModule
 
-        if engine == "c":
-            lib = native_module.load_file(self.lib)
-            if self.graph:
-                create = native_module.c_global("tvm.graph_executor.create")
-                mod = graph_executor.GraphModule(create(Path(self.graph).read_text(), lib, 1, 0))
-            else:
-                mod = graph_executor.GraphModule(lib["default"](runtime.cpu()))
+        os.environ["TVMRT_GRAPH_ENGINE"] = _ENGINES[engine]
+        lib = runtime.load_module(self.lib)
+        if self.graph:
+            mod = graph_executor.create(Path(self.graph).read_text(), lib, runtime.cpu())
         else:
-            pylib = runtime.load_module(self.lib)
-            if self.graph:
-                mod = graph_executor.create(Path(self.graph).read_text(), pylib, runtime.cpu())
-            else:
-                mod = graph_executor.GraphModule(pylib["default"](runtime.cpu()))
+            mod = graph_executor.GraphModule(lib["default"](runtime.cpu()))
+        del os.environ["TVMRT_GRAPH_ENGINE"]
+        if isinstance(mod.module, NativeModule) != (engine == "c"):
+            sys.exit(f"{self.name}: the {engine} engine was not the one used")
         if self.params:
             mod.load_params(Path(self.params).read_bytes())
-        mod.set_input("data", self.x)
+        mod.set_input(self.input_name, self.x)
         mod.run()
         got = mod.get_output(0).numpy()
         if not np.array_equal(got, self.want):
@@ -125,11 +125,11 @@ def _timed(fn: Callable[[], None], number: int) -> float:
 
 def _first_load(model: Model, engine: str) -> tuple[float, float]:
     out = subprocess.run(
-        [sys.executable, "-c", _LOAD, engine, model.lib, model.graph, model.params],
+        [sys.executable, "-c", _LOAD, model.lib, model.graph, model.params],
         capture_output=True,
         text=True,
         check=True,
-        env=os.environ,
+        env={**os.environ, "TVMRT_GRAPH_ENGINE": _ENGINES[engine]},
     ).stdout.split()
     return float(out[0]) * 1e3, float(out[1]) * 1e3
 
@@ -140,27 +140,37 @@ def main() -> None:
     parser.add_argument("--number", type=int, default=50)
     parser.add_argument("--loads", type=int, default=5, help="fresh interpreters per engine")
     args = parser.parse_args()
+    mobilenet = ARTIFACTS / "mobilenet_v1"
+    golden = np.load(mobilenet / "golden.npz")
+    batched = np.load(FIXTURES / "batched" / "batched" / "golden.npz")
     models = [
         Model(
             "mobilenet_v1",
-            ARTIFACTS / "mobilenet_v1",
+            mobilenet,
             "deploy_lib.so",
+            (golden["data"], golden["output_0"]),
             "deploy_graph.json",
             "deploy_param.params",
         ),
-        Model("small CNN", FIXTURES / "relay016" / "relay016" / "systemlib-so", "deploy.so"),
+        Model(
+            "small CNN",
+            FIXTURES / "batched" / "batched" / "cnn-b1",
+            "deploy_lib.so",
+            (batched["x"][:1], batched["y"][:1]),
+            input_name="x",
+        ),
     ]
     print(f"TVM_NUM_THREADS={os.environ['TVM_NUM_THREADS']}, medians of {args.rounds} rounds")
     print("| model | measure | C engine | Python engine | C / Python |")
     print("|---|---|---:|---:|---:|")
     for model in models:
         mods = {engine: model.module(engine) for engine in ("c", "python")}
-        x = model.x
+        x, key = model.x, model.input_name
         number = max(1, args.number // 10) if model.name == "mobilenet_v1" else args.number
         measures: dict[str, dict[str, Callable[[], None]]] = {
             "run": {e: m.run for e, m in mods.items()},  # type: ignore[attr-defined]
             "set/get": {
-                e: (lambda m=m, x=x: (m.set_input("data", x), m.get_output(0).numpy()))  # type: ignore[misc]
+                e: (lambda m=m, x=x, k=key: (m.set_input(k, x), m.get_output(0).numpy()))  # type: ignore[misc]
                 for e, m in mods.items()
             },
         }

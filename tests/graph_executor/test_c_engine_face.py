@@ -17,7 +17,14 @@ import pytest
 
 from tvmrt import runtime
 from tvmrt.contrib import graph_executor
-from tvmrt.error import ArrayError, InputNotFoundError, InvalidArgumentError, ParamsFormatError
+from tvmrt.error import (
+    ArgumentTypeError,
+    ArrayError,
+    InputNotFoundError,
+    InvalidArgumentError,
+    ParamsFormatError,
+    UnsupportedError,
+)
 from tvmrt.runtime import native_module
 
 
@@ -32,6 +39,11 @@ def _both(path: Path) -> tuple[graph_executor.GraphModule, graph_executor.GraphM
     return c_mod, py_mod
 
 
+def _golden(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path) as npz:
+        return dict(npz)
+
+
 def _info(mod: graph_executor.GraphModule, outputs: bool = False) -> tuple[Any, Any]:
     shapes, dtypes = mod.get_output_info() if outputs else mod.get_input_info()
     return {k: tuple(v) for k, v in shapes.items()}, {k: str(v) for k, v in dtypes.items()}
@@ -39,7 +51,7 @@ def _info(mod: graph_executor.GraphModule, outputs: bool = False) -> tuple[Any, 
 
 def test_the_face_runs_a_factory_on_the_c_executor(artifacts: Path) -> None:
     folder = artifacts / "relay016" / "systemlib-so"
-    golden = np.load(folder / "golden.npz")
+    golden = _golden(folder / "golden.npz")
     c_mod, py_mod = _both(folder / "deploy.so")
     for mod in (c_mod, py_mod):
         mod.set_input("data", golden["data"])
@@ -88,7 +100,7 @@ def test_input_info_leaves_out_params_as_the_python_engine(artifacts: Path, tmp_
     )
     sharing.share_params(bare_c, blob)
     assert _info(sharing) == _info(bare_c)
-    golden = np.load(path.parent / "golden.npz")
+    golden = _golden(path.parent / "golden.npz")
     sharing.run(data=golden["data"])
     np.testing.assert_array_equal(sharing.get_output(0).numpy(), golden["output_0"])
 
@@ -98,7 +110,7 @@ def test_output_keys_are_the_python_engines(artifacts: Path) -> None:
     bare node name, finds the same output in both engines; an unknown one is refused in
     the same words."""
     folder = artifacts / "contrib" / "sort-topk"
-    golden = np.load(folder / "golden.npz")
+    golden = _golden(folder / "golden.npz")
     c_mod, py_mod = _both(folder / "deploy.so")
     keys = _info(py_mod, outputs=True)
     assert _info(c_mod, outputs=True) == keys
@@ -125,7 +137,7 @@ def test_output_keys_are_the_python_engines(artifacts: Path) -> None:
 
 def test_run_from_inputs_and_end_to_end_benchmark(artifacts: Path) -> None:
     folder = artifacts / "relay016" / "systemlib-so"
-    golden = np.load(folder / "golden.npz")
+    golden = _golden(folder / "golden.npz")
     c_mod, _ = _both(folder / "deploy.so")
     outs = c_mod.module["run_from_inputs"](1, 0, "data", golden["data"])
     assert len(outs) == 1
@@ -152,10 +164,10 @@ def test_a_params_file_of_another_format_is_refused(artifacts: Path, tmp_path: P
 def test_numpy_arguments_reach_c_as_the_arrays_they_are(artifacts: Path) -> None:
     """A writable C-contiguous numpy array is handed to C as a DLTensor of its own memory
     (the executor copies an input from it, and writes an ``out`` into it); a read-only or
-    Fortran-ordered one, or a dtype the fast path leaves alone, goes through the Python
-    conversion: every route gives the same answer."""
+    Fortran-ordered one, or one of another dtype, goes through the Python conversion: every
+    route gives the same answer."""
     folder = artifacts / "relay016" / "systemlib-so"
-    golden = np.load(folder / "golden.npz")
+    golden = _golden(folder / "golden.npz")
     c_mod, _ = _both(folder / "deploy.so")
     frozen = golden["data"].copy()
     frozen.setflags(write=False)
@@ -170,7 +182,71 @@ def test_numpy_arguments_reach_c_as_the_arrays_they_are(artifacts: Path) -> None
         out = np.zeros_like(golden["output_0"])
         c_mod.get_output(0, out)  # written in place
         np.testing.assert_array_equal(out, golden["output_0"], err_msg=label)
-    with pytest.raises(ArrayError, match=r"dtype float32, got shape .* and dtype float64"):
-        c_mod.set_input("data", golden["data"].astype("float64"))
+    # another dtype is converted, as TVM's set_input (copyfrom) and the Python engine do;
+    # another shape is refused in the Python engine's words
+    c_mod.set_input("data", golden["data"].astype("float64"))
+    c_mod.run()
+    np.testing.assert_array_equal(c_mod.get_output(0).numpy(), golden["output_0"])
+    words = []
+    for mod in _both(folder / "deploy.so"):
+        with pytest.raises(ArrayError) as err:
+            mod.set_input("data", np.zeros((2, 2), "float32"))
+        words.append(str(err.value))
+    assert words[0] == words[1], words
+    assert words[0].startswith("input 'data': "), words
     with pytest.raises(ArrayError, match=r"out has shape \(3,\) and dtype int64"):
         c_mod.get_output(0, np.zeros(3, dtype="int64"))
+
+
+def test_a_loaded_factory_runs_on_the_c_engine_with_its_weights_held_once(
+    artifacts: Path,
+) -> None:
+    """``load_module(...)["default"](cpu())`` is the C runtime's executor; each executor of
+    the factory views the factory's own param arrays (no copy), as the Python engine's do.
+    (A factory of TVM 0.16's non-maximum suppression: three params, a kernel that calls
+    the runtime's sort by name.)"""
+    folder = artifacts / "contrib" / "nms-static"
+    golden = _golden(folder / "golden.npz")
+    lib = runtime.load_module(str(folder / "deploy.so"))
+    first, second = (graph_executor.GraphModule(lib["default"](runtime.cpu())) for _ in "ab")
+    assert isinstance(first.module, native_module.NativeModule)
+    weights = lib["get_graph_params"]()
+    assert weights
+    for name, array in weights.items():
+        assert first.get_input(name).data_ptr == array.data_ptr, name
+        assert second.get_input(name).data_ptr == array.data_ptr, name
+    first.run(data=golden["data"])
+    np.testing.assert_array_equal(first.get_output(0).numpy(), golden["output_0"])
+    assert first.storage_plan.total_bytes > 0
+
+
+def test_the_python_engine_runs_what_the_c_engine_must_not(
+    artifacts: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = str(artifacts / "contrib" / "nms-static" / "deploy.so")
+    golden = _golden(Path(path).parent / "golden.npz")
+
+    def engine_of(module: object) -> str:
+        return "c" if isinstance(module, native_module.NativeModule) else "python"
+
+    lib = runtime.load_module(path)
+    assert engine_of(lib["default"](runtime.cpu())) == "c"
+    # no params left in the factory: a new factory, not the file
+    bare = lib["remove_params"]()
+    assert engine_of(bare["default"](runtime.cpu())) == "python"
+    # imports changed after loading: the file no longer holds all of the module
+    changed = runtime.load_module(path)
+    changed.import_module(runtime.load_module(path))
+    assert engine_of(changed["default"](runtime.cpu())) == "python"
+    monkeypatch.setenv("TVMRT_GRAPH_ENGINE", "python")
+    mod = graph_executor.GraphModule(lib["default"](runtime.cpu()))
+    assert engine_of(mod.module) == "python"
+    mod.run(data=golden["data"])
+    np.testing.assert_array_equal(mod.get_output(0).numpy(), golden["output_0"])
+    monkeypatch.setenv("TVMRT_GRAPH_ENGINE", "native")
+    assert engine_of(lib["default"](runtime.cpu())) == "c"
+    with pytest.raises(UnsupportedError, match="cannot run on the C engine: the library was not"):
+        bare["default"](runtime.cpu())
+    monkeypatch.setenv("TVMRT_GRAPH_ENGINE", "fast")
+    with pytest.raises(ArgumentTypeError, match="TVMRT_GRAPH_ENGINE must be unset"):
+        lib["default"](runtime.cpu())

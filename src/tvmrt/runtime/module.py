@@ -55,6 +55,8 @@ class Module:
     entry_name = "__tvm_main__"
 
     source_file: str | None = None  # the file load_module read this module from (tvmrt)
+    _native_changed = False  # imports changed after load_module (the C engine refuses it)
+    _native_kernels: Module | None = None  # the C runtime's load of source_file's kernels
 
     def __init__(self) -> None:
         self._imports: list[Module] = []
@@ -150,6 +152,13 @@ class Module:
                 seen.add(id(m))
                 todo.extend(m._imports)
         self._imports.append(module)
+        self._mark_changed()
+
+    def _mark_changed(self) -> None:
+        # what the module's file holds is no longer all of it: the C runtime, which loads
+        # the file again, must not run it (graph_executor.native)
+        if self.source_file is not None:
+            self._native_changed = True
 
     @property
     def imported_modules(self) -> list[Module]:
@@ -158,6 +167,7 @@ class Module:
 
     def clear_imports(self) -> None:
         """Remove all imports of the module."""
+        self._mark_changed()
         self._imports.clear()
 
     def get_source(self, fmt: str = "") -> str:

@@ -60,7 +60,14 @@ from tvmrt.runtime.object import ShapeTuple, String
 from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.packed_values import extension_arg
 
-__all__ = ["NativeFunction", "NativeModule", "load_file", "c_global", "has_global", "to_python"]
+__all__ = [
+    "NativeFunction",
+    "NativeModule",
+    "load_file",
+    "c_global",
+    "has_global",
+    "to_python",
+]
 
 _KIND = re.compile(r"^([A-Za-z]+Error): ")
 _CODE = ArgTypeCode

@@ -18,10 +18,12 @@ import os
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from tvmrt.error import ArgumentTypeError, InvalidArgumentError, UnsupportedError
+from tvmrt.error import ArgumentTypeError, ArrayError, InvalidArgumentError, UnsupportedError
 from tvmrt.runtime.benchmark import BenchmarkResult
 from tvmrt.runtime.device import RPC_SESS_MASK, Device
+from tvmrt.runtime.device_type import DLDeviceType
 from tvmrt.runtime.executor.protocol import ModuleFace, TensorInfo
+from tvmrt.runtime.graph_executor import native
 from tvmrt.runtime.graph_executor.checks import unknown_input
 from tvmrt.runtime.graph_executor.executor import GraphExecutor
 from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory
@@ -30,6 +32,7 @@ from tvmrt.runtime.graph_executor.keys import GraphKeys, output_info
 from tvmrt.runtime.graph_executor.roles import classify_inputs, output_labels
 from tvmrt.runtime.graph_executor.storage import StoragePlan, plan_storage
 from tvmrt.runtime.module import Module
+from tvmrt.runtime.native_module import NativeModule
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.object import String
 from tvmrt.runtime.params import mapped_file, read_param_names
@@ -135,6 +138,9 @@ def create(graph_json_str: str, libmod: Module, device: Device | Sequence[Device
     if num_rpc:  # the server builds the executor (TVM's tvm.graph_executor.create)
         fcreate = libmod.remote_global_func("tvm.graph_executor.create")  # type: ignore[attr-defined]
         return GraphModule(fcreate(graph_json_str, libmod, *flat), graph_json_str)
+    made = native.create(graph_json_str, libmod, devices)  # the C runtime's, where it runs it
+    if made is not None:
+        return GraphModule(made, graph_json_str)
     return GraphModule(GraphExecutor(parse_graph(graph_json_str), libmod, devices), graph_json_str)
 
 
@@ -185,7 +191,9 @@ class GraphModule(ModuleFace):
         self._known_inputs: set[str] = set()
         # an executor on a TVM RPC server: inputs are copied into its arrays, as TVM does
         self._remote = module.type_key == "rpc"
-        self._graph_json = graph_json
+        self._native = isinstance(module, NativeModule)  # the C runtime's executor
+        # the C runtime's executor carries its graph (graph_executor.native)
+        self._graph_json = graph_json or getattr(module, "graph_json", None)
         self._parsed: Graph | None = None
         self._weights = set(weights)
         self._make_replica = make_replica
@@ -210,8 +218,13 @@ class GraphModule(ModuleFace):
 
     @property
     def storage_plan(self) -> StoragePlan:
-        """Pools and their sizes (tvmrt extension)."""
-        return self.executor.plan
+        """Pools and their sizes (tvmrt extension): the Python engine's, or for the C
+        runtime's executor (on the CPU) the plan of the graph, which it allocates."""
+        if isinstance(self.module, GraphExecutor):
+            return self.module.plan
+        if self._remote:
+            raise ArgumentTypeError("the storage plan of a remote executor stays on its server")
+        return plan_storage(self.graph, DLDeviceType.kDLCPU)
 
     # -- tvmrt's Executor interface --------------------------------------------------------
     @property
@@ -286,8 +299,24 @@ class GraphModule(ModuleFace):
             isinstance(value, NDArray) and value.device.device_type >= RPC_SESS_MASK
         ):
             self._get_input(key).copyfrom(value)  # host data goes into the remote input
+        elif self._native and not isinstance(value, NDArray):
+            try:  # an array of the input's shape and dtype goes in as it is
+                self._set_input(key, value)
+            except ArrayError:  # else numpy converts it, as TVM's set_input (copyfrom)
+                self._convert_input(key, value)
         else:
             self._set_input(key, value)
+
+    def _convert_input(self, key: int | str, value: object) -> None:
+        """``value`` copied into input ``key`` by ``copyfrom`` (numpy converts its dtype), in
+        the Python engine's words."""
+        target = self._get_input(key)
+        if isinstance(key, int):
+            key = self.graph.nodes[self.graph.arg_nodes[key]].name
+        try:
+            target.copyfrom(value)
+        except ArrayError as exc:
+            raise ArrayError(f"input {key!r}: {exc}") from None
 
     def _check_input_name(self, key: object) -> None:
         if not isinstance(key, str) or key in self._known_inputs:

@@ -13,6 +13,7 @@ from typing import Any
 from tvmrt.binfmt.stream import ByteReader, ByteWriter
 from tvmrt.error import ArgumentTypeError, FunctionNotFoundError, ModuleLoadError, TVMError
 from tvmrt.runtime.device import Device
+from tvmrt.runtime.graph_executor import native
 from tvmrt.runtime.graph_executor.executor import GraphExecutor
 from tvmrt.runtime.graph_executor.graph import parse_graph
 from tvmrt.runtime.graph_executor.linked import linked_params
@@ -98,10 +99,15 @@ class GraphExecutorFactory(Module):
         func = table.get(name)
         return None if func is None else PackedFunc(func, name)
 
-    def create_executor(self, *devices: Device) -> GraphExecutor:
-        """A new executor on ``devices`` with this factory's params bound."""
+    def create_executor(self, *devices: Device) -> Module:
+        """A new executor on ``devices`` with this factory's params bound: the C runtime's
+        where it runs the graph (:mod:`~tvmrt.runtime.graph_executor.native`), else a
+        :class:`GraphExecutor`."""
         if not devices:
             raise ArgumentTypeError(f"{self.module_name}() needs at least one device")
+        made = native.create(self.graph_json, self.lib, devices, self.params, root=self)
+        if made is not None:
+            return made
         return GraphExecutor(self._graph, self.lib, list(devices), preset=self.params)
 
     def debug_create(self, module_name: str, *devices: Device) -> Module:

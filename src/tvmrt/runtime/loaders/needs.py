@@ -15,18 +15,22 @@ modules are assembled (a name is provided when the library, its imports or the g
 registry has it, exactly where ``TVMBackendGetFuncFromEnv`` looks), so ``load_module``
 fails with one message naming every missing function before any kernel runs. A
 function registered with ``register_func`` must therefore be registered before the
-library is loaded. :func:`describe` gives ``tvmrt inspect`` the same facts without loading
-anything. tvm-ffi libraries (TVM >= 0.21) are not checked for functions: tvmrt gives
-their lookups no functions at all (``src/tvmrt/_native/backend.c``).
+library is loaded. :func:`c_runtime_refusal` says whether the C runtime may run a
+library's kernels from Python (the engines ask it). :func:`describe` gives ``tvmrt
+inspect`` the same facts without loading anything. tvm-ffi libraries (TVM >= 0.21) are
+not checked for functions: tvmrt gives their lookups no functions at all
+(``src/tvmrt/_native/backend.c``).
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
+from tvmrt.binfmt.abi import scan_tvm_symbols
 from tvmrt.binfmt.binary import ElfFile
-from tvmrt.error import ModuleLoadError
+from tvmrt.error import ModuleLoadError, TVMError
 from tvmrt.runtime.contrib.catalog import unsupported_reason
 from tvmrt.runtime.loaders import isa
 from tvmrt.runtime.module import Module
@@ -36,6 +40,7 @@ __all__ = [
     "lookup_names",
     "check_cpu",
     "check_functions",
+    "c_runtime_refusal",
     "describe",
     "functions_text",
 ]
@@ -69,6 +74,42 @@ def _why_missing(name: str) -> str:
     if reason is not None:
         return f"{name!r} ({reason})"
     return f"{name!r} (not in the library, its imports or the global registry)"
+
+
+def c_runtime_refusal(path: str) -> str:
+    """Why the C runtime must not run the kernels of the library at ``path`` from Python
+    ("" if it may).
+
+    * A library that imports ``TVM*`` functions by name binds them in the process's global
+      scope at their first call (the C runtime opens kernels ``RTLD_LAZY``), where tvmrt's
+      names are not when ``TVMRT_LOCAL_SYMBOLS`` or a TVM loaded first kept them local, and
+      a miss there aborts the process: only slot-filled libraries (TVM's LLVM builds, the
+      ``__TVMBackend*`` pointers) are handed to it.
+    * Kernels that call a runtime function by name (``TVMBackendGetFuncFromEnv``) the C
+      runtime lacks (one registered in Python: ``tvm.contrib.cblas.matmul``, a function a
+      test registers) would fail there; the Python runtime finds them.
+    """
+    from tvmrt.runtime.native_module import has_global
+
+    try:
+        elf = ElfFile(Path(path).read_bytes(), path)
+        symbols = scan_tvm_symbols(elf.symbols(dynamic=True))
+    except (OSError, TVMError) as exc:
+        return f"its kernel library cannot be read: {exc}"
+    imported = [n for n in symbols.undefined if n.startswith("TVM")]
+    if imported or symbols.system_lib:
+        names = ", ".join(imported[:3]) or "system-library registration"
+        return (
+            f"its kernel library imports {names} by name, which only the Python runtime "
+            "binds in this process"
+        )
+    missing = [n for n in lookup_names(elf) if not has_global(n)]
+    if missing:
+        return (
+            f"its kernels call {', '.join(repr(n) for n in missing[:3])} by name, which the "
+            "C runtime does not have (the Python runtime's registry does, or will)"
+        )
+    return ""
 
 
 def check_cpu(elf: ElfFile, shown: str) -> None:

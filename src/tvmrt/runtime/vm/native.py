@@ -20,18 +20,16 @@ from __future__ import annotations
 import ctypes
 import math
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from tvmrt.binfmt.abi import scan_tvm_symbols
-from tvmrt.binfmt.binary import ElfFile
 from tvmrt.error import ArgumentTypeError, TVMError, UnsupportedError
 from tvmrt.runtime._ctypes_api import ArgTypeCode, DLTensor, TVMByteArray
 from tvmrt.runtime.container import ADT
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.dtype import DataType
+from tvmrt.runtime.loaders.needs import c_runtime_refusal
 from tvmrt.runtime.module import Module, PyModule
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.vm.interpreter import VMLimits
@@ -334,25 +332,8 @@ def native_source(mod: Module) -> tuple[Any, ...] | None:
 
 def library_refusal(source: tuple[Any, ...]) -> str:
     """Why the C runtime must not run the kernel library of ``source`` from Python ("" if
-    it may): one that imports ``TVM*`` functions by name binds them in the process's global
-    scope at their first call (the C runtime opens kernels ``RTLD_LAZY``), where tvmrt's
-    names are not when ``TVMRT_LOCAL_SYMBOLS`` or a TVM loaded first kept them local, and a
-    miss there aborts the process; only slot-filled libraries (TVM's LLVM builds, the
-    ``__TVMBackend*`` pointers) are handed to it."""
-    path = source[1] if source[0] == "so" else source[2]
-    try:
-        elf = ElfFile(Path(path).read_bytes(), path)
-        symbols = scan_tvm_symbols(elf.symbols(dynamic=True))
-    except (OSError, TVMError) as exc:
-        return f"its kernel library cannot be read: {exc}"
-    imported = [n for n in symbols.undefined if n.startswith("TVM")]
-    if imported or symbols.system_lib:
-        names = ", ".join(imported[:3]) or "system-library registration"
-        return (
-            f"its kernel library imports {names} by name, which only the Python runtime "
-            "binds in this process"
-        )
-    return ""
+    it may): :func:`tvmrt.runtime.loaders.needs.c_runtime_refusal` of its path."""
+    return c_runtime_refusal(source[1] if source[0] == "so" else source[2])
 
 
 def native_module(source: tuple[Any, ...] | None, init_args: Sequence[int]) -> Module:

@@ -1,0 +1,137 @@
+"""The C runtime's graph executor behind TVM's Python faces (issue 43, item 2).
+
+``lib["default"](dev)`` of a factory :func:`~tvmrt.runtime.load_module` read, and
+``graph_executor.create(json, lib, dev)`` over a library it read, give a ``GraphExecutor``
+module of libtvmrt_runtime (its packed functions: ``graph_funcs.c``) when the C runtime can
+run the graph; :class:`~tvmrt.contrib.graph_executor.GraphModule` is the same face over
+either engine. The C runtime loads the library's file itself (its kernels only: the blob's
+params are dropped again), and a factory's params are bound to each executor without a
+copy (``set_input_zero_copy`` of the factory's arrays), so weights are held once, as the
+Python engine holds them.
+
+The Python engine runs the rest, and :func:`refusal` says why (``""``: the C engine may):
+``TVMRT_GRAPH_ENGINE=python`` (``native`` makes a refusal an error instead), a device other
+than the CPU, a library that was not loaded from a file or changed after loading
+(``import_module``, ``remove_params``), kernels of Python (``PyModule``), device code (a
+CUDA or OpenCL module), kernels that import ``TVM*`` functions by name or call a runtime
+function only the Python registry has, TVM 0.7/0.8 linked params. A graph the C runtime refuses is
+handed to the Python engine too, whose errors are the words users know.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+from tvmrt.error import ArgumentTypeError, ArrayError, TVMError, UnsupportedError
+from tvmrt.runtime.device import Device
+from tvmrt.runtime.graph_executor.linked import LOOKUP_FUNCTION
+from tvmrt.runtime.module import Module
+from tvmrt.runtime.ndarray import NDArray
+
+__all__ = ["ENGINE_VARIABLE", "create", "engine_wanted", "refusal"]
+
+ENGINE_VARIABLE = "TVMRT_GRAPH_ENGINE"
+_CPU = 1
+
+
+def engine_wanted() -> str | None:
+    """``TVMRT_GRAPH_ENGINE``: None (the C engine where it can), ``"native"`` or ``"python"``."""
+    wanted = os.environ.get(ENGINE_VARIABLE) or None
+    if wanted not in (None, "native", "python"):
+        raise ArgumentTypeError(
+            f"{ENGINE_VARIABLE} must be unset, 'native' or 'python', got {wanted!r}"
+        )
+    return wanted
+
+
+def refusal(lib: Module, devices: Sequence[Device], root: Module | None = None) -> str:
+    """Why the C engine must not run a graph over ``lib``'s kernels on ``devices`` (""
+    if it may); ``root``: the module ``load_module`` returned (the factory), if not ``lib``."""
+    from tvmrt.runtime.loaders.needs import c_runtime_refusal
+
+    if engine_wanted() == "python":
+        return f"{ENGINE_VARIABLE}=python"
+    if any(dev.device_type != _CPU for dev in devices):
+        return "a device other than the CPU is given"
+    loaded = root if root is not None else lib
+    path = loaded.source_file
+    if path is None or getattr(loaded, "_native_changed", False):
+        return "the library was not loaded from a file, or changed after loading"
+    if lib.find_function(LOOKUP_FUNCTION, True) is not None:
+        return "its weights are TVM 0.7/0.8 linked params, which only the Python engine reads"
+    factory = lib.type_key == "GraphExecutorFactory" and lib.imported_modules
+    host = lib.imported_modules[0] if factory else lib
+    devices_code = [m.type_key for m in host.imported_modules]
+    if devices_code:
+        return f"its kernels launch on device code ({', '.join(devices_code)} modules)"
+    return c_runtime_refusal(path)
+
+
+def _kernels(lib: Module, root: Module | None) -> Module:
+    """The C runtime's module of the kernels of ``lib`` (loaded once per Python module)."""
+    from tvmrt.runtime import native_module
+
+    owner = root if root is not None else lib
+    kernels = owner._native_kernels
+    if kernels is None:
+        assert owner.source_file is not None
+        loaded = native_module.load_file(owner.source_file)
+        # a factory: keep its kernel library, not the factory (its copy of the params)
+        kernels = owner._native_kernels = loaded.imported_modules[0] if root is not None else loaded
+    return kernels
+
+
+def create(
+    graph_json: str,
+    lib: Module,
+    devices: Sequence[Device],
+    params: Mapping[str, NDArray] | None = None,
+    root: Module | None = None,
+) -> Module | None:
+    """A C-runtime ``GraphExecutor`` module over ``lib``'s kernels, or None where the Python
+    engine runs it (see :func:`refusal`); ``params``: bound without copies (a factory's)."""
+    from tvmrt.runtime import native_module
+
+    why = refusal(lib, devices, root)
+    if why:
+        if engine_wanted() == "native":
+            raise UnsupportedError(f"the graph cannot run on the C engine: {why}")
+        return None
+    flat = [v for dev in devices for v in (dev.device_type, dev.device_id)]
+    try:
+        executor = native_module.c_global("tvm.graph_executor.create")(
+            graph_json, _kernels(lib, root), *flat
+        )
+    except TVMError:
+        if engine_wanted() == "native":
+            raise
+        return None  # the Python engine gives its own words for what C refused
+    assert isinstance(executor, Module)
+    executor.graph_json = graph_json  # type: ignore[attr-defined]  # for the face's extensions
+    if params and not _bind(executor, params):
+        if engine_wanted() == "native":
+            raise UnsupportedError(
+                "the graph cannot run on the C engine: a factory param has another shape "
+                "than its input (the Python engine reshapes it, as TVM)"
+            )
+        return None
+    return executor
+
+
+def _bind(executor: Module, params: Mapping[str, NDArray]) -> bool:
+    """Bind a factory's ``params`` to ``executor``'s inputs without copies (a copy where
+    the array cannot be viewed); False for a param of another shape than its input."""
+    bind, copy = executor["set_input_zero_copy"], executor["set_input"]
+    index = executor["get_input_index"]
+    for name, value in params.items():
+        if index(name) < 0:
+            continue  # as TVM: params the graph does not use are ignored
+        try:
+            bind(name, value)
+        except ArrayError:  # not 64-byte aligned, or another layout: a copy
+            try:
+                copy(name, value)
+            except ArrayError:
+                return False
+    return True
