@@ -79,6 +79,23 @@ static PyObject* handle_value(PyObject* self_obj, void* unused) {
   return PyLong_FromVoidPtr(((Handle*)self_obj)->value);
 }
 
+static PyObject* g_str_array_struct; /* "__array_struct__" */
+
+/* numpy's array interface in C (the __array_struct__ capsule's PyArrayInterface, numpy's
+   documented layout) and the flags read here */
+typedef struct {
+  int two; /* 2: the layout's check */
+  int nd;
+  char typekind;
+  int itemsize;
+  int flags;
+  Py_intptr_t* shape;
+  Py_intptr_t* strides;
+  void* data;
+  PyObject* descr;
+} array_interface;
+enum { NPY_C_CONTIGUOUS = 0x1, NPY_NOTSWAPPED = 0x200, NPY_WRITEABLE = 0x400 };
+
 /* array_info(): an array handle's (data, byte_offset, shape, dtype code, bits, lanes,
    device type, device id), read from its DLTensor (the handle must be an array's) */
 static PyObject* handle_array_info(PyObject* self_obj, PyObject* unused) {
@@ -105,9 +122,45 @@ static PyObject* handle_array_info(PyObject* self_obj, PyObject* unused) {
                        (int)t->device.device_id);
 }
 
+/* copy_to(out): a host array handle's bytes into `out`, a writable C-contiguous numpy array
+   of as many bytes (numpy() of a C result: one copy, no view made first) */
+static PyObject* handle_copy_to(PyObject* self_obj, PyObject* out) {
+  const int want = NPY_C_CONTIGUOUS | NPY_WRITEABLE;
+  const DLTensor* t = (const DLTensor*)((Handle*)self_obj)->value;
+  PyObject* capsule;
+  const array_interface* a;
+  size_t n = 1, have = 1;
+  int i;
+  if (t == NULL || t->ndim < 0 || t->ndim > 64 || t->device.device_type != kDLCPU ||
+      t->strides != NULL) {
+    PyErr_SetString(PyExc_ValueError, "copy_to: not a compact host array handle");
+    return NULL;
+  }
+  if ((capsule = PyObject_GetAttr(out, g_str_array_struct)) == NULL) return NULL;
+  a = (const array_interface*)PyCapsule_GetPointer(capsule, NULL);
+  if (a == NULL || a->two != 2 || (a->flags & want) != want || a->nd < 0) {
+    Py_DECREF(capsule);
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "copy_to: out is not writable");
+    return NULL;
+  }
+  for (i = 0; i < t->ndim; ++i) n *= (size_t)t->shape[i];
+  n *= ((size_t)t->dtype.bits * t->dtype.lanes + 7) / 8;
+  for (i = 0; i < a->nd; ++i) have *= (size_t)a->shape[i];
+  have *= (size_t)a->itemsize;
+  if (have == n && n != 0) memcpy(a->data, (const char*)t->data + t->byte_offset, n);
+  Py_DECREF(capsule);
+  if (have != n) {
+    PyErr_SetString(PyExc_ValueError, "copy_to: out has another byte size");
+    return NULL;
+  }
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef handle_methods[] = {
     {"array_info", handle_array_info, METH_NOARGS,
      "(data, byte_offset, shape, code, bits, lanes, device_type, device_id) of an array."},
+    {"copy_to", handle_copy_to, METH_O,
+     "Copy a host array's bytes into a writable C-contiguous numpy array of its size."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -176,7 +229,6 @@ static PyObject* g_str_owner;
 static PyObject* g_str_np;
 static PyObject* g_str_dtype;
 static PyObject* g_str_dlpack;
-static PyObject* g_str_array_interface;
 static PyObject* g_ndarray_type; /* numpy.ndarray, at the first call that may take one */
 
 /* configure(): what results become (set once by native_module) */
@@ -238,32 +290,29 @@ refused:
   return NULL;
 }
 
-/* the DLDataType of numpy's type string ("<f4", "|u1", ...); 0 for one the C side takes
-   otherwise (bool, complex, big-endian, records) */
-static int typestr_dtype(const char* t, DLDataType* out) {
-  if (t == NULL) return 0;
-  char* end;
-  long size;
-  if ((t[0] != '<' && t[0] != '|' && t[0] != '=') || t[1] == '\0') return 0;
-  size = strtol(t + 2, &end, 10);
-  if (*end != '\0' || (size != 1 && size != 2 && size != 4 && size != 8)) return 0;
-  if (t[1] == 'i') out->code = kDLInt;
-  else if (t[1] == 'u') out->code = kDLUInt;
-  else if (t[1] == 'f' && size >= 2) out->code = kDLFloat;
+/* the DLDataType of an array interface's kind and item size; 0 for one the C side takes
+   otherwise (bool, complex, records, ...) */
+static int interface_dtype(const array_interface* a, DLDataType* out) {
+  int size = a->itemsize;
+  if (size != 1 && size != 2 && size != 4 && size != 8) return 0;
+  if (a->typekind == 'i') out->code = kDLInt;
+  else if (a->typekind == 'u') out->code = kDLUInt;
+  else if (a->typekind == 'f' && size >= 2) out->code = kDLFloat;
   else return 0;
   out->bits = (uint8_t)(size * 8);
   out->lanes = 1;
   return 1;
 }
 
-/* A writable, C-contiguous numpy array (exactly numpy.ndarray) as a DLTensor of its memory
-   (read from its __array_interface__: the limited API has no buffers), which the C side
-   copies, or writes as an out argument, as TVM does a DLTensor it did not make; the call's
-   tuple keeps the array. 0 for any other array: the Python face converts it */
+/* A writable, C-contiguous, native-order numpy array (exactly numpy.ndarray) as a DLTensor
+   of its memory (read from its __array_struct__: the limited API has no buffers), which the
+   C side copies, or writes as an out argument, as TVM does a DLTensor it did not make; the
+   call's tuple keeps the array. 0 for any other array: the Python face converts it */
 static int host_arg_of(PyObject* item, host_arg* out, TVMValue* value, int* code) {
-  PyObject *face, *data, *shape, *strides, *typestr;
-  Py_ssize_t ndim, i;
-  int ok = 0;
+  const int want = NPY_C_CONTIGUOUS | NPY_NOTSWAPPED | NPY_WRITEABLE;
+  PyObject* capsule;
+  const array_interface* a;
+  int ok = 0, i;
   if (g_ndarray_type == NULL) { /* numpy is tvmrt's one dependency: imported already */
     PyObject* numpy = PyImport_ImportModule("numpy");
     g_ndarray_type = numpy != NULL ? PyObject_GetAttrString(numpy, "ndarray") : NULL;
@@ -274,42 +323,27 @@ static int host_arg_of(PyObject* item, host_arg* out, TVMValue* value, int* code
     }
   }
   if ((PyObject*)Py_TYPE(item) != g_ndarray_type) return 0;
-  if ((face = PyObject_GetAttr(item, g_str_array_interface)) == NULL || !PyDict_Check(face)) {
+  if ((capsule = PyObject_GetAttr(item, g_str_array_struct)) == NULL) {
     PyErr_Clear();
-    Py_XDECREF(face);
     return 0;
   }
-  data = PyDict_GetItemString(face, "data"); /* borrowed */
-  shape = PyDict_GetItemString(face, "shape");
-  strides = PyDict_GetItemString(face, "strides");
-  typestr = PyDict_GetItemString(face, "typestr");
-  if (data == NULL || !PyTuple_Check(data) || PyTuple_Size(data) != 2 || shape == NULL ||
-      !PyTuple_Check(shape) || (strides != NULL && strides != Py_None) || typestr == NULL ||
-      !PyUnicode_Check(typestr) || PyObject_IsTrue(PyTuple_GetItem(data, 1)) != 0) {
-    goto done; /* read-only, strided, or not numpy's layout */
+  a = (const array_interface*)PyCapsule_GetPointer(capsule, NULL);
+  if (a != NULL && a->two == 2 && (a->flags & want) == want && a->nd >= 0 &&
+      a->nd <= FAST_MAX_NDIM && interface_dtype(a, &out->dl.dtype)) {
+    for (i = 0; i < a->nd; ++i) out->shape[i] = (int64_t)a->shape[i];
+    out->dl.data = a->data;
+    out->dl.device.device_type = kDLCPU;
+    out->dl.device.device_id = 0;
+    out->dl.ndim = a->nd;
+    out->dl.shape = out->shape;
+    out->dl.strides = NULL;
+    out->dl.byte_offset = 0;
+    value->v_handle = &out->dl;
+    *code = CODE_DLTENSOR;
+    ok = 1;
   }
-  ndim = PyTuple_Size(shape);
-  if (ndim > FAST_MAX_NDIM ||
-      !typestr_dtype(PyUnicode_AsUTF8AndSize(typestr, NULL), &out->dl.dtype))
-    goto done;
-  for (i = 0; i < ndim; ++i) {
-    out->shape[i] = (int64_t)PyLong_AsLongLong(PyTuple_GetItem(shape, i));
-    if (out->shape[i] < 0) goto done;
-  }
-  out->dl.data = PyLong_AsVoidPtr(PyTuple_GetItem(data, 0));
-  if (PyErr_Occurred()) goto done;
-  out->dl.device.device_type = kDLCPU;
-  out->dl.device.device_id = 0;
-  out->dl.ndim = (int)ndim;
-  out->dl.shape = out->shape;
-  out->dl.strides = NULL;
-  out->dl.byte_offset = 0;
-  value->v_handle = &out->dl;
-  *code = CODE_DLTENSOR;
-  ok = 1;
-done:
   PyErr_Clear();
-  Py_DECREF(face);
+  Py_DECREF(capsule); /* the array, which the call's tuple holds, keeps its memory */
   return ok;
 }
 
@@ -597,8 +631,8 @@ int tvmrt_py_call_init(PyObject* module) {
   if (g_str_owner == NULL && (g_str_owner = PyUnicode_InternFromString("_owner")) == NULL)
     return -1;
   if (g_str_np == NULL && (g_str_np = PyUnicode_InternFromString("_np")) == NULL) return -1;
-  if (g_str_array_interface == NULL &&
-      (g_str_array_interface = PyUnicode_InternFromString("__array_interface__")) == NULL)
+  if (g_str_array_struct == NULL &&
+      (g_str_array_struct = PyUnicode_InternFromString("__array_struct__")) == NULL)
     return -1;
   if (g_str_dtype == NULL && (g_str_dtype = PyUnicode_InternFromString("dtype")) == NULL) return -1;
   if (g_str_dlpack == NULL && (g_str_dlpack = PyUnicode_InternFromString("__dlpack__")) == NULL)

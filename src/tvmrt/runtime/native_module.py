@@ -333,6 +333,18 @@ class _CArray(NDArray):
 
     __slots__ = ()
 
+    def numpy(self) -> np.ndarray[Any, Any]:
+        """A numpy copy of the data, copied straight from the C array's host memory (no
+        view of it is made for ``get_output(i).numpy()``)."""
+        owner = object.__getattribute__(self, "_owner")
+        _, _, shape, code, bits, lanes, device_type, _ = owner.array_info()
+        _, np_dtype = _dtype_of(code, bits, lanes)
+        if device_type != 1 or lanes != 1 or np_dtype.itemsize * 8 != bits:
+            return super().numpy()  # device memory, lanes, sub-byte types: through a view
+        out = np.empty(shape, np_dtype)
+        owner.copy_to(out)
+        return out
+
     def __getattr__(self, name: str) -> Any:
         if name not in ArrayMemory.__slots__ or name in ("_owner", "__weakref__"):
             return object.__getattribute__(self, name)  # Python's own AttributeError
