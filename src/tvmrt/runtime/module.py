@@ -57,6 +57,7 @@ class Module:
     source_file: str | None = None  # the file load_module read this module from (tvmrt)
     _native_changed = False  # imports changed after load_module (the C engine refuses it)
     _native_kernels: Module | None = None  # the C runtime's load of source_file's kernels
+    _native_refusal: str | None = None  # why the C engine must not run them ("" if it may)
 
     def __init__(self) -> None:
         self._imports: list[Module] = []

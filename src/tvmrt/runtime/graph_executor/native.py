@@ -14,8 +14,9 @@ The Python engine runs the rest, and :func:`refusal` says why (``""``: the C eng
 than the CPU, a library that was not loaded from a file or changed after loading
 (``import_module``, ``remove_params``), kernels of Python (``PyModule``), device code (a
 CUDA or OpenCL module), kernels that import ``TVM*`` functions by name or call a runtime
-function only the Python registry has, TVM 0.7/0.8 linked params. A graph the C runtime refuses is
-handed to the Python engine too, whose errors are the words users know.
+function only the Python registry has, TVM 0.7/0.8 linked params (what the file holds is
+read once per loaded module). A graph the C runtime refuses is handed to the Python engine
+too, whose errors are the words users know.
 """
 
 from __future__ import annotations
@@ -48,16 +49,22 @@ def engine_wanted() -> str | None:
 def refusal(lib: Module, devices: Sequence[Device], root: Module | None = None) -> str:
     """Why the C engine must not run a graph over ``lib``'s kernels on ``devices`` (""
     if it may); ``root``: the module ``load_module`` returned (the factory), if not ``lib``."""
-    from tvmrt.runtime.loaders.needs import c_runtime_refusal
-
     if engine_wanted() == "python":
         return f"{ENGINE_VARIABLE}=python"
     if any(dev.device_type != _CPU for dev in devices):
         return "a device other than the CPU is given"
     loaded = root if root is not None else lib
     path = loaded.source_file
-    if path is None or getattr(loaded, "_native_changed", False):
+    if path is None or loaded._native_changed:
         return "the library was not loaded from a file, or changed after loading"
+    if loaded._native_refusal is None:  # what the file holds: read once per loaded module
+        loaded._native_refusal = _library_refusal(lib, path)
+    return loaded._native_refusal
+
+
+def _library_refusal(lib: Module, path: str) -> str:
+    from tvmrt.runtime.loaders.needs import c_runtime_refusal
+
     if lib.find_function(LOOKUP_FUNCTION, True) is not None:
         return "its weights are TVM 0.7/0.8 linked params, which only the Python engine reads"
     factory = lib.type_key == "GraphExecutorFactory" and lib.imported_modules
