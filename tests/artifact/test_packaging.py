@@ -25,7 +25,8 @@ from tvmrt import runtime
 from tvmrt.artifact import find_artifact, load_artifact
 from tvmrt.binfmt import abi, binary
 from tvmrt.contrib import graph_executor
-from tvmrt.error import FunctionNotFoundError, KernelError, ModuleLoadError
+from tvmrt.error import FunctionNotFoundError, KernelError, ModuleLoadError, UnsupportedError
+from tvmrt.runtime import native_module
 from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory, save_factory_binary
 from tvmrt.runtime.graph_executor.graph import parse_graph
 from tvmrt.runtime.graph_executor.linked import linked_params
@@ -215,6 +216,18 @@ def test_linked_params_08_through_create_as_tvm_did(tmp_path):
     x = np.array([0.5, 1.5, 2.5, 3.5], dtype="float32")
     m.run(x=x)
     np.testing.assert_array_equal(m.get_output(0).numpy(), x + np.array(WEIGHTS, "float32"))
+
+
+def test_the_c_runtime_refuses_linked_params_it_does_not_read(tmp_path):
+    """The C graph executor reads no TVM 0.7/0.8 linked params: it refuses such a library
+    instead of running its weights uninitialised, and from Python the face keeps it on the
+    Python engine, which reads them (above)."""
+    path = _build(tmp_path, with_blob=False)
+    lib = native_module.load_file(str(path))
+    with pytest.raises(UnsupportedError, match=r"linked params \(_lookup_linked_param\)"):
+        native_module.c_global("tvm.graph_executor.create")(_graph(1), lib, 1, 0)
+    m = graph_executor.create(_graph(1), runtime.load_module(path), runtime.cpu(0))
+    assert not isinstance(m.module, native_module.NativeModule)
 
 
 def test_c_source_export_compiles_against_tvmrts_headers(tmp_path):

@@ -216,6 +216,7 @@ static int setup_op(graph_executor* ge, uint32_t nid, tvmrt_ge_op* op) {
 graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib,
                                 const DLDevice* devs, size_t num_devs) {
   graph_executor* ge;
+  tvmrt_func* linked;
   size_t nid, i;
   if (num_devs == 0 || num_devs > TVMRT_GE_MAX_DEVICES) {
     tvmrt_fail("InvalidArgumentError", "graph executor: %zu devices given, expected 1 to %d",
@@ -243,6 +244,16 @@ graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib,
   ge->num_devs = num_devs;
   ge->lib = lib;
   tvmrt_retain(&lib->hdr);
+  if ((linked = tvmrt_module_get(lib, "_lookup_linked_param", 1)) != NULL) {
+    /* TVM 0.7/0.8 link-params: weights the executor would have to ask the library for */
+    tvmrt_release(&linked->hdr);
+    tvmrt_fail("UnsupportedError",
+               "graph executor: the library holds TVM 0.7/0.8 linked params "
+               "(_lookup_linked_param), which this runtime does not read (their inputs would "
+               "run uninitialised); rebuild without link-params, or run it with the Python "
+               "runtime");
+    goto fail;
+  }
   if (tvmrt_graph_parse(json, len, &ge->g) != 0 || tvmrt_graph_check_plan(&ge->g) != 0) {
     goto fail;
   }
