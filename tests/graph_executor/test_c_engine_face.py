@@ -9,6 +9,7 @@ the Python engine, over the same file, is the reference; TVM 0.16's goldens are 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -252,3 +253,20 @@ def test_the_python_engine_runs_what_the_c_engine_must_not(
     monkeypatch.setenv("TVMRT_GRAPH_ENGINE", "fast")
     with pytest.raises(ArgumentTypeError, match="TVMRT_GRAPH_ENGINE must be unset"):
         lib["default"](runtime.cpu())
+
+
+def test_long_names_are_whole_in_the_info(artifacts: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An input name of 500 characters is a key of the info maps, whole, in both engines."""
+    path = str(artifacts / "contrib" / "nms-static" / "deploy.so")
+    lib = runtime.load_module(path)
+    doc = json.loads(lib["get_graph_json"]())
+    long_name = "input_" + "x" * 494
+    doc["nodes"][doc["arg_nodes"][0]]["name"] = long_name
+    text = json.dumps(doc)
+    c_mod = graph_executor.create(text, lib, runtime.cpu())
+    assert isinstance(c_mod.module, native_module.NativeModule)
+    monkeypatch.setenv("TVMRT_GRAPH_ENGINE", "python")
+    py_mod = graph_executor.create(text, lib, runtime.cpu())
+    assert not isinstance(py_mod.module, native_module.NativeModule)
+    assert long_name in _info(c_mod)[0]
+    assert _info(c_mod) == _info(py_mod)

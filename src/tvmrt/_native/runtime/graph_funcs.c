@@ -80,16 +80,24 @@ static int input_key(graph_executor* ge, TVMValue* args, int* codes, const char*
 }
 
 /* TVM's key of output `i` in get_output_info: the node's name, with ":index" when the node
-   gives several outputs */
-static void output_info_key(const graph_executor* ge, size_t i, char* buf, size_t n) {
-  size_t j, same = 0;
+   gives several outputs (a new string, NULL with an error when out of memory) */
+static char* output_info_key(const graph_executor* ge, size_t i) {
+  size_t j, same = 0, n;
   const tvmrt_entry_ref* h = &ge->g.heads[i];
+  const char* name = ge->g.nodes[h->nid].name;
+  char* key;
   for (j = 0; j < ge->g.num_heads; ++j) same += ge->g.heads[j].nid == h->nid;
-  if (same == 1) {
-    snprintf(buf, n, "%s", ge->g.nodes[h->nid].name);
-  } else {
-    snprintf(buf, n, "%s:%u", ge->g.nodes[h->nid].name, (unsigned)h->index);
+  n = strlen(name) + 12;
+  if ((key = (char*)malloc(n)) == NULL) {
+    tvmrt_fail("DeviceOutOfMemoryError", "get_output_info: out of memory");
+    return NULL;
   }
+  if (same == 1) {
+    snprintf(key, n, "%s", name);
+  } else {
+    snprintf(key, n, "%s:%u", name, (unsigned)h->index);
+  }
+  return key;
 }
 
 /* the output index of a name: "node:index" (the last such head), else a bare node name (the
@@ -338,22 +346,28 @@ static int info_map(graph_executor* ge, int outputs, TVMValue* ret, int* rc) {
   if (info == NULL) goto fail;
   for (i = 0; i < count; ++i) {
     const DLTensor* t;
-    char key[320], dtype[64];
+    char dtype[64], *made = NULL;
+    const char* key;
     rx_shape* shape;
     rx_str* text;
+    int status;
     if (!outputs && ge->is_param[i]) continue;
     t = &ge->entries[outputs ? tvmrt_ge_output_eid(ge, i) : tvmrt_ge_input_eid(ge, i)];
-    if (outputs) {
-      output_info_key(ge, i, key, sizeof(key));
-    } else {
-      snprintf(key, sizeof(key), "%s", ge->g.nodes[ge->g.arg_nodes[i]].name);
-    }
+    key = outputs ? (made = output_info_key(ge, i)) : ge->g.nodes[ge->g.arg_nodes[i]].name;
+    if (key == NULL) goto fail;
     tvmrt_ge_dtype_text(t->dtype, dtype, sizeof(dtype));
-    if ((shape = tvmrt_rx_shape_new(t->shape, (size_t)t->ndim)) == NULL) goto fail;
-    if (tvmrt_rx_map_set(shapes, &used, key, tvmrt_rx_object(RX_SHAPE, &shape->hdr)) != 0)
-      goto fail;
-    if ((text = tvmrt_rx_str_new(dtype, strlen(dtype))) == NULL) goto fail;
-    if (tvmrt_rx_map_set(dtypes, &pairs, key, tvmrt_rx_object(RX_STR, &text->hdr)) != 0) goto fail;
+    shape = tvmrt_rx_shape_new(t->shape, (size_t)t->ndim);
+    status = shape == NULL
+                 ? -1
+                 : tvmrt_rx_map_set(shapes, &used, key, tvmrt_rx_object(RX_SHAPE, &shape->hdr));
+    if (status == 0) {
+      text = tvmrt_rx_str_new(dtype, strlen(dtype));
+      status = text == NULL
+                   ? -1
+                   : tvmrt_rx_map_set(dtypes, &pairs, key, tvmrt_rx_object(RX_STR, &text->hdr));
+    }
+    free(made);
+    if (status != 0) goto fail;
   }
   shapes->size = 2 * used; /* names given twice (the last wins) leave unused pairs */
   dtypes->size = 2 * pairs;
