@@ -9,6 +9,7 @@ the Python engine, over the same file, is the reference; TVM 0.16's goldens are 
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -270,3 +271,24 @@ def test_long_names_are_whole_in_the_info(artifacts: Path, monkeypatch: pytest.M
     assert not isinstance(py_mod.module, native_module.NativeModule)
     assert long_name in _info(c_mod)[0]
     assert _info(c_mod) == _info(py_mod)
+
+
+def test_zero_copy_bindings_keep_their_memory(artifacts: Path) -> None:
+    """The C executor holds what it views: a factory's weights after the factory itself is
+    gone, and an NDArray bound with set_input_zero_copy after the caller dropped it (as the
+    Python engine keeps the NDArray). Freed memory is then reused, so a view of it would
+    read garbage."""
+    folder = artifacts / "batched" / "cnn-b1"
+    golden = _golden(folder.parent / "golden.npz")
+    x, want = golden["x"][:1], golden["y"][:1]
+    # the factory is a temporary: nothing but the executor refers to its weights
+    mod = graph_executor.GraphModule(
+        runtime.load_module(str(folder / "deploy_lib.so"))["default"](runtime.cpu())
+    )
+    assert isinstance(mod.module, native_module.NativeModule)
+    mod.set_input_zero_copy("x", runtime.ndarray.array(x.copy()))  # dropped at once
+    gc.collect()
+    junk = [np.full(4096, np.nan, "float32") for _ in range(2000)]
+    mod.run()
+    np.testing.assert_allclose(mod.get_output(0).numpy(), want, rtol=1e-5, atol=1e-6)
+    del junk

@@ -257,7 +257,9 @@ graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib,
   if (tvmrt_graph_parse(json, len, &ge->g) != 0 || tvmrt_graph_check_plan(&ge->g) != 0) {
     goto fail;
   }
-  if ((ge->is_param = (unsigned char*)calloc(ge->g.num_args ? ge->g.num_args : 1, 1)) == NULL) {
+  ge->held = (tvmrt_object**)calloc(ge->g.num_args + ge->g.num_heads + 1, sizeof(void*));
+  if (ge->held == NULL ||
+      (ge->is_param = (unsigned char*)calloc(ge->g.num_args ? ge->g.num_args : 1, 1)) == NULL) {
     tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a graph executor");
     goto fail;
   }
@@ -304,6 +306,12 @@ void tvmrt_ge_destroy(graph_executor* ge) {
   for (i = 0; i < ge->num_shared; ++i) tvmrt_release(ge->shared[i]);
   free(ge->shared);
   free(ge->is_param);
+  if (ge->held != NULL) {
+    for (i = 0; i < ge->g.num_args + ge->g.num_heads; ++i) {
+      if (ge->held[i] != NULL) tvmrt_release(ge->held[i]);
+    }
+  }
+  free(ge->held);
   tvmrt_graph_free(&ge->g);
   tvmrt_release(&ge->lib->hdr);
   free(ge);

@@ -38,6 +38,8 @@ typedef struct {
   int running;             /* run in progress (another thread's run is refused) */
   unsigned char* is_param; /* per input: loaded or shared as a param (TVM's param_names_),
                               which get_input_info leaves out */
+  tvmrt_object** held;     /* per input, then per output: the runtime array a zero-copy binding
+                              views (a reference, so the memory outlives the caller's handle) */
 } graph_executor;
 
 /* graph_executor.c: create (over num_devs devices, the first the fallback), destroy, run,

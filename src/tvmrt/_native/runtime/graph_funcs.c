@@ -183,6 +183,27 @@ static int f_set_input(void* self, TVMValue* args, int* codes, int n, TVMValue* 
   return tvmrt_copy_tensor(src, dst);
 }
 
+/* Rebind entry `eid` to argument 1 zero-copy, keeping its array: when it is one of this
+   runtime's arrays (an NDArray handle), a reference in slot `slot` replaces the one held
+   before, so its memory lives as long as the binding, as the Python engine keeps the
+   NDArray it was given; a bare DLTensor stays the caller's to keep alive, as in TVM. */
+static int bind_kept(graph_executor* ge, uint32_t eid, int share_storage, size_t slot,
+                     TVMValue* args, int* codes) {
+  tvmrt_object* owner = NULL;
+  if (codes[1] == kTVMNDArrayHandle) { /* the handle is the array's DLTensor, its first member */
+    tvmrt_object* hdr = &((tvmrt_ndarray*)args[1].v_handle)->hdr;
+    if (tvmrt_object_live(hdr, RT_MAGIC_ARRAY)) owner = hdr;
+  }
+  tvmrt_retain(owner);
+  if (tvmrt_ge_rebind(ge, eid, (const DLTensor*)args[1].v_handle, share_storage, owner) != 0) {
+    if (owner != NULL) tvmrt_release(owner);
+    return -1;
+  }
+  if (ge->held[slot] != NULL) tvmrt_release(ge->held[slot]); /* no entry views it now */
+  ge->held[slot] = owner;
+  return 0;
+}
+
 static int f_set_input_zero_copy(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
                                  int* rc) {
   graph_executor* ge = GE(self);
@@ -197,7 +218,7 @@ static int f_set_input_zero_copy(void* self, TVMValue* args, int* codes, int n, 
   snprintf(label, sizeof(label), "zero-copy input '%.200s'",
            ge->g.nodes[ge->g.arg_nodes[idx]].name);
   if (tvmrt_ge_external_problem(&ge->entries[eid], src, label) != 0) return -1;
-  return tvmrt_ge_rebind(ge, eid, src, 1, NULL);
+  return bind_kept(ge, eid, 1, (size_t)idx, args, codes);
 }
 
 static int f_set_output_zero_copy(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
@@ -226,7 +247,7 @@ static int f_set_output_zero_copy(void* self, TVMValue* args, int* codes, int n,
                       "writes it; read it with get_output instead",
                       idx);
   }
-  return tvmrt_ge_rebind(ge, eid, dst, 0, NULL);
+  return bind_kept(ge, eid, 0, ge->g.num_args + (size_t)idx, args, codes);
 }
 
 static int f_run(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
