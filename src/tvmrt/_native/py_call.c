@@ -96,6 +96,19 @@ typedef struct {
 } array_interface;
 enum { NPY_C_CONTIGUOUS = 0x1, NPY_NOTSWAPPED = 0x200, NPY_WRITEABLE = 0x400 };
 
+/* obj's array interface when it has every flag of `want` (*capsule then holds it: release
+   it after use), else NULL, with a Python error set where getting it failed */
+static const array_interface* array_struct(PyObject* obj, int want, PyObject** capsule) {
+  const array_interface* a;
+  if ((*capsule = PyObject_GetAttr(obj, g_str_array_struct)) == NULL) return NULL;
+  a = (const array_interface*)PyCapsule_GetPointer(*capsule, NULL);
+  if (a == NULL || a->two != 2 || (a->flags & want) != want || a->nd < 0) {
+    Py_CLEAR(*capsule);
+    return NULL;
+  }
+  return a;
+}
+
 /* array_info(): an array handle's (data, byte_offset, shape, dtype code, bits, lanes,
    device type, device id), read from its DLTensor (the handle must be an array's) */
 static PyObject* handle_array_info(PyObject* self_obj, PyObject* unused) {
@@ -136,10 +149,7 @@ static PyObject* handle_copy_to(PyObject* self_obj, PyObject* out) {
     PyErr_SetString(PyExc_ValueError, "copy_to: not a compact host array handle");
     return NULL;
   }
-  if ((capsule = PyObject_GetAttr(out, g_str_array_struct)) == NULL) return NULL;
-  a = (const array_interface*)PyCapsule_GetPointer(capsule, NULL);
-  if (a == NULL || a->two != 2 || (a->flags & want) != want || a->nd < 0) {
-    Py_DECREF(capsule);
+  if ((a = array_struct(out, want, &capsule)) == NULL) {
     if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "copy_to: out is not writable");
     return NULL;
   }
@@ -323,13 +333,11 @@ static int host_arg_of(PyObject* item, host_arg* out, TVMValue* value, int* code
     }
   }
   if ((PyObject*)Py_TYPE(item) != g_ndarray_type) return 0;
-  if ((capsule = PyObject_GetAttr(item, g_str_array_struct)) == NULL) {
+  if ((a = array_struct(item, want, &capsule)) == NULL) {
     PyErr_Clear();
     return 0;
   }
-  a = (const array_interface*)PyCapsule_GetPointer(capsule, NULL);
-  if (a != NULL && a->two == 2 && (a->flags & want) == want && a->nd >= 0 &&
-      a->nd <= FAST_MAX_NDIM && interface_dtype(a, &out->dl.dtype)) {
+  if (a->nd <= FAST_MAX_NDIM && interface_dtype(a, &out->dl.dtype)) {
     for (i = 0; i < a->nd; ++i) out->shape[i] = (int64_t)a->shape[i];
     out->dl.data = a->data;
     out->dl.device.device_type = kDLCPU;

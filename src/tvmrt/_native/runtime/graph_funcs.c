@@ -329,15 +329,19 @@ static int f_get_num_inputs(void* self, TVMValue* args, int* codes, int n, TVMVa
   return nargs("get_num_inputs", n, 0, 0);
 }
 
+/* the one argument of get_input_index / get_output_index: a name (`what`: input, output) */
+static int name_arg(const char* fn, const char* what, int n, const int* codes) {
+  if (nargs(fn, n, 1, 1) != 0) return -1;
+  if (codes[0] == kTVMStr) return 0;
+  return tvmrt_fail("ArgumentTypeError", "%s key must be a str, got %s", what,
+                    codes[0] == kTVMArgInt     ? "int"
+                    : codes[0] == kTVMArgFloat ? "float"
+                                               : "object");
+}
+
 static int f_get_input_index(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
                              int* rc) {
-  if (nargs("get_input_index", n, 1, 1) != 0) return -1;
-  if (codes[0] != kTVMStr) {
-    return tvmrt_fail("ArgumentTypeError", "input key must be a str, got %s",
-                      codes[0] == kTVMArgInt     ? "int"
-                      : codes[0] == kTVMArgFloat ? "float"
-                                                 : "object");
-  }
+  if (name_arg("get_input_index", "input", n, codes) != 0) return -1;
   ret->v_int64 = tvmrt_ge_input_index(GE(self), args[0].v_str);
   *rc = kTVMArgInt;
   return 0;
@@ -345,13 +349,7 @@ static int f_get_input_index(void* self, TVMValue* args, int* codes, int n, TVMV
 
 static int f_get_output_index(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
                               int* rc) {
-  if (nargs("get_output_index", n, 1, 1) != 0) return -1;
-  if (codes[0] != kTVMStr) {
-    return tvmrt_fail("ArgumentTypeError", "output key must be a str, got %s",
-                      codes[0] == kTVMArgInt     ? "int"
-                      : codes[0] == kTVMArgFloat ? "float"
-                                                 : "object");
-  }
+  if (name_arg("get_output_index", "output", n, codes) != 0) return -1;
   ret->v_int64 = output_of_name(GE(self), args[0].v_str);
   *rc = kTVMArgInt;
   return 0;
