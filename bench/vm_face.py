@@ -7,13 +7,17 @@ Method
 ------
 Each side is a separate process running the same child code: load ``vm.so``
 (``load_module``), ``VirtualMachine(exe, cpu())``, the input as a runtime NDArray, then
-``vm.invoke("main", x)`` (TVM's face: set_input, invoke, an NDArray back) timed in a loop;
+``vm.invoke("main", x)`` (TVM's face: set_input, invoke, an NDArray back; with ``--numpy``
+its ``.numpy()`` too) timed in a loop;
 it prints the median of 5 batches of ``--repeat`` calls. One round runs every side once per
 case, in an order that alternates between rounds; ratios are taken per round and the median
 over ``--rounds`` is reported. One kernel thread (``TVM_NUM_THREADS=1``).
 
     python bench/vm_face.py [--rounds 5] [--repeat 200]
         [--tvm016 PEER_VENV]   # default: $TVMRT_PEERS_DIR/tvm016 or build/peers/tvm016
+        [--numpy]              # time invoke(...).numpy(), the result read
+        [--before SRC]         # a side more: the C VM from another checkout's src/ (a
+                               # worktree of an older commit, its native libraries built)
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ CHILD = r"""
 import statistics, sys, time
 import numpy as np
 side, folder, shape, repeat = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+read = sys.argv[5] == "1"  # each result's numpy() too
+side = "native" if side == "before" else side
 if side == "tvm016":
     import tvm
     from tvm.runtime import vm as vm_rt
@@ -55,8 +61,12 @@ for _ in range(20):
 per = []
 for _ in range(5):
     start = time.perf_counter_ns()
-    for _ in range(repeat):
-        vm.invoke("main", x)
+    if read:
+        for _ in range(repeat):
+            vm.invoke("main", x).numpy()
+    else:
+        for _ in range(repeat):
+            vm.invoke("main", x)
     per.append((time.perf_counter_ns() - start) / repeat)
 print(statistics.median(per))
 """
@@ -76,7 +86,9 @@ def _python(venv: Path) -> Path:
     return exe
 
 
-def _time(side: str, tvm016: Path, case: str, repeat: int) -> float:
+def _time(
+    side: str, tvm016: Path, case: str, repeat: int, before: Path | None, read: bool
+) -> float:
     folder, shape = CASES[case]
     env = dict(os.environ, TVM_NUM_THREADS="1")
     if side == "tvm016":
@@ -84,9 +96,18 @@ def _time(side: str, tvm016: Path, case: str, repeat: int) -> float:
         env.pop("PYTHONPATH", None)
     else:
         cmd = [sys.executable]
-        env["PYTHONPATH"] = str(REPO / "src")
+        env["PYTHONPATH"] = str(before if side == "before" else REPO / "src")
     out = subprocess.run(
-        [*cmd, "-c", CHILD, side, str(ARTIFACTS / "relayvm" / folder), shape, str(repeat)],
+        [
+            *cmd,
+            "-c",
+            CHILD,
+            side,
+            str(ARTIFACTS / "relayvm" / folder),
+            shape,
+            str(repeat),
+            str(int(read)),
+        ],
         env=env,
         capture_output=True,
         text=True,
@@ -103,24 +124,36 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--repeat", type=int, default=200)
     parser.add_argument("--tvm016", type=Path, default=peers / "tvm016")
+    parser.add_argument("--before", type=Path, default=None)
+    parser.add_argument("--numpy", action="store_true", help="time invoke(...).numpy()")
     args = parser.parse_args()
+    sides = SIDES + (("before",) if args.before else ())
     times: dict[tuple[str, str], list[float]] = {}
     ratios: dict[tuple[str, str], list[float]] = {}
     for r in range(args.rounds):
-        order = SIDES if r % 2 == 0 else SIDES[::-1]
+        order = sides if r % 2 == 0 else sides[::-1]
         for case in CASES:
-            got = {side: _time(side, args.tvm016, case, args.repeat) for side in order}
+            got = {
+                side: _time(side, args.tvm016, case, args.repeat, args.before, args.numpy)
+                for side in order
+            }
             for side, t in got.items():
                 times.setdefault((case, side), []).append(t)
                 ratios.setdefault((case, side), []).append(t / got["tvm016"])
-    print(f"{args.rounds} rounds, {args.repeat} invokes x 5 batches per process, 1 thread")
-    print("| executable | TVM 0.16 VM | tvmrt, C VM | ratio | tvmrt, Python VM | ratio |")
-    print("|---|---:|---:|---:|---:|---:|")
+            if args.before:  # this change against the checkout before it, paired per round
+                ratios.setdefault((case, "after"), []).append(got["native"] / got["before"])
+    call = 'vm.invoke("main", x)' + (".numpy()" if args.numpy else "")
+    print(f"{args.rounds} rounds, {args.repeat} x 5 batches of {call} per process, 1 thread")
+    head = "| executable | TVM 0.16 VM | tvmrt, C VM | ratio | tvmrt, Python VM | ratio |"
+    print(head + (" C VM, --before | ratio | C VM / --before |" if args.before else ""))
+    print("|---|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if args.before else ""))
     for case in CASES:
         cells = [f"{statistics.median(times[(case, 'tvm016')]) / 1e3:.1f} us"]
-        for side in ("native", "python"):
+        for side in ("native", "python", "before")[: len(sides) - 1]:
             cells.append(f"{statistics.median(times[(case, side)]) / 1e3:.1f} us")
             cells.append(f"{statistics.median(ratios[(case, side)]):.2f}x")
+        if args.before:
+            cells.append(f"{statistics.median(ratios[(case, 'after')]):.2f}x")
         print(f"| {case} | {' | '.join(cells)} |")
 
 

@@ -1,11 +1,11 @@
 /*
- * The CPython glue of tvmrt's native library (tvmrt._native_backend): the module init,
- * KernelCall, one prepared tvm-ffi kernel call run from C, and PackedCall, one prepared
- * TVMFuncCall of the C runtime (py_call.c adds the Python faces' Handle and FastCall). Everything
- * else native (the services kernels call, the C runtime) is libtvmrt_runtime, the one native
- * library of the process, which Python loads with ctypes: this file links nothing of it and calls
- * it only through the addresses Python gives (bind_runtime, make_kernel_call, make_packed_call), so
- * the process holds one copy of the services whether Python, a C program or both loaded them.
+ * The CPython glue of tvmrt's native library (tvmrt._native_backend): the module init and
+ * KernelCall, one prepared tvm-ffi kernel call run from C (py_call.c adds the Python faces' Handle
+ * and FastCall, every call of a C runtime function from Python). Everything else native (the
+ * services kernels call, the C runtime) is libtvmrt_runtime, the one native library of the
+ * process, which Python loads with ctypes: this file links nothing of it and calls it only
+ * through the addresses Python gives (bind_runtime, make_kernel_call, configure, make_fast_call),
+ * so the process holds one copy of the services whether Python, a C program or both loaded them.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -145,115 +145,19 @@ static PyObject* make_kernel_call(PyObject* module, PyObject* args) {
   return (PyObject*)self;
 }
 
-/* ------------------------------------------------------------------------------------ */
-/* Python side: PackedCall, a prepared TVMFuncCall of libtvmrt_runtime                     */
-/*                                                                                        */
-/* The Relay VM face calls the C runtime's VM module once per invoke; through ctypes the   */
-/* call's six converted arguments cost about a microsecond, as much as the C VM's whole    */
-/* run of a small model. A PackedCall holds TVMFuncCall's address, the function handle and */
-/* the argument, type-code and return buffers (owned by the Python caller, which fills     */
-/* them); calling it with the argument count releases the GIL, calls, and returns the C    */
-/* return code.                                                                           */
-
-typedef int (*tvm_func_call_fn)(void*, void*, void*, int, void*, void*);
-
-typedef struct {
-  PyObject_HEAD tvm_func_call_fn call;
-  void* handle;
-  void* values;
-  void* codes;
-  void* ret;
-  void* ret_code;
-  int capacity;
-} PackedCall;
-
-static PyObject* packed_call_call(PyObject* self_obj, PyObject* args, PyObject* kwargs) {
-  PackedCall* self = (PackedCall*)self_obj;
-  PyThreadState* saved;
-  long n;
-  int rc;
-  if (args == NULL || PyTuple_Size(args) != 1 || (kwargs != NULL && PyDict_Size(kwargs) != 0)) {
-    PyErr_SetString(PyExc_TypeError, "a prepared packed call takes the argument count only");
-    return NULL;
-  }
-  n = PyLong_AsLong(PyTuple_GetItem(args, 0));
-  if (n == -1 && PyErr_Occurred()) return NULL;
-  if (n < 0 || n > self->capacity) {
-    PyErr_Format(PyExc_ValueError, "a prepared packed call of %d arguments got a count of %ld",
-                 self->capacity, n);
-    return NULL;
-  }
-  saved = PyEval_SaveThread();
-  rc = self->call(self->handle, self->values, self->codes, (int)n, self->ret, self->ret_code);
-  PyEval_RestoreThread(saved);
-  return PyLong_FromLong(rc);
-}
-
-static void packed_call_dealloc(PyObject* self_obj) {
-  PyTypeObject* tp = Py_TYPE(self_obj);
-  freefunc tp_free = (freefunc)PyType_GetSlot(tp, Py_tp_free);
-  tp_free(self_obj);
-  Py_DECREF(tp);
-}
-
-static PyType_Slot packed_call_slots[] = {
-    {Py_tp_call, (void*)packed_call_call},
-    {Py_tp_dealloc, (void*)packed_call_dealloc},
-    {Py_tp_doc, (void*)"A prepared TVMFuncCall: calling it with the argument count calls it."},
-    {0, NULL},
-};
-
-static PyType_Spec packed_call_spec = {
-    "tvmrt._native_backend.PackedCall",
-    sizeof(PackedCall),
-    0,
-    Py_TPFLAGS_DEFAULT,
-    packed_call_slots,
-};
-
-static PyObject* g_packed_call_type;
-
-/* make_packed_call(tvm_func_call, handle, values, codes, capacity, ret, ret_code) */
-static PyObject* make_packed_call(PyObject* module, PyObject* args) {
-  unsigned long long call, handle, values, codes, ret, ret_code;
-  int capacity;
-  PackedCall* self;
-  if (!PyArg_ParseTuple(args, "KKKKiKK:make_packed_call", &call, &handle, &values, &codes,
-                        &capacity, &ret, &ret_code))
-    return NULL;
-  if (call == 0 || handle == 0 || ret == 0 || ret_code == 0 || capacity < 0 ||
-      (capacity > 0 && (values == 0 || codes == 0))) {
-    PyErr_SetString(PyExc_ValueError, "make_packed_call: NULL function, handle or buffer");
-    return NULL;
-  }
-  self = (PackedCall*)PyType_GenericAlloc((PyTypeObject*)g_packed_call_type, 0);
-  if (self == NULL) return NULL;
-  self->call = (tvm_func_call_fn)(uintptr_t)call;
-  self->handle = (void*)(uintptr_t)handle;
-  self->values = (void*)(uintptr_t)values;
-  self->codes = (void*)(uintptr_t)codes;
-  self->capacity = capacity;
-  self->ret = (void*)(uintptr_t)ret;
-  self->ret_code = (void*)(uintptr_t)ret_code;
-  return (PyObject*)self;
-}
-
 static PyMethodDef native_backend_methods[] = {
     {"bind_runtime", bind_runtime, METH_VARARGS,
      "bind_runtime(clear_last_error): the address of libtvmrt_runtime's error clearing."},
     {"make_kernel_call", make_kernel_call, METH_VARARGS,
      "make_kernel_call(func, args, num_args, result, on_error, keep): a prepared tvm-ffi "
      "kernel call."},
-    {"make_packed_call", make_packed_call, METH_VARARGS,
-     "make_packed_call(tvm_func_call, handle, values, codes, capacity, ret, ret_code): a "
-     "prepared TVMFuncCall of the C runtime."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef native_backend_module = {
     PyModuleDef_HEAD_INIT,
     "_native_backend",
-    "CPython glue over libtvmrt_runtime: prepared kernel and packed calls.",
+    "CPython glue over libtvmrt_runtime: prepared kernel calls, handles and fast packed calls.",
     -1,
     native_backend_methods,
     NULL,
@@ -275,19 +179,6 @@ PyMODINIT_FUNC PyInit__native_backend(void) {
   Py_INCREF(g_kernel_call_type);
   if (PyModule_AddObject(module, "KernelCall", g_kernel_call_type) != 0) {
     Py_DECREF(g_kernel_call_type);
-    Py_DECREF(module);
-    return NULL;
-  }
-  if (g_packed_call_type == NULL) {
-    g_packed_call_type = PyType_FromSpec(&packed_call_spec);
-    if (g_packed_call_type == NULL) {
-      Py_DECREF(module);
-      return NULL;
-    }
-  }
-  Py_INCREF(g_packed_call_type);
-  if (PyModule_AddObject(module, "PackedCall", g_packed_call_type) != 0) {
-    Py_DECREF(g_packed_call_type);
     Py_DECREF(module);
     return NULL;
   }

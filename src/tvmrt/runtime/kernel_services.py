@@ -66,7 +66,6 @@ __all__ = [
     "ffi_error_addresses",
     "ffi_symbol_addresses",
     "make_kernel_call",
-    "make_packed_call",
     "glue",
     "call_packed_address",
     "take_last_error",
@@ -437,19 +436,6 @@ def make_kernel_call(
     """
     native_library()  # the services the kernel calls into are set up
     call: Callable[[], None] = glue().make_kernel_call(func, args, num_args, result, on_error, keep)
-    return call
-
-
-def make_packed_call(
-    tvm_func_call: int, handle: int, values: int, codes: int, capacity: int, ret: int, code: int
-) -> Callable[[int], int]:
-    """A prepared ``TVMFuncCall`` of the C runtime: calling it with the argument count ``n``
-    releases the GIL and returns ``tvm_func_call(handle, values, codes, n, ret, code)``'s
-    status. The caller owns and fills the buffers (at most ``capacity`` arguments) and keeps
-    them alive. About a microsecond less per call than the same call through ctypes."""
-    call: Callable[[int], int] = glue().make_packed_call(
-        tvm_func_call, handle, values, codes, capacity, ret, code
-    )
     return call
 
 

@@ -18,6 +18,8 @@ numpy array                    the same, through :func:`tvmrt.runtime.ndarray.ar
 int, float, bool, None, str    the same (``bool`` as an int)
 DataType, Device               ``kTVMDataType``, ``kDLDevice``
 ShapeTuple; tuple or list      ``runtime.ShapeTuple``; ``runtime.Array`` of the items
+ADT (the Relay VM's)           ``runtime.Tuple`` / ``runtime.ADT`` of the fields (a field
+                               C cannot view is copied)
 NativeModule, NativeFunction   their handles
 a Python callable              a function made with ``TVMFuncCreateFromCFunc``
 ============================  =======================================================
@@ -25,7 +27,8 @@ a Python callable              a function made with ``TVMFuncCreateFromCFunc``
 and back: a C array becomes an NDArray of it (its handle: shape, dtype and the numpy view
 are read when first used, as TVM's NDArray is a handle; it keeps the array alive), a
 shape a :class:`~tvmrt.runtime.object.ShapeTuple`, a tuple a
-:class:`~tvmrt.runtime.container.Array`, a string a :class:`~tvmrt.runtime.object.String`,
+:class:`~tvmrt.runtime.container.Array`, a Relay VM ADT an
+:class:`~tvmrt.runtime.container.ADT`, a string a :class:`~tvmrt.runtime.object.String`,
 a closure or function a :class:`NativeFunction`. Errors come back as the ``tvmrt.error``
 class the C side named (``"InvalidArgumentError: ..."``).
 """
@@ -51,7 +54,7 @@ from tvmrt.runtime import kernel_services
 from tvmrt.runtime._ctypes_api import ArgTypeCode, TVMByteArray, TVMValue
 from tvmrt.runtime._dlpack import LEGACY, USED_LEGACY, capsule_pointer, rename_capsule
 from tvmrt.runtime.array_memory import ArrayMemory
-from tvmrt.runtime.container import Array
+from tvmrt.runtime.container import ADT, Array
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.module import Module
@@ -74,6 +77,7 @@ _CODE = ArgTypeCode
 # the value kinds of relax.h's rx_value (tvmrt.relax.kind)
 _RX_STR, _RX_SHAPE, _RX_TENSOR, _RX_TUPLE, _RX_CLOSURE = 6, 7, 8, 9, 10
 _RX_FUNC, _RX_STORAGE, _RX_MODULE, _RX_MAP = 11, 12, 13, 14
+_RELAY_ADT = 15  # tvmrt.relax.kind of a Relay VM ADT (RX_KIND_RELAY_ADT)
 # plain ints of the hot path's codes (an IntEnum member's lookup costs ~100 ns)
 _INT, _FLOAT, _NULL, _STR = int(_CODE.INT), int(_CODE.FLOAT), int(_CODE.NULL), int(_CODE.STR)
 _NDARRAY, _OBJECT = int(_CODE.NDARRAY_HANDLE), int(_CODE.OBJECT_HANDLE)
@@ -265,13 +269,13 @@ def _to_c(value: object, keep: list[object]) -> tuple[int, Any]:
             _CODE.OBJECT_HANDLE if value.is_object else _CODE.PACKED_FUNC_HANDLE
         ), value.handle.value
     if isinstance(value, ShapeTuple):
-        made = c_global("runtime.ShapeTuple")(*value)
-        keep.append(made)
-        return _CODE.OBJECT_HANDLE, made.handle.value
+        return _c_object(keep, "runtime.ShapeTuple", *value)
+    if isinstance(value, ADT):  # a Relay VM ADT; its tensors are copied unless C views them
+        if value.tag:
+            return _c_object(keep, "runtime.ADT", value.tag, *value.fields)
+        return _c_object(keep, "runtime.Tuple", *value.fields)
     if isinstance(value, Array | list | tuple):
-        made = c_global("runtime.Array")(*value)
-        keep.append(made)
-        return _CODE.OBJECT_HANDLE, made.handle.value
+        return _c_object(keep, "runtime.Array", *value)
     extension = extension_arg(value)
     if extension is not None:
         keep.append(value)
@@ -282,9 +286,25 @@ def _to_c(value: object, keep: list[object]) -> tuple[int, Any]:
         return _CODE.PACKED_FUNC_HANDLE, func.handle.value
     raise ArgumentTypeError(
         f"cannot pass a {type(value).__name__} to the C runtime; expected an NDArray, numpy "
-        "array, int, float, str, bytes, None, DataType, Device, ShapeTuple, tuple, module or "
-        "function"
+        "array, int, float, str, bytes, None, DataType, Device, ShapeTuple, tuple, ADT, module "
+        "or function"
     )
+
+
+def _c_object(keep: list[object], maker: str, *args: object) -> tuple[int, Any]:
+    """The C object the global function ``maker`` makes of ``args`` as an argument (its
+    handle kept in ``keep``, not turned into a Python value)."""
+    values, codes, held = _pack(args)
+    ret, ret_code = TVMValue(), ctypes.c_int(_CODE.NULL)
+    func = c_global(maker)
+    if _lib().TVMFuncCall(
+        func.handle.value, values, codes, len(args), ctypes.byref(ret), ctypes.byref(ret_code)
+    ):
+        raise fail(maker)
+    del held
+    address = int(ret.v_handle or 0)
+    keep.append(_handle(address, "TVMObjectFree"))
+    return _CODE.OBJECT_HANDLE, address
 
 
 def _set_value(slot: TVMValue, code: int, v: Any) -> None:
@@ -427,12 +447,37 @@ def _object(address: int) -> Any:
                 for i in range(count)
             ]
         )
+    if kind == _RELAY_ADT:
+        return _relay_adt(handle, address)
     if kind == _RX_MAP:  # TVM's Map (a graph executor's get_input_info): a dict, in order
         flat = to_python(*c_global("runtime.MapItems")._call((_CODE.OBJECT_HANDLE, address)))
         return {str(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}
     return NativeFunction(
         handle, "closure" if kind == _RX_CLOSURE else f"object {kind}", is_object=True
     )
+
+
+def _relay_adt(handle: Any, address: int) -> ADT:
+    """A Relay VM ADT (whose fields are tensors and ADTs) as an :class:`ADT`, its tensors
+    NDArrays of the C arrays. Walked with a worklist, not recursion: one nested 10^5 deep (a
+    list a loop built) converts as a shallow one does."""
+    size, tag, field = (c_global(f"runtime.GetADT{n}") for n in ("Size", "Tag", "Fields"))
+    top: list[Any] = [None]
+    work: list[tuple[Any, int, list[Any], int]] = [(handle, address, top, 0)]
+    made: list[tuple[int, list[Any], list[Any], int]] = []  # parents before children
+    while work:
+        _owner, at, into, slot = work.pop()  # _owner: the reference, freed when dropped
+        fields: list[Any] = [None] * size._call((_OBJECT, at))[1]
+        for i in range(len(fields)):
+            code, raw = field._call((_OBJECT, at), (_INT, i))
+            if code == _NDARRAY:
+                fields[i] = _ndarray(raw)
+            else:  # GetADTFields gives tensors and ADTs only
+                work.append((_handle(raw, "TVMObjectFree"), raw, fields, i))
+        made.append((tag._call((_OBJECT, at))[1], fields, into, slot))
+    for adt_tag, fields, into, slot in reversed(made):  # children first
+        into[slot] = ADT(adt_tag, fields)
+    return top[0]  # type: ignore[no-any-return]
 
 
 def to_python(code: int, raw: int) -> Any:

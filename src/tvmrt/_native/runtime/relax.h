@@ -69,6 +69,9 @@ enum {
   RX_MAP, /* TVM's Map<String, ObjectRef>: what the graph executor's get_input_info returns */
   RX_NUM_KINDS
 };
+/* what tvmrt.relax.kind answers for a Relay VM ADT (not a Relax value: the Python face reads
+   its fields with runtime.GetADTSize / GetADTTag / GetADTFields) */
+enum { RX_KIND_RELAY_ADT = RX_NUM_KINDS };
 
 typedef struct {
   int32_t kind;

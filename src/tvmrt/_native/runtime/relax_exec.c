@@ -607,10 +607,16 @@ TVM_DLL int tvmrt_value_tuple_item(void* obj, int64_t i, TVMValue* value, int* c
   return 0;
 }
 
-/* tvmrt.relax.kind(value): the RX_* kind of a value (for the Python face) */
+/* tvmrt.relax.kind(value): the RX_* kind of a value, or RX_KIND_RELAY_ADT (for the Python
+   face, which turns each kind into its Python value) */
 static int g_kind(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
   rx_value v;
   (void)self;
+  if (n >= 1 && codes[0] == kTVMObjectHandle && tvmrt_object_live(args[0].v_handle, RT_MAGIC_ADT)) {
+    ret->v_int64 = RX_KIND_RELAY_ADT;
+    *rc = kDLInt;
+    return 0;
+  }
   if (value_arg(args, codes, n, 0, -1, "tvmrt.relax.kind", &v) != 0) return -1;
   ret->v_int64 = v.kind;
   *rc = kDLInt;

@@ -163,6 +163,10 @@ const char* tvmrt_vm_kind(const tvmrt_object* obj);
 /* a packed argument as a VM input (a new reference): an NDArray; a DLTensor, viewed in place
    when 64-byte aligned and dense (TVM's NDArray::FromExternalDLTensor), else copied; an ADT */
 tvmrt_object* tvmrt_vm_input_value(TVMValue v, int code, int index);
+/* a host DLTensor as a tensor of the VM (a new reference): viewed in place when may_view and it
+   is compact and aligned (the caller keeps its memory alive), else a copy; NULL with the error
+   set (`index` names it) when it is not a host tensor with a shape and data */
+tvmrt_ndarray* tvmrt_vm_host_tensor(const DLTensor* dl, int index, int may_view);
 
 /* a pool of freed buffers (pooled) or none (naive), with a live-bytes budget */
 vm_pool* tvmrt_vm_pool_new(int pooled, const vm_limits* limits);

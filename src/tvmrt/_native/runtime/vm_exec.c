@@ -212,26 +212,40 @@ static int g_load_executable(void* self, TVMValue* args, int* codes, int n, TVMV
 }
 
 static int g_adt(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
-  int first = self != NULL, i; /* runtime.ADT: (tag, fields...); runtime.Tuple: (fields...) */
-  tvmrt_object* fields[256];
+  /* runtime.ADT: (tag, fields...); runtime.Tuple: (fields...). A field is an NDArray, an ADT
+     or a host DLTensor, which is copied (the ADT outlives the call; TVM copies a tensor it
+     did not make) */
+  int first = self != NULL, i, made = 0;
+  tvmrt_object* fields[256] = {NULL};
+  tvmrt_object* copies[256];
   vm_adt* t;
   if ((first && (n < 1 || codes[0] != kDLInt)) || n - first > 256) {
     return tvmrt_fail("ArgumentTypeError",
                       "runtime.ADT takes (tag, fields...), at most 256 fields");
   }
   for (i = first; i < n; ++i) {
+    tvmrt_ndarray* a = NULL;
     if (codes[i] == kTVMNDArrayHandle) {
-      tvmrt_ndarray* a = tvmrt_ndarray_from_handle(args[i].v_handle);
-      if (a == NULL) return -1;
-      fields[i - first] = &a->hdr;
+      if ((a = tvmrt_ndarray_from_handle(args[i].v_handle)) == NULL) break;
+    } else if (codes[i] == kTVMDLTensorHandle && args[i].v_handle != NULL) {
+      if ((a = tvmrt_vm_host_tensor((const DLTensor*)args[i].v_handle, i - first, 0)) == NULL)
+        break;
+      copies[made++] = &a->hdr;
     } else if (codes[i] == kTVMObjectHandle && tvmrt_vm_adt_check(args[i].v_handle) != NULL) {
       fields[i - first] = (tvmrt_object*)args[i].v_handle;
+      continue;
     } else {
-      return tvmrt_fail("ArgumentTypeError",
-                        "an ADT field must be an NDArray or an ADT, got type code %d", codes[i]);
+      tvmrt_fail("ArgumentTypeError",
+                 "an ADT field must be an NDArray, a DLTensor or an ADT, got type code %d",
+                 codes[i]);
+      break;
     }
+    fields[i - first] = &a->hdr;
   }
-  t = tvmrt_vm_adt_new(NULL, first ? (int32_t)args[0].v_int64 : 0, fields, (size_t)(n - first));
+  t = i == n ? tvmrt_vm_adt_new(NULL, first ? (int32_t)args[0].v_int64 : 0, fields,
+                                (size_t)(n - first))
+             : NULL;
+  while (made > 0) tvmrt_release(copies[--made]); /* the ADT holds its own references */
   if (t == NULL) return -1;
   ret->v_handle = t;
   *rc = kTVMObjectHandle;

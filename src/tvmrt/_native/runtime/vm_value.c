@@ -198,6 +198,32 @@ const char* tvmrt_vm_kind(const tvmrt_object* obj) {
 /* ---------------------------------------------------------------------------------- */
 /* inputs                                                                              */
 
+tvmrt_ndarray* tvmrt_vm_host_tensor(const DLTensor* dl, int index, int may_view) {
+  tvmrt_ndarray* a;
+  size_t nbytes;
+  if (dl->device.device_type != kDLCPU || dl->ndim < 0 || dl->ndim > RT_MAX_NDIM) {
+    tvmrt_fail("ArgumentTypeError", "input %d is not a CPU tensor of at most %d dims", index,
+               RT_MAX_NDIM);
+    return NULL;
+  }
+  if ((dl->ndim > 0 && dl->shape == NULL) || tvmrt_tensor_nbytes(dl, &nbytes) != 0 ||
+      (dl->data == NULL && nbytes > 0)) {
+    tvmrt_fail("ArgumentTypeError",
+               "input %d: a DLTensor needs a shape (ndim %d) with no negative or too large "
+               "dimension, and data",
+               index, dl->ndim);
+    return NULL;
+  }
+  if (may_view && tvmrt_is_compact(dl) && ((uintptr_t)dl->data + dl->byte_offset) % RT_ALIGN == 0)
+    return tvmrt_ndarray_view(dl, NULL); /* TVM: NDArray::FromExternalDLTensor */
+  a = tvmrt_ndarray_empty(dl->shape, dl->ndim, dl->dtype);
+  if (a != NULL && tvmrt_copy_tensor(dl, &a->dl) != 0) {
+    tvmrt_release(&a->hdr);
+    a = NULL;
+  }
+  return a;
+}
+
 tvmrt_object* tvmrt_vm_input_value(TVMValue v, int code, int index) {
   if (code == kTVMNDArrayHandle) {
     tvmrt_ndarray* a = tvmrt_ndarray_from_handle(v.v_handle);
@@ -206,31 +232,7 @@ tvmrt_object* tvmrt_vm_input_value(TVMValue v, int code, int index) {
     return &a->hdr;
   }
   if (code == kTVMDLTensorHandle && v.v_handle != NULL) {
-    const DLTensor* dl = (const DLTensor*)v.v_handle;
-    tvmrt_ndarray* a;
-    if (dl->device.device_type != kDLCPU || dl->ndim < 0 || dl->ndim > RT_MAX_NDIM) {
-      tvmrt_fail("ArgumentTypeError", "input %d is not a CPU tensor of at most %d dims", index,
-                 RT_MAX_NDIM);
-      return NULL;
-    }
-    size_t nbytes;
-    if ((dl->ndim > 0 && dl->shape == NULL) || tvmrt_tensor_nbytes(dl, &nbytes) != 0 ||
-        (dl->data == NULL && nbytes > 0)) {
-      tvmrt_fail("ArgumentTypeError",
-                 "input %d: a DLTensor needs a shape (ndim %d) with no negative or too large "
-                 "dimension, and data",
-                 index, dl->ndim);
-      return NULL;
-    }
-    if (tvmrt_is_compact(dl) && ((uintptr_t)dl->data + dl->byte_offset) % RT_ALIGN == 0) {
-      a = tvmrt_ndarray_view(dl, NULL); /* TVM: NDArray::FromExternalDLTensor */
-    } else {
-      a = tvmrt_ndarray_empty(dl->shape, dl->ndim, dl->dtype);
-      if (a != NULL && tvmrt_copy_tensor(dl, &a->dl) != 0) {
-        tvmrt_release(&a->hdr);
-        a = NULL;
-      }
-    }
+    tvmrt_ndarray* a = tvmrt_vm_host_tensor((const DLTensor*)v.v_handle, index, 1);
     return a == NULL ? NULL : &a->hdr;
   }
   if (code == kTVMObjectHandle && tvmrt_vm_adt_check(v.v_handle) != NULL) {

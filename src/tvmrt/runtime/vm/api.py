@@ -130,7 +130,7 @@ class VirtualMachine:
         self._get_input_index = self.module["get_input_index"]
         self._set_input = self.module["set_input"]
         self._set_one_input = self.module["set_one_input"]
-        self._one_call = self.module.vm.invoke_return_to_device if self.engine == "native" else None
+        self._one_call = self.module.invoke_return_to_device if self.engine == "native" else None
         self._device = device
         self._memory_cfg = memory_cfg
         self._engine_wanted = engine
