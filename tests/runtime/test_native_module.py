@@ -31,7 +31,8 @@ def test_a_tuple_with_an_array_c_cannot_view_reaches_c_as_an_array_of_its_items(
     items = (ShapeTuple([2, 3]), _strided(np.arange(4, dtype="float32")), 7)
     assert c_global("runtime.ArraySize")(items) == 3
     shape = c_global("runtime.ArrayGetItem")(items, 0)
-    assert isinstance(shape, ShapeTuple) and list(shape) == [2, 3]
+    assert isinstance(shape, ShapeTuple)
+    assert list(shape) == [2, 3]
     got = c_global("runtime.ArrayGetItem")(items, 1)
     np.testing.assert_array_equal(got.numpy(), np.arange(4, dtype="float32"))
     assert c_global("runtime.GetShapeTupleSize")(ShapeTuple([4, 5, 6])) == 3
@@ -44,13 +45,40 @@ def test_a_relay_adt_goes_in_as_a_c_adt_and_comes_back_as_an_adt():
     assert c_global("runtime.GetADTSize")(outer) == 2
     assert c_global("runtime.GetADTTag")(inner) == 3
     back = c_global("runtime.GetADTFields")(outer, 0)  # a C ADT, as Python sees it
-    assert isinstance(back, ADT) and back.tag == 3 and len(back.fields) == 2
+    assert isinstance(back, ADT)
+    assert (back.tag, len(back.fields)) == (3, 2)
     np.testing.assert_array_equal(back.fields[0].numpy(), a)
     np.testing.assert_array_equal(back.fields[1].numpy(), np.arange(3, dtype="int32"))
     ones = c_global("runtime.GetADTFields")(outer, 1)
-    assert ones.dtype == "float64" and ones.numpy().tolist() == [1.0, 1.0]
+    assert ones.dtype == "float64"
+    assert ones.numpy().tolist() == [1.0, 1.0]
 
 
 def test_an_adt_field_c_cannot_hold_is_refused_in_its_words():
     with pytest.raises(ArgumentTypeError, match="an ADT field must be an NDArray, a DLTensor"):
         c_global("runtime.GetADTSize")(ADT(0, [1.5]))
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.arange(6, dtype="float16").reshape(2, 3),
+        np.arange(-3, 3, dtype="int8"),
+        np.arange(4, dtype="uint16").reshape(2, 1, 2),
+        np.array([0.5, -2.0]),
+        np.array([True, False, True]),
+        np.zeros((2, 0), "float32"),
+    ],
+    ids=lambda v: f"{v.dtype}{list(v.shape)}",
+)
+def test_numpy_of_a_c_array_copies_its_values_the_first_time_and_after(values):
+    # numpy() of a C array: the long way the first time a dtype is seen, then one glue call
+    # (host_copy); both copies, equal to what went in
+    item = c_global("runtime.ArrayGetItem")
+    for _ in range(2):
+        got = item((array(values),), 0)  # the C array viewing it (bool: a C copy)
+        out = got.numpy()
+        assert (out.dtype, out.shape) == (values.dtype, values.shape)
+        np.testing.assert_array_equal(out, values)
+        out[...] = 0  # a copy: the C array keeps its values
+        np.testing.assert_array_equal(got.numpy(), values)

@@ -111,16 +111,10 @@ static const array_interface* array_struct(PyObject* obj, int want, PyObject** c
 
 /* array_info(): an array handle's (data, byte_offset, shape, dtype code, bits, lanes,
    device type, device id), read from its DLTensor (the handle must be an array's) */
-static PyObject* handle_array_info(PyObject* self_obj, PyObject* unused) {
-  const DLTensor* t = (const DLTensor*)((Handle*)self_obj)->value;
-  PyObject* shape;
+static PyObject* shape_tuple(const DLTensor* t) {
+  PyObject* shape = PyTuple_New(t->ndim);
   int i;
-  (void)unused;
-  if (t == NULL || t->ndim < 0 || t->ndim > 64) {
-    PyErr_SetString(PyExc_ValueError, "array_info: not an array handle");
-    return NULL;
-  }
-  if ((shape = PyTuple_New(t->ndim)) == NULL) return NULL;
+  if (shape == NULL) return NULL;
   for (i = 0; i < t->ndim; ++i) {
     PyObject* d = PyLong_FromLongLong((long long)t->shape[i]);
     if (d == NULL) {
@@ -129,6 +123,18 @@ static PyObject* handle_array_info(PyObject* self_obj, PyObject* unused) {
     }
     PyTuple_SetItem(shape, i, d);
   }
+  return shape;
+}
+
+static PyObject* handle_array_info(PyObject* self_obj, PyObject* unused) {
+  const DLTensor* t = (const DLTensor*)((Handle*)self_obj)->value;
+  PyObject* shape;
+  (void)unused;
+  if (t == NULL || t->ndim < 0 || t->ndim > 64) {
+    PyErr_SetString(PyExc_ValueError, "array_info: not an array handle");
+    return NULL;
+  }
+  if ((shape = shape_tuple(t)) == NULL) return NULL;
   return Py_BuildValue("(KKNiiiii)", (unsigned long long)(uintptr_t)t->data,
                        (unsigned long long)t->byte_offset, shape, (int)t->dtype.code,
                        (int)t->dtype.bits, (int)t->dtype.lanes, (int)t->device.device_type,
@@ -166,7 +172,64 @@ static PyObject* handle_copy_to(PyObject* self_obj, PyObject* out) {
   Py_RETURN_NONE;
 }
 
+/* what host_copy makes its arrays with: numpy.empty, and the numpy dtypes it may make by
+   code | bits << 8 | lanes << 16 (a dict Python fills); set by configure_host_copy */
+static PyObject *g_np_empty, *g_host_dtypes;
+
+/* host_copy(): a numpy copy of a compact host array handle in one call (numpy() of a C
+   result): numpy.empty(shape, dtype) filled by copy_to; None where the handle is not a compact
+   host array, its dtype is not a key of the dict yet, or configure_host_copy was not called
+   (Python then takes the long way, and adds the key) */
+static PyObject* handle_host_copy(PyObject* self_obj, PyObject* unused) {
+  const DLTensor* t = (const DLTensor*)((Handle*)self_obj)->value;
+  PyObject *key, *dtype, *shape, *out, *done;
+  (void)unused;
+  if (g_np_empty == NULL || t == NULL || t->ndim < 0 || t->ndim > 64 ||
+      t->device.device_type != kDLCPU || t->strides != NULL)
+    Py_RETURN_NONE;
+  key = PyLong_FromUnsignedLong((unsigned long)t->dtype.code | (unsigned long)t->dtype.bits << 8 |
+                                (unsigned long)t->dtype.lanes << 16);
+  if (key == NULL) return NULL;
+  dtype = PyDict_GetItemWithError(g_host_dtypes, key); /* borrowed */
+  Py_DECREF(key);
+  if (dtype == NULL) {
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+  }
+  if ((shape = shape_tuple(t)) == NULL) return NULL;
+  out = PyObject_CallFunctionObjArgs(g_np_empty, shape, dtype, NULL);
+  Py_DECREF(shape);
+  if (out == NULL) return NULL;
+  if ((done = handle_copy_to(self_obj, out)) == NULL) {
+    Py_DECREF(out);
+    return NULL;
+  }
+  Py_DECREF(done);
+  return out;
+}
+
+/* configure_host_copy(numpy.empty, dtypes) */
+static PyObject* configure_host_copy(PyObject* module, PyObject* args) {
+  PyObject *empty, *dtypes;
+  (void)module;
+  if (!PyArg_ParseTuple(args, "OO!:configure_host_copy", &empty, &PyDict_Type, &dtypes))
+    return NULL;
+  if (!PyCallable_Check(empty)) {
+    PyErr_SetString(PyExc_TypeError, "configure_host_copy: empty must be callable");
+    return NULL;
+  }
+  Py_INCREF(empty);
+  Py_INCREF(dtypes);
+  Py_XDECREF(g_np_empty);
+  Py_XDECREF(g_host_dtypes);
+  g_np_empty = empty;
+  g_host_dtypes = dtypes;
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef handle_methods[] = {
+    {"host_copy", handle_host_copy, METH_NOARGS,
+     "A numpy copy of a compact host array (configure_host_copy's dtypes), or None."},
     {"array_info", handle_array_info, METH_NOARGS,
      "(data, byte_offset, shape, code, bits, lanes, device_type, device_id) of an array."},
     {"copy_to", handle_copy_to, METH_O,
@@ -605,6 +668,8 @@ static PyObject* make_fast_call(PyObject* module, PyObject* args) {
 }
 
 static PyMethodDef py_call_methods[] = {
+    {"configure_host_copy", configure_host_copy, METH_VARARGS,
+     "configure_host_copy(numpy.empty, dtypes): what Handle.host_copy makes arrays with."},
     {"configure", configure, METH_VARARGS,
      "configure(array_free, object_free, from_dlpack, peek, tuple_item, carray_type, "
      "array_type, shape_type, string_type, on_value, on_error): what FastCall arguments "

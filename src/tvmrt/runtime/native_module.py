@@ -189,6 +189,7 @@ def _make_fast_call(handle: int) -> Any:
                     to_python,
                     _raise_last_error,
                 )
+                glue.configure_host_copy(np.empty, _HOST_DTYPES)
                 _configured.append(True)
     return glue.make_fast_call(_address("TVMFuncCall"), handle)
 
@@ -345,6 +346,11 @@ def _device_of(device_type: int, device_id: int) -> Device:
     return Device(device_type, device_id)
 
 
+# the numpy dtypes host_copy may make, by DLPack code | bits << 8 | lanes << 16 (whole bytes,
+# one lane; filled as results of each dtype are first read)
+_HOST_DTYPES: dict[int, np.dtype[Any]] = {}
+
+
 class _CArray(NDArray):
     """An NDArray of a C array, read when first used: a result of the C runtime is a handle
     (as TVM's is), and its shape, dtype and numpy view are made the first time anything
@@ -355,12 +361,17 @@ class _CArray(NDArray):
 
     def numpy(self) -> np.ndarray[Any, Any]:
         """A numpy copy of the data, copied straight from the C array's host memory (no
-        view of it is made for ``get_output(i).numpy()``)."""
-        owner = object.__getattribute__(self, "_owner")
+        view of it is made for ``get_output(i).numpy()``; one call of the glue once the
+        dtype was seen)."""
+        owner: Any = self._owner  # the glue's Handle (set: no __getattr__)
+        out: np.ndarray[Any, Any] | None = owner.host_copy()
+        if out is not None:
+            return out
         _, _, shape, code, bits, lanes, device_type, _ = owner.array_info()
         _, np_dtype = _dtype_of(code, bits, lanes)
         if device_type != 1 or lanes != 1 or np_dtype.itemsize * 8 != bits:
             return super().numpy()  # device memory, lanes, sub-byte types: through a view
+        _HOST_DTYPES[code | bits << 8 | lanes << 16] = np_dtype
         out = np.empty(shape, np_dtype)
         owner.copy_to(out)
         return out
