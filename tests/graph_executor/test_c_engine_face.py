@@ -166,10 +166,11 @@ def test_a_params_file_of_another_format_is_refused(artifacts: Path, tmp_path: P
 
 
 def test_numpy_arguments_reach_c_as_the_arrays_they_are(artifacts: Path) -> None:
-    """A writable C-contiguous numpy array is handed to C as a DLTensor of its own memory
-    (the executor copies an input from it, and writes an ``out`` into it); a read-only or
-    Fortran-ordered one, or one of another dtype, goes through the Python conversion: every
-    route gives the same answer."""
+    """A writable C-contiguous numpy input is handed to C as a DLTensor of its own memory
+    (the executor copies from it); a read-only or Fortran-ordered one, or one of another
+    dtype, goes through the Python conversion: every route gives the same answer. (An
+    ``out`` is an NDArray, as on the Python engine:
+    test_a_bad_out_argument_is_refused_in_the_python_engines_words.)"""
     folder = artifacts / "relay016" / "systemlib-so"
     golden = _golden(folder / "golden.npz")
     c_mod, _ = _both(folder / "deploy.so")
@@ -183,9 +184,9 @@ def test_numpy_arguments_reach_c_as_the_arrays_they_are(artifacts: Path) -> None
     for label, x in variants.items():
         c_mod.set_input("data", x)
         c_mod.run()
-        out = np.zeros_like(golden["output_0"])
+        out = runtime.empty(golden["output_0"].shape, str(golden["output_0"].dtype))
         c_mod.get_output(0, out)  # written in place
-        np.testing.assert_array_equal(out, golden["output_0"], err_msg=label)
+        np.testing.assert_array_equal(out.numpy(), golden["output_0"], err_msg=label)
     # another dtype is converted, as TVM's set_input (copyfrom) and the Python engine do;
     # another shape is refused in the Python engine's words
     c_mod.set_input("data", golden["data"].astype("float64"))
@@ -199,7 +200,7 @@ def test_numpy_arguments_reach_c_as_the_arrays_they_are(artifacts: Path) -> None
     assert words[0] == words[1], words
     assert words[0].startswith("input 'data': "), words
     with pytest.raises(ArrayError, match=r"out has shape \(3,\) and dtype int64"):
-        c_mod.get_output(0, np.zeros(3, dtype="int64"))
+        c_mod.get_output(0, runtime.empty((3,), "int64"))
 
 
 def test_a_loaded_factory_runs_on_the_c_engine_with_its_weights_held_once(
@@ -292,3 +293,31 @@ def test_zero_copy_bindings_keep_their_memory(artifacts: Path) -> None:
     mod.run()
     np.testing.assert_allclose(mod.get_output(0).numpy(), want, rtol=1e-5, atol=1e-6)
     del junk
+
+
+def test_a_bad_out_argument_is_refused_in_the_python_engines_words(artifacts: Path) -> None:
+    """The C executor checks an out argument's shape and dtype; a numpy array (which TVM's
+    face refuses too) and a read-only NDArray it cannot see, so the face refuses them before
+    C is called: the C runtime once copied into a read-only out, and into a copy of a numpy
+    one that could not be viewed, and said nothing."""
+    c_mod, py_mod = _both(artifacts / "relay016" / "systemlib-so" / "deploy.so")
+    shape = tuple(c_mod.get_output(0).shape)
+    frozen = np.zeros(shape, "float32")
+    frozen.setflags(write=False)
+    read_only = runtime.NDArray.from_host_memory(frozen, runtime.DataType("float32"), runtime.cpu())
+    outs: list[object] = [
+        np.zeros(shape, "float32"),
+        np.zeros(shape[::-1], "float32").T,  # Fortran order: no C view of it
+        read_only,
+        runtime.empty((2, 2), "float32"),
+    ]
+    calls = [("get_output", 0), ("get_output", "no_such_output"), ("get_input", "data")]
+    for out in outs:
+        for name, key in calls:
+            words = []
+            for mod in (c_mod, py_mod):
+                with pytest.raises((ArgumentTypeError, ArrayError, InputNotFoundError)) as err:
+                    getattr(mod, name)(key, out)
+                words.append((type(err.value), str(err.value)))
+            assert words[0] == words[1], (name, key, type(out).__name__)
+    np.testing.assert_array_equal(frozen, 0)

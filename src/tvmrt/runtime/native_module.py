@@ -14,7 +14,10 @@ NDArray                        the C array it views (a result of the C runtime),
                                (``TVMArrayFromDLPack``, no copy; kept in its ``_c``);
                                else a ``DLTensor*`` (the C side copies it, as TVM
                                copies a tensor it did not make)
-numpy array                    the same, through :func:`tvmrt.runtime.ndarray.array`
+numpy array                    its memory, viewed (a writable C-contiguous one), else a
+                               copy (:func:`tvmrt.runtime.ndarray.array`): the C side
+                               reads it, and what it writes there is lost, so an output
+                               is an NDArray (the graph face refuses a numpy ``out``)
 int, float, bool, None, str    the same (``bool`` as an int)
 DataType, Device               ``kTVMDataType``, ``kDLDevice``
 ShapeTuple; tuple or list      ``runtime.ShapeTuple``; ``runtime.Array`` of the items

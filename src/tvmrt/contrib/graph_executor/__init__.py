@@ -24,7 +24,7 @@ from tvmrt.runtime.device import RPC_SESS_MASK, Device
 from tvmrt.runtime.device_type import DLDeviceType
 from tvmrt.runtime.executor.protocol import ModuleFace, TensorInfo
 from tvmrt.runtime.graph_executor import native
-from tvmrt.runtime.graph_executor.checks import unknown_input
+from tvmrt.runtime.graph_executor.checks import check_out, unknown_input
 from tvmrt.runtime.graph_executor.executor import GraphExecutor
 from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory
 from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
@@ -192,6 +192,8 @@ class GraphModule(ModuleFace):
         # an executor on a TVM RPC server: inputs are copied into its arrays, as TVM does
         self._remote = module.type_key == "rpc"
         self._native = isinstance(module, NativeModule)  # the C runtime's executor
+        if self._native:  # the Python engine's refusals of an out argument, made here
+            self._out_check = check_out
         # the C runtime's executor carries its graph (graph_executor.native)
         self._graph_json = graph_json or getattr(module, "graph_json", None)
         self._parsed: Graph | None = None
@@ -350,6 +352,8 @@ class GraphModule(ModuleFace):
         """Input ``index`` (alias of the graph's memory), or a copy into ``out``."""
         self._check_input_name(index)
         if out is not None:
+            if self._out_check is not None:
+                self._out_check(out, f"get_input({index!r})")
             self._get_input(index, out)
             return out
         return self._get_input(index)  # type: ignore[no-any-return]

@@ -14,7 +14,7 @@ fetch through its module's packed functions, so none looks into a local engine.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -174,6 +174,9 @@ class ModuleFace:
         self._get_num_outputs = module["get_num_outputs"]
         self._get_input_index = module["get_input_index"]
         self._get_num_inputs = module["get_num_inputs"]
+        # what checks an out argument before the module is called (the engine checks it
+        # where this is None)
+        self._out_check: Callable[[object, str], None] | None = None
 
     def _check_input_name(self, key: object) -> None:
         """Raise before anything is set if ``key`` names no input (the module checks)."""
@@ -223,6 +226,9 @@ class ModuleFace:
     def get_output(self, index: int | str, out: NDArray | None = None) -> NDArray:
         """Output ``index``: an alias that the next ``run`` overwrites, or a copy into ``out``."""
         if out is not None:
+            if self._out_check is not None:
+                self._get_output(index)  # a bad key is refused first, as the engines do
+                self._out_check(out, f"get_output({index!r})")
             self._get_output(index, out)
             return out
         return self._get_output(index)  # type: ignore[no-any-return]

@@ -102,15 +102,21 @@ def external_problem(
     return None
 
 
-def copy_out(src: NDArray, out: NDArray, what: str) -> None:
-    """Copy ``src`` into ``out``, which must have the same shape and dtype (no reinterpreting)."""
+def check_out(out: object, what: str) -> None:
+    """Refuse an ``out`` argument of ``what`` (``get_output(0)``) that is no NDArray or is
+    read-only: the C executor checks its shape and dtype, but cannot see either."""
     if not isinstance(out, NDArray):
         raise ArgumentTypeError(f"{what}: out must be an NDArray, got {type(out).__name__}")
+    if is_read_only(out):
+        raise ArrayError(f"{what}: out is read-only")
+
+
+def copy_out(src: NDArray, out: NDArray, what: str) -> None:
+    """Copy ``src`` into ``out``, which must have the same shape and dtype (no reinterpreting)."""
+    check_out(out, what)
     if out.shape != src.shape or out.dtype != src.dtype:
         raise ArrayError(
             f"{what}: out has shape {out.shape} and dtype {out.dtype}, expected shape "
             f"{src.shape} and dtype {src.dtype}"
         )
-    if is_read_only(out):
-        raise ArrayError(f"{what}: out is read-only")
     src.copyto(out)
