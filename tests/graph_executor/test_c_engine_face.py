@@ -321,3 +321,49 @@ def test_a_bad_out_argument_is_refused_in_the_python_engines_words(artifacts: Pa
                 words.append((type(err.value), str(err.value)))
             assert words[0] == words[1], (name, key, type(out).__name__)
     np.testing.assert_array_equal(frozen, 0)
+
+
+def _aligned(shape: tuple[int, ...], writable: bool) -> np.ndarray:
+    """Zeros at a 64-byte boundary (what a zero-copy binding needs), maybe read-only."""
+    count = int(np.prod(shape))
+    raw = np.zeros(count + 16, "float32")
+    start = (-raw.ctypes.data % 64) // 4
+    view = raw[start : start + count].reshape(shape)
+    view.setflags(write=writable)
+    return view
+
+
+def test_zero_copy_bindings_are_refused_in_the_python_engines_words(artifacts: Path) -> None:
+    """The C executor checks a binding's shape, dtype, device, layout and alignment; the face
+    refuses a numpy array (bound as a copy before, so the graph wrote where nobody looked)
+    and a read-only NDArray as an output (written by kernels before) first. Every case gives
+    both engines' words, and a read-only input binding is taken by both."""
+    c_mod, py_mod = _both(artifacts / "relay016" / "systemlib-so" / "deploy.so")
+    shapes = {"input": tuple(c_mod.get_input(0).shape), "output": tuple(c_mod.get_output(0).shape)}
+
+    def ndarray(values: np.ndarray) -> runtime.NDArray:
+        return runtime.NDArray.from_host_memory(values, runtime.DataType("float32"), runtime.cpu())
+
+    for which, shape in shapes.items():
+        frozen = _aligned(shape, writable=False)
+        values: list[object] = [
+            _aligned(shape, writable=True),
+            frozen,
+            ndarray(frozen),
+            ndarray(_aligned((1, *shape), writable=True)),
+            ndarray(np.zeros(int(np.prod(shape)) + 1, "float32")[1:].reshape(shape)),  # unaligned
+        ]
+        key = "data" if which == "input" else 0
+        for value in values:
+            words = []
+            for mod in (c_mod, py_mod):
+                bind = mod.set_input_zero_copy if which == "input" else mod.set_output_zero_copy
+                try:
+                    bind(key, value)
+                    words.append("bound")
+                except (ArgumentTypeError, ArrayError) as err:
+                    words.append(f"{type(err).__name__}: {err}")
+            assert words[0] == words[1], (which, words)
+        assert not frozen.any()
+    with pytest.raises(InputNotFoundError):  # the key before the value, as the Python engine
+        c_mod.set_output_zero_copy("no_such_output", np.zeros(3))

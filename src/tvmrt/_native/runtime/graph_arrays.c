@@ -100,10 +100,12 @@ int tvmrt_ge_external_problem(const DLTensor* want, const DLTensor* ext, const c
   snprintf(data_at, sizeof(data_at), "%#llx",
            (unsigned long long)(uintptr_t)((char*)ext->data + ext->byte_offset));
   if ((uintptr_t)((char*)ext->data + ext->byte_offset) % RT_ALIGN != 0) {
-    return tvmrt_fail("ArrayError",
-                      "%s: data at %s is not %d-byte aligned, which compiled kernels require; "
-                      "use set_input (it copies) or allocate with TVMArrayAlloc",
-                      label, data_at, RT_ALIGN);
+    return tvmrt_fail(
+        "ArrayError",
+        "%s: data at %s is not %d-byte aligned, which compiled kernels require; "
+        "use set_input (it copies) or allocate with tvmrt.runtime.empty (TVMArrayAlloc "
+        "from C)",
+        label, data_at, RT_ALIGN);
   }
   return 0;
 }

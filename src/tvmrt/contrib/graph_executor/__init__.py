@@ -24,8 +24,13 @@ from tvmrt.runtime.device import RPC_SESS_MASK, Device
 from tvmrt.runtime.device_type import DLDeviceType
 from tvmrt.runtime.executor.protocol import ModuleFace, TensorInfo
 from tvmrt.runtime.graph_executor import native
-from tvmrt.runtime.graph_executor.checks import check_out, unknown_input
-from tvmrt.runtime.graph_executor.executor import GraphExecutor
+from tvmrt.runtime.graph_executor.checks import (
+    READ_ONLY_WRITTEN,
+    check_out,
+    is_read_only,
+    unknown_input,
+)
+from tvmrt.runtime.graph_executor.executor import GraphExecutor, zero_copy_array
 from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory
 from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
 from tvmrt.runtime.graph_executor.keys import GraphKeys, output_info
@@ -338,15 +343,29 @@ class GraphModule(ModuleFace):
         """
         if key is not None:
             self._check_input_name(key)
-            self._set_input_zero_copy(key, value)
+            self._set_input_zero_copy(key, self._bindable(key, value, False))
         for name in params:
             self._check_input_name(name)
         for name, val in params.items():
-            self._set_input_zero_copy(name, val)
+            self._set_input_zero_copy(name, self._bindable(name, val, False))
 
     def set_output_zero_copy(self, key: int | str, value: object) -> None:
         """Make the graph write output ``key`` (index or ``"node:i"``) into ``value``."""
-        self._set_output_zero_copy(key, value)
+        self._set_output_zero_copy(key, self._bindable(key, value, True))
+
+    def _bindable(self, key: int | str, value: object, output: bool) -> object:
+        """``value`` for a zero-copy binding of ``key``. The Python engine checks it itself;
+        for the C executor, which checks shape, dtype, device, layout and alignment but
+        cannot see a numpy array's or a read-only NDArray's nature, the face refuses those
+        first in the Python engine's words (after the key, as it does)."""
+        if not self._native:
+            return value
+        (self._get_output if output else self._get_input)(key)  # a bad key is refused
+        arr = zero_copy_array(value, "set_output_zero_copy" if output else "set_input_zero_copy")
+        if output and is_read_only(arr):
+            index = key if isinstance(key, int) else self.get_output_index(key)
+            raise ArrayError(f"zero-copy output {index}: {READ_ONLY_WRITTEN}")
+        return arr
 
     def get_input(self, index: int | str, out: NDArray | None = None) -> NDArray:
         """Input ``index`` (alias of the graph's memory), or a copy into ``out``."""

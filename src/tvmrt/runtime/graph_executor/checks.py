@@ -68,6 +68,12 @@ def is_read_only(arr: NDArray) -> bool:
     return view is not None and not view.flags.writeable
 
 
+READ_ONLY_WRITTEN = (
+    "the array is read-only (a read-only mapping, immutable bytes or writeable=False), but "
+    "kernels write this entry; pass writable memory"
+)
+
+
 def external_problem(
     arr: NDArray,
     shape: tuple[int, ...],
@@ -78,8 +84,11 @@ def external_problem(
     """Why ``arr`` cannot be used in place of an entry, or None if it can.
 
     ``written``: a kernel writes the entry, so read-only memory is refused (writing
-    it would crash on a read-only mapping or change bytes its owner believes immutable).
+    it would crash on a read-only mapping or change bytes its owner believes immutable);
+    that is checked first, as the face checks it before the C executor checks the rest.
     """
+    if written and is_read_only(arr):
+        return READ_ONLY_WRITTEN
     if arr.shape != shape or arr.dtype != dtype:
         return (
             f"expected shape {shape} and dtype {dtype}, got shape {arr.shape} and dtype {arr.dtype}"
@@ -92,12 +101,7 @@ def external_problem(
         return (
             f"data at {arr.data_ptr:#x} is not {ALLOC_ALIGNMENT}-byte aligned, which "
             "compiled kernels require; use set_input (it copies) or allocate with "
-            "tvmrt.runtime.empty"
-        )
-    if written and is_read_only(arr):
-        return (
-            "the array is read-only (a read-only mapping, immutable bytes or "
-            "writeable=False), but kernels write this entry; pass writable memory"
+            "tvmrt.runtime.empty (TVMArrayAlloc from C)"
         )
     return None
 

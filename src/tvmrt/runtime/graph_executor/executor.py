@@ -40,7 +40,7 @@ from tvmrt.runtime.ndarray import NDArray, empty, from_dlpack
 from tvmrt.runtime.packed_func import BoundCall, PackedFunc
 from tvmrt.runtime.params import iter_param_records, mapped_file, read_param_names
 
-__all__ = ["GraphExecutor", "as_ndarray"]
+__all__ = ["GraphExecutor", "as_ndarray", "zero_copy_array"]
 
 
 def as_ndarray(value: object) -> NDArray | None:
@@ -52,6 +52,17 @@ def as_ndarray(value: object) -> NDArray | None:
     if hasattr(value, "__dlpack__"):
         return from_dlpack(value)
     return None
+
+
+def zero_copy_array(value: object, what: str) -> NDArray:
+    """:func:`as_ndarray` of ``value`` for ``what`` (``set_input_zero_copy``), which refuses
+    anything else (a numpy array among them: its memory is bound by NDArray, explicitly)."""
+    arr = as_ndarray(value)
+    if arr is None:
+        raise ArgumentTypeError(
+            f"{what} needs an NDArray or a DLPack tensor, got {type(value).__name__}"
+        )
+    return arr
 
 
 class GraphExecutor(Module, GraphKeys):
@@ -233,12 +244,7 @@ class GraphExecutor(Module, GraphKeys):
     def set_input_zero_copy(self, key: int | str, value: object) -> None:
         """Use ``value``'s memory as input ``key`` (no copy); checks alignment and layout."""
         eid = self.input_entry(key)
-        arr = as_ndarray(value)
-        if arr is None:
-            raise ArgumentTypeError(
-                "set_input_zero_copy needs an NDArray or a DLPack tensor, "
-                f"got {type(value).__name__}"
-            )
+        arr = zero_copy_array(value, "set_input_zero_copy")
         # no kernel writes an input's pool (plan_storage refuses such plans)
         label = f"zero-copy input {self._input_label(eid)}"
         self.check_external(label, eid, arr, written=False)
@@ -249,12 +255,7 @@ class GraphExecutor(Module, GraphKeys):
         index = self.output_index(key)
         head = self.graph.heads[index]
         eid = self.graph.entry_id(head.node_id, head.index)
-        arr = as_ndarray(value)
-        if arr is None:
-            raise ArgumentTypeError(
-                "set_output_zero_copy needs an NDArray or a DLPack tensor, "
-                f"got {type(value).__name__}"
-            )
+        arr = zero_copy_array(value, "set_output_zero_copy")
         self.check_external(f"zero-copy output {index}", eid, arr)
         arg_eids = {self.graph.entry_id(nid) for nid in self.graph.arg_nodes}
         if arg_eids & set(self._alias_groups[eid]):
