@@ -367,3 +367,62 @@ def test_zero_copy_bindings_are_refused_in_the_python_engines_words(artifacts: P
         assert not frozen.any()
     with pytest.raises(InputNotFoundError):  # the key before the value, as the Python engine
         c_mod.set_output_zero_copy("no_such_output", np.zeros(3))
+
+
+def test_an_input_bound_to_read_only_memory_is_never_written(artifacts: Path) -> None:
+    """The face tells the C executor that a binding's memory is read-only (tvmrt's third
+    argument of set_input_zero_copy): set_input, in every form, and load_params of a blob
+    naming that input are refused in the Python engine's words; the C runtime wrote it."""
+    c_mod, py_mod = _both(artifacts / "relay016" / "systemlib-so" / "deploy.so")
+    shape = tuple(c_mod.get_input("data").shape)
+    blob = runtime.save_param_dict({"data": np.ones(shape, "float32")})
+    attempts: list[tuple[str, Any]] = [
+        ("set_input", np.ones(shape, "float32")),
+        ("set_input", np.ones(shape, "float64")),  # converted first on the C engine
+        ("set_input", runtime.array(np.ones(shape, "float32"))),
+        ("load_params", blob),
+    ]
+    for mod in (c_mod, py_mod):
+        frozen = _aligned(shape, writable=False)
+        mod.set_input_zero_copy(
+            "data",
+            runtime.NDArray.from_host_memory(frozen, runtime.DataType("float32"), runtime.cpu()),
+        )
+        for name, value in attempts:
+            with pytest.raises(ArrayError, match="input 'data' is bound to read-only memory"):
+                getattr(mod, name)(*(("data", value) if name == "set_input" else (value,)))
+        assert not frozen.any(), "the read-only memory was written"
+        mod.set_input_zero_copy("data", runtime.empty(shape, "float32"))  # writable again
+        mod.set_input("data", np.ones(shape, "float32"))
+
+
+def test_odd_arguments_get_the_python_engines_answers(artifacts: Path) -> None:
+    """Values other than arrays and blobs other than bytes, through both engines: a list or
+    a scalar is converted by numpy as TVM's set_input (copyfrom) does (the C executor
+    refused them before), a str blob gets load_param_dict's words."""
+    c_mod, py_mod = _both(artifacts / "relay016" / "systemlib-so" / "deploy.so")
+    shape = tuple(c_mod.get_input("data").shape)
+    calls: list[tuple[str, tuple[Any, ...]]] = [
+        ("set_input", ("data", [[1.0, 2.0]])),
+        ("set_input", ("data", np.ones(shape, "float32").tolist())),
+        ("set_input", ("data", "hello")),
+        ("set_input", ("data", None)),
+        ("set_input", ("data", 3.0)),
+        ("set_input", ("data", np.ones((2, 2), "float32"))),
+        ("set_input", (99, np.ones(shape, "float32"))),
+        ("load_params", ("abc",)),
+        ("load_params", (b"garbage",)),
+        ("load_params", (np.frombuffer(runtime.save_param_dict({}), "uint8"),)),
+        ("get_output", (99,)),
+        ("get_input_index", ("nope",)),
+    ]
+    for name, args in calls:
+        answers = []
+        for mod in (c_mod, py_mod):
+            try:
+                getattr(mod, name)(*args)
+                answers.append("ok")
+            except Exception as err:
+                answers.append(f"{type(err).__name__}: {err}")
+        assert answers[0] == answers[1], (name, answers)
+    np.testing.assert_array_equal(c_mod.get_input("data").numpy(), np.ones(shape))

@@ -69,6 +69,7 @@ __all__ = [
     "read_record",
     "TensorRecord",
     "iter_param_records",
+    "blob_view",
     "mapped_file",
     "write_ndarray",
     "read_named_ndarrays",
@@ -139,7 +140,7 @@ def iter_param_records(
     ParamsFormatError
         If the blob is malformed or truncated.
     """
-    reader = ByteReader(_as_view(param_bytes), "params blob", ParamsFormatError)
+    reader = ByteReader(blob_view(param_bytes), "params blob", ParamsFormatError)
     for name in _read_header(reader):
         yield read_record(reader, name, codes)
 
@@ -179,7 +180,7 @@ def read_param_names(param_bytes: bytes | bytearray | memoryview) -> list[str]:
     TypeError
         If ``param_bytes`` is a ``str`` or has no buffer interface.
     """
-    return _read_header(ByteReader(_as_view(param_bytes), "params blob", ParamsFormatError))
+    return _read_header(ByteReader(blob_view(param_bytes), "params blob", ParamsFormatError))
 
 
 def load_param_dict(
@@ -237,7 +238,7 @@ def load_param_dict_from_file(
 
 def _load(param_bytes: object, what: str, codes: object) -> dict[str, NDArray]:
     return read_param_dict(
-        ByteReader(_as_view(param_bytes), what, ParamsFormatError), _checked_codes(codes)
+        ByteReader(blob_view(param_bytes), what, ParamsFormatError), _checked_codes(codes)
     )
 
 
@@ -249,7 +250,9 @@ def _checked_codes(codes: object) -> DtypeCodes:
     raise ArgumentTypeError(f"dtype_codes is {codes!r}, expected one of {DTYPE_CODES}")
 
 
-def _as_view(param_bytes: object) -> memoryview:
+def blob_view(param_bytes: object) -> memoryview:
+    """A params blob (bytes, bytearray, or anything with the buffer protocol) as a
+    C-contiguous memoryview; a str or a non-buffer is refused in load_param_dict's words."""
     if isinstance(param_bytes, str):
         raise ArgumentTypeError(
             "load_param_dict() needs the blob as bytes, bytearray or memoryview, not str; "

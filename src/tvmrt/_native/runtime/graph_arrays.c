@@ -110,6 +110,14 @@ int tvmrt_ge_external_problem(const DLTensor* want, const DLTensor* ext, const c
   return 0;
 }
 
+int tvmrt_ge_writable_input(const graph_executor* ge, size_t idx) {
+  if (!ge->read_only[idx]) return 0;
+  return tvmrt_fail("ArrayError",
+                    "input '%.200s' is bound to read-only memory (set_input_zero_copy); bind "
+                    "writable memory to copy into it",
+                    ge->g.nodes[ge->g.arg_nodes[idx]].name);
+}
+
 int tvmrt_graph_set_params(tvmrt_module* executor, const tvmrt_params* params, int embedded) {
   graph_executor* ge = (graph_executor*)executor->impl;
   size_t i;
@@ -122,6 +130,7 @@ int tvmrt_graph_set_params(tvmrt_module* executor, const tvmrt_params* params, i
     /* as TVM: load_params names its params (get_input_info leaves them out); a factory's
        embedded ones are set as inputs */
     if (!embedded) ge->is_param[idx] = 1;
+    if (tvmrt_ge_writable_input(ge, (size_t)idx) != 0) return -1;
     src = &params->arrays[i]->dl;
     dst = &ge->entries[tvmrt_ge_input_eid(ge, (size_t)idx)];
     /* the Python runtime's rules: load_params wants the input's shape and dtype; a

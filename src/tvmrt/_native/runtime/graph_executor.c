@@ -259,7 +259,8 @@ graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib,
   }
   ge->held = (tvmrt_object**)calloc(ge->g.num_args + ge->g.num_heads + 1, sizeof(void*));
   if (ge->held == NULL ||
-      (ge->is_param = (unsigned char*)calloc(ge->g.num_args ? ge->g.num_args : 1, 1)) == NULL) {
+      (ge->is_param = (unsigned char*)calloc(ge->g.num_args ? ge->g.num_args : 1, 1)) == NULL ||
+      (ge->read_only = (unsigned char*)calloc(ge->g.num_args ? ge->g.num_args : 1, 1)) == NULL) {
     tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a graph executor");
     goto fail;
   }
@@ -306,6 +307,7 @@ void tvmrt_ge_destroy(graph_executor* ge) {
   for (i = 0; i < ge->num_shared; ++i) tvmrt_release(ge->shared[i]);
   free(ge->shared);
   free(ge->is_param);
+  free(ge->read_only);
   if (ge->held != NULL) {
     for (i = 0; i < ge->g.num_args + ge->g.num_heads; ++i) {
       if (ge->held[i] != NULL) tvmrt_release(ge->held[i]);

@@ -35,11 +35,14 @@ typedef struct {
   size_t num_ops;
   tvmrt_object** shared; /* the memory of the parameters this one shares (references) */
   size_t num_shared;
-  int running;             /* run in progress (another thread's run is refused) */
-  unsigned char* is_param; /* per input: loaded or shared as a param (TVM's param_names_),
-                              which get_input_info leaves out */
-  tvmrt_object** held;     /* per input, then per output: the runtime array a zero-copy binding
-                              views (a reference, so the memory outlives the caller's handle) */
+  int running;              /* run in progress (another thread's run is refused) */
+  unsigned char* is_param;  /* per input: loaded or shared as a param (TVM's param_names_),
+                               which get_input_info leaves out */
+  tvmrt_object** held;      /* per input, then per output: the runtime array a zero-copy binding
+                               views (a reference, so the memory outlives the caller's handle) */
+  unsigned char* read_only; /* per input: bound zero-copy to memory its caller said is read-only
+                               (set_input_zero_copy's third argument, tvmrt's), which set_input
+                               and load_params refuse to write */
 } graph_executor;
 
 /* graph_executor.c: create (over num_devs devices, the first the fallback), destroy, run,
@@ -66,6 +69,9 @@ int tvmrt_ge_same_layout(const DLTensor* a, const DLTensor* b); /* shape and dty
 /* why `ext` cannot stand in for entry `want` (the Python runtime's check_external, its
    words, `label` first): -1 with an ArrayError set, or 0 if it can */
 int tvmrt_ge_external_problem(const DLTensor* want, const DLTensor* ext, const char* label);
+/* 0 if input `idx` may be written (set_input, load_params), else -1 with the Python runtime's
+   words: it is bound zero-copy to memory its caller said is read-only */
+int tvmrt_ge_writable_input(const graph_executor* ge, size_t idx);
 
 /* graph_funcs.c */
 tvmrt_func* tvmrt_ge_lookup(tvmrt_module* mod, const char* name);

@@ -177,10 +177,26 @@ static int f_set_input(void* self, TVMValue* args, int* codes, int n, TVMValue* 
   if (nargs("set_input", n, 2, 2) != 0 || (idx = input_key(ge, args, codes, "set_input", 0)) < 0)
     return -1;
   if ((src = arg_tensor(args, codes, 1, "set_input")) == NULL) return -1;
+  if (tvmrt_ge_writable_input(ge, (size_t)idx) != 0) return -1;
   dst = &ge->entries[tvmrt_ge_input_eid(ge, (size_t)idx)];
   snprintf(label, sizeof(label), "input '%.200s'", ge->g.nodes[ge->g.arg_nodes[idx]].name);
   if (!tvmrt_ge_same_layout(src, dst)) return layout_error(label, dst, src);
   return tvmrt_copy_tensor(src, dst);
+}
+
+/* the optional third argument of a zero-copy binding (tvmrt's; TVM takes two): nonzero when
+   the caller's memory is read-only (a numpy array with writeable=False, a read-only mapping),
+   which the C runtime cannot see for itself */
+static int read_only_arg(TVMValue* args, int* codes, int n, const char* fn, int* out) {
+  *out = 0;
+  if (n < 3) return 0;
+  if (codes[2] != kTVMArgInt) {
+    return tvmrt_fail("ArgumentTypeError",
+                      "%s: the third argument (read-only) must be an int, got type code %d", fn,
+                      codes[2]);
+  }
+  *out = args[2].v_int64 != 0;
+  return 0;
 }
 
 /* Rebind entry `eid` to argument 1 zero-copy, keeping its array: when it is one of this
@@ -210,15 +226,18 @@ static int f_set_input_zero_copy(void* self, TVMValue* args, int* codes, int n, 
   DLTensor* src;
   char label[300];
   uint32_t eid;
-  int idx;
-  if (nargs("set_input_zero_copy", n, 2, 2) != 0) return -1;
+  int idx, read_only;
+  if (nargs("set_input_zero_copy", n, 2, 3) != 0) return -1;
   if ((idx = input_key(ge, args, codes, "set_input_zero_copy", 0)) < 0) return -1;
   if ((src = arg_tensor(args, codes, 1, "set_input_zero_copy")) == NULL) return -1;
+  if (read_only_arg(args, codes, n, "set_input_zero_copy", &read_only) != 0) return -1;
   eid = tvmrt_ge_input_eid(ge, (size_t)idx);
   snprintf(label, sizeof(label), "zero-copy input '%.200s'",
            ge->g.nodes[ge->g.arg_nodes[idx]].name);
   if (tvmrt_ge_external_problem(&ge->entries[eid], src, label) != 0) return -1;
-  return bind_kept(ge, eid, 1, (size_t)idx, args, codes);
+  if (bind_kept(ge, eid, 1, (size_t)idx, args, codes) != 0) return -1;
+  ge->read_only[idx] = (unsigned char)read_only; /* no kernel writes an input */
+  return 0;
 }
 
 static int f_set_output_zero_copy(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
@@ -228,10 +247,18 @@ static int f_set_output_zero_copy(void* self, TVMValue* args, int* codes, int n,
   uint32_t eid;
   const tvmrt_node* node;
   char label[64];
-  int idx;
-  if (nargs("set_output_zero_copy", n, 2, 2) != 0) return -1;
+  int idx, read_only;
+  if (nargs("set_output_zero_copy", n, 2, 3) != 0) return -1;
   if ((idx = output_index(ge, args, codes, "set_output_zero_copy")) < 0) return -1;
   if ((dst = arg_tensor(args, codes, 1, "set_output_zero_copy")) == NULL) return -1;
+  if (read_only_arg(args, codes, n, "set_output_zero_copy", &read_only) != 0) return -1;
+  if (read_only) { /* checked first, as the Python runtime does */
+    return tvmrt_fail("ArrayError",
+                      "zero-copy output %d: the array is read-only (a read-only mapping, "
+                      "immutable bytes or writeable=False), but kernels write this entry; pass "
+                      "writable memory",
+                      idx);
+  }
   eid = tvmrt_ge_output_eid(ge, (size_t)idx);
   snprintf(label, sizeof(label), "zero-copy output %d", idx);
   if (tvmrt_ge_external_problem(&ge->entries[eid], dst, label) != 0) return -1;
@@ -572,6 +599,7 @@ static int f_share_params(void* self, TVMValue* args, int* codes, int n, TVMValu
     }
     tvmrt_ge_rebind(ge, eid, &og->entries[oeid], 1, owner);
     ge->is_param[idx] = 1;
+    ge->read_only[idx] = og->read_only[oidx]; /* the same memory */
   }
   tvmrt_params_free(&params);
   return 0;

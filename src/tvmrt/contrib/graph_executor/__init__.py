@@ -18,19 +18,16 @@ import os
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
+import numpy as np
+
 from tvmrt.error import ArgumentTypeError, ArrayError, InvalidArgumentError, UnsupportedError
 from tvmrt.runtime.benchmark import BenchmarkResult
 from tvmrt.runtime.device import RPC_SESS_MASK, Device
 from tvmrt.runtime.device_type import DLDeviceType
 from tvmrt.runtime.executor.protocol import ModuleFace, TensorInfo
 from tvmrt.runtime.graph_executor import native
-from tvmrt.runtime.graph_executor.checks import (
-    READ_ONLY_WRITTEN,
-    check_out,
-    is_read_only,
-    unknown_input,
-)
-from tvmrt.runtime.graph_executor.executor import GraphExecutor, zero_copy_array
+from tvmrt.runtime.graph_executor.checks import check_out, is_read_only, unknown_input
+from tvmrt.runtime.graph_executor.executor import GraphExecutor, as_ndarray, zero_copy_array
 from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory
 from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
 from tvmrt.runtime.graph_executor.keys import GraphKeys, output_info
@@ -38,9 +35,9 @@ from tvmrt.runtime.graph_executor.roles import classify_inputs, output_labels
 from tvmrt.runtime.graph_executor.storage import StoragePlan, plan_storage
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.native_module import NativeModule
-from tvmrt.runtime.ndarray import NDArray
+from tvmrt.runtime.ndarray import NDArray, empty
 from tvmrt.runtime.object import String
-from tvmrt.runtime.params import mapped_file, read_param_names
+from tvmrt.runtime.params import blob_view, mapped_file, read_param_names
 from tvmrt.runtime.registry import register_func
 
 __all__ = [
@@ -307,6 +304,13 @@ class GraphModule(ModuleFace):
         ):
             self._get_input(key).copyfrom(value)  # host data goes into the remote input
         elif self._native and not isinstance(value, NDArray):
+            if not isinstance(value, np.ndarray):
+                source = as_ndarray(value)  # a DLPack tensor, viewed
+                if source is None:  # a list, a scalar: numpy makes an array of it
+                    self._convert_input(key, value)
+                else:
+                    self._set_input(key, source)
+                return
             try:  # an array of the input's shape and dtype goes in as it is
                 self._set_input(key, value)
             except ArrayError:  # else numpy converts it, as TVM's set_input (copyfrom)
@@ -315,15 +319,17 @@ class GraphModule(ModuleFace):
             self._set_input(key, value)
 
     def _convert_input(self, key: int | str, value: object) -> None:
-        """``value`` copied into input ``key`` by ``copyfrom`` (numpy converts its dtype), in
-        the Python engine's words."""
+        """``value`` converted by ``copyfrom`` (numpy converts its dtype) into an array of
+        input ``key``'s shape and dtype, in the Python engine's words, then set by the C
+        executor (which refuses an input bound to read-only memory)."""
         target = self._get_input(key)
-        if isinstance(key, int):
-            key = self.graph.nodes[self.graph.arg_nodes[key]].name
+        staged = empty(target.shape, target.dtype, target.device)
         try:
-            target.copyfrom(value)
+            staged.copyfrom(value)
         except ArrayError as exc:
-            raise ArrayError(f"input {key!r}: {exc}") from None
+            name = self.graph.nodes[self.graph.arg_nodes[key]].name if isinstance(key, int) else key
+            raise ArrayError(f"input {name!r}: {exc}") from None
+        self._set_input(key, staged)
 
     def _check_input_name(self, key: object) -> None:
         if not isinstance(key, str) or key in self._known_inputs:
@@ -343,29 +349,27 @@ class GraphModule(ModuleFace):
         """
         if key is not None:
             self._check_input_name(key)
-            self._set_input_zero_copy(key, self._bindable(key, value, False))
+            self._set_input_zero_copy(key, *self._bindable(key, value, False))
         for name in params:
             self._check_input_name(name)
         for name, val in params.items():
-            self._set_input_zero_copy(name, self._bindable(name, val, False))
+            self._set_input_zero_copy(name, *self._bindable(name, val, False))
 
     def set_output_zero_copy(self, key: int | str, value: object) -> None:
         """Make the graph write output ``key`` (index or ``"node:i"``) into ``value``."""
-        self._set_output_zero_copy(key, self._bindable(key, value, True))
+        self._set_output_zero_copy(key, *self._bindable(key, value, True))
 
-    def _bindable(self, key: int | str, value: object, output: bool) -> object:
-        """``value`` for a zero-copy binding of ``key``. The Python engine checks it itself;
-        for the C executor, which checks shape, dtype, device, layout and alignment but
-        cannot see a numpy array's or a read-only NDArray's nature, the face refuses those
-        first in the Python engine's words (after the key, as it does)."""
+    def _bindable(self, key: int | str, value: object, output: bool) -> tuple[object, ...]:
+        """The arguments after ``key`` of a zero-copy binding. The Python engine checks
+        ``value`` itself; the C executor checks its shape, dtype, device, layout and
+        alignment, and is told whether it is read-only (tvmrt's third argument: an output
+        binding is refused, and an input one is never written), which only Python can see.
+        A numpy array is refused here, in the Python engine's words, after the key."""
         if not self._native:
-            return value
+            return (value,)
         (self._get_output if output else self._get_input)(key)  # a bad key is refused
         arr = zero_copy_array(value, "set_output_zero_copy" if output else "set_input_zero_copy")
-        if output and is_read_only(arr):
-            index = key if isinstance(key, int) else self.get_output_index(key)
-            raise ArrayError(f"zero-copy output {index}: {READ_ONLY_WRITTEN}")
-        return arr
+        return arr, int(is_read_only(arr))
 
     def get_input(self, index: int | str, out: NDArray | None = None) -> NDArray:
         """Input ``index`` (alias of the graph's memory), or a copy into ``out``."""
@@ -398,6 +402,8 @@ class GraphModule(ModuleFace):
 
     def load_params(self, params_bytes: bytes | bytearray | memoryview) -> None:
         """Load a params blob (TVM's format); unknown names are ignored."""
+        if self._native and not isinstance(params_bytes, bytes | bytearray | memoryview):
+            params_bytes = blob_view(params_bytes)  # the Python engine's words, or a view
         self._load_params(params_bytes)  # read in place: no copy of the blob
         self._weights.update(read_param_names(params_bytes))
 
