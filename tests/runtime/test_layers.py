@@ -143,6 +143,7 @@ RUNTIME_FLOORS: dict[str, str] = {
     "tvmrt.runtime.graph_executor": "engines",
     "tvmrt.runtime.graph_executor.*": "engines",
     "tvmrt.runtime.executor._aot": "engines",
+    "tvmrt.runtime.executor._aot_native": "engines",
     "tvmrt.runtime.executor._crt_aot": "engines",
     "tvmrt.runtime.executor._aot_io": "engines",
     # the Executor protocol and TensorInfo the engines describe their tensors with

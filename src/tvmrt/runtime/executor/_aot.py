@@ -20,6 +20,7 @@ from tvmrt.error import InternalError, ModuleLoadError
 from tvmrt.runtime._ctypes_api import DLDataType
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.dtype import DataType
+from tvmrt.runtime.executor import _aot_native
 from tvmrt.runtime.executor._aot_io import AotIO
 from tvmrt.runtime.executor.protocol import TensorInfo
 from tvmrt.runtime.module import Module
@@ -158,12 +159,16 @@ class AotExecutorFactory(Module):
     def type_key(self) -> str:
         return "AotExecutorFactory"
 
-    def create(self, *devices: Device) -> AotExecutor:
-        """A new executor on ``devices`` (exactly one: cpu(0)) with the params set."""
+    def create(self, *devices: Device) -> Module:
+        """A new executor on ``devices`` (exactly one: cpu(0)) with the params set: the C
+        runtime's where it may run the library (:mod:`._aot_native`), else this engine's."""
         if len(devices) != 1:
             raise InternalError(f"Expect exactly 1 device passed (got {len(devices)})")
         if not self._imports:
             raise ModuleLoadError("the AOT executor factory has no library imported")
+        native = _aot_native.create(self, devices[0], self.params)
+        if native is not None:
+            return native
         executor = AotExecutor(self._imports[0], devices[0])
         for name, value in self.params.items():
             executor.input_array(name).copyfrom(value)

@@ -13,10 +13,13 @@ import tempfile
 from collections.abc import Callable, Collection
 from typing import Any
 
-from tvmrt.error import UnsupportedError
+import numpy as np
+
+from tvmrt.error import ArrayError, UnsupportedError
 from tvmrt.runtime.executor.profile import profile_whole_run, time_whole_run
 from tvmrt.runtime.executor.protocol import ModuleFace, TensorInfo, not_replicated
 from tvmrt.runtime.module import Module
+from tvmrt.runtime.native_module import NativeModule
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.profiling import Report
 
@@ -53,17 +56,40 @@ class AotModule(ModuleFace):
         dump_root: str | None = None,
     ) -> None:
         super().__init__(module)
+        self._native = isinstance(module, NativeModule)  # the C runtime's executor
+        # its inputs' and outputs' NDArrays by key, made once (AOT never rebinds them)
+        self._arrays: dict[tuple[str, int | str], NDArray] = {}
         self._get_input_name = module["get_input_name"]
         self._weights = frozenset(weights)
         self._make_module = make_module
         self._dump_root = dump_root
 
     def _copy_input(self, key: int | str, value: object) -> None:
+        if self._native and (type(value) is np.ndarray or isinstance(value, NDArray)):
+            try:  # the C executor copies an array of the input's shape and dtype itself
+                self._set_input(key, value)
+                return
+            except ArrayError:
+                pass  # else numpy converts it, in the Python engine's words (copyfrom)
         self._get_input(key).copyfrom(value)
+
+    def get_output(self, index: int | str, out: NDArray | None = None) -> NDArray:
+        """Output ``index`` (the executor's own array, which the next ``run`` overwrites), or
+        a copy into ``out``."""
+        if out is None and self._native:  # the C executor's arrays never change: kept
+            found = self._arrays.get(("output", index))
+            if found is None:
+                found = self._arrays[("output", index)] = self._get_output(index)
+            return found
+        return super().get_output(index, out)
 
     def get_input(self, index: int | str, out: NDArray | None = None) -> NDArray:
         """Input ``index`` (the executor's own array), or a copy into ``out``."""
-        value: NDArray = self._get_input(index)
+        value: NDArray | None = self._arrays.get(("input", index)) if self._native else None
+        if value is None:
+            value = self._get_input(index)
+            if self._native:
+                self._arrays[("input", index)] = value
         if out is not None:
             value.copyto(out)
             return out

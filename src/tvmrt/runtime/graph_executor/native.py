@@ -30,27 +30,34 @@ from tvmrt.runtime.graph_executor.linked import LOOKUP_FUNCTION
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 
-__all__ = ["ENGINE_VARIABLE", "create", "engine_wanted", "refusal"]
+__all__ = ["ENGINE_VARIABLE", "create", "engine_wanted", "kernels", "refusal"]
 
 ENGINE_VARIABLE = "TVMRT_GRAPH_ENGINE"
 _CPU = 1
+# the modules over a kernel library (its first import): factories, AOT's metadata module
+_WRAPPERS = ("GraphExecutorFactory", "AotExecutorFactory", "metadata_module")
 
 
-def engine_wanted() -> str | None:
-    """``TVMRT_GRAPH_ENGINE``: None (the C engine where it can), ``"native"`` or ``"python"``."""
-    wanted = os.environ.get(ENGINE_VARIABLE) or None
+def engine_wanted(variable: str = ENGINE_VARIABLE) -> str | None:
+    """``TVMRT_GRAPH_ENGINE`` (or the AOT executor's ``variable``): None (the C engine where
+    it can), ``"native"`` or ``"python"``."""
+    wanted = os.environ.get(variable) or None
     if wanted not in (None, "native", "python"):
-        raise ArgumentTypeError(
-            f"{ENGINE_VARIABLE} must be unset, 'native' or 'python', got {wanted!r}"
-        )
+        raise ArgumentTypeError(f"{variable} must be unset, 'native' or 'python', got {wanted!r}")
     return wanted
 
 
-def refusal(lib: Module, devices: Sequence[Device], root: Module | None = None) -> str:
-    """Why the C engine must not run a graph over ``lib``'s kernels on ``devices`` (""
-    if it may); ``root``: the module ``load_module`` returned (the factory), if not ``lib``."""
-    if engine_wanted() == "python":
-        return f"{ENGINE_VARIABLE}=python"
+def refusal(
+    lib: Module,
+    devices: Sequence[Device],
+    root: Module | None = None,
+    variable: str = ENGINE_VARIABLE,
+) -> str:
+    """Why the C engine must not run a graph (or, with the AOT executor's ``variable``, a
+    model) over ``lib``'s kernels on ``devices`` ("" if it may); ``root``: the module
+    ``load_module`` returned (the factory), if not ``lib``."""
+    if engine_wanted(variable) == "python":
+        return f"{variable}=python"
     if any(dev.device_type != _CPU for dev in devices):
         return "a device other than the CPU is given"
     loaded = root if root is not None else lib
@@ -67,15 +74,16 @@ def _library_refusal(lib: Module, path: str) -> str:
 
     if lib.find_function(LOOKUP_FUNCTION, True) is not None:
         return "its weights are TVM 0.7/0.8 linked params, which only the Python engine reads"
-    factory = lib.type_key == "GraphExecutorFactory" and lib.imported_modules
-    host = lib.imported_modules[0] if factory else lib
+    host = lib
+    while host.type_key in _WRAPPERS and host.imported_modules:  # down to the kernels
+        host = host.imported_modules[0]
     devices_code = [m.type_key for m in host.imported_modules]
     if devices_code:
         return f"its kernels launch on device code ({', '.join(devices_code)} modules)"
     return c_runtime_refusal(path)
 
 
-def _kernels(lib: Module, root: Module | None) -> Module:
+def kernels(lib: Module, root: Module | None) -> Module:
     """The C runtime's module of the kernels of ``lib`` (loaded once per Python module)."""
     from tvmrt.runtime import native_module
 
@@ -108,7 +116,7 @@ def create(
     flat = [v for dev in devices for v in (dev.device_type, dev.device_id)]
     try:
         executor = native_module.c_global("tvm.graph_executor.create")(
-            graph_json, _kernels(lib, root), *flat
+            graph_json, kernels(lib, root), *flat
         )
     except TVMError:
         if engine_wanted() == "native":
