@@ -339,6 +339,19 @@ CASES = [
     ),
     Hostile("share_params_with_itself", mode="share_self"),  # item 4: no leak (LSan)
     Hostile(
+        "input_bound_read_only_then_set",  # issue 43: the C runtime wrote it
+        mode="zc_read_only",
+        error="set_input: ArrayError: input 'data' is bound to read-only memory "
+        "(set_input_zero_copy); bind writable memory to copy into it",
+    ),
+    Hostile(
+        "output_bound_read_only",  # issue 43: kernels wrote it
+        mode="zc_out_read_only",
+        error="set_output_zero_copy: ArrayError: zero-copy output 0: the array is read-only "
+        "(a read-only mapping, immutable bytes or writeable=False), but kernels write this "
+        "entry; pass writable memory",
+    ),
+    Hostile(
         "get_output_into_float64",
         mode="out_float64",
         error="get_output: ArrayError: get_output(0): out has shape (1, 10) and dtype float64, "
@@ -426,7 +439,19 @@ def _python(case: Hostile, model: Model, text: str, blob: bytes) -> tuple[str, n
         m = create(text, lib, 1, 0)
         step = "load_params"
         m["load_params"](bytearray(blob))
-        if case.mode.startswith("zc_"):
+        if case.mode in ("zc_read_only", "zc_out_read_only"):
+            output = case.mode == "zc_out_read_only"
+            memory = runtime.empty(model.golden.shape if output else model.data.shape)
+            frozen = memory.numpy_view().view()  # 64-byte aligned, as a binding must be
+            frozen.setflags(write=False)
+            read_only = runtime.NDArray.from_host_memory(
+                frozen, runtime.DataType("float32"), runtime.cpu(), memory
+            )
+            step = "set_output_zero_copy" if output else "set_input_zero_copy"
+            m[step](0 if output else "data", read_only)
+            step = "set_input"
+            m["set_input"]("data", runtime.nd.array(model.data))
+        elif case.mode.startswith("zc_"):
             step = "set_input_zero_copy"
             wrong = np.zeros(model.data.shape, case.mode[3:])
             m["set_input_zero_copy"]("data", runtime.nd.array(wrong))

@@ -142,6 +142,29 @@ int main(int argc, char** argv) {
       return 2;
     args[1].v_handle = x;
     if (call(gmod, "set_input_zero_copy", "set_input_zero_copy", args, codes, 2) != 0) goto done;
+  } else if (strcmp(mode, "zc_read_only") == 0 || strcmp(mode, "zc_out_read_only") == 0) {
+    /* memory the caller says is read-only (tvmrt's third argument): an input bound to it is
+       never written, and an output binding of it is refused */
+    int output = strcmp(mode, "zc_out_read_only") == 0;
+    if (TVMArrayAlloc(output ? out_shape : shape, output ? 2 : 4, kDLFloat, 32, 1, kDLCPU, 0, &x) !=
+        0)
+      return 2;
+    if (output) {
+      args[0].v_int64 = 0;
+      codes[0] = kTVMArgInt;
+    }
+    args[1].v_handle = x;
+    args[2].v_int64 = 1;
+    codes[2] = kTVMArgInt;
+    if (call(gmod, output ? "set_output_zero_copy" : "set_input_zero_copy",
+             output ? "set_output_zero_copy" : "set_input_zero_copy", args, codes, 3) != 0)
+      goto done;
+    if (TVMArrayAlloc(shape, 4, kDLFloat, 32, 1, kDLCPU, 0, &base) != 0) return 2;
+    if (TVMArrayCopyFromBytes(base, input, in_size) != 0) return 2;
+    args[0].v_str = "data";
+    codes[0] = kTVMStr;
+    args[1].v_handle = base;
+    if (call(gmod, "set_input", "set_input", args, codes, 2) != 0) goto done;
   } else if (strcmp(mode, "strided") == 0) {
     /* the input as a (1, 3, 16, 16) view of NHWC memory: strides (768, 1, 48, 3) */
     const float* src = (const float*)input;
