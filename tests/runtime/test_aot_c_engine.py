@@ -14,7 +14,7 @@ import pytest
 
 from support.fixtures import artifact_folder
 from tvmrt import runtime
-from tvmrt.error import TVMError, UnsupportedError
+from tvmrt.error import ArgumentTypeError, ArrayError, TVMError, UnsupportedError
 from tvmrt.runtime.executor.aot_executor import AotModule
 from tvmrt.runtime.native_module import NativeModule
 
@@ -91,3 +91,22 @@ def test_what_the_c_engine_refuses_runs_on_python_or_is_an_error_when_asked(
     monkeypatch.setenv("TVMRT_AOT_ENGINE", "native")
     with pytest.raises(UnsupportedError, match="changed after loading"):
         lib["default"](runtime.cpu(0))
+
+
+def test_an_out_argument_is_a_writable_ndarray_on_both_engines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the C executor wrote a read-only NDArray given as out; the Python engine raised
+    # numpy's words for it, and "device type must be a str or int" for a numpy out
+    frozen = np.zeros((1, 10), "float32")
+    frozen.setflags(write=False)
+    read_only = runtime.NDArray.from_host_memory(frozen, runtime.DataType("float32"), runtime.cpu())
+    for engine in ("native", "python"):
+        m = _module(monkeypatch, engine)
+        with pytest.raises(ArgumentTypeError, match=r"get_output\(0\): out must be an NDArray"):
+            m.get_output(0, np.zeros((1, 10), "float32"))
+        with pytest.raises(ArrayError, match=r"get_output\(0\): out is read-only"):
+            m.get_output(0, read_only)
+        with pytest.raises(ArrayError, match=r"get_input\('data'\): out is read-only"):
+            m.get_input("data", read_only)
+        assert not frozen.any()

@@ -18,6 +18,7 @@ import numpy as np
 from tvmrt.error import ArrayError, UnsupportedError
 from tvmrt.runtime.executor.profile import profile_whole_run, time_whole_run
 from tvmrt.runtime.executor.protocol import ModuleFace, TensorInfo, not_replicated
+from tvmrt.runtime.graph_executor.checks import check_out
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.native_module import NativeModule
 from tvmrt.runtime.ndarray import NDArray
@@ -59,6 +60,12 @@ class AotModule(ModuleFace):
         self._native = isinstance(module, NativeModule)  # the C runtime's executor
         # its inputs' and outputs' NDArrays by key, made once (AOT never rebinds them)
         self._arrays: dict[tuple[str, int | str], NDArray] = {}
+        # an out argument is an NDArray, writable, on either engine (the C executor would
+        # write a read-only one; the Python engine raised numpy's words); a remote
+        # executor's server checks its own
+        self._remote = module.type_key == "rpc"
+        if not self._remote:
+            self._out_check = check_out
         self._get_input_name = module["get_input_name"]
         self._weights = frozenset(weights)
         self._make_module = make_module
@@ -91,6 +98,8 @@ class AotModule(ModuleFace):
             if self._native:
                 self._arrays[("input", index)] = value
         if out is not None:
+            if self._out_check is not None:
+                self._out_check(out, f"get_input({index!r})")
             value.copyto(out)
             return out
         return value
