@@ -298,15 +298,7 @@ def _to_c(value: object, keep: list[object]) -> tuple[int, Any]:
 def _c_object(keep: list[object], maker: str, *args: object) -> tuple[int, Any]:
     """The C object the global function ``maker`` makes of ``args`` as an argument (its
     handle kept in ``keep``, not turned into a Python value)."""
-    values, codes, held = _pack(args)
-    ret, ret_code = TVMValue(), ctypes.c_int(_CODE.NULL)
-    func = c_global(maker)
-    if _lib().TVMFuncCall(
-        func.handle.value, values, codes, len(args), ctypes.byref(ret), ctypes.byref(ret_code)
-    ):
-        raise fail(maker)
-    del held
-    address = int(ret.v_handle or 0)
+    _code, address = c_global(maker)._call_packed(args, maker)
     keep.append(_handle(address, "TVMObjectFree"))
     return _CODE.OBJECT_HANDLE, address
 
@@ -575,6 +567,11 @@ class NativeFunction(PackedFunc):
         return self(*args)
 
     def _invoke_unprepared(self, args: Sequence[object]) -> Any:
+        return to_python(*self._call_packed(args))
+
+    def _call_packed(self, args: Sequence[object], what: str = "") -> tuple[int, int]:
+        """A call with ``args`` converted here (:func:`_to_c`): the raw (code, 64 bits)
+        result, not yet a Python value; an error is prefixed with ``what``, if any."""
         values, codes, keep = _pack(args)
         ret, ret_code = TVMValue(), ctypes.c_int(_CODE.NULL)
         rc = _lib().TVMFuncCall(
@@ -582,8 +579,8 @@ class NativeFunction(PackedFunc):
         )
         del keep
         if rc:
-            raise fail()
-        return to_python(ret_code.value, int(ret.v_int64 or 0))
+            raise fail(what)
+        return ret_code.value, int(ret.v_int64 or 0)
 
     def __repr__(self) -> str:
         return f"NativeFunction({self.name!r})"

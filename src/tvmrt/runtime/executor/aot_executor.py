@@ -63,8 +63,7 @@ class AotModule(ModuleFace):
         # an out argument is an NDArray, writable, on either engine (the C executor would
         # write a read-only one; the Python engine raised numpy's words); a remote
         # executor's server checks its own
-        self._remote = module.type_key == "rpc"
-        if not self._remote:
+        if module.type_key != "rpc":
             self._out_check = check_out
         self._get_input_name = module["get_input_name"]
         self._weights = frozenset(weights)
