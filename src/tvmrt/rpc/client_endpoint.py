@@ -16,7 +16,7 @@ import struct
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
 from tvmrt.error import (
@@ -252,7 +252,8 @@ class ClientEndpoint:
         handle = self._globals.get(name)
         if handle is None:
             values = self._syscall(RPCCode.kGetGlobalFunc, [name])
-            handle = single_handle(values, f"kGetGlobalFunc({name!r})")
+            with self._refused_ends():
+                handle = single_handle(values, f"kGetGlobalFunc({name!r})")
             self._globals[name] = handle
         return None if handle == 0 else RemoteFunc(self, handle, name, owned=False)
 
@@ -286,7 +287,8 @@ class ClientEndpoint:
         with self._lock:
             body = self._request(RPCCode.kCallFunc, payload, f"calling {name}")
             values = self._decode(body, f"the reply of {name}")
-        return from_return(self, values, name)
+        with self._refused_ends():
+            return from_return(self, values, name)
 
     def device_attr(self, dev: Device, kind: int) -> Any:
         values = self._syscall(RPCCode.kDevGetAttr, [self._wire_device(dev), kind])
@@ -417,6 +419,16 @@ class ClientEndpoint:
             f"{what}: the server at {self.peer} answered with packet code {code}; "
             "expected kReturn or kException"
         )
+
+    @contextlib.contextmanager
+    def _refused_ends(self) -> Iterator[None]:
+        """A reply the client refuses ends the session, as a packet it cannot decode does:
+        whatever the server sends after it cannot be trusted to answer the next request."""
+        try:
+            yield
+        except RPCProtocolError:
+            self._drop()
+            raise
 
     def _drop(self) -> None:
         sock, self._sock = self._sock, None
