@@ -501,6 +501,9 @@ def to_python(code: int, raw: int) -> Any:
         return String(ctypes.string_at(raw).decode("utf-8", "replace"))
     if code == _CODE.HANDLE:
         return raw
+    if code == _CODE.BYTES:  # a TVMByteArray the callee keeps until its next call
+        array = TVMByteArray.from_address(raw)
+        return ctypes.string_at(array.data, array.size) if array.size else b""
     if code == _OBJECT:
         return _object(raw)
     if code == _CODE.MODULE_HANDLE:

@@ -2,7 +2,8 @@
  * The graph executor factory (type key "GraphExecutorFactory"): what a `relay.build`
  * export carries in its blob (graph JSON, params, module name). `lib["default"](dev)`
  * builds a graph executor over the factory's import (the kernel library) with the params
- * copied in, as TVM's GraphExecutorFactory::ExecutorCreate.
+ * copied in, as TVM's GraphExecutorFactory::ExecutorCreate; `debug_create(name, dev)` a
+ * debug executor (graph_debug.c) the same way.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,20 +17,24 @@ typedef struct {
   char* name;
 } factory_impl;
 
-static int f_default(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
-  tvmrt_module* mod = (tvmrt_module*)self;
+/* an executor (`debug`: a debug executor) over the factory's import with its params copied
+   in, on the devices args[first..] */
+static int create(tvmrt_module* mod, TVMValue* args, int* codes, int first, int n, int debug,
+                  TVMValue* ret, int* rc) {
   factory_impl* impl = (factory_impl*)mod->impl;
   tvmrt_module* exec;
   DLDevice devs[TVMRT_GE_MAX_DEVICES];
   size_t num_devs;
-  if (tvmrt_device_list(args, codes, 0, n, devs, TVMRT_GE_MAX_DEVICES, &num_devs, impl->name) != 0)
+  if (tvmrt_device_list(args, codes, first, n, devs, TVMRT_GE_MAX_DEVICES, &num_devs,
+                        debug ? "debug_create" : impl->name) != 0)
     return -1;
   if (mod->num_imports == 0) {
     return tvmrt_fail("ModuleLoadError",
                       "GraphExecutorFactory: the factory imports no kernel "
                       "library");
   }
-  exec = tvmrt_graph_executor_create(impl->json, impl->json_len, mod->imports[0], devs, num_devs);
+  exec = (debug ? tvmrt_graph_executor_debug_create : tvmrt_graph_executor_create)(
+      impl->json, impl->json_len, mod->imports[0], devs, num_devs);
   if (exec == NULL) return -1;
   if (tvmrt_graph_set_params(exec, &impl->params, 1) != 0) {
     tvmrt_release(&exec->hdr);
@@ -38,6 +43,26 @@ static int f_default(void* self, TVMValue* args, int* codes, int n, TVMValue* re
   ret->v_handle = exec;
   *rc = kTVMModuleHandle;
   return 0;
+}
+
+static int f_default(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  return create((tvmrt_module*)self, args, codes, 0, n, 0, ret, rc);
+}
+
+/* debug_create(module_name, devices...): TVM's, the Python runtime's words */
+static int f_debug_create(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  tvmrt_module* mod = (tvmrt_module*)self;
+  const char* held = ((factory_impl*)mod->impl)->name;
+  if (n < 1 || codes[0] != kTVMStr) {
+    return tvmrt_fail("ArgumentTypeError", "debug_create takes the model's name, then its devices");
+  }
+  if (strcmp(args[0].v_str, held) != 0) {
+    return tvmrt_fail("TVMError",
+                      "debug_create: the factory holds model '%.200s', not '%.200s' (Currently "
+                      "we only support single model for now.)",
+                      held, args[0].v_str);
+  }
+  return create(mod, args, codes, 1, n, 1, ret, rc);
 }
 
 static int f_get_graph_json(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
@@ -51,6 +76,7 @@ static tvmrt_func* factory_lookup(tvmrt_module* mod, const char* name) {
   factory_impl* impl = (factory_impl*)mod->impl;
   if (strcmp(name, impl->name) == 0) return tvmrt_func_new(f_default, mod, &mod->hdr);
   if (strcmp(name, "get_graph_json") == 0) return tvmrt_func_new(f_get_graph_json, mod, &mod->hdr);
+  if (strcmp(name, "debug_create") == 0) return tvmrt_func_new(f_debug_create, mod, &mod->hdr);
   return NULL;
 }
 

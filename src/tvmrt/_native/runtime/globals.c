@@ -6,6 +6,7 @@
  * the runtime up before they hand out a module or function (tvmrt_init).
  *
  *   tvm.graph_executor.create / tvm.graph_runtime.create   (graph_json, lib, devices...)
+ *   tvm.graph_executor_debug.create                        (the same; graph_debug.c)
  *   runtime.SystemLib / module._GetSystemLib               ([prefix])
  *   runtime.ModuleLoadFromFile                             (path[, format])
  *   tvm.aot_executor.create                                (lib, device[, model name])
@@ -22,40 +23,52 @@
 /* ---------------------------------------------------------------------------------- */
 /* the runtime's own global functions                                                  */
 
-static int f_graph_create(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+/* tvm.graph_executor.create, or (`debug`) tvm.graph_executor_debug.create, named `fn` */
+static int graph_create(TVMValue* args, int* codes, int n, TVMValue* ret, int* rc, const char* fn,
+                        int debug) {
   tvmrt_module *lib, *exec;
   DLDevice devs[TVMRT_GE_MAX_DEVICES];
   size_t num_devs;
   int first = 2;
-  (void)self;
   if (n < 3) {
     return tvmrt_fail("InvalidArgumentError",
                       "The expected number of arguments for "
-                      "graph_executor.create is at least 4, but it has %d",
-                      n);
+                      "%s is at least 4, but it has %d",
+                      fn + 4, n);
   }
   if (codes[0] != kTVMStr) {
     return tvmrt_fail("ArgumentTypeError",
-                      "tvm.graph_executor.create: graph_json must be a "
+                      "%s: graph_json must be a "
                       "string, got type code %d",
-                      codes[0]);
+                      fn, codes[0]);
   }
   if (codes[1] != kTVMModuleHandle || (lib = tvmrt_module_check(args[1].v_handle)) == NULL) {
     return tvmrt_fail("ArgumentTypeError",
-                      "tvm.graph_executor.create: lib must be a Module, got "
+                      "%s: lib must be a Module, got "
                       "type code %d",
-                      codes[1]);
+                      fn, codes[1]);
   }
   if (codes[2] == kTVMPackedFuncHandle || codes[2] == kTVMNullptr) first = 3; /* linked params */
-  if (tvmrt_device_list(args, codes, first, n, devs, TVMRT_GE_MAX_DEVICES, &num_devs,
-                        "tvm.graph_executor.create") != 0) {
+  if (tvmrt_device_list(args, codes, first, n, devs, TVMRT_GE_MAX_DEVICES, &num_devs, fn) != 0) {
     return -1;
   }
-  exec = tvmrt_graph_executor_create(args[0].v_str, strlen(args[0].v_str), lib, devs, num_devs);
+  exec = (debug ? tvmrt_graph_executor_debug_create : tvmrt_graph_executor_create)(
+      args[0].v_str, strlen(args[0].v_str), lib, devs, num_devs);
   if (exec == NULL) return -1;
   ret->v_handle = exec;
   *rc = kTVMModuleHandle;
   return 0;
+}
+
+static int f_graph_create(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  (void)self;
+  return graph_create(args, codes, n, ret, rc, "tvm.graph_executor.create", 0);
+}
+
+static int f_graph_debug_create(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
+                                int* rc) {
+  (void)self;
+  return graph_create(args, codes, n, ret, rc, "tvm.graph_executor_debug.create", 1);
 }
 
 static int f_system_lib(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
@@ -122,6 +135,7 @@ static const struct {
 } k_builtins[] = {
     {"tvm.graph_executor.create", f_graph_create},
     {"tvm.graph_runtime.create", f_graph_create},
+    {"tvm.graph_executor_debug.create", f_graph_debug_create},
     {"runtime.SystemLib", f_system_lib},
     {"module._GetSystemLib", f_system_lib},
     {"runtime.ModuleLoadFromFile", f_load_from_file},

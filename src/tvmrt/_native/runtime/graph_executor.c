@@ -235,6 +235,7 @@ graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib,
       return NULL;
   }
   ge = (graph_executor*)calloc(1, sizeof(graph_executor));
+  if (ge != NULL) ge->last_executed = -1;
   if (ge == NULL) {
     tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a graph executor");
     return NULL;
@@ -308,6 +309,8 @@ void tvmrt_ge_destroy(graph_executor* ge) {
   free(ge->shared);
   free(ge->is_param);
   free(ge->read_only);
+  free(ge->op_of);
+  free(ge->blob);
   if (ge->held != NULL) {
     for (i = 0; i < ge->g.num_args + ge->g.num_heads; ++i) {
       if (ge->held[i] != NULL) tvmrt_release(ge->held[i]);
@@ -328,39 +331,43 @@ void tvmrt_ge_refresh(graph_executor* ge) {
   }
 }
 
+int tvmrt_ge_run_op(graph_executor* ge, size_t i) {
+  tvmrt_ge_op* op = &ge->ops[i];
+  TVMValue ret;
+  int ret_code = kTVMNullptr, rc;
+  if (op->kind == OP_NOP) return 0;
+  if (op->kind == OP_COPY) return tvmrt_copy_tensor(&op->tensors[0], &op->tensors[1]);
+  tvmrt_clear_last_error();
+  if (op->func->kind == RT_FN_BACKEND) {
+    rc = op->func->backend(op->args, op->codes, op->num_args, &ret, &ret_code, NULL);
+  } else {
+    rc = TVMFuncCall(op->func, op->args, op->codes, op->num_args, &ret, &ret_code);
+  }
+  if (rc != 0) { /* the Python engine's words: where, then what the kernel said */
+    const tvmrt_node* node = &ge->g.nodes[op->nid];
+    char msg[1024];
+    size_t len;
+    snprintf(msg, sizeof(msg), "%s", tvmrt_peek_last_error());
+    for (len = strlen(msg); len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' ');) {
+      msg[--len] = '\0';
+    }
+    if (len == 0) {
+      snprintf(msg, sizeof(msg), "function '%.200s' returned %d without setting an error message",
+               node->func_name, rc);
+    }
+    return tvmrt_fail("KernelError", "node %u '%.200s' (kernel '%.200s'): %s", op->nid, node->name,
+                      node->func_name, msg);
+  }
+  return 0;
+}
+
 int tvmrt_ge_run(graph_executor* ge) {
   size_t i;
+  ge->last_executed = -1;
   for (i = 0; i < ge->num_ops; ++i) {
-    tvmrt_ge_op* op = &ge->ops[i];
-    TVMValue ret;
-    int ret_code = kTVMNullptr, rc;
-    if (op->kind == OP_NOP) continue;
-    if (op->kind == OP_COPY) {
-      if (tvmrt_copy_tensor(&op->tensors[0], &op->tensors[1]) != 0) return -1;
-      continue;
-    }
-    tvmrt_clear_last_error();
-    if (op->func->kind == RT_FN_BACKEND) {
-      rc = op->func->backend(op->args, op->codes, op->num_args, &ret, &ret_code, NULL);
-    } else {
-      rc = TVMFuncCall(op->func, op->args, op->codes, op->num_args, &ret, &ret_code);
-    }
-    if (rc != 0) { /* the Python engine's words: where, then what the kernel said */
-      const tvmrt_node* node = &ge->g.nodes[op->nid];
-      char msg[1024];
-      size_t len;
-      snprintf(msg, sizeof(msg), "%s", tvmrt_peek_last_error());
-      for (len = strlen(msg); len > 0 && (msg[len - 1] == '\n' || msg[len - 1] == ' ');) {
-        msg[--len] = '\0';
-      }
-      if (len == 0) {
-        snprintf(msg, sizeof(msg), "function '%.200s' returned %d without setting an error message",
-                 node->func_name, rc);
-      }
-      return tvmrt_fail("KernelError", "node %u '%.200s' (kernel '%.200s'): %s", op->nid,
-                        node->name, node->func_name, msg);
-    }
+    if (tvmrt_ge_run_op(ge, i) != 0) return -1;
   }
+  ge->last_executed = (int64_t)ge->g.num_nodes - 1;
   return 0;
 }
 

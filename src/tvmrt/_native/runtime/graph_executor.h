@@ -43,6 +43,11 @@ typedef struct {
   unsigned char* read_only; /* per input: bound zero-copy to memory its caller said is read-only
                                (set_input_zero_copy's third argument, tvmrt's), which set_input
                                and load_params refuse to write */
+  /* the debug executor's (graph_debug.c) */
+  int64_t last_executed; /* the node execute_node continues from (-1: none); run sets it */
+  int32_t* op_of;        /* per node: its op's index, -1 for an input (made on first use) */
+  unsigned char* blob;   /* the bytes run_individual* last returned, kept until the next */
+  TVMByteArray blob_ref;
 } graph_executor;
 
 /* graph_executor.c: create (over num_devs devices, the first the fallback), destroy, run,
@@ -51,6 +56,8 @@ graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib,
                                 const DLDevice* devs, size_t num_devs);
 void tvmrt_ge_destroy(graph_executor* ge);
 int tvmrt_ge_run(graph_executor* ge);
+/* op `i` alone (ops are in node order, one per op node), with the run's words on failure */
+int tvmrt_ge_run_op(graph_executor* ge, size_t i);
 /* after rebinding entries: point the kernel args at them */
 void tvmrt_ge_refresh(graph_executor* ge);
 /* zero copy: rebind entry `eid` (and, for inputs, every entry sharing its storage) to a
@@ -73,7 +80,9 @@ int tvmrt_ge_external_problem(const DLTensor* want, const DLTensor* ext, const c
    words: it is bound zero-copy to memory its caller said is read-only */
 int tvmrt_ge_writable_input(const graph_executor* ge, size_t idx);
 
-/* graph_funcs.c */
+/* graph_funcs.c: the module's functions, and the module over `ge` (which it then owns);
+   graph_debug.c's module looks its own functions up first */
 tvmrt_func* tvmrt_ge_lookup(tvmrt_module* mod, const char* name);
+tvmrt_module* tvmrt_ge_module(graph_executor* ge);
 
 #endif /* TVMRT_NATIVE_RUNTIME_GRAPH_EXECUTOR_H_ */

@@ -639,12 +639,10 @@ tvmrt_func* tvmrt_ge_lookup(tvmrt_module* mod, const char* name) {
 
 static void tvmrt_ge_finalize(tvmrt_module* mod) { tvmrt_ge_destroy((graph_executor*)mod->impl); }
 
-tvmrt_module* tvmrt_graph_executor_create(const char* json, size_t len, tvmrt_module* lib,
-                                          const DLDevice* devs, size_t num_devs) {
-  graph_executor* ge = tvmrt_ge_create(json, len, lib, devs, num_devs);
+tvmrt_module* tvmrt_ge_module(graph_executor* ge) {
   tvmrt_module* mod;
   if (ge == NULL) return NULL;
-  mod = tvmrt_module_new("GraphExecutor", ge);
+  mod = tvmrt_module_new("GraphExecutor", ge); /* the debug executor's too, as TVM's */
   if (mod == NULL) {
     tvmrt_ge_destroy(ge);
     return NULL;
@@ -652,4 +650,9 @@ tvmrt_module* tvmrt_graph_executor_create(const char* json, size_t len, tvmrt_mo
   mod->lookup = tvmrt_ge_lookup;
   mod->finalize = tvmrt_ge_finalize;
   return mod;
+}
+
+tvmrt_module* tvmrt_graph_executor_create(const char* json, size_t len, tvmrt_module* lib,
+                                          const DLDevice* devs, size_t num_devs) {
+  return tvmrt_ge_module(tvmrt_ge_create(json, len, lib, devs, num_devs));
 }

@@ -431,6 +431,10 @@ int tvmrt_read_factory_params(tvmrt_reader* r, const char* what, tvmrt_params* o
    entries go whose device_index names none of them; at most TVMRT_GE_MAX_DEVICES) */
 tvmrt_module* tvmrt_graph_executor_create(const char* json, size_t json_len, tvmrt_module* lib,
                                           const DLDevice* devs, size_t num_devs);
+/* the same with the debug executor's functions (graph_debug.c; TVM's GraphExecutorDebug) */
+tvmrt_module* tvmrt_graph_executor_debug_create(const char* json, size_t json_len,
+                                                tvmrt_module* lib, const DLDevice* devs,
+                                                size_t num_devs);
 /* the factory module a "GraphExecutorFactory" blob entry describes */
 tvmrt_module* tvmrt_graph_factory_load(tvmrt_reader* r);
 /* copy every named array into the executor's inputs of that name (unknown names skipped);
@@ -495,6 +499,26 @@ tvmrt_func* tvmrt_registry_find_host(const char* name);
 /* every registered name, then the `num_more` names of `more` (TVMFuncListGlobalNames) */
 int tvmrt_registry_names(const char* const* more, size_t num_more, int* out_size,
                          const char*** out_array);
+
+/* ---------------------------------------------------------------------------------- */
+/* timing.c: TVM's time evaluator                                                      */
+
+#define TVMRT_TIMING_MAX_REPEAT (1 << 20) /* measurements per call: bounds the results */
+typedef struct {
+  int64_t number, repeat;
+  double min_repeat_ms;
+  int64_t limit_zero_time_iterations;
+  double cooldown_interval_ms;
+  int64_t repeats_to_cooldown;
+} tvmrt_timing;
+/* TVM's six timing arguments (number, repeat, min_repeat_ms, limit_zero_time_iterations,
+   cooldown_interval_ms, repeats_to_cooldown; the first `n` given, the rest TVM's defaults),
+   checked with the Python runtime's words */
+int tvmrt_timing_args(const TVMValue* args, const int* codes, int n, tvmrt_timing* out);
+/* seconds per call of `call(ctx)` (0: it ran) for each of t->repeat measurements, into
+   `results`; `dev` is synchronized around each measurement */
+int tvmrt_time_evaluate(int (*call)(void* ctx), void* ctx, DLDevice dev, const tvmrt_timing* t,
+                        double* results);
 
 /* globals.c: any global function (registered, built-in, C-implemented contrib) */
 tvmrt_func* tvmrt_registry_get(const char* name); /* new reference or NULL (no error) */

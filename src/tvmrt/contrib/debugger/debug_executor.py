@@ -50,7 +50,12 @@ from tvmrt.error import (
 from tvmrt.runtime.benchmark import BenchmarkResult, TimingConfig
 from tvmrt.runtime.device import RPC_SESS_MASK, Device
 from tvmrt.runtime.executor.protocol import GraphTiming, not_replicated
-from tvmrt.runtime.graph_executor.debug import GraphExecutorDebug
+from tvmrt.runtime.graph_executor import native
+from tvmrt.runtime.graph_executor.debug import (
+    GraphExecutorDebug,
+    check_no_collectors,
+    profile_graph,
+)
 from tvmrt.runtime.graph_executor.storage import plan_storage
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
@@ -119,9 +124,14 @@ def create(
     devices, num_rpc, device_type_id = get_device(libmod, device)
     if num_rpc:  # the server builds the debug executor, as in TVM
         fcreate = libmod.remote_global_func("tvm.graph_executor_debug.create")  # type: ignore[attr-defined]
-    else:
-        fcreate = get_global_func("tvm.graph_executor_debug.create")
-    func_obj = fcreate(graph_json_str, libmod, *device_type_id)
+        func_obj = fcreate(graph_json_str, libmod, *device_type_id)
+    else:  # the C runtime's debug executor where it runs the graph (graph_executor.native)
+        made = native.create(graph_json_str, libmod, devices, debug=True)
+        if made is None:
+            made = get_global_func("tvm.graph_executor_debug.create")(
+                graph_json_str, libmod, *device_type_id
+            )
+        func_obj = made
     gmod = GraphModuleDebug(func_obj, devices, graph_json_str, dump_root)
     try:
         params = libmod["get_graph_params"]()
@@ -176,8 +186,9 @@ class GraphModuleDebug(GraphModule):
         self._debug_get_output = module["debug_get_output"]
         self._execute_node = module["execute_node"]
         self._get_node_output = module["get_node_output"]
-        self._profile = module["profile"]
-        self._profile_rpc = module["profile_rpc"]
+        # the C runtime's debug executor has no profile: this face times its nodes (profile)
+        self._profile = module.find_function("profile")
+        self._profile_rpc = module.find_function("profile_rpc")
         super().__init__(module, graph_json_str, weights)
         devices = [device] if isinstance(device, Device) else list(device)
         self._devices = devices
@@ -416,7 +427,15 @@ repeats_to_cooldown
         if self.module.type_key == "rpc":
             if collectors is not None:
                 raise InvalidArgumentError("Profiling with collectors is not supported over RPC")
+            assert self._profile_rpc is not None
             return Report.from_json(self._profile_rpc())
+        if self._profile is None:  # the C runtime's: each call is its execute_node
+            check_no_collectors(collectors)
+            host = self._devices[0]
+            timed = [nid for nid, node in enumerate(self.graph.nodes) if node.is_op]
+            return profile_graph(
+                self.graph, self._devices, self._run, self._execute_node, timed, lambda _: host
+            )
         report = self._profile(collectors)
         if not isinstance(report, Report):
             raise ArgumentTypeError(f"profile returned {type(report).__name__}, expected a Report")

@@ -61,7 +61,13 @@ from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.profiling import Count, Metric, Profiler, Report
 
-__all__ = ["GraphExecutorDebug", "create_debug_executor", "shape_string"]
+__all__ = [
+    "GraphExecutorDebug",
+    "check_no_collectors",
+    "create_debug_executor",
+    "profile_graph",
+    "shape_string",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +82,72 @@ def shape_string(graph: Graph, eids: Sequence[int]) -> str:
     return ", ".join(
         f"{graph.dltypes[eid]}[{', '.join(str(d) for d in graph.shapes[eid])}]" for eid in eids
     )
+
+
+def check_no_collectors(collectors: Sequence[object] | None) -> None:
+    """``profile``'s refusal of metric collectors: tvmrt has none (TVM's are PAPI counters)."""
+    if collectors:
+        raise UnsupportedError(
+            "profile: metric collectors are not supported by tvmrt; pass collectors=None"
+        )
+
+
+def profile_graph(
+    graph: Graph,
+    devices: Sequence[Device],
+    run: Callable[[], None],
+    run_node: Callable[[int], None],
+    timed: Sequence[int],
+    node_device: Callable[[int], Device],
+) -> Report:
+    """TVM's ``Profile`` of a graph on either engine: ``run`` the graph 3 times, then once
+    node by node, ``run_node`` of each of ``timed`` (the nodes with a call, in order) a
+    report row; on a CUDA graph the calls' kernels are timed with CUDA events.
+
+    ``node_device(nid)``: where node ``nid`` runs. The Python engine passes its own calls,
+    the C engine's face (``GraphModuleDebug``) the C executor's ``execute_node``.
+    """
+    for _ in range(_WARMUP_RUNS):
+        run()
+    configuration: dict[str, Metric] = {
+        "Executor": "Graph",
+        "Number of threads": Count(num_threads()),
+    }
+    if all_on_cuda([node_device(n) for n in timed]):
+        with kernel_timer() as timer:  # each call's time: its kernels' own, from events
+            prof = Profiler(devices, configuration, clock=timer.clock_ns)
+            return _profile_nodes(graph, prof, run_node, timed, node_device, True)
+    return _profile_nodes(
+        graph, Profiler(devices, configuration), run_node, timed, node_device, False
+    )
+
+
+def _profile_nodes(
+    graph: Graph,
+    prof: Profiler,
+    run_node: Callable[[int], None],
+    timed: Sequence[int],
+    node_device: Callable[[int], Device],
+    on_cuda: bool,
+) -> Report:
+    """One run, node by node, into ``prof``; ``on_cuda``: each node's kernels queued behind
+    a held stream (event_timing.held), so their events time the GPU alone."""
+    prof.start()
+    for nid in timed:
+        node = graph.nodes[nid]
+        metrics: dict[str, Metric] = {k: v for k, v in node.attrs.items() if "layout" in k}
+        if "hash" in node.attrs:
+            metrics["Hash"] = node.attrs["hash"]
+        eids = [graph.entry_id(r.node_id, r.index) for r in node.inputs]
+        eids += [graph.entry_id(nid, k) for k in range(node.num_outputs)]
+        metrics["Argument Shapes"] = shape_string(graph, eids)
+        dev = node_device(nid)
+        prof.start_call(node.func_name, dev, metrics)
+        with held(dev) if on_cuda else contextlib.nullcontext():
+            run_node(nid)
+        prof.stop_call()
+    prof.stop()
+    return prof.report()
 
 
 def _as_int(value: object, name: str) -> int:
@@ -317,44 +389,13 @@ class GraphExecutorDebug(GraphExecutor):
         NotImplementedError
             If ``collectors`` are given: tvmrt has no metric collectors.
         """
-        if collectors:
-            raise UnsupportedError(
-                "profile: metric collectors are not supported by tvmrt; pass collectors=None"
-            )
-        for _ in range(_WARMUP_RUNS):
-            self.run()
-        configuration: dict[str, Metric] = {
-            "Executor": "Graph",
-            "Number of threads": Count(num_threads()),
-        }
-        if all_on_cuda([self._node_device(n) for n, c in enumerate(self.node_calls) if c]):
-            with kernel_timer() as timer:  # each call's time: its kernels' own, from events
-                clock = timer.clock_ns
-                return self._profile(Profiler(self.devices, configuration, clock=clock), True)
-        return self._profile(Profiler(self.devices, configuration), False)
-
-    def _profile(self, prof: Profiler, on_cuda: bool) -> Report:
-        """One run, node by node, into ``prof``; ``on_cuda``: each node's kernels queued
-        behind a held stream (event_timing.held), so their events time the GPU alone."""
-        prof.start()
-        g = self.graph
-        for nid, node in enumerate(g.nodes):
-            if self.node_calls[nid] is None:
-                continue
-            metrics: dict[str, Metric] = {k: v for k, v in node.attrs.items() if "layout" in k}
-            if "hash" in node.attrs:
-                metrics["Hash"] = node.attrs["hash"]
-            eids = [g.entry_id(r.node_id, r.index) for r in node.inputs]
-            eids += [g.entry_id(nid, k) for k in range(node.num_outputs)]
-            metrics["Argument Shapes"] = shape_string(g, eids)
-            dev = self._node_device(nid)
-            prof.start_call(node.func_name, dev, metrics)
-            with held(dev) if on_cuda else contextlib.nullcontext():
-                self._run_node(nid)
-            prof.stop_call()
-        prof.stop()
+        check_no_collectors(collectors)
+        timed = [nid for nid, call in enumerate(self.node_calls) if call is not None]
+        report = profile_graph(
+            self.graph, self.devices, self.run, self._run_node, timed, self._node_device
+        )
         self._last_executed_node = self.num_nodes - 1
-        return prof.report()
+        return report
 
     # -- TVM's packed-function table -------------------------------------------------------
     def _packed_functions(self) -> dict[str, Callable[..., Any]]:

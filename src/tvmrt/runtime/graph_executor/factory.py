@@ -111,12 +111,16 @@ class GraphExecutorFactory(Module):
         return GraphExecutor(self._graph, self.lib, list(devices), preset=self.params)
 
     def debug_create(self, module_name: str, *devices: Device) -> Module:
-        """A debug executor (``GraphExecutorDebug``) with this factory's params."""
+        """A debug executor (``GraphExecutorDebug``) with this factory's params: the C
+        runtime's where it runs the graph, as :meth:`create_executor`."""
         if module_name != self.module_name:
             raise TVMError(
                 f"debug_create: the factory holds model {self.module_name!r}, not "
                 f"{module_name!r} (Currently we only support single model for now.)"
             )
+        made = native.create(self.graph_json, self.lib, devices, self.params, self, debug=True)
+        if made is not None:
+            return made
         create = get_global_func("tvm.graph_executor_debug.create")
         executor = create(self.graph_json, self.lib, *devices)
         set_input = executor.get_function("set_input")

@@ -4,10 +4,12 @@
 ``graph_executor.create(json, lib, dev)`` over a library it read, give a ``GraphExecutor``
 module of libtvmrt_runtime (its packed functions: ``graph_funcs.c``) when the C runtime can
 run the graph; :class:`~tvmrt.contrib.graph_executor.GraphModule` is the same face over
-either engine. The C runtime loads the library's file itself (its kernels only: the blob's
-params are dropped again), and a factory's params are bound to each executor without a
-copy (``set_input_zero_copy`` of the factory's arrays), so weights are held once, as the
-Python engine holds them.
+either engine. ``factory["debug_create"]`` and ``debugger.debug_executor.create`` give the C
+runtime's debug executor the same way (``graph_debug.c``: per-node timing and outputs, for
+:class:`~tvmrt.contrib.debugger.debug_executor.GraphModuleDebug`). The C runtime loads
+the library's file itself (its kernels only: the blob's params are dropped again), and a
+factory's params are bound to each executor without a copy (``set_input_zero_copy`` of the
+factory's arrays), so weights are held once, as the Python engine holds them.
 
 The Python engine runs the rest, and :func:`refusal` says why (``""``: the C engine may):
 ``TVMRT_GRAPH_ENGINE=python`` (``native`` makes a refusal an error instead), a device other
@@ -103,11 +105,15 @@ def create(
     devices: Sequence[Device],
     params: Mapping[str, NDArray] | None = None,
     root: Module | None = None,
+    debug: bool = False,
 ) -> Module | None:
     """A C-runtime ``GraphExecutor`` module over ``lib``'s kernels, or None where the Python
-    engine runs it (see :func:`refusal`); ``params``: bound without copies (a factory's)."""
+    engine runs it (see :func:`refusal`); ``params``: bound without copies (a factory's);
+    ``debug``: a debug executor (``tvm.graph_executor_debug.create``, ``graph_debug.c``)."""
     from tvmrt.runtime import native_module
 
+    if root is None and lib.type_key == "GraphExecutorFactory" and lib.imported_modules:
+        root, lib = lib, lib.imported_modules[0]  # the kernels, not the factory's param copy
     why = refusal(lib, devices, root)
     if why:
         if engine_wanted() == "native":
@@ -115,9 +121,8 @@ def create(
         return None
     flat = [v for dev in devices for v in (dev.device_type, dev.device_id)]
     try:
-        executor = native_module.c_global("tvm.graph_executor.create")(
-            graph_json, kernels(lib, root), *flat
-        )
+        maker = "tvm.graph_executor_debug.create" if debug else "tvm.graph_executor.create"
+        executor = native_module.c_global(maker)(graph_json, kernels(lib, root), *flat)
     except TVMError:
         if engine_wanted() == "native":
             raise

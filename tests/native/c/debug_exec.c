@@ -1,0 +1,142 @@
+/*
+ * The debug executor from C (graph_debug.c), as a C program of TVM's would use it:
+ *
+ *   debug_exec LIB INPUT OUT
+ *
+ * loads the factory library LIB, makes `debug_create("default", cpu)`, copies the bytes of
+ * INPUT into input "x", times every node (run_individual: TVM's bytes), then runs the graph
+ * node by node (execute_node, get_node_output) and writes each node's first output, then
+ * debug_get_output of the last node, to OUT. It prints the node count, then the words of a
+ * misused call (a node past the end), and "ok".
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+static int g_failed = 0;
+
+static TVMFunctionHandle function(TVMModuleHandle mod, const char* name) {
+  TVMFunctionHandle f = NULL;
+  CHECK(TVMModGetFunction(mod, name, 0, &f));
+  if (f == NULL) {
+    fprintf(stderr, "no function %s\n", name);
+    exit(1);
+  }
+  return f;
+}
+
+static size_t nbytes(const DLTensor* t) {
+  size_t n = (size_t)(t->dtype.bits * t->dtype.lanes + 7) / 8;
+  int i;
+  for (i = 0; i < t->ndim; ++i) n *= (size_t)t->shape[i];
+  return n;
+}
+
+static void write_array(FILE* out, DLTensor* t) {
+  size_t n = nbytes(t);
+  char* buf = (char*)malloc(n ? n : 1);
+  if (buf == NULL) exit(1);
+  CHECK(TVMArrayCopyToBytes(t, buf, n));
+  if (fwrite(buf, 1, n, out) != n) exit(1);
+  free(buf);
+}
+
+int main(int argc, char** argv) {
+  TVMModuleHandle lib, gmod;
+  TVMFunctionHandle f;
+  TVMValue args[6], ret;
+  int codes[6], code, i;
+  int64_t count, nid;
+  const TVMByteArray* blob;
+  DLTensor* x;
+  FILE *in, *out;
+  char input[1 << 16];
+  size_t in_size;
+  if (argc != 4) return 2;
+  if ((in = fopen(argv[2], "rb")) == NULL) return 2;
+  in_size = fread(input, 1, sizeof(input), in);
+  fclose(in);
+  CHECK(TVMModLoadFromFile(argv[1], "so", &lib));
+
+  f = function(lib, "debug_create");
+  args[0].v_str = "default";
+  codes[0] = kTVMStr;
+  args[1].v_int64 = kDLCPU;
+  args[2].v_int64 = 0;
+  codes[1] = codes[2] = kTVMArgInt;
+  CHECK(TVMFuncCall(f, args, codes, 3, &ret, &code));
+  EXPECT(code == kTVMModuleHandle);
+  gmod = ret.v_handle;
+  CHECK(TVMFuncFree(f));
+
+  f = function(gmod, "get_input");
+  args[0].v_str = "x";
+  codes[0] = kTVMStr;
+  CHECK(TVMFuncCall(f, args, codes, 1, &ret, &code));
+  x = (DLTensor*)ret.v_handle;
+  EXPECT(nbytes(x) == in_size);
+  CHECK(TVMArrayCopyFromBytes(x, input, in_size));
+  CHECK(TVMArrayFree(x));
+  CHECK(TVMFuncFree(f));
+
+  /* run_individual(2, 2, 0, 100, 0, 1): an int64 count, then 2 doubles per node */
+  f = function(gmod, "run_individual");
+  for (i = 0; i < 6; ++i) codes[i] = kTVMArgInt;
+  args[0].v_int64 = 2;
+  args[1].v_int64 = 2;
+  args[2].v_int64 = 0;
+  args[3].v_int64 = 100;
+  args[4].v_int64 = 0;
+  args[5].v_int64 = 1;
+  CHECK(TVMFuncCall(f, args, codes, 6, &ret, &code));
+  EXPECT(code == kTVMBytes);
+  blob = (const TVMByteArray*)ret.v_handle;
+  memcpy(&count, blob->data, sizeof(count));
+  EXPECT(blob->size == sizeof(int64_t) + (size_t)count * 2 * sizeof(double));
+  for (i = 0; i < count * 2; ++i) {
+    double t;
+    memcpy(&t, blob->data + sizeof(int64_t) + (size_t)i * sizeof(double), sizeof(t));
+    EXPECT(t >= 0 && t < 1.0);
+  }
+  CHECK(TVMFuncFree(f));
+  printf("nodes %lld\n", (long long)count);
+
+  if ((out = fopen(argv[3], "wb")) == NULL) return 2;
+  for (nid = 0; nid < count; ++nid) {
+    f = function(gmod, "execute_node");
+    args[0].v_int64 = nid;
+    codes[0] = kTVMArgInt;
+    CHECK(TVMFuncCall(f, args, codes, 1, &ret, &code));
+    CHECK(TVMFuncFree(f));
+    f = function(gmod, "get_node_output");
+    args[1].v_int64 = 0;
+    codes[1] = kTVMArgInt;
+    CHECK(TVMFuncCall(f, args, codes, 2, &ret, &code));
+    EXPECT(code == kTVMNDArrayHandle);
+    write_array(out, (DLTensor*)ret.v_handle);
+    CHECK(TVMArrayFree((DLTensor*)ret.v_handle));
+    CHECK(TVMFuncFree(f));
+  }
+  f = function(gmod, "debug_get_output");
+  args[0].v_int64 = count - 1;
+  codes[0] = kTVMArgInt;
+  CHECK(TVMFuncCall(f, args, codes, 1, &ret, &code));
+  write_array(out, (DLTensor*)ret.v_handle);
+  CHECK(TVMArrayFree((DLTensor*)ret.v_handle));
+  CHECK(TVMFuncFree(f));
+  fclose(out);
+
+  f = function(gmod, "execute_node");
+  args[0].v_int64 = count;
+  EXPECT(TVMFuncCall(f, args, codes, 1, &ret, &code) != 0);
+  printf("%s\n", TVMGetLastError());
+  CHECK(TVMFuncFree(f));
+
+  CHECK(TVMModFree(gmod));
+  CHECK(TVMModFree(lib));
+  printf("ok\n");
+  return g_failed;
+}
