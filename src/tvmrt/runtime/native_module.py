@@ -681,6 +681,22 @@ def load_file(path: str, shown: str | None = None) -> NativeModule:
     return NativeModule(_handle(int(out.value or 0), "TVMModFree"), shown or path)
 
 
+def load_fresh(path: str, shown: str | None = None) -> NativeModule:
+    """The C runtime's module of the shared library at ``path`` as its bytes are now
+    (``TVMModLoadFromMemory``: a memfd of its own, as Python's loader does). ``dlopen`` knows a
+    library by its path, so a library written over an earlier one at that path (a second
+    model uploaded to an RPC server under the same name) would come back as the first."""
+    from tvmrt.binfmt.files import MAX_LIBRARY_BYTES, read_regular
+
+    data = read_regular(path, "the library", MAX_LIBRARY_BYTES, errors.ModuleLoadError)
+    out = ctypes.c_void_p()
+    if _lib().TVMModLoadFromMemory(
+        ctypes.c_char_p(data), ctypes.c_size_t(len(data)), b"so", ctypes.byref(out)
+    ):
+        raise fail(f"cannot load {shown or path!r}")
+    return NativeModule(_handle(int(out.value or 0), "TVMModFree"), shown or path)
+
+
 # -- Python functions handed to C ----------------------------------------------------------
 
 _Finalizer = ctypes.CFUNCTYPE(None, ctypes.c_void_p)

@@ -51,11 +51,7 @@ from tvmrt.runtime.benchmark import BenchmarkResult, TimingConfig
 from tvmrt.runtime.device import RPC_SESS_MASK, Device
 from tvmrt.runtime.executor.protocol import GraphTiming, not_replicated
 from tvmrt.runtime.graph_executor import native
-from tvmrt.runtime.graph_executor.debug import (
-    GraphExecutorDebug,
-    check_no_collectors,
-    profile_graph,
-)
+from tvmrt.runtime.graph_executor.debug import GraphExecutorDebug
 from tvmrt.runtime.graph_executor.storage import plan_storage
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
@@ -186,9 +182,8 @@ class GraphModuleDebug(GraphModule):
         self._debug_get_output = module["debug_get_output"]
         self._execute_node = module["execute_node"]
         self._get_node_output = module["get_node_output"]
-        # the C runtime's debug executor has no profile: this face times its nodes (profile)
-        self._profile = module.find_function("profile")
-        self._profile_rpc = module.find_function("profile_rpc")
+        self._profile = module["profile"]
+        self._profile_rpc = module["profile_rpc"]
         super().__init__(module, graph_json_str, weights)
         devices = [device] if isinstance(device, Device) else list(device)
         self._devices = devices
@@ -427,15 +422,7 @@ repeats_to_cooldown
         if self.module.type_key == "rpc":
             if collectors is not None:
                 raise InvalidArgumentError("Profiling with collectors is not supported over RPC")
-            assert self._profile_rpc is not None
             return Report.from_json(self._profile_rpc())
-        if self._profile is None:  # the C runtime's: each call is its execute_node
-            check_no_collectors(collectors)
-            host = self._devices[0]
-            timed = [nid for nid, node in enumerate(self.graph.nodes) if node.is_op]
-            return profile_graph(
-                self.graph, self._devices, self._run, self._execute_node, timed, lambda _: host
-            )
         report = self._profile(collectors)
         if not isinstance(report, Report):
             raise ArgumentTypeError(f"profile returned {type(report).__name__}, expected a Report")

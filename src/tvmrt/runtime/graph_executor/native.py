@@ -93,7 +93,7 @@ def kernels(lib: Module, root: Module | None) -> Module:
     kernels = owner._native_kernels
     if kernels is None:
         assert owner.source_file is not None
-        loaded = native_module.load_file(owner.source_file)
+        loaded = native_module.load_fresh(owner.source_file)
         # a factory: keep its kernel library, not the factory (its copy of the params)
         kernels = owner._native_kernels = loaded.imported_modules[0] if root is not None else loaded
     return kernels
@@ -127,16 +127,21 @@ def create(
         if engine_wanted() == "native":
             raise
         return None  # the Python engine gives its own words for what C refused
-    assert isinstance(executor, Module)
-    executor.graph_json = graph_json  # type: ignore[attr-defined]  # for the face's extensions
-    if params and not _bind(executor, params):
+    assert isinstance(executor, native_module.NativeModule)
+    made: native_module.NativeModule = executor
+    if debug:  # with TVM's profile and profile_rpc, which Python makes
+        from tvmrt.runtime.graph_executor.native_debug import DebugExecutor
+
+        made = DebugExecutor(executor, graph_json, devices)
+    made.graph_json = graph_json  # type: ignore[attr-defined]  # for the face's extensions
+    if params and not _bind(made, params):
         if engine_wanted() == "native":
             raise UnsupportedError(
                 "the graph cannot run on the C engine: a factory param has another shape "
                 "than its input (the Python engine reshapes it, as TVM)"
             )
         return None
-    return executor
+    return made
 
 
 def _bind(executor: Module, params: Mapping[str, NDArray]) -> bool:

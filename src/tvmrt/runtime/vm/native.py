@@ -21,7 +21,7 @@ from typing import Any
 from tvmrt.error import UnsupportedError
 from tvmrt.runtime.loaders.needs import c_runtime_refusal
 from tvmrt.runtime.module import Module, PyModule
-from tvmrt.runtime.native_module import NativeModule, c_global, load_file
+from tvmrt.runtime.native_module import NativeModule, c_global, load_fresh
 from tvmrt.runtime.vm.interpreter import VMLimits
 
 __all__ = ["NativeVM", "library_refusal", "native_module", "native_source"]
@@ -64,10 +64,10 @@ class NativeVM(PyModule):
 
     def __init__(self, source: tuple[Any, ...], init_args: Sequence[int]) -> None:
         if source[0] == "so":
-            self.executable = load_file(source[1])
+            self.executable = load_fresh(source[1])
         else:
             self.executable = c_global("runtime.Load_Executable")(
-                bytes(source[1]), load_file(source[2])
+                bytes(source[1]), load_fresh(source[2])
             )
         vm: NativeModule = self.executable["vm_load_executable"]()
         super().__init__({}, vm.type_key)
