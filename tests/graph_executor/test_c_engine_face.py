@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import gc
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from tvmrt.error import (
     InputNotFoundError,
     InvalidArgumentError,
     ParamsFormatError,
+    TVMError,
     UnsupportedError,
 )
 from tvmrt.runtime import native_module
@@ -33,11 +36,21 @@ from tvmrt.runtime import native_module
 def _both(path: Path) -> tuple[graph_executor.GraphModule, graph_executor.GraphModule]:
     """(C engine, Python engine) executors of one factory library, on the CPU."""
     c_lib = native_module.load_file(str(path))
-    py_lib = runtime.load_module(str(path))
     c_mod = graph_executor.GraphModule(c_lib["default"](runtime.cpu()))
-    py_mod = graph_executor.GraphModule(py_lib["default"](runtime.cpu()))
+    before = os.environ.get("TVMRT_GRAPH_ENGINE")
+    os.environ["TVMRT_GRAPH_ENGINE"] = "python"  # the reference, whatever the C engine runs
+    try:
+        py_mod = graph_executor.GraphModule(
+            runtime.load_module(str(path))["default"](runtime.cpu())
+        )
+    finally:
+        if before is None:
+            del os.environ["TVMRT_GRAPH_ENGINE"]
+        else:
+            os.environ["TVMRT_GRAPH_ENGINE"] = before
     assert c_mod.module.type_key == py_mod.module.type_key == "GraphExecutor"
     assert isinstance(c_mod.module, native_module.NativeModule)
+    assert not isinstance(py_mod.module, native_module.NativeModule)
     return c_mod, py_mod
 
 
@@ -137,6 +150,29 @@ def test_output_keys_are_the_python_engines(artifacts: Path) -> None:
     assert words[0] == words[1], words
     for i in range(c_mod.get_num_outputs()):
         np.testing.assert_array_equal(c_mod.get_output(i).numpy(), golden[f"output_{i}"])
+
+
+def test_bad_keys_get_the_python_engines_words(artifacts: Path) -> None:
+    """A key of the wrong type names its type and value, and a negative index is out of
+    range, on both engines (the C executor gave None for get_input(-1), and a type code)."""
+    c_mod, py_mod = _both(artifacts / "batched" / "cnn-b1" / "deploy_lib.so")
+    x = np.zeros((1, 1, 8, 8), "float32")
+    calls: list[tuple[str, Any]] = [
+        ("get_input(-1)", lambda m: m.get_input(-1)),
+        ("get_input(3.5)", lambda m: m.get_input(3.5)),
+        ("get_output(-1)", lambda m: m.get_output(-1)),
+        ("get_output(3.5)", lambda m: m.get_output(3.5)),
+        ("set_input(3.5, x)", lambda m: m.set_input(3.5, x)),
+        ("set_input(-1, x)", lambda m: m.set_input(-1, x)),
+        ("module set_input(None, x)", lambda m: m.module["set_input"](None, runtime.array(x))),
+    ]
+    for what, call in calls:
+        words = []
+        for mod in (c_mod, py_mod):
+            with pytest.raises(TVMError) as err:
+                call(mod)
+            words.append(f"{type(err.value).__name__}: {err.value}")
+        assert words[0] == words[1], (what, words)
 
 
 def test_run_from_inputs_and_end_to_end_benchmark(artifacts: Path) -> None:
@@ -272,6 +308,84 @@ def test_long_names_are_whole_in_the_info(artifacts: Path, monkeypatch: pytest.M
     assert not isinstance(py_mod.module, native_module.NativeModule)
     assert long_name in _info(c_mod)[0]
     assert _info(c_mod) == _info(py_mod)
+
+
+def test_a_library_importing_tvm_functions_by_name_runs_on_the_c_executor(
+    artifacts: Path,
+) -> None:
+    """TVM 0.16's system-library build imports TVMBackendAllocWorkspace & co. by name and
+    registers its functions at load: with tvmrt's names global (the normal case) its graph
+    runs on the C executor, bitwise TVM's golden."""
+    folder = artifacts / "relay016" / "systemlib-so"
+    golden = _golden(folder / "golden.npz")
+    mod = graph_executor.GraphModule(
+        runtime.load_module(str(folder / "deploy.so"))["default"](runtime.cpu())
+    )
+    assert isinstance(mod.module, native_module.NativeModule)
+    mod.set_input("data", golden["data"])
+    mod.run()
+    np.testing.assert_array_equal(mod.get_output(0).numpy(), golden["output_0"])
+
+
+@pytest.mark.parametrize("name", ["dense-cblas", "dense-mkl", "dense-dnnl"])
+def test_kernels_calling_a_function_registered_in_python_run_on_the_c_executor(
+    artifacts: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """TVM's BLAS offload calls ``tvm.contrib.<blas>.matmul`` by name, which only Python's
+    registry has: the C runtime asks it (TVMBackendGetFuncFromEnv), and the C executor's
+    output is bitwise the Python engine's (the same matmul), near TVM's golden."""
+    folder = artifacts / "contrib" / name
+    golden = _golden(folder / "golden.npz")
+    outs = []
+    for engine in ("", "python"):
+        monkeypatch.setenv("TVMRT_GRAPH_ENGINE", engine)
+        lib = runtime.load_module(str(folder / "deploy.so"))
+        mod = graph_executor.GraphModule(lib["default"](runtime.cpu()))
+        assert isinstance(mod.module, native_module.NativeModule) == (engine == "")
+        mod.run(a=golden["a"])
+        outs.append(mod.get_output(0).numpy())
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_allclose(outs[0], golden["output_0"], rtol=1e-5, atol=1e-5)
+
+
+def test_a_library_written_over_another_at_one_path_is_the_new_one(
+    artifacts: Path, tmp_path: Path
+) -> None:
+    """An RPC server keeps an uploaded file's name: a second model uploaded as deploy.so
+    is another library at the same path. The C runtime loads the bytes the file holds now
+    (dlopen of the path would hand back the first library, still mapped)."""
+    first = artifacts / "batched" / "cnn-b1" / "deploy_lib.so"
+    second = artifacts / "relay016" / "linkparams-so"
+    path = tmp_path / "deploy.so"
+    shutil.copyfile(first, path)
+    held = graph_executor.GraphModule(runtime.load_module(str(path))["default"](runtime.cpu()))
+    assert isinstance(held.module, native_module.NativeModule)
+    shutil.copyfile(second / "deploy.so", tmp_path / "next.so")
+    os.replace(tmp_path / "next.so", path)  # as an upload replaces the file
+    golden = _golden(second / "golden.npz")
+    mod = graph_executor.GraphModule(runtime.load_module(str(path))["default"](runtime.cpu()))
+    assert isinstance(mod.module, native_module.NativeModule)
+    mod.set_input("data", golden["data"])
+    mod.run()
+    np.testing.assert_array_equal(mod.get_output(0).numpy(), golden["output_0"])
+    assert held.get_num_inputs() != mod.get_num_inputs() or held.get_input_info() != (
+        mod.get_input_info()
+    )
+
+
+def test_a_param_name_holding_a_nul_byte_is_refused_by_the_c_executor(artifacts: Path) -> None:
+    """C names are C strings: the C runtime read "x\\0junk" as "x" and loaded that
+    input. It refuses the blob now; the Python engine keeps TVM's reading (a name of
+    ``std::string``, which no input has, so it is ignored)."""
+    c_mod, py_mod = _both(artifacts / "batched" / "cnn-b1" / "deploy_lib.so")
+    blob = runtime.save_param_dict({"x\x00junk": runtime.array(np.ones((1, 1, 8, 8), "float32"))})
+    for mod in (c_mod, py_mod):
+        mod.set_input("x", np.zeros((1, 1, 8, 8), "float32"))
+    with pytest.raises(ParamsFormatError, match=r"names\[0\] contains a NUL byte"):
+        c_mod.load_params(bytes(blob))
+    py_mod.load_params(bytes(blob))
+    for mod in (c_mod, py_mod):
+        np.testing.assert_array_equal(mod.get_input("x").numpy(), 0)
 
 
 def test_zero_copy_bindings_keep_their_memory(artifacts: Path) -> None:

@@ -41,8 +41,16 @@ void tvmrt_set_runtime_env(tvmrt_owns_cb owns_ctx, tvmrt_getfunc_cb getfunc,
 TVM_DLL int TVMBackendGetFuncFromEnv(void* mod_node, const char* func_name, void** out) {
   /* the runtime's context; anything else is the host's, and with no host, the runtime
      says what is wrong with it */
-  if (g_rt_getfunc != NULL && (g_getfunc == NULL || g_rt_owns_ctx(mod_node)))
-    return g_rt_getfunc(mod_node, func_name, out);
+  if (g_rt_getfunc != NULL && (g_getfunc == NULL || g_rt_owns_ctx(mod_node))) {
+    static const char k_not_found[] = "FunctionNotFoundError:";
+    if (g_rt_getfunc(mod_node, func_name, out) == 0) return 0;
+    if (g_getfunc == NULL || strncmp(tvmrt_peek_last_error(), k_not_found, sizeof(k_not_found) - 1))
+      return -1;
+    /* neither the module, its imports nor the runtime's globals have it: the host's
+       registry may (a function registered in Python, tvm.contrib.cblas.matmul), as TVM has
+       one registry for both; a context of none, so only its global functions answer */
+    return g_getfunc(NULL, func_name, out);
+  }
   if (g_getfunc == NULL) {
     tvmrt_fail("", "%s", "TVMBackendGetFuncFromEnv: the tvmrt function environment is not set up");
     return -1;

@@ -59,6 +59,7 @@ __all__ = [
     "library_path",
     "native_library",
     "make_global",
+    "binds_globally",
     "num_threads",
     "set_num_threads",
     "set_spin_count",
@@ -260,6 +261,18 @@ def make_global() -> None:
             mode = os.RTLD_NOW | os.RTLD_GLOBAL | getattr(os, "RTLD_NOLOAD", 0)
             ctypes.CDLL(library_path(), mode=mode)
             _global = True
+
+
+def binds_globally(name: str) -> bool:
+    """Whether the process's global scope binds ``name`` to the native library's own
+    definition: what a library loaded now that imports ``name`` would call (False when the
+    names are local, another runtime defines it first, or the library has no such name)."""
+    try:
+        process = ctypes.cast(getattr(ctypes.CDLL(None), name), ctypes.c_void_p).value
+        ours = ctypes.cast(getattr(native_library(), name), ctypes.c_void_p).value
+    except AttributeError:
+        return False
+    return process is not None and process == ours
 
 
 def _tvm_runtime_loaded() -> bool:

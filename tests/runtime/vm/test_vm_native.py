@@ -178,7 +178,19 @@ def test_a_pool_size_set_before_the_c_runtime_loads_reaches_it():
     assert out.stdout.split() == ["3"]  # the C runtime alone would take TVM_NUM_THREADS
 
 
-def test_a_kernel_library_importing_tvm_functions_by_name_stays_in_python(artifacts, tmp_path):
+_REFUSAL_OF = """
+import sys
+from tvmrt.runtime.vm.native import library_refusal
+print(library_refusal(("ro", b"", sys.argv[1])))
+"""
+
+
+def test_a_kernel_library_importing_tvm_functions_by_name_needs_them_bound_to_tvmrt(
+    artifacts, tmp_path
+):
+    """A library that imports TVMBackendAllocWorkspace by name goes to the C VM where the
+    process binds that name to tvmrt's runtime, and stays in Python where another library
+    (a TVM runtime loaded first; here one preloaded) answers for it."""
     if shutil.which("cc") is None:
         pytest.skip("cc is not installed; the test builds a library that imports by name")
     src = tmp_path / "k.c"
@@ -188,8 +200,28 @@ def test_a_kernel_library_importing_tvm_functions_by_name_stays_in_python(artifa
     )
     lib = tmp_path / "k.so"
     subprocess.run(["cc", "-shared", "-fPIC", str(src), "-o", str(lib)], check=True)
-    reason = library_refusal(("ro", b"", str(lib)))
-    assert "imports TVMBackendAllocWorkspace by name" in reason
+    assert library_refusal(("ro", b"", str(lib))) == ""
+    other = tmp_path / "other.c"
+    other.write_text(
+        "void* TVMBackendAllocWorkspace(int a, int b, unsigned long long n, int c, int d) {\n"
+        "  (void)a; (void)b; (void)n; (void)c; (void)d; return 0; }\n"
+    )
+    other_so = tmp_path / "libother.so"
+    subprocess.run(["cc", "-shared", "-fPIC", str(other), "-o", str(other_so)], check=True)
+    env = {
+        **os.environ,
+        "LD_PRELOAD": str(other_so),
+        "PYTHONPATH": str(Path(tvmrt.__file__).parents[1]),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", _REFUSAL_OF, str(lib)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "imports TVMBackendAllocWorkspace by name" in out.stdout
     assert library_refusal(("so", str(artifacts / "relayvm" / "cnn-static" / "vm.so"))) == ""
 
 

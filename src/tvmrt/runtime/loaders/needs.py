@@ -80,16 +80,21 @@ def c_runtime_refusal(path: str) -> str:
     """Why the C runtime must not run the kernels of the library at ``path`` from Python
     ("" if it may).
 
-    * A library that imports ``TVM*`` functions by name binds them in the process's global
-      scope at their first call (the C runtime opens kernels ``RTLD_LAZY``), where tvmrt's
-      names are not when ``TVMRT_LOCAL_SYMBOLS`` or a TVM loaded first kept them local, and
-      a miss there aborts the process: only slot-filled libraries (TVM's LLVM builds, the
-      ``__TVMBackend*`` pointers) are handed to it.
-    * Kernels that call a runtime function by name (``TVMBackendGetFuncFromEnv``) the C
-      runtime lacks (one registered in Python: ``tvm.contrib.cblas.matmul``, a function a
-      test registers) would fail there; the Python runtime finds them.
+    * A library that imports ``TVM*`` functions by name (C-target kernels, a system
+      library's registration) binds them in the process's global scope (the C runtime opens
+      kernels ``RTLD_LAZY``; Python's loader, which loaded it first, made tvmrt's names
+      global for it). It is handed to the C runtime only when every one of those names is
+      tvmrt's own there (:func:`~tvmrt.runtime.kernel_services.binds_globally`): a TVM
+      runtime loaded before tvmrt answers for its names instead, and the tvm-ffi error
+      functions tvmrt exports only under ``tvmrt_`` names (the Python loader writes them
+      into the library's own entries).
+
+    Kernels that call a function by name the C runtime lacks (``TVMBackendGetFuncFromEnv``
+    of one registered in Python: ``tvm.contrib.cblas.matmul``, an application's
+    ``register_func``) run there too: the C runtime asks Python's registry for it, as TVM's
+    one registry answers both (``src/tvmrt/_native/func_env.c``).
     """
-    from tvmrt.runtime.native_module import has_global
+    from tvmrt.runtime.kernel_services import binds_globally
 
     try:
         elf = ElfFile(Path(path).read_bytes(), path)
@@ -97,19 +102,19 @@ def c_runtime_refusal(path: str) -> str:
     except (OSError, TVMError) as exc:
         return f"its kernel library cannot be read: {exc}"
     imported = [n for n in symbols.undefined if n.startswith("TVM")]
-    if imported or symbols.system_lib:
-        names = ", ".join(imported[:3]) or "system-library registration"
+    if symbols.system_lib and SYSTEM_LIB_REGISTER not in imported:
+        imported.append(SYSTEM_LIB_REGISTER)
+    foreign = [n for n in imported if not binds_globally(n)]
+    if foreign:
         return (
-            f"its kernel library imports {names} by name, which only the Python runtime "
-            "binds in this process"
-        )
-    missing = [n for n in lookup_names(elf) if not has_global(n)]
-    if missing:
-        return (
-            f"its kernels call {', '.join(repr(n) for n in missing[:3])} by name, which the "
-            "C runtime does not have (the Python runtime's registry does, or will)"
+            f"its kernel library imports {', '.join(foreign[:3])} by name, which the "
+            "process's global scope does not bind to tvmrt's runtime (a TVM runtime loaded "
+            "first answers, or tvmrt exports no such name: only the Python loader binds it)"
         )
     return ""
+
+
+SYSTEM_LIB_REGISTER = "TVMBackendRegisterSystemLibSymbol"
 
 
 def check_cpu(elf: ElfFile, shown: str) -> None:
