@@ -71,12 +71,26 @@ def test_bad_calls_get_the_python_engines_words(monkeypatch: pytest.MonkeyPatch)
         ("get_input_index", ("nope",)),
         ("get_output", (5,)),
         ("get_input", (7,)),
+        ("get_input", (-1,)),
+        ("get_input", (3.5,)),
+        ("get_output", (3.5,)),
+        ("get_output", (-1,)),
+        ("set_input", (2.0, np.zeros((1, 3, 16, 16), "float32"))),
     ]
     for name, args in calls:
         words = []
         for m in (native, python):
             with pytest.raises(TVMError) as err:
                 getattr(m, name)(*args)
+            words.append(f"{type(err.value).__name__}: {err.value}")
+        assert words[0] == words[1], (name, words)
+    # the executors' own functions, as a C program or TVM's face calls them
+    raw_calls = [("get_input_index", (3,)), ("get_output", (None,)), ("get_output", ("out",))]
+    for name, args in raw_calls:
+        words = []
+        for m in (native, python):
+            with pytest.raises(TVMError) as err:
+                m.module[name](*args)
             words.append(f"{type(err.value).__name__}: {err.value}")
         assert words[0] == words[1], (name, words)
 

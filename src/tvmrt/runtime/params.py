@@ -16,6 +16,8 @@ Decisions where TVM is lenient or ambiguous:
 * Bytes after the last tensor are ignored, as TVM does.
 * A name that occurs twice keeps the last tensor (TVM's Map does the same); the dict
   keeps the position of the first occurrence.
+* A name may hold a NUL byte, as TVM's ``std::string`` may (libtvmrt_runtime, whose names
+  are C strings, refuses such a blob rather than read the name cut short).
 * dtype codes follow one TVM era per blob (``dtype_codes``, see
   :data:`~tvmrt.runtime.tensor_record.DtypeCodes`). The default is TVM v0.19's table, the
   API tvmrt mirrors: bool is ``(1, 1)`` and float8 ``e4m3_float8``/``e5m2_float8`` are codes

@@ -37,6 +37,21 @@ static void input_list(const aot_exec* e, char* out, size_t cap) {
   snprintf(out + used, cap - used, "]");
 }
 
+/* a key that is not an index (nor, for an input, a name), in the Python runtime's words */
+static int key_type_error(TVMValue v, int code, int outputs) {
+  const char* words =
+      outputs ? "output index must be an integer" : "input key must be a name or an index";
+  char value[64];
+  if (code == kDLFloat) {
+    tvmrt_float_repr(v.v_float64, value, sizeof(value));
+    return tvmrt_fail("ArgumentTypeError", "%s, got float %s", words, value);
+  }
+  if (code == kTVMNullptr) return tvmrt_fail("ArgumentTypeError", "%s, got NoneType None", words);
+  if (code == kTVMStr)
+    return tvmrt_fail("ArgumentTypeError", "%s, got str '%.200s'", words, v.v_str);
+  return tvmrt_fail("ArgumentTypeError", "%s, got type code %d", words, code);
+}
+
 static int index_arg(aot_exec* e, TVMValue* args, int* codes, int n, int outputs, size_t* out) {
   size_t count = outputs ? e->meta.num_outputs : e->meta.num_inputs, i;
   char names[1024];
@@ -54,7 +69,7 @@ static int index_arg(aot_exec* e, TVMValue* args, int* codes, int n, int outputs
                       "inputs are %s)",
                       args[0].v_str, names);
   }
-  if (codes[0] != kDLInt) return tvmrt_fail("ArgumentTypeError", "expected an index or a name");
+  if (codes[0] != kDLInt) return key_type_error(args[0], codes[0], outputs);
   if (args[0].v_int64 < 0 || (uint64_t)args[0].v_int64 >= count) {
     if (!outputs) {
       return tvmrt_fail("InputNotFoundError", "input index %lld is out of range (%zu)",

@@ -50,10 +50,25 @@ static DLTensor* arg_tensor(TVMValue* args, int* codes, int i, const char* fn) {
   return (DLTensor*)args[i].v_handle;
 }
 
+/* a key that is neither a name nor an index, in the Python runtime's words (its type's
+   Python name and value where C knows them); -2 */
+static int key_type_error(const char* what, TVMValue v, int code) {
+  char value[64];
+  if (code == kDLFloat) {
+    tvmrt_float_repr(v.v_float64, value, sizeof(value));
+    tvmrt_fail("ArgumentTypeError", "%s key must be a name or an index, got float %s", what, value);
+  } else if (code == kTVMNullptr) {
+    tvmrt_fail("ArgumentTypeError", "%s key must be a name or an index, got NoneType None", what);
+  } else {
+    tvmrt_fail("ArgumentTypeError", "%s key must be a name or an index, got type code %d", what,
+               code);
+  }
+  return -2;
+}
+
 /* An input key (name or index) -> index; -2 with an error set, -1 for an unknown name when
    `unknown_ok`. */
-static int input_key(graph_executor* ge, TVMValue* args, int* codes, const char* fn,
-                     int unknown_ok) {
+static int input_key(graph_executor* ge, TVMValue* args, int* codes, int unknown_ok) {
   if (codes[0] == kTVMStr) {
     int idx = tvmrt_ge_input_index(ge, args[0].v_str);
     if (idx < 0 && !unknown_ok) {
@@ -65,8 +80,7 @@ static int input_key(graph_executor* ge, TVMValue* args, int* codes, const char*
     }
     return idx;
   }
-  if (codes[0] == kTVMArgInt) {
-    if (args[0].v_int64 < 0 && unknown_ok) return -1;
+  if (codes[0] == kTVMArgInt) { /* a negative index is out of range (TVM fails an ICHECK) */
     if (args[0].v_int64 < 0 || (uint64_t)args[0].v_int64 >= ge->g.num_args) {
       tvmrt_fail("InputIndexError", "input index %lld is out of range: the graph has %zu input%s",
                  (long long)args[0].v_int64, ge->g.num_args, ge->g.num_args == 1 ? "" : "s");
@@ -74,9 +88,7 @@ static int input_key(graph_executor* ge, TVMValue* args, int* codes, const char*
     }
     return (int)args[0].v_int64;
   }
-  tvmrt_fail("ArgumentTypeError", "%s: input key must be a name or an index, got type code %d", fn,
-             codes[0]);
-  return -2;
+  return key_type_error("input", args[0], codes[0]);
 }
 
 /* TVM's key of output `i` in get_output_info: the node's name, with ":index" when the node
@@ -135,7 +147,7 @@ static void output_names(const graph_executor* ge, char* buf, size_t n) {
   if (off < n) snprintf(buf + off, n - off, "]");
 }
 
-static int output_index(graph_executor* ge, TVMValue* args, int* codes, const char* fn) {
+static int output_index(graph_executor* ge, TVMValue* args, int* codes) {
   if (codes[0] == kTVMStr) {
     int found = output_of_name(ge, args[0].v_str);
     if (found < 0) {
@@ -146,11 +158,7 @@ static int output_index(graph_executor* ge, TVMValue* args, int* codes, const ch
     }
     return found < 0 ? -2 : found;
   }
-  if (codes[0] != kTVMArgInt) {
-    tvmrt_fail("ArgumentTypeError", "%s: output key must be a name or an index, got type code %d",
-               fn, codes[0]);
-    return -2;
-  }
+  if (codes[0] != kTVMArgInt) return key_type_error("output", args[0], codes[0]);
   if (args[0].v_int64 < 0 || (uint64_t)args[0].v_int64 >= ge->g.num_heads) {
     tvmrt_fail("InputIndexError", "output index %lld is out of range: the graph has %zu output%s",
                (long long)args[0].v_int64, ge->g.num_heads, ge->g.num_heads == 1 ? "" : "s");
@@ -174,8 +182,7 @@ static int f_set_input(void* self, TVMValue* args, int* codes, int n, TVMValue* 
   DLTensor *src, *dst;
   char label[300];
   int idx;
-  if (nargs("set_input", n, 2, 2) != 0 || (idx = input_key(ge, args, codes, "set_input", 0)) < 0)
-    return -1;
+  if (nargs("set_input", n, 2, 2) != 0 || (idx = input_key(ge, args, codes, 0)) < 0) return -1;
   if ((src = arg_tensor(args, codes, 1, "set_input")) == NULL) return -1;
   if (tvmrt_ge_writable_input(ge, (size_t)idx) != 0) return -1;
   dst = &ge->entries[tvmrt_ge_input_eid(ge, (size_t)idx)];
@@ -228,7 +235,7 @@ static int f_set_input_zero_copy(void* self, TVMValue* args, int* codes, int n, 
   uint32_t eid;
   int idx, read_only;
   if (nargs("set_input_zero_copy", n, 2, 3) != 0) return -1;
-  if ((idx = input_key(ge, args, codes, "set_input_zero_copy", 0)) < 0) return -1;
+  if ((idx = input_key(ge, args, codes, 0)) < 0) return -1;
   if ((src = arg_tensor(args, codes, 1, "set_input_zero_copy")) == NULL) return -1;
   if (read_only_arg(args, codes, n, "set_input_zero_copy", &read_only) != 0) return -1;
   eid = tvmrt_ge_input_eid(ge, (size_t)idx);
@@ -249,7 +256,7 @@ static int f_set_output_zero_copy(void* self, TVMValue* args, int* codes, int n,
   char label[64];
   int idx, read_only;
   if (nargs("set_output_zero_copy", n, 2, 3) != 0) return -1;
-  if ((idx = output_index(ge, args, codes, "set_output_zero_copy")) < 0) return -1;
+  if ((idx = output_index(ge, args, codes)) < 0) return -1;
   if ((dst = arg_tensor(args, codes, 1, "set_output_zero_copy")) == NULL) return -1;
   if (read_only_arg(args, codes, n, "set_output_zero_copy", &read_only) != 0) return -1;
   if (read_only) { /* checked first, as the Python runtime does */
@@ -326,7 +333,7 @@ static int f_get_output(void* self, TVMValue* args, int* codes, int n, TVMValue*
   const DLTensor* t;
   int idx;
   if (nargs("get_output", n, 1, 2) != 0) return -1;
-  if ((idx = output_index(ge, args, codes, "get_output")) < 0) return -1;
+  if ((idx = output_index(ge, args, codes)) < 0) return -1;
   t = &ge->entries[tvmrt_ge_output_eid(ge, (size_t)idx)];
   return n == 2 ? copy_out(t, args, codes, "get_output") : give_array(self, t, ret, rc);
 }
@@ -336,7 +343,7 @@ static int f_get_input(void* self, TVMValue* args, int* codes, int n, TVMValue* 
   const DLTensor* t;
   int idx;
   if (nargs("get_input", n, 1, 2) != 0) return -1;
-  idx = input_key(ge, args, codes, "get_input", 1);
+  idx = input_key(ge, args, codes, 1);
   if (idx == -2) return -1;
   if (idx == -1) return 0; /* as TVM: an unknown name gives None */
   t = &ge->entries[tvmrt_ge_input_eid(ge, (size_t)idx)];

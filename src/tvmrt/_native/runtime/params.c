@@ -125,7 +125,13 @@ int tvmrt_params_parse(const uint8_t* data, size_t size, int mode, tvmrt_params*
   if (out->names == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate names");
   out->count = (size_t)n;
   for (i = 0; i < n; ++i) {
-    if (tvmrt_read_str(&r, &out->names[i], NULL, "param name") != 0) goto fail;
+    size_t at = r.off, len = 0;
+    if (tvmrt_read_str(&r, &out->names[i], &len, "param name") != 0) goto fail;
+    if (strlen(out->names[i]) != len) { /* the Python runtime's words */
+      tvmrt_fail("ParamsFormatError",
+                 "params blob: names[%zu] contains a NUL byte at byte offset %zu", i, at);
+      goto fail;
+    }
   }
   if (tvmrt_read_u64(&r, &count, "number of tensors") != 0) goto fail;
   if (count != n) {

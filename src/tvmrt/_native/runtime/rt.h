@@ -515,6 +515,9 @@ typedef struct {
    cooldown_interval_ms, repeats_to_cooldown; the first `n` given, the rest TVM's defaults),
    checked with the Python runtime's words */
 int tvmrt_timing_args(const TVMValue* args, const int* codes, int n, tvmrt_timing* out);
+/* `v` as Python's repr writes a float (the shortest digits that read back, ".0" when whole),
+   for the Python runtime's words */
+void tvmrt_float_repr(double v, char* buf, size_t n);
 /* seconds per call of `call(ctx)` (0: it ran) for each of t->repeat measurements, into
    `results`; `dev` is synchronized around each measurement */
 int tvmrt_time_evaluate(int (*call)(void* ctx), void* ctx, DLDevice dev, const tvmrt_timing* t,

@@ -35,8 +35,7 @@ static const char* type_name(int code) {
   }
 }
 
-/* a float as Python's repr writes it: the shortest digits that read back, ".0" when whole */
-static void float_repr(double v, char* buf, size_t n) {
+void tvmrt_float_repr(double v, char* buf, size_t n) {
   int digits;
   for (digits = 15; digits <= 17; ++digits) {
     snprintf(buf, n, "%.*g", digits, v);
@@ -73,7 +72,7 @@ static int duration_arg(TVMValue v, int code, const char* name, double* out) {
   }
   d = v.v_float64;
   if (!(d >= 0)) { /* NaN fails too */
-    float_repr(d, text, sizeof(text));
+    tvmrt_float_repr(d, text, sizeof(text));
     return tvmrt_fail("InvalidArgumentError", "%s must be >= 0, got %s", name, text);
   }
   *out = d;

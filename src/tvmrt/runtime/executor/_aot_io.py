@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tvmrt.error import InputNotFoundError, InternalError
+import numpy as np
+
+from tvmrt.error import ArgumentTypeError, InputNotFoundError, InternalError
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.executor.protocol import TensorInfo
 from tvmrt.runtime.module import Module
@@ -71,12 +73,20 @@ class AotIO(Module):
                 f"Check failed: (false) is false: Invalid input name. (no input {key!r}; "
                 f"inputs are {[t.name for t in self.inputs]})"
             )
-        if not 0 <= int(key) < len(self.inputs):
+        index = _integer(key, "input key must be a name or an index")
+        if not 0 <= index < len(self.inputs):
             raise InputNotFoundError(f"input index {key} is out of range ({len(self.inputs)})")
-        return int(key)
+        return index
+
+    def input_index_of_name(self, name: object) -> int:
+        """``get_input_index``: the index of the input named ``name`` (TVM takes only a name)."""
+        if not isinstance(name, str):
+            raise ArgumentTypeError("Input key is not a string")
+        return self.input_index(name)
 
     def _output(self, index: int) -> NDArray:
-        if not 0 <= int(index) < len(self.outputs):
+        index = _integer(index, "output index must be an integer")
+        if not 0 <= index < len(self.outputs):
             raise InputNotFoundError(
                 f"output index {index} is out of range ({len(self.outputs)} outputs)"
             )
@@ -107,7 +117,7 @@ class AotIO(Module):
             "get_input": self.input_array,
             "get_num_outputs": lambda: len(self.outputs),
             "get_num_inputs": lambda: len(self.inputs),
-            "get_input_index": self.input_index,
+            "get_input_index": self.input_index_of_name,
             "get_input_name": lambda i: self.inputs[self.input_index(int(i))].name,
             # tvmrt's: the metadata's output names and model name (a TVM server lacks them)
             "get_output_name": self.output_name,
@@ -121,3 +131,10 @@ class AotIO(Module):
     @staticmethod
     def _not_implemented(*args: Any) -> None:
         raise InternalError("Check failed: (false) is false: not implemented")
+
+
+def _integer(key: object, words: str) -> int:
+    """``key`` as an index (any integral value but bool), or ``words`` naming what it is."""
+    if isinstance(key, bool) or not isinstance(key, int | np.integer):
+        raise ArgumentTypeError(f"{words}, got {type(key).__name__} {key!r}")
+    return int(key)
