@@ -16,10 +16,6 @@ vector are not samples.
 
 from __future__ import annotations
 
-import queue
-import threading
-import time
-from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -29,10 +25,9 @@ import numpy as np
 
 from tvmrt.artifact import Executor
 from tvmrt.error import InvalidArgumentError
-from tvmrt.serve.metrics import ModelMetrics
 from tvmrt.serve.protocol import DATATYPES, TensorSpec
 
-__all__ = ["BatchItem", "BatchRuns", "compiled_batch", "check_rows_independent", "choose_batch"]
+__all__ = ["BatchItem", "compiled_batch", "check_rows_independent", "choose_batch"]
 
 
 def compiled_batch(inputs: Sequence[TensorSpec], outputs: Sequence[TensorSpec]) -> str | int:
@@ -133,70 +128,3 @@ class BatchItem:
     @property
     def rows(self) -> int:
         return int(next(iter(self.arrays.values())).shape[0])
-
-
-class BatchRuns:
-    """The batched run of :class:`tvmrt.serve.model.ServedModel` (its attributes below):
-    an executor takes queued requests up to ``batch`` rows, pads to the compiled batch,
-    runs once and splits the outputs back by request."""
-
-    batch: int
-    inputs: list[TensorSpec]
-    outputs: list[TensorSpec]
-    metrics: ModelMetrics
-    _batch_delay: float
-    _waiting: deque[BatchItem]
-    _arrived: threading.Condition
-    _free: queue.SimpleQueue[Executor]
-
-    def _take_batch(self) -> list[BatchItem]:
-        """Queued requests filling up to ``batch`` rows, waiting up to the batch delay."""
-        taken: list[BatchItem] = []
-        rows = 0
-        deadline = time.perf_counter() + self._batch_delay
-        with self._arrived:
-            while True:
-                while self._waiting and rows + self._waiting[0].rows <= self.batch:
-                    item = self._waiting.popleft()
-                    if item.future.set_running_or_notify_cancel():  # False: timed out
-                        taken.append(item)
-                        rows += item.rows
-                head_blocked = bool(self._waiting)  # the next request does not fit
-                remaining = deadline - time.perf_counter()
-                if not taken or rows == self.batch or head_blocked or remaining <= 0:
-                    return taken
-                self._arrived.wait(remaining)
-
-    def _run_batch(self) -> None:
-        executor = self._free.get()
-        taken: list[BatchItem] = []
-        start = time.perf_counter()
-        try:
-            taken = self._take_batch()
-            if not taken:
-                return
-            start = time.perf_counter()
-            self.metrics.add_depth(-len(taken), len(taken))
-            total = sum(item.rows for item in taken)
-            for spec in self.inputs:
-                parts = [item.arrays[spec.name] for item in taken]
-                if total < spec.shape[0]:  # the compiled batch (max_batch may be less)
-                    pad = (spec.shape[0] - total, *spec.shape[1:])
-                    parts.append(np.zeros(pad, parts[0].dtype))
-                executor.set_input(spec.name, np.concatenate(parts))
-            executor.run()
-            outs = [executor.get_output(i).numpy() for i in range(len(self.outputs))]
-            offset = 0
-            for item in taken:
-                item.future.set_result([o[offset : offset + item.rows] for o in outs])
-                offset += item.rows
-        except BaseException as exc:
-            for item in taken:
-                if not item.future.done():
-                    item.future.set_exception(exc)
-        finally:
-            self._free.put(executor)
-            if taken:
-                self.metrics.add_depth(0, -len(taken))
-                end = time.perf_counter()
-                self.metrics.observe_execution(start - taken[0].admitted, end - start)

@@ -34,7 +34,7 @@ from tvmrt.runtime.executor import AotModule
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.relax_vm import VirtualMachine as RelaxVirtualMachine
 from tvmrt.runtime.vm import VirtualMachine
-from tvmrt.serve.batching import BatchItem, BatchRuns, choose_batch
+from tvmrt.serve.batching import BatchItem, choose_batch
 from tvmrt.serve.dynamic import free_inner_sizes, input_specs, output_specs
 from tvmrt.serve.handoff import wait_for_run
 from tvmrt.serve.metrics import ModelMetrics
@@ -46,7 +46,7 @@ _log = logging.getLogger("tvmrt.serve")
 _INLINE_RUN = 100e-6  # seconds: shorter runs are done on the event loop (see infer_inline)
 
 
-class ServedModel(BatchRuns):
+class ServedModel:
     """K executors of one model, a bounded queue and the model's metrics.
 
     Parameters
@@ -307,6 +307,60 @@ class ServedModel(BatchRuns):
             self._note_run(end - start)
             self.metrics.add_depth(0, -1)
             self.metrics.observe_execution(start - admitted, end - start)
+
+    # -- dynamic batching: an executor takes queued requests up to ``batch`` rows, pads
+    # to the compiled batch, runs once and splits the outputs back by request
+    def _take_batch(self) -> list[BatchItem]:
+        """Queued requests filling up to ``batch`` rows, waiting up to the batch delay."""
+        taken: list[BatchItem] = []
+        rows = 0
+        deadline = time.perf_counter() + self._batch_delay
+        with self._arrived:
+            while True:
+                while self._waiting and rows + self._waiting[0].rows <= self.batch:
+                    item = self._waiting.popleft()
+                    if item.future.set_running_or_notify_cancel():  # False: timed out
+                        taken.append(item)
+                        rows += item.rows
+                head_blocked = bool(self._waiting)  # the next request does not fit
+                remaining = deadline - time.perf_counter()
+                if not taken or rows == self.batch or head_blocked or remaining <= 0:
+                    return taken
+                self._arrived.wait(remaining)
+
+    def _run_batch(self) -> None:
+        executor = self._free.get()
+        taken: list[BatchItem] = []
+        start = time.perf_counter()
+        try:
+            taken = self._take_batch()
+            if not taken:
+                return
+            start = time.perf_counter()
+            self.metrics.add_depth(-len(taken), len(taken))
+            total = sum(item.rows for item in taken)
+            for spec in self.inputs:
+                parts = [item.arrays[spec.name] for item in taken]
+                if total < spec.shape[0]:  # the compiled batch (max_batch may be less)
+                    pad = (spec.shape[0] - total, *spec.shape[1:])
+                    parts.append(np.zeros(pad, parts[0].dtype))
+                executor.set_input(spec.name, np.concatenate(parts))
+            executor.run()
+            outs = [executor.get_output(i).numpy() for i in range(len(self.outputs))]
+            offset = 0
+            for item in taken:
+                item.future.set_result([o[offset : offset + item.rows] for o in outs])
+                offset += item.rows
+        except BaseException as exc:
+            for item in taken:
+                if not item.future.done():
+                    item.future.set_exception(exc)
+        finally:
+            self._free.put(executor)
+            if taken:
+                self.metrics.add_depth(0, -len(taken))
+                end = time.perf_counter()
+                self.metrics.observe_execution(start - taken[0].admitted, end - start)
 
     def _finished(self, future: Future[list[Any]]) -> None:
         with self._lock:
