@@ -76,7 +76,7 @@ def _public_classes() -> set[int]:
 
 def _own_members(cls: type) -> dict[str, object]:
     """``cls``'s members, with those of tvmrt base classes the reference does not list
-    itself (an implementation part such as NDArray's ArrayMemory); the class's own last."""
+    itself (an implementation part the class builds on); the class's own last."""
     public = _public_classes()
     members: dict[str, object] = {}
     for base in reversed(cls.__mro__):

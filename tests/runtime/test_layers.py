@@ -104,7 +104,6 @@ RUNTIME_FLOORS: dict[str, str] = {
     # arrays: NDArray, its memory and DLPack, tensor records and params files
     "tvmrt.runtime.ndarray": "arrays",
     "tvmrt.runtime.tvm_array": "arrays",
-    "tvmrt.runtime.array_memory": "arrays",
     "tvmrt.runtime._transfer": "arrays",
     "tvmrt.runtime.dlpack_export": "arrays",
     "tvmrt.runtime.dlpack_import": "arrays",

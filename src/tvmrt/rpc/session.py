@@ -23,12 +23,11 @@ from tvmrt.rpc import codec, replies, wire
 from tvmrt.rpc.codec import Dialect, Handle, Kind, Reader, Value, WireDevice, WireDType, WireTensor
 from tvmrt.rpc.memory import RemoteMemory
 from tvmrt.rpc.server_env import ServerEnv
-from tvmrt.runtime.array_memory import numpy_shape
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.device_api import get_device_api
 from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.module import Module
-from tvmrt.runtime.ndarray import NDArray
+from tvmrt.runtime.ndarray import NDArray, numpy_shape
 
 __all__ = ["ServerSession", "serve_connection"]
 

@@ -56,7 +56,6 @@ from tvmrt.error import ArgumentTypeError, TVMError
 from tvmrt.runtime import kernel_services
 from tvmrt.runtime._ctypes_api import ArgTypeCode, TVMByteArray, TVMValue
 from tvmrt.runtime._dlpack import LEGACY, USED_LEGACY, capsule_pointer, rename_capsule
-from tvmrt.runtime.array_memory import ArrayMemory
 from tvmrt.runtime.container import ADT, Array
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.dtype import DataType
@@ -372,7 +371,7 @@ class _CArray(NDArray):
         return out
 
     def __getattr__(self, name: str) -> Any:
-        if name not in ArrayMemory.__slots__ or name in ("_owner", "__weakref__"):
+        if name not in NDArray.__slots__ or name in ("_owner", "__weakref__"):
             return object.__getattribute__(self, name)  # Python's own AttributeError
         owner = object.__getattribute__(self, "_owner")
         _fill(self, owner)
@@ -408,7 +407,7 @@ def _fill(arr: NDArray, owner: Any) -> None:
     arr._c = owner  # passed back to C, it is this array again
 
 
-_FILLED = tuple(s for s in ArrayMemory.__slots__ if s not in ("__weakref__", "_owner", "_c"))
+_FILLED = tuple(s for s in NDArray.__slots__ if s not in ("__weakref__", "_owner", "_c"))
 
 
 def _ndarray(address: int) -> NDArray:
