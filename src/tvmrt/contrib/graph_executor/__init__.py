@@ -27,10 +27,14 @@ from tvmrt.runtime.device_type import DLDeviceType
 from tvmrt.runtime.executor.protocol import ModuleFace, TensorInfo
 from tvmrt.runtime.graph_executor import native
 from tvmrt.runtime.graph_executor.checks import check_out, is_read_only, unknown_input
-from tvmrt.runtime.graph_executor.executor import GraphExecutor, as_ndarray, zero_copy_array
+from tvmrt.runtime.graph_executor.executor import (
+    GraphExecutor,
+    as_ndarray,
+    output_info,
+    zero_copy_array,
+)
 from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory
 from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
-from tvmrt.runtime.graph_executor.keys import GraphKeys, output_info
 from tvmrt.runtime.graph_executor.roles import classify_inputs, output_labels
 from tvmrt.runtime.graph_executor.storage import StoragePlan, plan_storage
 from tvmrt.runtime.module import Module
@@ -46,7 +50,6 @@ __all__ = [
     "GraphModule",
     "GraphExecutor",
     "GraphExecutorFactory",
-    "GraphKeys",
     "Graph",
     "parse_graph",
     "StoragePlan",

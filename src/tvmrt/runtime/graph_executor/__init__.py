@@ -14,14 +14,12 @@ from __future__ import annotations
 from tvmrt.runtime.graph_executor.executor import GraphExecutor
 from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory
 from tvmrt.runtime.graph_executor.graph import Graph, parse_graph
-from tvmrt.runtime.graph_executor.keys import GraphKeys
 from tvmrt.runtime.graph_executor.packed import create_executor
 from tvmrt.runtime.graph_executor.storage import StoragePlan, plan_storage
 
 __all__ = [
     "GraphExecutor",
     "GraphExecutorFactory",
-    "GraphKeys",
     "Graph",
     "create_executor",
     "parse_graph",

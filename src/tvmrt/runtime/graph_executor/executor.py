@@ -28,19 +28,26 @@ from tvmrt.error import (
 )
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.graph_executor.binding import OpBinding, find_op, noop, prepare_step
-from tvmrt.runtime.graph_executor.checks import copy_out, external_problem, is_read_only
+from tvmrt.runtime.graph_executor.checks import (
+    check_index,
+    copy_out,
+    external_problem,
+    is_read_only,
+    unknown_input,
+    unknown_output,
+)
 from tvmrt.runtime.graph_executor.graph import Graph
-from tvmrt.runtime.graph_executor.keys import GraphKeys
 from tvmrt.runtime.graph_executor.linked import linked_params, param_codes
 from tvmrt.runtime.graph_executor.memory import alias_groups, allocate_entries, device_for_type
 from tvmrt.runtime.graph_executor.program import compile_steps, failed_step, replace_step
 from tvmrt.runtime.graph_executor.storage import StoragePlan, check_host_memory, plan_storage
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray, empty, from_dlpack
+from tvmrt.runtime.object import ShapeTuple
 from tvmrt.runtime.packed_func import BoundCall, PackedFunc
 from tvmrt.runtime.params import iter_param_records, mapped_file, read_param_names
 
-__all__ = ["GraphExecutor", "as_ndarray", "zero_copy_array"]
+__all__ = ["GraphExecutor", "as_ndarray", "output_info", "zero_copy_array"]
 
 
 def as_ndarray(value: object) -> NDArray | None:
@@ -65,7 +72,7 @@ def zero_copy_array(value: object, what: str) -> NDArray:
     return arr
 
 
-class GraphExecutor(Module, GraphKeys):
+class GraphExecutor(Module):
     """Executes a graph over the kernels of ``lib`` on ``devices`` (the first is the host).
 
     Parameters
@@ -80,8 +87,9 @@ class GraphExecutor(Module, GraphKeys):
         Arrays to bind to inputs of the same name without copying (the factory's
         params): inputs bound this way get no pool of their own.
 
-    Input and output keys (``input_index``, ``output_index``, ``input_info``, ...) come
-    from :class:`~tvmrt.runtime.graph_executor.keys.GraphKeys`.
+    Inputs are found by name or index, outputs by index, ``"name:i"`` or a bare node name
+    (``input_index``, ``output_index``); each miss has one error
+    (:mod:`~tvmrt.runtime.graph_executor.checks`).
     """
 
     def __init__(
@@ -102,7 +110,11 @@ class GraphExecutor(Module, GraphKeys):
         check_host_memory(self.plan)
         self._run_lock = threading.Lock()
         self._packed: dict[str, PackedFunc] | None = None
-        self._init_keys(graph)
+        self._input_map = {graph.nodes[nid].name: i for i, nid in enumerate(graph.arg_nodes)}
+        self._output_map = {
+            f"{graph.nodes[h.node_id].name}:{h.index}": i for i, h in enumerate(graph.heads)
+        }
+        self._param_names: set[str] = set()
         self._alias_groups = alias_groups(graph)
         linked = linked_params(lib, graph)  # TVM 0.7/0.8 link-params libraries
         self._param_names.update(linked)
@@ -175,7 +187,83 @@ class GraphExecutor(Module, GraphKeys):
         op = self._step_ops[index]
         return f"node {op.node_id} {op.node.name!r} (kernel {op.node.func_name!r})"
 
-    # -- inputs and outputs (keys and info: GraphKeys) ---------------------------------------
+    # -- input and output keys and info ------------------------------------------------------
+    @property
+    def input_names(self) -> list[str]:
+        """Names of ``arg_nodes`` (inputs and params), by input index."""
+        return [self.graph.nodes[nid].name for nid in self.graph.arg_nodes]
+
+    def has_input(self, name: str) -> bool:
+        """Whether the graph has an input (data or weight) called ``name``."""
+        return name in self._input_map
+
+    def input_index(self, key: int | str) -> int:
+        """Input index of a name or index.
+
+        Raises InputNotFoundError (a LookupError) for an unknown name, InputIndexError
+        (also an IndexError) for an index out of range, ArgumentTypeError (a TypeError)
+        for any other key.
+        """
+        if isinstance(key, str):
+            index = self._input_map.get(key)
+            if index is None:
+                raise unknown_input(key, self.input_names)
+            return index
+        return check_index("input", key, len(self.graph.arg_nodes))
+
+    def input_entry(self, key: int | str) -> int:
+        """Entry id of an input."""
+        return self.graph.entry_id(self.graph.arg_nodes[self.input_index(key)])
+
+    def output_index(self, key: int | str) -> int:
+        """Output index of an index, an ``"name:i"`` key or a bare node name (last wins)."""
+        heads = self.graph.heads
+        if isinstance(key, str):
+            if key in self._output_map:
+                return self._output_map[key]
+            matches = [i for i, h in enumerate(heads) if self.graph.nodes[h.node_id].name == key]
+            if not matches:
+                raise unknown_output(key, list(self._output_map))
+            return matches[-1]
+        return check_index("output", key, len(heads))
+
+    def output_entry(self, key: int | str) -> int:
+        """Entry id of an output."""
+        head = self.graph.heads[self.output_index(key)]
+        return self.graph.entry_id(head.node_id, head.index)
+
+    def _input_label(self, eid: int) -> str:
+        return repr(self.graph.nodes[self._node_of_entry(eid)].name)
+
+    def _node_of_entry(self, eid: int) -> int:
+        row = self.graph.node_row_ptr
+        lo, hi = 0, len(row) - 1
+        while lo < hi - 1:  # largest nid with row[nid] <= eid
+            mid = (lo + hi) // 2
+            if row[mid] <= eid:
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+    def input_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
+        """Shapes and dtypes of inputs not loaded by :meth:`load_params`."""
+        shapes: dict[str, tuple[int, ...]] = {}
+        dtypes: dict[str, str] = {}
+        for nid in self.graph.arg_nodes:
+            name = self.graph.nodes[nid].name
+            if name in self._param_names:
+                continue
+            eid = self.graph.entry_id(nid)
+            shapes[name] = ShapeTuple(self.graph.shapes[eid])  # TVM returns ShapeTuples
+            dtypes[name] = str(self.graph.dltypes[eid])
+        return shapes, dtypes
+
+    def output_info(self) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
+        """Shapes and dtypes of outputs, keyed by node name (``"name:i"`` when it has several)."""
+        return output_info(self.graph)
+
+    # -- inputs and outputs ------------------------------------------------------------------
     def set_input(self, key: int | str, value: object) -> None:
         """Copy ``value`` into input ``key``; NDArrays must match shape and dtype exactly."""
         eid = self.input_entry(key)
@@ -417,3 +505,19 @@ class GraphExecutor(Module, GraphKeys):
             "get_input_info": input_info,
             "get_output_info": output_info,
         }
+
+
+def output_info(g: Graph) -> tuple[dict[str, tuple[int, ...]], dict[str, str]]:
+    """Shapes and dtypes of ``g``'s outputs, keyed as the executor's ``get_output_info``."""
+    counts: dict[int, int] = defaultdict(int)
+    for h in g.heads:
+        counts[h.node_id] += 1
+    shapes: dict[str, tuple[int, ...]] = {}
+    dtypes: dict[str, str] = {}
+    for h in g.heads:
+        name = g.nodes[h.node_id].name
+        key = name if counts[h.node_id] == 1 else f"{name}:{h.index}"
+        eid = g.entry_id(h.node_id, h.index)
+        shapes[key] = ShapeTuple(g.shapes[eid])
+        dtypes[key] = str(g.dltypes[eid])
+    return shapes, dtypes
