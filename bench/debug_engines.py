@@ -75,29 +75,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
-    import numpy as np
-
-    mobilenet = graph_engines.ARTIFACTS / "mobilenet_v1"
-    fixtures = graph_engines.FIXTURES / "batched" / "batched"
-    golden = np.load(mobilenet / "golden.npz")
-    batched = np.load(fixtures / "golden.npz")
-    models = [
-        graph_engines.Model(
-            "mobilenet_v1",
-            mobilenet,
-            "deploy_lib.so",
-            (golden["data"], golden["output_0"]),
-            "deploy_graph.json",
-            "deploy_param.params",
-        ),
-        graph_engines.Model(
-            "small CNN",
-            fixtures / "cnn-b1",
-            "deploy_lib.so",
-            (batched["x"][:1], batched["y"][:1]),
-            input_name="x",
-        ),
-    ]
+    models = graph_engines.benchmark_models()
     print(f"TVM_NUM_THREADS={os.environ['TVM_NUM_THREADS']}, medians of {args.rounds} rounds")
     print("| model | measure | C engine | Python engine | C / Python |")
     print("|---|---|---:|---:|---:|")

@@ -134,16 +134,13 @@ def _first_load(model: Model, engine: str) -> tuple[float, float]:
     return float(out[0]) * 1e3, float(out[1]) * 1e3
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--number", type=int, default=50)
-    parser.add_argument("--loads", type=int, default=5, help="fresh interpreters per engine")
-    args = parser.parse_args()
+def benchmark_models() -> list[Model]:
+    """MobileNet v1 (TVM's, ``$TVMRT_ARTIFACTS``) and the tests' small CNN factory, with
+    TVM 0.16's inputs and outputs (``debug_engines.py`` times the same two)."""
     mobilenet = ARTIFACTS / "mobilenet_v1"
     golden = np.load(mobilenet / "golden.npz")
     batched = np.load(FIXTURES / "batched" / "batched" / "golden.npz")
-    models = [
+    return [
         Model(
             "mobilenet_v1",
             mobilenet,
@@ -160,6 +157,15 @@ def main() -> None:
             input_name="x",
         ),
     ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--number", type=int, default=50)
+    parser.add_argument("--loads", type=int, default=5, help="fresh interpreters per engine")
+    args = parser.parse_args()
+    models = benchmark_models()
     print(f"TVM_NUM_THREADS={os.environ['TVM_NUM_THREADS']}, medians of {args.rounds} rounds")
     print("| model | measure | C engine | Python engine | C / Python |")
     print("|---|---|---:|---:|---:|")

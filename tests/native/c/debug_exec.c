@@ -14,19 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "model_io.h"
 
 static int g_failed = 0;
-
-static TVMFunctionHandle function(TVMModuleHandle mod, const char* name) {
-  TVMFunctionHandle f = NULL;
-  CHECK(TVMModGetFunction(mod, name, 0, &f));
-  if (f == NULL) {
-    fprintf(stderr, "no function %s\n", name);
-    exit(1);
-  }
-  return f;
-}
 
 static size_t nbytes(const DLTensor* t) {
   size_t n = (size_t)(t->dtype.bits * t->dtype.lanes + 7) / 8;
@@ -52,38 +42,33 @@ int main(int argc, char** argv) {
   int64_t count, nid;
   const TVMByteArray* blob;
   DLTensor* x;
-  FILE *in, *out;
-  char input[1 << 16];
+  FILE* out;
+  char* input;
   size_t in_size;
   if (argc != 4) return 2;
-  if ((in = fopen(argv[2], "rb")) == NULL) return 2;
-  in_size = fread(input, 1, sizeof(input), in);
-  fclose(in);
+  input = read_file(argv[2], &in_size);
   CHECK(TVMModLoadFromFile(argv[1], "so", &lib));
 
-  f = function(lib, "debug_create");
   args[0].v_str = "default";
   codes[0] = kTVMStr;
   args[1].v_int64 = kDLCPU;
   args[2].v_int64 = 0;
   codes[1] = codes[2] = kTVMArgInt;
-  CHECK(TVMFuncCall(f, args, codes, 3, &ret, &code));
+  call_named(lib, "debug_create", args, codes, 3, &ret, &code);
   EXPECT(code == kTVMModuleHandle);
   gmod = ret.v_handle;
-  CHECK(TVMFuncFree(f));
 
-  f = function(gmod, "get_input");
   args[0].v_str = "x";
   codes[0] = kTVMStr;
-  CHECK(TVMFuncCall(f, args, codes, 1, &ret, &code));
+  call_named(gmod, "get_input", args, codes, 1, &ret, &code);
   x = (DLTensor*)ret.v_handle;
   EXPECT(nbytes(x) == in_size);
   CHECK(TVMArrayCopyFromBytes(x, input, in_size));
   CHECK(TVMArrayFree(x));
-  CHECK(TVMFuncFree(f));
+  free(input);
 
   /* run_individual(2, 2, 0, 100, 0, 1): an int64 count, then 2 doubles per node */
-  f = function(gmod, "run_individual");
+  f = get(gmod, "run_individual");
   for (i = 0; i < 6; ++i) codes[i] = kTVMArgInt;
   args[0].v_int64 = 2;
   args[1].v_int64 = 2;
@@ -93,7 +78,7 @@ int main(int argc, char** argv) {
   args[5].v_int64 = 1;
   CHECK(TVMFuncCall(f, args, codes, 6, &ret, &code));
   EXPECT(code == kTVMBytes);
-  blob = (const TVMByteArray*)ret.v_handle;
+  blob = (const TVMByteArray*)ret.v_handle; /* valid until the next run_individual* */
   memcpy(&count, blob->data, sizeof(count));
   EXPECT(blob->size == sizeof(int64_t) + (size_t)count * 2 * sizeof(double));
   for (i = 0; i < count * 2; ++i) {
@@ -106,30 +91,22 @@ int main(int argc, char** argv) {
 
   if ((out = fopen(argv[3], "wb")) == NULL) return 2;
   for (nid = 0; nid < count; ++nid) {
-    f = function(gmod, "execute_node");
     args[0].v_int64 = nid;
-    codes[0] = kTVMArgInt;
-    CHECK(TVMFuncCall(f, args, codes, 1, &ret, &code));
-    CHECK(TVMFuncFree(f));
-    f = function(gmod, "get_node_output");
     args[1].v_int64 = 0;
-    codes[1] = kTVMArgInt;
-    CHECK(TVMFuncCall(f, args, codes, 2, &ret, &code));
+    codes[0] = codes[1] = kTVMArgInt;
+    call_named(gmod, "execute_node", args, codes, 1, &ret, &code);
+    call_named(gmod, "get_node_output", args, codes, 2, &ret, &code);
     EXPECT(code == kTVMNDArrayHandle);
     write_array(out, (DLTensor*)ret.v_handle);
     CHECK(TVMArrayFree((DLTensor*)ret.v_handle));
-    CHECK(TVMFuncFree(f));
   }
-  f = function(gmod, "debug_get_output");
   args[0].v_int64 = count - 1;
-  codes[0] = kTVMArgInt;
-  CHECK(TVMFuncCall(f, args, codes, 1, &ret, &code));
+  call_named(gmod, "debug_get_output", args, codes, 1, &ret, &code);
   write_array(out, (DLTensor*)ret.v_handle);
   CHECK(TVMArrayFree((DLTensor*)ret.v_handle));
-  CHECK(TVMFuncFree(f));
   fclose(out);
 
-  f = function(gmod, "execute_node");
+  f = get(gmod, "execute_node");
   args[0].v_int64 = count;
   EXPECT(TVMFuncCall(f, args, codes, 1, &ret, &code) != 0);
   printf("%s\n", TVMGetLastError());

@@ -1,7 +1,7 @@
 /*
- * What the model-running test programs (run_model.c, run_vm.c, vm_hostile.c) share: a
- * whole file read into memory, a module's function looked up (or the program ends naming
- * it) and called once, and a Relay VM executable made from code.ro and its library.
+ * What the model-running test programs (run_model.c, run_vm.c, vm_hostile.c, debug_exec.c)
+ * share: a whole file read into memory, a module's function looked up (or the program ends
+ * naming it) and called once, and a Relay VM executable made from code.ro and its library.
  */
 #ifndef TVMRT_TESTS_MODEL_IO_H_
 #define TVMRT_TESTS_MODEL_IO_H_
