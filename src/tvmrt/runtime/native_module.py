@@ -46,7 +46,6 @@ import os
 import re
 import threading
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -95,15 +94,22 @@ def _nvrtc_defaults() -> None:
     installed them (a CUDA import holding CUDA C source is compiled with them), unless the
     environment names others (TVMRT_LIBNVRTC, TVMRT_CUDA_INCLUDE)."""
     spec = importlib.util.find_spec("nvidia")
-    roots = [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
-    for root in roots:
-        libs = sorted((root / "cuda_nvrtc" / "lib").glob("libnvrtc.so.*"))
-        libs = [p for p in libs if "alt" not in p.name and "builtins" not in p.name]
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        lib_dir = os.path.join(root, "cuda_nvrtc", "lib")
+        try:  # os.listdir, not Path.glob: this runs in every process's first C call
+            names = os.listdir(lib_dir)
+        except OSError:
+            names = []
+        libs = sorted(
+            n
+            for n in names
+            if n.startswith("libnvrtc.so.") and "alt" not in n and "builtins" not in n
+        )
         if libs:
-            os.environ.setdefault("TVMRT_LIBNVRTC", str(libs[-1]))
-        include = root / "cuda_cccl" / "include"
-        if include.is_dir():
-            os.environ.setdefault("TVMRT_CUDA_INCLUDE", str(include))
+            os.environ.setdefault("TVMRT_LIBNVRTC", os.path.join(lib_dir, libs[-1]))
+        include = os.path.join(root, "cuda_cccl", "include")
+        if os.path.isdir(include):
+            os.environ.setdefault("TVMRT_CUDA_INCLUDE", include)
 
 
 def _lib() -> ctypes.CDLL:

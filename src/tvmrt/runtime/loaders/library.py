@@ -280,6 +280,8 @@ def load_shared_library(facts: LibraryFacts) -> Module:
     root = assemble_modules(parsed, module) if parsed is not None else module
     if elf is not None:  # every function a kernel looks up by name exists (loaders/needs.py)
         needs.check_functions(module, elf, shown)
+    if symbols is not None:
+        needs.remember_symbols(path, symbols)
     # TVM 0.7/0.8 link-params weights: the blob's factory reads them when the library
     # becomes its import (graph_executor/factory.py, over graph_executor/linked.py)
     return root

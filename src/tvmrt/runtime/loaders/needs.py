@@ -24,11 +24,13 @@ not checked for functions: tvmrt gives their lookups no functions at all
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 from pathlib import Path
 from typing import Any
 
-from tvmrt.binfmt.abi import scan_tvm_symbols
+from tvmrt.binfmt.abi import TvmSymbols, scan_tvm_symbols
 from tvmrt.binfmt.binary import ElfFile
 from tvmrt.error import ModuleLoadError, TVMError
 from tvmrt.runtime.contrib.catalog import unsupported_reason
@@ -41,6 +43,7 @@ __all__ = [
     "check_cpu",
     "check_functions",
     "c_runtime_refusal",
+    "remember_symbols",
     "describe",
     "functions_text",
 ]
@@ -97,8 +100,10 @@ def c_runtime_refusal(path: str) -> str:
     from tvmrt.runtime.kernel_services import binds_globally
 
     try:
-        elf = ElfFile(Path(path).read_bytes(), path)
-        symbols = scan_tvm_symbols(elf.symbols(dynamic=True))
+        symbols = _loaded_symbols.get(_file_key(path))
+        if symbols is None:
+            elf = ElfFile(Path(path).read_bytes(), path)
+            symbols = scan_tvm_symbols(elf.symbols(dynamic=True))
     except (OSError, TVMError) as exc:
         return f"its kernel library cannot be read: {exc}"
     imported = [n for n in symbols.undefined if n.startswith("TVM")]
@@ -115,6 +120,23 @@ def c_runtime_refusal(path: str) -> str:
 
 
 SYSTEM_LIB_REGISTER = "TVMBackendRegisterSystemLibSymbol"
+
+# what the Python loader read from the dynamic symbols of a library file it loaded, by the
+# file's identity (device, inode, size, mtime): the C engines' first refusal reads it here
+# instead of parsing the file again; a file rewritten since has another key
+_loaded_symbols: dict[tuple[int, int, int, int], TvmSymbols] = {}
+
+
+def _file_key(path: str) -> tuple[int, int, int, int]:
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def remember_symbols(path: str, symbols: TvmSymbols) -> None:
+    """Keep what the dynamic symbols of the library at ``path`` say (the Python loader read
+    them to load it) for :func:`c_runtime_refusal`."""
+    with contextlib.suppress(OSError):  # gone already: the refusal reads it and says so
+        _loaded_symbols[_file_key(path)] = symbols
 
 
 def check_cpu(elf: ElfFile, shown: str) -> None:
