@@ -39,17 +39,11 @@ static void input_list(const aot_exec* e, char* out, size_t cap) {
 
 /* a key that is not an index (nor, for an input, a name), in the Python runtime's words */
 static int key_type_error(TVMValue v, int code, int outputs) {
-  const char* words =
-      outputs ? "output index must be an integer" : "input key must be a name or an index";
-  char value[64];
-  if (code == kDLFloat) {
-    tvmrt_float_repr(v.v_float64, value, sizeof(value));
-    return tvmrt_fail("ArgumentTypeError", "%s, got float %s", words, value);
-  }
-  if (code == kTVMNullptr) return tvmrt_fail("ArgumentTypeError", "%s, got NoneType None", words);
-  if (code == kTVMStr)
-    return tvmrt_fail("ArgumentTypeError", "%s, got str '%.200s'", words, v.v_str);
-  return tvmrt_fail("ArgumentTypeError", "%s, got type code %d", words, code);
+  char value[300];
+  tvmrt_py_value_words(v, code, value, sizeof(value));
+  return tvmrt_fail(
+      "ArgumentTypeError", "%s, got %s",
+      outputs ? "output index must be an integer" : "input key must be a name or an index", value);
 }
 
 static int index_arg(aot_exec* e, TVMValue* args, int* codes, int n, int outputs, size_t* out) {

@@ -91,13 +91,13 @@ static int describe(dlr_model* m) {
   }
   for (i = 0; i < ge->g.num_args; ++i) {
     if (is_weight(m, ge->g.nodes[ge->g.arg_nodes[i]].name)) continue;
-    tvmrt_ge_dtype_text(ge->entries[tvmrt_ge_input_eid(ge, i)].dtype, m->input_types[m->num_inputs],
-                        sizeof(*m->input_types));
+    tvmrt_dtype_text(ge->entries[tvmrt_ge_input_eid(ge, i)].dtype, m->input_types[m->num_inputs],
+                     sizeof(*m->input_types));
     m->inputs[m->num_inputs++] = (uint32_t)i;
   }
   for (i = 0; i < ge->g.num_heads; ++i) {
-    tvmrt_ge_dtype_text(ge->entries[tvmrt_ge_output_eid(ge, i)].dtype, m->output_types[i],
-                        sizeof(*m->output_types));
+    tvmrt_dtype_text(ge->entries[tvmrt_ge_output_eid(ge, i)].dtype, m->output_types[i],
+                     sizeof(*m->output_types));
   }
   return 0;
 }

@@ -288,7 +288,7 @@ static int check_output_type(const vm_slot* s, size_t i) {
     return 0;
   }
   tvmrt_clear_last_error();
-  tvmrt_ge_dtype_text(got, name, sizeof(name));
+  tvmrt_dtype_text(got, name, sizeof(name));
   return tvmrt_fail("DLRError",
                     "output %zu (%.200s) of the run is %s but the metadata "
                     "(Model.Outputs[%zu].dtype) says %.100s",

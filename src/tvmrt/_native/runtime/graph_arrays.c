@@ -21,17 +21,6 @@ void tvmrt_ge_shape_text(const DLTensor* t, char* buf, size_t n) {
   if (off < n) snprintf(buf + off, n - off, ")");
 }
 
-void tvmrt_ge_dtype_text(DLDataType t, char* buf, size_t n) {
-  static const char* names[] = {"int", "uint", "float", "handle", "bfloat"};
-  if (t.code == kDLUInt && t.bits == 1 && t.lanes == 1) {
-    snprintf(buf, n, "bool");
-  } else if (t.code <= 4) {
-    snprintf(buf, n, t.lanes > 1 ? "%s%dx%d" : "%s%d", names[t.code], t.bits, t.lanes);
-  } else {
-    snprintf(buf, n, "(code %d, bits %d, lanes %d)", t.code, t.bits, t.lanes);
-  }
-}
-
 int tvmrt_ge_same_layout(const DLTensor* a, const DLTensor* b) {
   int d;
   if (a->ndim != b->ndim || a->dtype.code != b->dtype.code || a->dtype.bits != b->dtype.bits ||
@@ -81,8 +70,8 @@ int tvmrt_ge_external_problem(const DLTensor* want, const DLTensor* ext, const c
     char ws[256], wd[64], gs[256], gd[64];
     tvmrt_ge_shape_text(want, ws, sizeof(ws));
     tvmrt_ge_shape_text(ext, gs, sizeof(gs));
-    tvmrt_ge_dtype_text(want->dtype, wd, sizeof(wd));
-    tvmrt_ge_dtype_text(ext->dtype, gd, sizeof(gd));
+    tvmrt_dtype_text(want->dtype, wd, sizeof(wd));
+    tvmrt_dtype_text(ext->dtype, gd, sizeof(gd));
     return tvmrt_fail("ArrayError", "%s: expected shape %s and dtype %s, got shape %s and dtype %s",
                       label, ws, wd, gs, gd);
   }
@@ -142,9 +131,9 @@ int tvmrt_graph_set_params(tvmrt_module* executor, const tvmrt_params* params, i
          tvmrt_tensor_nbytes(dst, &want) != 0 || have != want)) {
       char ss[256], sd[64], ws[256], wd[64];
       tvmrt_ge_shape_text(src, ss, sizeof(ss));
-      tvmrt_ge_dtype_text(src->dtype, sd, sizeof(sd));
+      tvmrt_dtype_text(src->dtype, sd, sizeof(sd));
       tvmrt_ge_shape_text(dst, ws, sizeof(ws));
-      tvmrt_ge_dtype_text(dst->dtype, wd, sizeof(wd));
+      tvmrt_dtype_text(dst->dtype, wd, sizeof(wd));
       if (embedded) {
         return tvmrt_fail("ArrayError",
                           "param '%.200s' embedded in the factory does not fit the graph's input "

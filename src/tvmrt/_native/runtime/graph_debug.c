@@ -27,37 +27,11 @@
 
 #define GE(self) ((graph_executor*)((tvmrt_module*)(self))->impl)
 
-static int nargs(const char* fn, int n, int lo, int hi) {
-  if (n < lo || n > hi) {
-    return tvmrt_fail("InvalidArgumentError", "%s takes %d to %d arguments, got %d", fn, lo, hi, n);
-  }
-  return 0;
-}
-
-/* another thread's run is refused, as f_run refuses it */
-static int enter(graph_executor* ge) {
-  if (__atomic_exchange_n(&ge->running, 1, __ATOMIC_ACQUIRE) != 0) {
-    return tvmrt_fail("TVMError",
-                      "this graph executor is already running in another thread; use one "
-                      "executor per thread (share weights between them with share_params)");
-  }
-  return 0;
-}
-
-static int leave(graph_executor* ge, int status) {
-  __atomic_store_n(&ge->running, 0, __ATOMIC_RELEASE);
-  return status;
-}
-
-static const char* type_name(int code) {
-  return code == kDLFloat ? "float" : code == kTVMStr ? "str" : "an object";
-}
-
 static int64_t node_arg(graph_executor* ge, TVMValue v, int code, const char* what) {
   int64_t n = (int64_t)ge->g.num_nodes;
   if (code != kDLInt && code != kDLUInt) {
     tvmrt_fail("ArgumentTypeError", "%s: node index must be an integer, got %s", what,
-               type_name(code));
+               tvmrt_py_type_name(code));
     return -1;
   }
   if (v.v_int64 < 0 || v.v_int64 >= n) {
@@ -80,7 +54,7 @@ static const DLTensor* node_output(graph_executor* ge, int64_t nid, TVMValue v, 
   uint32_t count = num_node_outputs(ge, nid);
   if (code != kDLInt && code != kDLUInt) {
     tvmrt_fail("ArgumentTypeError", "%s: output index must be an integer, got %s", what,
-               type_name(code));
+               tvmrt_py_type_name(code));
     return NULL;
   }
   if (v.v_int64 < 0 || v.v_int64 >= (int64_t)count) {
@@ -179,22 +153,22 @@ static int f_run_individual(void* self, TVMValue* args, int* codes, int n, TVMVa
   tvmrt_timing timing;
   double* slots;
   int64_t nid, count = (int64_t)ge->g.num_nodes;
-  if (nargs("run_individual", n, 0, 6) != 0) return -1;
+  if (tvmrt_arity("run_individual", n, 0, 6) != 0) return -1;
   if (tvmrt_timing_args(args, codes, n, &timing) != 0 || op_table(ge) != 0) return -1;
-  if (enter(ge) != 0) return -1;
-  if (tvmrt_ge_run(ge) != 0) return leave(ge, -1); /* warm-up */
+  if (tvmrt_ge_enter(ge) != 0) return -1;
+  if (tvmrt_ge_run(ge) != 0) return tvmrt_ge_leave(ge, -1); /* warm-up */
   if (give_bytes(ge, (size_t)count * (size_t)timing.repeat, 1, &slots, ret, rc) != 0) {
-    return leave(ge, -1);
+    return tvmrt_ge_leave(ge, -1);
   }
   memcpy(ge->blob, &count, sizeof(count));
   for (nid = 0; nid < count; ++nid) {
     if (time_node(ge, nid, &timing, slots + nid * timing.repeat) != 0) {
       *rc = kTVMNullptr;
-      return leave(ge, -1);
+      return tvmrt_ge_leave(ge, -1);
     }
   }
   ge->last_executed = count - 1;
-  return leave(ge, 0);
+  return tvmrt_ge_leave(ge, 0);
 }
 
 static int f_run_individual_node(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
@@ -203,16 +177,16 @@ static int f_run_individual_node(void* self, TVMValue* args, int* codes, int n, 
   tvmrt_timing timing;
   double* slots;
   int64_t nid;
-  if (nargs("run_individual_node", n, 1, 7) != 0) return -1;
+  if (tvmrt_arity("run_individual_node", n, 1, 7) != 0) return -1;
   if ((nid = node_arg(ge, args[0], codes[0], "run_individual_node")) < 0) return -1;
   if (tvmrt_timing_args(args + 1, codes + 1, n - 1, &timing) != 0 || op_table(ge) != 0) return -1;
-  if (enter(ge) != 0) return -1;
-  if (give_bytes(ge, (size_t)timing.repeat, 0, &slots, ret, rc) != 0) return leave(ge, -1);
+  if (tvmrt_ge_enter(ge) != 0) return -1;
+  if (give_bytes(ge, (size_t)timing.repeat, 0, &slots, ret, rc) != 0) return tvmrt_ge_leave(ge, -1);
   if (time_node(ge, nid, &timing, slots) != 0) {
     *rc = kTVMNullptr;
-    return leave(ge, -1);
+    return tvmrt_ge_leave(ge, -1);
   }
-  return leave(ge, 0);
+  return tvmrt_ge_leave(ge, 0);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -223,16 +197,16 @@ static int f_execute_node(void* self, TVMValue* args, int* codes, int n, TVMValu
   int64_t nid, last = ge->last_executed;
   int status = 0;
   (void)ret, (void)rc;
-  if (nargs("execute_node", n, 1, 1) != 0) return -1;
+  if (tvmrt_arity("execute_node", n, 1, 1) != 0) return -1;
   if ((nid = node_arg(ge, args[0], codes[0], "execute_node")) < 0 || op_table(ge) != 0) return -1;
-  if (enter(ge) != 0) return -1;
+  if (tvmrt_ge_enter(ge) != 0) return -1;
   if (nid > last) {
     status = run_nodes(ge, last + 1, nid);
   } else if (nid < last) {
     status = run_nodes(ge, 0, nid);
   }
   if (status == 0) ge->last_executed = nid;
-  return leave(ge, status);
+  return tvmrt_ge_leave(ge, status);
 }
 
 /* a new CPU array holding a copy of `t` */
@@ -254,7 +228,7 @@ static int f_get_node_output(void* self, TVMValue* args, int* codes, int n, TVMV
   graph_executor* ge = GE(self);
   const DLTensor* t;
   int64_t nid;
-  if (nargs("get_node_output", n, 2, 2) != 0) return -1;
+  if (tvmrt_arity("get_node_output", n, 2, 2) != 0) return -1;
   if ((nid = node_arg(ge, args[0], codes[0], "get_node_output")) < 0) return -1;
   if (nid != ge->last_executed) {
     return tvmrt_fail("InternalError",
@@ -283,7 +257,7 @@ static int f_debug_get_output(void* self, TVMValue* args, int* codes, int n, TVM
   DLTensor* out = NULL;
   TVMValue first;
   int64_t nid;
-  if (nargs("debug_get_output", n, 1, 2) != 0) return -1;
+  if (tvmrt_arity("debug_get_output", n, 1, 2) != 0) return -1;
   nid = codes[0] == kTVMStr ? node_of_name(ge, args[0].v_str)
                             : node_arg(ge, args[0], codes[0], "debug_get_output");
   if (nid < 0) return -1;
@@ -291,14 +265,14 @@ static int f_debug_get_output(void* self, TVMValue* args, int* codes, int n, TVM
     if ((codes[1] != kTVMDLTensorHandle && codes[1] != kTVMNDArrayHandle) ||
         args[1].v_handle == NULL) {
       return tvmrt_fail("ArgumentTypeError", "debug_get_output: out must be an NDArray, got %s",
-                        type_name(codes[1]));
+                        tvmrt_py_type_name(codes[1]));
     }
     out = (DLTensor*)args[1].v_handle;
   }
-  if (op_table(ge) != 0 || enter(ge) != 0) return -1;
-  if (run_nodes(ge, 0, nid) != 0) return leave(ge, -1);
+  if (op_table(ge) != 0 || tvmrt_ge_enter(ge) != 0) return -1;
+  if (run_nodes(ge, 0, nid) != 0) return tvmrt_ge_leave(ge, -1);
   ge->last_executed = nid;
-  leave(ge, 0);
+  tvmrt_ge_leave(ge, 0);
   first.v_int64 = 0;
   if ((t = node_output(ge, nid, first, kDLInt, "debug_get_output")) == NULL) return -1;
   if (out == NULL) return give_copy(self, t, ret, rc);

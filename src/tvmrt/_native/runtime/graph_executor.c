@@ -27,7 +27,7 @@ static int entry_nbytes(const tvmrt_graph* g, size_t eid, size_t* out) {
   if (tvmrt_tensor_nbytes(&t, out) != 0 || *out >= MAX_ENTRY_BYTES) {
     char shape[256], dtype[64], took[32];
     tvmrt_ge_shape_text(&t, shape, sizeof(shape));
-    tvmrt_ge_dtype_text(dt, dtype, sizeof(dtype));
+    tvmrt_dtype_text(dt, dtype, sizeof(dtype));
     if (tvmrt_tensor_nbytes(&t, out) != 0) {
       snprintf(took, sizeof(took), "over 2**64");
     } else {
@@ -359,6 +359,20 @@ int tvmrt_ge_run_op(graph_executor* ge, size_t i) {
                       node->func_name, msg);
   }
   return 0;
+}
+
+int tvmrt_ge_enter(graph_executor* ge) {
+  if (__atomic_exchange_n(&ge->running, 1, __ATOMIC_ACQUIRE) != 0) {
+    return tvmrt_fail("TVMError",
+                      "this graph executor is already running in another thread; use one "
+                      "executor per thread (share weights between them with share_params)");
+  }
+  return 0;
+}
+
+int tvmrt_ge_leave(graph_executor* ge, int status) {
+  __atomic_store_n(&ge->running, 0, __ATOMIC_RELEASE);
+  return status;
 }
 
 int tvmrt_ge_run(graph_executor* ge) {

@@ -56,6 +56,10 @@ graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib,
                                 const DLDevice* devs, size_t num_devs);
 void tvmrt_ge_destroy(graph_executor* ge);
 int tvmrt_ge_run(graph_executor* ge);
+/* mark a run in progress: 0, or -1 with the Python runtime's error when another thread's
+   is (one executor runs in one thread at a time); tvmrt_ge_leave ends it, returning `status` */
+int tvmrt_ge_enter(graph_executor* ge);
+int tvmrt_ge_leave(graph_executor* ge, int status);
 /* op `i` alone (ops are in node order, one per op node), with the run's words on failure */
 int tvmrt_ge_run_op(graph_executor* ge, size_t i);
 /* after rebinding entries: point the kernel args at them */
@@ -69,9 +73,8 @@ int tvmrt_ge_rebind(graph_executor* ge, uint32_t eid, const DLTensor* ext, int s
 int tvmrt_ge_input_index(const graph_executor* ge, const char* name); /* -1 if none (last wins) */
 uint32_t tvmrt_ge_input_eid(const graph_executor* ge, size_t index);
 uint32_t tvmrt_ge_output_eid(const graph_executor* ge, size_t index);
-/* TVM's and Python's texts: (1, 3, 16, 16) and float32 */
+/* TVM's and Python's text of a shape: (1, 3, 16, 16) (dtypes: tvmrt_dtype_text, rt.h) */
 void tvmrt_ge_shape_text(const DLTensor* t, char* buf, size_t n);
-void tvmrt_ge_dtype_text(DLDataType t, char* buf, size_t n);
 int tvmrt_ge_same_layout(const DLTensor* a, const DLTensor* b); /* shape and dtype */
 /* why `ext` cannot stand in for entry `want` (the Python runtime's check_external, its
    words, `label` first): -1 with an ArrayError set, or 0 if it can */

@@ -30,14 +30,6 @@ static void input_names(const graph_executor* ge, char* buf, size_t n) {
   if (off < n) snprintf(buf + off, n - off, "]");
 }
 
-static int nargs(const char* fn, int num_args, int lo, int hi) {
-  if (num_args < lo || num_args > hi) {
-    return tvmrt_fail("InvalidArgumentError", "%s takes %d to %d arguments, got %d", fn, lo, hi,
-                      num_args);
-  }
-  return 0;
-}
-
 static DLTensor* arg_tensor(TVMValue* args, int* codes, int i, const char* fn) {
   if (codes[i] != kTVMDLTensorHandle && codes[i] != kTVMNDArrayHandle) {
     tvmrt_fail("ArgumentTypeError",
@@ -50,19 +42,11 @@ static DLTensor* arg_tensor(TVMValue* args, int* codes, int i, const char* fn) {
   return (DLTensor*)args[i].v_handle;
 }
 
-/* a key that is neither a name nor an index, in the Python runtime's words (its type's
-   Python name and value where C knows them); -2 */
+/* a key that is neither a name nor an index, in the Python runtime's words; -2 */
 static int key_type_error(const char* what, TVMValue v, int code) {
-  char value[64];
-  if (code == kDLFloat) {
-    tvmrt_float_repr(v.v_float64, value, sizeof(value));
-    tvmrt_fail("ArgumentTypeError", "%s key must be a name or an index, got float %s", what, value);
-  } else if (code == kTVMNullptr) {
-    tvmrt_fail("ArgumentTypeError", "%s key must be a name or an index, got NoneType None", what);
-  } else {
-    tvmrt_fail("ArgumentTypeError", "%s key must be a name or an index, got type code %d", what,
-               code);
-  }
+  char value[300];
+  tvmrt_py_value_words(v, code, value, sizeof(value));
+  tvmrt_fail("ArgumentTypeError", "%s key must be a name or an index, got %s", what, value);
   return -2;
 }
 
@@ -171,8 +155,8 @@ static int layout_error(const char* label, const DLTensor* want, const DLTensor*
   char ws[256], wd[64], gs[256], gd[64];
   tvmrt_ge_shape_text(want, ws, sizeof(ws));
   tvmrt_ge_shape_text(got, gs, sizeof(gs));
-  tvmrt_ge_dtype_text(want->dtype, wd, sizeof(wd));
-  tvmrt_ge_dtype_text(got->dtype, gd, sizeof(gd));
+  tvmrt_dtype_text(want->dtype, wd, sizeof(wd));
+  tvmrt_dtype_text(got->dtype, gd, sizeof(gd));
   return tvmrt_fail("ArrayError", "%s expects shape %s and dtype %s, got shape %s and dtype %s",
                     label, ws, wd, gs, gd);
 }
@@ -182,7 +166,8 @@ static int f_set_input(void* self, TVMValue* args, int* codes, int n, TVMValue* 
   DLTensor *src, *dst;
   char label[300];
   int idx;
-  if (nargs("set_input", n, 2, 2) != 0 || (idx = input_key(ge, args, codes, 0)) < 0) return -1;
+  if (tvmrt_arity("set_input", n, 2, 2) != 0 || (idx = input_key(ge, args, codes, 0)) < 0)
+    return -1;
   if ((src = arg_tensor(args, codes, 1, "set_input")) == NULL) return -1;
   if (tvmrt_ge_writable_input(ge, (size_t)idx) != 0) return -1;
   dst = &ge->entries[tvmrt_ge_input_eid(ge, (size_t)idx)];
@@ -234,7 +219,7 @@ static int f_set_input_zero_copy(void* self, TVMValue* args, int* codes, int n, 
   char label[300];
   uint32_t eid;
   int idx, read_only;
-  if (nargs("set_input_zero_copy", n, 2, 3) != 0) return -1;
+  if (tvmrt_arity("set_input_zero_copy", n, 2, 3) != 0) return -1;
   if ((idx = input_key(ge, args, codes, 0)) < 0) return -1;
   if ((src = arg_tensor(args, codes, 1, "set_input_zero_copy")) == NULL) return -1;
   if (read_only_arg(args, codes, n, "set_input_zero_copy", &read_only) != 0) return -1;
@@ -255,7 +240,7 @@ static int f_set_output_zero_copy(void* self, TVMValue* args, int* codes, int n,
   const tvmrt_node* node;
   char label[64];
   int idx, read_only;
-  if (nargs("set_output_zero_copy", n, 2, 3) != 0) return -1;
+  if (tvmrt_arity("set_output_zero_copy", n, 2, 3) != 0) return -1;
   if ((idx = output_index(ge, args, codes)) < 0) return -1;
   if ((dst = arg_tensor(args, codes, 1, "set_output_zero_copy")) == NULL) return -1;
   if (read_only_arg(args, codes, n, "set_output_zero_copy", &read_only) != 0) return -1;
@@ -286,16 +271,9 @@ static int f_set_output_zero_copy(void* self, TVMValue* args, int* codes, int n,
 
 static int f_run(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
   graph_executor* ge = GE(self);
-  int status;
-  if (nargs("run", n, 0, 0) != 0) return -1;
-  if (__atomic_exchange_n(&ge->running, 1, __ATOMIC_ACQUIRE) != 0) { /* as the Python runtime */
-    return tvmrt_fail("TVMError",
-                      "this graph executor is already running in another thread; use one "
-                      "executor per thread (share weights between them with share_params)");
-  }
-  status = tvmrt_ge_run(ge);
-  __atomic_store_n(&ge->running, 0, __ATOMIC_RELEASE);
-  return status;
+  if (tvmrt_arity("run", n, 0, 0) != 0) return -1;
+  if (tvmrt_ge_enter(ge) != 0) return -1;
+  return tvmrt_ge_leave(ge, tvmrt_ge_run(ge));
 }
 
 static int give_array(void* self, const DLTensor* t, TVMValue* ret, int* rc) {
@@ -318,9 +296,9 @@ static int copy_out(const DLTensor* from, TVMValue* args, int* codes, const char
       snprintf(key, sizeof(key), "%lld", (long long)args[0].v_int64);
     }
     tvmrt_ge_shape_text(out, os, sizeof(os));
-    tvmrt_ge_dtype_text(out->dtype, od, sizeof(od));
+    tvmrt_dtype_text(out->dtype, od, sizeof(od));
     tvmrt_ge_shape_text(from, fs, sizeof(fs));
-    tvmrt_ge_dtype_text(from->dtype, fd, sizeof(fd));
+    tvmrt_dtype_text(from->dtype, fd, sizeof(fd));
     return tvmrt_fail("ArrayError",
                       "%s(%s): out has shape %s and dtype %s, expected shape %s and dtype %s", fn,
                       key, os, od, fs, fd);
@@ -332,7 +310,7 @@ static int f_get_output(void* self, TVMValue* args, int* codes, int n, TVMValue*
   graph_executor* ge = GE(self);
   const DLTensor* t;
   int idx;
-  if (nargs("get_output", n, 1, 2) != 0) return -1;
+  if (tvmrt_arity("get_output", n, 1, 2) != 0) return -1;
   if ((idx = output_index(ge, args, codes)) < 0) return -1;
   t = &ge->entries[tvmrt_ge_output_eid(ge, (size_t)idx)];
   return n == 2 ? copy_out(t, args, codes, "get_output") : give_array(self, t, ret, rc);
@@ -342,7 +320,7 @@ static int f_get_input(void* self, TVMValue* args, int* codes, int n, TVMValue* 
   graph_executor* ge = GE(self);
   const DLTensor* t;
   int idx;
-  if (nargs("get_input", n, 1, 2) != 0) return -1;
+  if (tvmrt_arity("get_input", n, 1, 2) != 0) return -1;
   idx = input_key(ge, args, codes, 1);
   if (idx == -2) return -1;
   if (idx == -1) return 0; /* as TVM: an unknown name gives None */
@@ -354,18 +332,18 @@ static int f_get_num_outputs(void* self, TVMValue* args, int* codes, int n, TVMV
                              int* rc) {
   ret->v_int64 = (int64_t)GE(self)->g.num_heads;
   *rc = kTVMArgInt;
-  return nargs("get_num_outputs", n, 0, 0);
+  return tvmrt_arity("get_num_outputs", n, 0, 0);
 }
 
 static int f_get_num_inputs(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
   ret->v_int64 = (int64_t)GE(self)->g.num_args;
   *rc = kTVMArgInt;
-  return nargs("get_num_inputs", n, 0, 0);
+  return tvmrt_arity("get_num_inputs", n, 0, 0);
 }
 
 /* the one argument of get_input_index / get_output_index: a name (`what`: input, output) */
 static int name_arg(const char* fn, const char* what, int n, const int* codes) {
-  if (nargs(fn, n, 1, 1) != 0) return -1;
+  if (tvmrt_arity(fn, n, 1, 1) != 0) return -1;
   if (codes[0] == kTVMStr) return 0;
   return tvmrt_fail("ArgumentTypeError", "%s key must be a str, got %s", what,
                     codes[0] == kTVMArgInt     ? "int"
@@ -408,7 +386,7 @@ static int info_map(graph_executor* ge, int outputs, TVMValue* ret, int* rc) {
     t = &ge->entries[outputs ? tvmrt_ge_output_eid(ge, i) : tvmrt_ge_input_eid(ge, i)];
     key = outputs ? (made = output_info_key(ge, i)) : ge->g.nodes[ge->g.arg_nodes[i]].name;
     if (key == NULL) goto fail;
-    tvmrt_ge_dtype_text(t->dtype, dtype, sizeof(dtype));
+    tvmrt_dtype_text(t->dtype, dtype, sizeof(dtype));
     shape = tvmrt_rx_shape_new(t->shape, (size_t)t->ndim);
     status = shape == NULL
                  ? -1
@@ -445,14 +423,14 @@ fail:
 
 static int f_get_input_info(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
   (void)args, (void)codes;
-  if (nargs("get_input_info", n, 0, 0) != 0) return -1;
+  if (tvmrt_arity("get_input_info", n, 0, 0) != 0) return -1;
   return info_map(GE(self), 0, ret, rc);
 }
 
 static int f_get_output_info(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
                              int* rc) {
   (void)args, (void)codes;
-  if (nargs("get_output_info", n, 0, 0) != 0) return -1;
+  if (tvmrt_arity("get_output_info", n, 0, 0) != 0) return -1;
   return info_map(GE(self), 1, ret, rc);
 }
 
@@ -514,7 +492,7 @@ static int f_load_params(void* self, TVMValue* args, int* codes, int n, TVMValue
   const TVMByteArray* b;
   tvmrt_params params;
   int status;
-  if (nargs("load_params", n, 1, 1) != 0) return -1;
+  if (tvmrt_arity("load_params", n, 1, 1) != 0) return -1;
   if ((b = arg_bytes(args, codes, 0, "load_params")) == NULL) return -1;
   if (tvmrt_params_parse((const uint8_t*)b->data, b->size, RT_PARAMS_VIEWS, &params) != 0)
     return -1;
@@ -530,7 +508,7 @@ static int f_load_params_from_file(void* self, TVMValue* args, int* codes, int n
   tvmrt_params params;
   int status;
   (void)ret, (void)rc;
-  if (nargs("load_params_from_file", n, 1, 1) != 0) return -1;
+  if (tvmrt_arity("load_params_from_file", n, 1, 1) != 0) return -1;
   if (codes[0] != kTVMStr) {
     return tvmrt_fail("ArgumentTypeError",
                       "load_params_from_file: the path must be a string, got type code %d",
@@ -557,7 +535,7 @@ static int f_share_params(void* self, TVMValue* args, int* codes, int n, TVMValu
   tvmrt_params params;
   size_t i, held = 0;
   tvmrt_object** grown;
-  if (nargs("share_params", n, 2, 2) != 0) return -1;
+  if (tvmrt_arity("share_params", n, 2, 2) != 0) return -1;
   if (codes[0] != kTVMModuleHandle || (other = tvmrt_module_check(args[0].v_handle)) == NULL) {
     return tvmrt_fail("ArgumentTypeError", "share_params: argument 0 must be a Module");
   }

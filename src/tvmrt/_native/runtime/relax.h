@@ -170,8 +170,6 @@ rx_tuple* tvmrt_rx_tuple(rx_value v);
 rx_tuple* tvmrt_rx_map(rx_value v); /* NULL if v is no Map */
 /* "a Tensor", "a Shape", ...: what a value is, in TVM's words */
 const char* tvmrt_rx_type_key(rx_value v);
-/* a data type as TVM writes it ("float32", "bool", "int64x4") into buf */
-const char* tvmrt_rx_dtype_text(DLDataType t, char* buf, size_t n);
 
 /* whether p is a live object the Relax VM hands out (any of its kinds, a function, a module) */
 int tvmrt_rx_is_live_object(const void* p);

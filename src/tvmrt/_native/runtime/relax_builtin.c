@@ -22,15 +22,6 @@ enum { MAKE_IMM = 0, MAKE_LOAD = 1 };                                    /* Make
 /* ---------------------------------------------------------------------------------- */
 /* argument checks                                                                     */
 
-static int arity(const char* fn, int n, int lo, int hi) {
-  if (n >= lo && (hi < 0 || n <= hi)) return 0;
-  if (hi == lo)
-    return tvmrt_fail("InvalidArgumentError", "%s takes %d arguments, got %d", fn, lo, n);
-  if (hi < 0)
-    return tvmrt_fail("InvalidArgumentError", "%s takes at least %d arguments, got %d", fn, lo, n);
-  return tvmrt_fail("InvalidArgumentError", "%s takes %d to %d arguments, got %d", fn, lo, hi, n);
-}
-
 static int want(const char* fn, int i, rx_value v, int kind) {
   if (v.kind == kind || (kind == RX_INT && v.kind == RX_BOOL)) return 0;
   return tvmrt_fail("ArgumentTypeError", "%s: argument %d must be %s, got %s", fn, i,
@@ -111,7 +102,7 @@ static int ret_object(rx_value* ret, int kind, tvmrt_object* obj) {
 static int b_alloc_shape_heap(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   int64_t size;
   DLDataType i64 = {kDLInt, 64, 1};
-  if (arity("vm.builtin.alloc_shape_heap", n, 2, 2) != 0 ||
+  if (tvmrt_arity("vm.builtin.alloc_shape_heap", n, 2, 2) != 0 ||
       tvmrt_rx_context(vm, a[0], "vm.builtin.alloc_shape_heap") == NULL ||
       get_int("vm.builtin.alloc_shape_heap", 1, a[1], &size) != 0)
     return -1;
@@ -167,7 +158,7 @@ static int b_match_shape(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   const char* ctx;
   (void)vm;
   (void)ret;
-  if (arity(fn, n, 3, -1) != 0 || get_int(fn, 2, a[2], &size) != 0) return -1;
+  if (tvmrt_arity(fn, n, 3, -1) != 0 || get_int(fn, 2, a[2], &size) != 0) return -1;
   if (size < 0 || 3 + 2 * size > n) {
     return tvmrt_fail("InvalidArgumentError", "%s: %lld dimensions in %d arguments", fn,
                       (long long)size, n);
@@ -204,7 +195,7 @@ static int b_match_prim_value(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   int64_t value, code, reg, *heap, hsize;
   (void)vm;
   (void)ret;
-  if (arity(fn, n, 4, 5) != 0 || get_int(fn, 0, a[0], &value) != 0 ||
+  if (tvmrt_arity(fn, n, 4, 5) != 0 || get_int(fn, 0, a[0], &value) != 0 ||
       heap_of(fn, 1, a[1], &heap, &hsize) != 0 || get_int(fn, 2, a[2], &code) != 0 ||
       get_int(fn, 3, a[3], &reg) != 0)
     return -1;
@@ -216,7 +207,7 @@ static int b_make_shape(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   int64_t size, k, *heap, hsize, small[RT_MAX_NDIM], *dims = small;
   rx_shape* s;
   (void)vm;
-  if (arity(fn, n, 2, -1) != 0 || heap_of(fn, 0, a[0], &heap, &hsize) != 0 ||
+  if (tvmrt_arity(fn, n, 2, -1) != 0 || heap_of(fn, 0, a[0], &heap, &hsize) != 0 ||
       get_int(fn, 1, a[1], &size) != 0)
     return -1;
   if (size < 0 || 2 + 2 * size > n) {
@@ -252,7 +243,7 @@ static int b_make_prim_value(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   const char* fn = "vm.builtin.make_prim_value";
   int64_t code, reg, *heap, hsize, *slot = NULL;
   (void)vm;
-  if (arity(fn, n, 3, 3) != 0 || heap_of(fn, 0, a[0], &heap, &hsize) != 0 ||
+  if (tvmrt_arity(fn, n, 3, 3) != 0 || heap_of(fn, 0, a[0], &heap, &hsize) != 0 ||
       get_int(fn, 1, a[1], &code) != 0 || get_int(fn, 2, a[2], &reg) != 0)
     return -1;
   if (code == MAKE_IMM) {
@@ -274,7 +265,7 @@ static int b_check_tensor_info(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   char x[48], y[48];
   (void)vm;
   (void)ret;
-  if (arity(fn, n, 3, 4) != 0 || get_int(fn, 1, a[1], &ndim) != 0) return -1;
+  if (tvmrt_arity(fn, n, 3, 4) != 0 || get_int(fn, 1, a[1], &ndim) != 0) return -1;
   ctx = context(a[n - 1]);
   if ((t = tvmrt_rx_tensor(a[0])) == NULL) {
     return tvmrt_fail("ArgumentTypeError", "%s expect a Tensor but get %s", ctx,
@@ -289,8 +280,8 @@ static int b_check_tensor_info(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
     if (!(a[2].v.t.code == kDLOpaqueHandle && a[2].v.t.bits == 0 && a[2].v.t.lanes == 0) &&
         !same_dtype(a[2].v.t, t->dl.dtype)) {
       return tvmrt_fail("InvalidArgumentError", "%s expect Tensor with dtype %s but get %s", ctx,
-                        tvmrt_rx_dtype_text(a[2].v.t, x, sizeof(x)),
-                        tvmrt_rx_dtype_text(t->dl.dtype, y, sizeof(y)));
+                        tvmrt_dtype_text(a[2].v.t, x, sizeof(x)),
+                        tvmrt_dtype_text(t->dl.dtype, y, sizeof(y)));
     }
   }
   return 0;
@@ -302,7 +293,7 @@ static int b_check_shape_info(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   int64_t ndim;
   (void)vm;
   (void)ret;
-  if (arity(fn, n, 3, 3) != 0 || get_int(fn, 1, a[1], &ndim) != 0) return -1;
+  if (tvmrt_arity(fn, n, 3, 3) != 0 || get_int(fn, 1, a[1], &ndim) != 0) return -1;
   if ((s = tvmrt_rx_shape(a[0])) == NULL) {
     return tvmrt_fail("ArgumentTypeError", "%s expect a Shape but get %s", context(a[2]),
                       tvmrt_rx_type_key(a[0]));
@@ -320,12 +311,12 @@ static int b_check_prim_value_info(rx_vm* vm, rx_value* a, int n, rx_value* ret)
   char x[48];
   (void)vm;
   (void)ret;
-  if (arity(fn, n, 3, 3) != 0 || want(fn, 1, a[1], RX_DTYPE) != 0) return -1;
+  if (tvmrt_arity(fn, n, 3, 3) != 0 || want(fn, 1, a[1], RX_DTYPE) != 0) return -1;
   t = a[1].v.t;
   if (tvmrt_rx_is_object(a[0].kind)) {
     return tvmrt_fail("ArgumentTypeError",
                       "%s, expected dtype %s, but received ObjectRef of type %s", context(a[2]),
-                      tvmrt_rx_dtype_text(t, x, sizeof(x)), tvmrt_rx_type_key(a[0]));
+                      tvmrt_dtype_text(t, x, sizeof(x)), tvmrt_rx_type_key(a[0]));
   }
   if (t.code == kDLFloat || t.code == 4 /* bfloat */) {
     if (a[0].kind != RX_FLOAT && a[0].kind != RX_INT && a[0].kind != RX_BOOL) goto bad;
@@ -337,7 +328,7 @@ static int b_check_prim_value_info(rx_vm* vm, rx_value* a, int n, rx_value* ret)
   return 0;
 bad:
   return tvmrt_fail("ArgumentTypeError", "%s, expected dtype %s, but received %s", context(a[2]),
-                    tvmrt_rx_dtype_text(t, x, sizeof(x)), tvmrt_rx_type_key(a[0]));
+                    tvmrt_dtype_text(t, x, sizeof(x)), tvmrt_rx_type_key(a[0]));
 }
 
 static int b_check_tuple_info(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
@@ -346,7 +337,7 @@ static int b_check_tuple_info(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   int64_t size;
   (void)vm;
   (void)ret;
-  if (arity(fn, n, 3, 3) != 0 || get_int(fn, 1, a[1], &size) != 0) return -1;
+  if (tvmrt_arity(fn, n, 3, 3) != 0 || get_int(fn, 1, a[1], &size) != 0) return -1;
   if ((t = tvmrt_rx_tuple(a[0])) == NULL) {
     return tvmrt_fail("ArgumentTypeError", "%s expect a Tuple but get %s", context(a[2]),
                       tvmrt_rx_type_key(a[0]));
@@ -362,7 +353,7 @@ static int b_check_tuple_info(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
 static int b_check_func_info(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   (void)vm;
   (void)ret;
-  if (arity("vm.builtin.check_func_info", n, 2, 2) != 0) return -1;
+  if (tvmrt_arity("vm.builtin.check_func_info", n, 2, 2) != 0) return -1;
   if (a[0].kind != RX_CLOSURE && a[0].kind != RX_FUNC) {
     return tvmrt_fail("ArgumentTypeError", "%s expect a Function but get %s", context(a[1]),
                       tvmrt_rx_type_key(a[0]));
@@ -380,7 +371,7 @@ static int b_alloc_storage(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   uint64_t nbytes;
   rx_storage* st;
   const char* scope = NULL;
-  if (arity(fn, n, 4, 5) != 0 || tvmrt_rx_context(vm, a[0], fn) == NULL ||
+  if (tvmrt_arity(fn, n, 4, 5) != 0 || tvmrt_rx_context(vm, a[0], fn) == NULL ||
       get_int(fn, 2, a[2], &index) != 0 || want(fn, 3, a[3], RX_DTYPE) != 0)
     return -1;
   if ((s = tvmrt_rx_shape(a[1])) == NULL) return want(fn, 1, a[1], RX_SHAPE);
@@ -413,7 +404,7 @@ static int b_alloc_tensor(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   DLTensor probe;
   tvmrt_ndarray* t;
   (void)vm;
-  if (arity(fn, n, 4, 5) != 0 || want(fn, 0, a[0], RX_STORAGE) != 0 ||
+  if (tvmrt_arity(fn, n, 4, 5) != 0 || want(fn, 0, a[0], RX_STORAGE) != 0 ||
       get_int(fn, 1, a[1], &offset) != 0 || want(fn, 3, a[3], RX_DTYPE) != 0)
     return -1;
   if ((s = tvmrt_rx_shape(a[2])) == NULL) return want(fn, 2, a[2], RX_SHAPE);
@@ -462,12 +453,12 @@ static int b_null_value(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   (void)vm;
   (void)a;
   ret->kind = RX_NULL;
-  return arity("vm.builtin.null_value", n, 0, 0);
+  return tvmrt_arity("vm.builtin.null_value", n, 0, 0);
 }
 
 static int b_copy(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   (void)vm;
-  if (arity("vm.builtin.copy", n, 1, 1) != 0) return -1;
+  if (tvmrt_arity("vm.builtin.copy", n, 1, 1) != 0) return -1;
   tvmrt_rx_copy(ret, a[0]);
   return 0;
 }
@@ -482,7 +473,7 @@ static int b_make_tuple(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
 }
 
 static int tuple_index(const char* fn, rx_value* a, int n, rx_tuple** t, int64_t* i) {
-  if (arity(fn, n, 2, 2) != 0 || get_int(fn, 1, a[1], i) != 0) return -1;
+  if (tvmrt_arity(fn, n, 2, 2) != 0 || get_int(fn, 1, a[1], i) != 0) return -1;
   if ((*t = tvmrt_rx_tuple(a[0])) == NULL) return want(fn, 0, a[0], RX_TUPLE);
   if (*i < 0 || (uint64_t)*i >= (*t)->size) {
     return tvmrt_fail("IndexOutOfRangeError", "%s: index %lld of a tuple of %zu items", fn,
@@ -514,7 +505,7 @@ static int b_shape_of(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   tvmrt_ndarray* t;
   rx_shape* s;
   (void)vm;
-  if (arity("vm.builtin.shape_of", n, 1, 1) != 0) return -1;
+  if (tvmrt_arity("vm.builtin.shape_of", n, 1, 1) != 0) return -1;
   if ((t = tvmrt_rx_tensor(a[0])) == NULL) {
     return tvmrt_fail("ArgumentTypeError",
                       "vm.builtin.shape_of expects a Tensor or DLTensor*, but get %s",
@@ -531,7 +522,7 @@ static int b_reshape(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   uint64_t have = 0, need = 0;
   DLTensor probe;
   (void)vm;
-  if (arity(fn, n, 2, 2) != 0) return -1;
+  if (tvmrt_arity(fn, n, 2, 2) != 0) return -1;
   if ((t = tvmrt_rx_tensor(a[0])) == NULL) {
     return tvmrt_fail("ArgumentTypeError",
                       "vm.builtin.reshape expects a Tensor or DLTensor*, but get %s",
@@ -582,7 +573,7 @@ static int b_read_if_cond(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   rx_value host = {RX_NULL, 0, {0}};
   int64_t v;
   char x[48];
-  if (arity("vm.builtin.read_if_cond", n, 1, 1) != 0) return -1;
+  if (tvmrt_arity("vm.builtin.read_if_cond", n, 1, 1) != 0) return -1;
   if (a[0].kind == RX_INT || a[0].kind == RX_BOOL) {
     ret->kind = RX_BOOL;
     ret->v.i = a[0].v.i != 0;
@@ -593,7 +584,7 @@ static int b_read_if_cond(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   if ((t->dl.dtype.code != kDLInt && t->dl.dtype.code != kDLUInt && t->dl.dtype.code != 6) ||
       t->dl.dtype.lanes != 1) {
     return tvmrt_fail("ArgumentTypeError", "vm.builtin.read_if_cond: a condition of dtype %s",
-                      tvmrt_rx_dtype_text(t->dl.dtype, x, sizeof(x)));
+                      tvmrt_dtype_text(t->dl.dtype, x, sizeof(x)));
   }
   {
     size_t count;
@@ -604,7 +595,7 @@ static int b_read_if_cond(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   if (read_int_at(&tvmrt_rx_tensor(host)->dl, 0, &v) != 0) {
     tvmrt_rx_release(&host);
     return tvmrt_fail("ArgumentTypeError", "Unknown scalar int type: %s",
-                      tvmrt_rx_dtype_text(t->dl.dtype, x, sizeof(x)));
+                      tvmrt_dtype_text(t->dl.dtype, x, sizeof(x)));
   }
   tvmrt_rx_release(&host);
   ret->kind = RX_BOOL;
@@ -618,7 +609,7 @@ static int b_tensor_to_shape(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   rx_value host = {RX_NULL, 0, {0}};
   int64_t i, count, *dims;
   rx_shape* s;
-  if (arity(fn, n, 1, 1) != 0) return -1;
+  if (tvmrt_arity(fn, n, 1, 1) != 0) return -1;
   if ((t = tvmrt_rx_tensor(a[0])) == NULL) return want(fn, 0, a[0], RX_TENSOR);
   if (t->dl.ndim != 1 || t->dl.dtype.code != kDLInt || t->dl.dtype.lanes != 1 ||
       (t->dl.dtype.bits != 16 && t->dl.dtype.bits != 32 && t->dl.dtype.bits != 64)) {
@@ -643,7 +634,7 @@ static int b_tensor_to_shape(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
 static int b_ensure_zero_offset(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   const char* fn = "vm.builtin.ensure_zero_offset";
   tvmrt_ndarray *t, *view;
-  if (arity(fn, n, 1, 1) != 0) return -1;
+  if (tvmrt_arity(fn, n, 1, 1) != 0) return -1;
   if ((t = tvmrt_rx_tensor(a[0])) == NULL) return want(fn, 0, a[0], RX_TENSOR);
   if (t->dl.byte_offset == 0) {
     tvmrt_rx_copy(ret, a[0]);
@@ -668,7 +659,7 @@ static int b_to_device(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   const char* fn = "vm.builtin.to_device";
   int64_t type, id;
   DLDevice dev;
-  if (arity(fn, n, 3, 4) != 0 || want(fn, 0, a[0], RX_TENSOR) != 0 ||
+  if (tvmrt_arity(fn, n, 3, 4) != 0 || want(fn, 0, a[0], RX_TENSOR) != 0 ||
       get_int(fn, 1, a[1], &type) != 0 || get_int(fn, 2, a[2], &id) != 0)
     return -1;
   dev.device_type = (DLDeviceType)type;
@@ -689,7 +680,7 @@ static int b_make_closure(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   rx_value* bound;
   size_t nb;
   (void)vm;
-  if (arity(fn, n, 1, -1) != 0 || want(fn, 0, a[0], RX_CLOSURE) != 0) return -1;
+  if (tvmrt_arity(fn, n, 1, -1) != 0 || want(fn, 0, a[0], RX_CLOSURE) != 0) return -1;
   c = (rx_closure*)a[0].v.obj;
   nb = c->nbound + (size_t)(n - 1);
   bound = (rx_value*)malloc((nb ? nb : 1) * sizeof(rx_value));
@@ -703,7 +694,7 @@ static int b_make_closure(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
 }
 
 static int b_invoke_closure(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
-  if (arity("vm.builtin.invoke_closure", n, 2, -1) != 0 ||
+  if (tvmrt_arity("vm.builtin.invoke_closure", n, 2, -1) != 0 ||
       tvmrt_rx_context(vm, a[0], "vm.builtin.invoke_closure") == NULL)
     return -1;
   return tvmrt_rx_call_value(vm, a[1], a + 2, n - 2, ret);
@@ -715,7 +706,7 @@ static int b_call_tir_dyn(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   rx_value* args;
   size_t i, total;
   int rc;
-  if (arity(fn, n, 2, -1) != 0) return -1;
+  if (tvmrt_arity(fn, n, 2, -1) != 0) return -1;
   if ((s = tvmrt_rx_shape(a[n - 1])) == NULL) return want(fn, n - 1, a[n - 1], RX_SHAPE);
   total = (size_t)(n - 2) + s->ndim;
   if (total > RX_MAX_ARGS)
@@ -735,7 +726,7 @@ static int b_invoke_debug_func(rx_vm* vm, rx_value* a, int n, rx_value* ret) {
   tvmrt_func* f;
   rx_value callee, out = {RX_NULL, 0, {0}};
   int rc;
-  if (arity(fn, n, 3, -1) != 0) return -1;
+  if (tvmrt_arity(fn, n, 3, -1) != 0) return -1;
   if (a[0].kind != RX_NULL) {
     return tvmrt_fail("InvalidArgumentError", "IOEffect is expected to be lowered to None.");
   }

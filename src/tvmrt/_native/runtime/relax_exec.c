@@ -166,7 +166,7 @@ static void write_signature(FILE* f, const signature* sig) {
   fprintf(f, "{\"kind\": \"%s\"", sig->kind);
   if (sig->ndim >= 0) fprintf(f, ", \"ndim\": %lld", (long long)sig->ndim);
   if (sig->has_dtype)
-    fprintf(f, ", \"dtype\": \"%s\"", tvmrt_rx_dtype_text(sig->dtype, dtype, sizeof(dtype)));
+    fprintf(f, ", \"dtype\": \"%s\"", tvmrt_dtype_text(sig->dtype, dtype, sizeof(dtype)));
   if (sig->has_shape && sig->ndim >= 0) {
     fprintf(f, ", \"shape\": [");
     for (k = 0; k < sig->ndim; ++k) fprintf(f, "%s%lld", k ? ", " : "", (long long)sig->shape[k]);

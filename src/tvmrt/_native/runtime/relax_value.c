@@ -273,23 +273,6 @@ const char* tvmrt_rx_type_key(rx_value v) {
   }
 }
 
-const char* tvmrt_rx_dtype_text(DLDataType t, char* buf, size_t n) {
-  static const char* const names[] = {"int", "uint", "float", "handle", "bfloat", "", "bool"};
-  if (t.code == kDLUInt && t.bits == 1 && t.lanes == 1) {
-    snprintf(buf, n, "bool");
-  } else if (t.code == 6 && t.bits == 8) {
-    snprintf(buf, n, t.lanes == 1 ? "bool" : "boolx%u", (unsigned)t.lanes);
-  } else if (t.code == kDLOpaqueHandle && t.bits == 0 && t.lanes == 0) {
-    snprintf(buf, n, "void");
-  } else if (t.code < 7 && *names[t.code]) {
-    if (t.lanes == 1) snprintf(buf, n, "%s%u", names[t.code], (unsigned)t.bits);
-    else snprintf(buf, n, "%s%ux%u", names[t.code], (unsigned)t.bits, (unsigned)t.lanes);
-  } else {
-    snprintf(buf, n, "type(code %u, bits %u, lanes %u)", t.code, t.bits, t.lanes);
-  }
-  return buf;
-}
-
 /* ---------------------------------------------------------------------------------- */
 /* the packed-function ABI                                                             */
 

@@ -38,6 +38,20 @@
 
 /* Errors: tvmrt_fail (native.h), with the Python runtime's class names as kinds. */
 
+/* words.c: the words of a caller's bad argument, as the Python faces say them */
+/* 0 when `fn` got lo..hi arguments (hi < 0: no upper bound), else -1 with an error set */
+int tvmrt_arity(const char* fn, int n, int lo, int hi);
+/* the Python type name of a value of type code `code` ("float", "NoneType", "NDArray", ...;
+   "an object" for a handle C cannot name) */
+const char* tvmrt_py_type_name(int code);
+/* `v` as Python's repr writes a float (the shortest digits that read back, ".0" when whole) */
+void tvmrt_float_repr(double v, char* buf, size_t n);
+/* a value as the Python faces name it: its type and repr ("float 3.5", "NoneType None",
+   "str 'x'", "int 3"), or "type code N" for one C cannot write */
+void tvmrt_py_value_words(TVMValue v, int code, char* buf, size_t n);
+/* a dtype as TVM writes it ("float32", "int8x4", "bool", "void"); returns buf */
+const char* tvmrt_dtype_text(DLDataType t, char* buf, size_t n);
+
 /* files.c: a model's files, as tvmrt/binfmt/files.py reads them (the same bounds and words):
    opened without blocking, fstat on the descriptor a regular file, its size within the bound
    of its kind before anything is read (docs/c_runtime.md, "Limits on input") */
@@ -515,9 +529,6 @@ typedef struct {
    cooldown_interval_ms, repeats_to_cooldown; the first `n` given, the rest TVM's defaults),
    checked with the Python runtime's words */
 int tvmrt_timing_args(const TVMValue* args, const int* codes, int n, tvmrt_timing* out);
-/* `v` as Python's repr writes a float (the shortest digits that read back, ".0" when whole),
-   for the Python runtime's words */
-void tvmrt_float_repr(double v, char* buf, size_t n);
 /* seconds per call of `call(ctx)` (0: it ran) for each of t->repeat measurements, into
    `results`; `dev` is synchronized around each measurement */
 int tvmrt_time_evaluate(int (*call)(void* ctx), void* ctx, DLDevice dev, const tvmrt_timing* t,

@@ -23,30 +23,10 @@ static uint64_t now_ns(void) {
   return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
 }
 
-/* the Python type name a caller's value has, for the face's words */
-static const char* type_name(int code) {
-  switch (code) {
-    case kDLFloat: return "float";
-    case kTVMStr: return "str";
-    case kTVMNullptr: return "NoneType";
-    case kTVMNDArrayHandle:
-    case kTVMDLTensorHandle: return "NDArray";
-    default: return "an object";
-  }
-}
-
-void tvmrt_float_repr(double v, char* buf, size_t n) {
-  int digits;
-  for (digits = 15; digits <= 17; ++digits) {
-    snprintf(buf, n, "%.*g", digits, v);
-    if (strtod(buf, NULL) == v) break;
-  }
-  if (isfinite(v) && strpbrk(buf, ".e") == NULL) snprintf(buf + strlen(buf), n - strlen(buf), ".0");
-}
-
 static int count_arg(TVMValue v, int code, const char* name, int64_t minimum, int64_t* out) {
   if (code != kDLInt && code != kDLUInt) {
-    return tvmrt_fail("ArgumentTypeError", "%s must be an integer, got %s", name, type_name(code));
+    return tvmrt_fail("ArgumentTypeError", "%s must be an integer, got %s", name,
+                      tvmrt_py_type_name(code));
   }
   if (v.v_int64 < minimum) {
     return tvmrt_fail("InvalidArgumentError", "%s must be %s, got %lld", name,
@@ -68,7 +48,8 @@ static int duration_arg(TVMValue v, int code, const char* name, double* out) {
     return 0;
   }
   if (code != kDLFloat) {
-    return tvmrt_fail("ArgumentTypeError", "%s must be a number, got %s", name, type_name(code));
+    return tvmrt_fail("ArgumentTypeError", "%s must be a number, got %s", name,
+                      tvmrt_py_type_name(code));
   }
   d = v.v_float64;
   if (!(d >= 0)) { /* NaN fails too */

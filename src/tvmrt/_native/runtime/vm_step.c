@@ -141,7 +141,7 @@ static tvmrt_object* alloc_tensor(tvmrt_object* sv, int32_t sr, int64_t offset, 
       nbytes > s->nbytes - (size_t)offset) {
     char shape[640], dtype[64], bytes[760]; /* the Python VM's words (array_memory.py) */
     tvmrt_ge_shape_text(&dl, shape, sizeof(shape));
-    tvmrt_ge_dtype_text(t, dtype, sizeof(dtype));
+    tvmrt_dtype_text(t, dtype, sizeof(dtype));
     bytes_text(dims, ndim, t, bytes, sizeof(bytes));
     tvmrt_fail("ArrayError",
                "array of shape %s and dtype %s at byte offset %lld needs %s bytes, but the "
