@@ -20,6 +20,7 @@ and the rows.
 
 from __future__ import annotations
 
+import struct
 import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -32,7 +33,9 @@ from tvmrt.runtime.ndarray import NDArray
 from tvmrt.runtime.profiling import Metric, Profiler, Report
 from tvmrt.runtime.vm import opcodes as op
 from tvmrt.runtime.vm.api import Executable, VirtualMachine
+from tvmrt.runtime.vm.executable import VMExecutable
 from tvmrt.runtime.vm.machine import VirtualMachineModule
+from tvmrt.runtime.vm.native import NativeVM
 
 _WARMUP_RUNS = 3  # VirtualMachineDebug's "profile" invokes the function 3 times first
 
@@ -52,13 +55,13 @@ class VirtualMachineProfiler(VirtualMachine):
 
     Parameters
     ----------
-    exe, device, memory_cfg
-        As :class:`~tvmrt.runtime.vm.VirtualMachine`.
+    exe, device, memory_cfg, engine
+        As :class:`~tvmrt.runtime.vm.VirtualMachine`: on the C VM, which records each
+        kernel call and timed instruction with its own times (no Python runs between the
+        calls), or on the Python interpreter, whose hooks time them from Python.
     dump_root
         The folder :attr:`dump_path` names (tvmrt; the VM writes no dump files).
     """
-
-    python_only = "the profiler times each kernel call inside the Python interpreter"
 
     def __init__(
         self,
@@ -66,8 +69,10 @@ class VirtualMachineProfiler(VirtualMachine):
         device: Device | Sequence[Device],
         memory_cfg: object = None,
         dump_root: str | None = None,
+        *,
+        engine: str | None = None,
     ) -> None:
-        super().__init__(exe, device, memory_cfg)
+        super().__init__(exe, device, memory_cfg, engine=engine)
         self._dump_root = dump_root
 
     def profile(
@@ -84,41 +89,78 @@ class VirtualMachineProfiler(VirtualMachine):
             args = tuple(self._arguments())
         if args or kwargs:
             self.set_input(func_name, *args, **kwargs)
+        for _ in range(_WARMUP_RUNS):
+            self._invoke(func_name)
+        if isinstance(self.module, NativeVM):
+            return self._profile_native(func_name)
+        return self._profile_python(func_name)
+
+    def _profile_python(self, func_name: str) -> Report:
+        """One timed run on the Python interpreter, through its kernel and instruction hooks."""
         machine = self.module
         assert isinstance(machine, VirtualMachineModule)
         interp = machine._interp()
         data = machine.exe.data
-        devices = list(dict.fromkeys(interp.devices))
-        prof = Profiler(devices, {"Executor": "VM"})
+        prof = Profiler(list(dict.fromkeys(interp.devices)), {"Executor": "VM"})
 
         def timed(
             index: int, fn: Callable[..., object], fn_args: Sequence[object], arrays: list[NDArray]
         ) -> None:
-            attrs = data.primitive_attrs.get(index, {})
-            metrics: dict[str, Metric] = {k: v for k, v in attrs.items() if "layout" in k}
-            if "hash" in attrs:
-                metrics["Hash"] = attrs["hash"]
-            metrics["Argument Shapes"] = ", ".join(
-                f"{a.dtype}[{', '.join(str(d) for d in a.shape)}]" for a in arrays
-            )
-            dev = arrays[-1].device if arrays else devices[0]
-            prof.start_call(data.primitive_names[index], dev, metrics)
+            shapes = ", ".join(_shape_string(a.dtype, a.shape) for a in arrays)
+            dev = arrays[-1].device if arrays else interp.devices[0]
+            prof.start_call(data.primitive_names[index], dev, _kernel_metrics(data, index, shapes))
             try:
                 fn(*fn_args)
             finally:
                 prof.stop_call()
 
-        for _ in range(_WARMUP_RUNS):
-            machine.invoke(func_name)
         interp.kernel_hook = timed
         interp.instruction_hook = _InstructionRows(prof, interp.devices, data.host_device_index)
         prof.start()
         try:
-            machine.invoke(func_name)
+            self._invoke(func_name)
             self._ran = True
         finally:
             interp.kernel_hook = interp.instruction_hook = None
             prof.stop()
+        return prof.report()
+
+    def _profile_native(self, func_name: str) -> Report:
+        """One timed run on the C VM, which records each kernel call and timed instruction
+        (what its row shows and the time the work alone took, vm_profile.c); the rows are
+        made from the record after the run."""
+        machine = self.module
+        assert isinstance(machine, NativeVM)
+        exe = self._exec.mod
+        assert isinstance(exe, VMExecutable)
+        data = exe.data
+        init = self._init_args(self._device, self._memory_cfg)
+        given = [Device(init[i], init[i + 1]) for i in range(0, len(init), 3)]
+        devices = [  # each virtual device bound as the VM binds it: the first of its type
+            next(d for d in given if d.device_type == dev_type)
+            for dev_type, _id, _scope in data.virtual_devices
+        ]
+        host = _host_device(devices, data.host_device_index)
+        prof = Profiler(list(dict.fromkeys(devices)), {"Executor": "VM"})
+        machine.profile_start()
+        prof.start()
+        try:
+            self._invoke(func_name)
+            end = prof.now_ns()
+            self._ran = True
+        finally:
+            record = bytes(machine.profile_stop())
+        for kind, index, dev_type, dev_id, t0, t1, text in _events(record):
+            if kind == _KERNEL:
+                dev = Device(dev_type, dev_id) if dev_type >= 0 else devices[0]
+                name = data.primitive_names[index]
+                metrics = _kernel_metrics(data, index, text)
+            else:
+                name, key = _INSTRUCTIONS[index]
+                dev = devices[dev_type] if dev_type >= 0 else host
+                metrics = {key: text} if key else {}
+            prof.record_call(name, dev, t0, t1, metrics)
+        prof.stop(at_ns=end)
         return prof.report()
 
     # -- tvmrt's ProfilingExecutor interface -------------------------------------------------
@@ -154,6 +196,53 @@ class VirtualMachineProfiler(VirtualMachine):
         raise not_replicated()
 
 
+# the C VM's profile record (src/tvmrt/_native/runtime/vm_profile.c): a u64 count, then
+# that many events (kind, index, device type, device id: i32; start, stop: u64 ns; the
+# offset and length of its text: u32), then the text
+_KERNEL = 0  # an event's kind: a kernel call (1: an instruction)
+_EVENT = struct.Struct("<4i2Q2I")
+
+
+def _events(record: bytes) -> list[tuple[int, int, int, int, int, int, str]]:
+    """The C VM's events, each with its text."""
+    (count,) = struct.unpack_from("<Q", record)
+    text = memoryview(record)[8 + count * _EVENT.size :]
+    return [
+        (kind, index, dev_type, dev_id, t0, t1, bytes(text[off : off + n]).decode())
+        for kind, index, dev_type, dev_id, t0, t1, off, n in _EVENT.iter_unpack(
+            record[8 : 8 + count * _EVENT.size]
+        )
+    ]
+
+
+# the instructions TVM's profiler times (VirtualMachineDebug::OpStartHook): each one's row
+# name and the metric key its shape goes under ("" for none)
+_INSTRUCTIONS: dict[int, tuple[str, str]] = {
+    op.ALLOC_STORAGE: ("VM::AllocStorage", "VM::Argument Shapes"),
+    op.ALLOC_TENSOR: ("VM::AllocTensor", "Argument Shapes"),
+    op.ALLOC_TENSOR_REG: ("VM::AllocTensorReg", "Argument Shapes"),
+    op.RESHAPE_TENSOR: ("VM::ReshapeTensor", ""),
+    op.DEVICE_COPY: ("VM::DeviceCopy", ""),
+    op.KILL_REGISTER: ("VM::UnknownOp", ""),
+}
+
+
+def _host_device(devices: Sequence[Device], host_index: int) -> Device:
+    """The device of the instructions that name none (the executable's host device)."""
+    return devices[host_index] if 0 <= host_index < len(devices) else devices[0]
+
+
+def _kernel_metrics(data: Any, index: int, shapes: str) -> dict[str, Metric]:
+    """A kernel row's metrics: its layout attributes and hash (the executable's) and the
+    ``Argument Shapes`` of the tensors it was called with."""
+    attrs = data.primitive_attrs.get(index, {})
+    metrics: dict[str, Metric] = {k: v for k, v in attrs.items() if "layout" in k}
+    if "hash" in attrs:
+        metrics["Hash"] = attrs["hash"]
+    metrics["Argument Shapes"] = shapes
+    return metrics
+
+
 def _shape_string(dtype: object, dims: Sequence[object]) -> str:
     """TVM's ``profiling::ShapeString``: ``float32[1, 3, 16, 16]``."""
     return f"{dtype}[{', '.join(str(d) for d in dims)}]"
@@ -171,27 +260,26 @@ class _InstructionRows:
     def __init__(self, prof: Profiler, devices: Sequence[Device], host_index: int) -> None:
         self._prof = prof
         self._devices = devices
-        self._host = devices[host_index] if 0 <= host_index < len(devices) else devices[0]
+        self._host = _host_device(devices, host_index)
 
     def start(self, ins: tuple[Any, ...], regs: list[object]) -> None:
         o = ins[0]
-        name, device = "VM::UnknownOp", self._host  # KillRegister
-        metrics: dict[str, Metric] = {}
+        device = self._host  # KillRegister, ReshapeTensor
+        shapes = ""
         if o == op.ALLOC_STORAGE:  # (op, size_reg, nbytes, alignment, dev, dst, dtype, shape)
             dims = ins[7] or _ints(regs[ins[1]])  # a dynamic size: its register's value
-            name, device = "VM::AllocStorage", self._devices[ins[4]]
-            metrics["VM::Argument Shapes"] = _shape_string(ins[6], dims)
+            device = self._devices[ins[4]]
+            shapes = _shape_string(ins[6], dims)
         elif o == op.ALLOC_TENSOR:  # (op, storage, offset, shape, dtype, nbytes, dst)
-            name, device = "VM::AllocTensor", getattr(regs[ins[1]], "device", self._host)
-            metrics["Argument Shapes"] = _shape_string(ins[4], ins[3])
+            device = getattr(regs[ins[1]], "device", self._host)
+            shapes = _shape_string(ins[4], ins[3])
         elif o == op.ALLOC_TENSOR_REG:  # (op, storage, offset, shape_reg, dtype, dst)
-            name, device = "VM::AllocTensorReg", getattr(regs[ins[1]], "device", self._host)
-            metrics["Argument Shapes"] = _shape_string(ins[4], _ints(regs[ins[3]]))
-        elif o == op.RESHAPE_TENSOR:
-            name = "VM::ReshapeTensor"
+            device = getattr(regs[ins[1]], "device", self._host)
+            shapes = _shape_string(ins[4], _ints(regs[ins[3]]))
         elif o == op.DEVICE_COPY:  # (op, src, src_dev, dst_dev, dst)
-            name, device = "VM::DeviceCopy", self._devices[ins[3]]
-        self._prof.start_call(name, device, metrics)
+            device = self._devices[ins[3]]
+        name, key = _INSTRUCTIONS.get(o, _INSTRUCTIONS[op.KILL_REGISTER])
+        self._prof.start_call(name, device, {key: shapes} if key else {})
 
     def stop(self) -> None:
         self._prof.stop_call()

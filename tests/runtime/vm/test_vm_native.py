@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,7 @@ from tvmrt.error import (
     ArgumentTypeError,
     DeviceOutOfMemoryError,
     InvalidArgumentError,
+    TVMError,
     UnsupportedError,
 )
 from tvmrt.runtime import kernel_services
@@ -95,8 +97,7 @@ def test_each_kind_of_vm_gets_the_engine_it_states(artifacts):
     assert made.engine == "python"
     assert "not loaded from a file" in made.engine_reason
     assert np.array_equal(made.invoke("main", np.arange(3.0)).numpy(), np.arange(3.0))
-    profiler = VirtualMachineProfiler(vm_so, rt.cpu())
-    assert (profiler.engine, profiler.engine_reason) == ("python", profiler.python_only)
+    assert VirtualMachineProfiler(vm_so, rt.cpu()).engine == "native"
     asked = vm_rt.VirtualMachine(vm_so, rt.cpu(), engine="python")
     assert asked.engine_reason == "the Python engine was asked for"
     with emulated_device(rt.cuda().device_type):
@@ -105,6 +106,51 @@ def test_each_kind_of_vm_gets_the_engine_it_states(artifacts):
     assert "other than the CPU" in other.engine_reason
     with pytest.raises(UnsupportedError, match="not loaded from a file"):
         vm_rt.VirtualMachine(_python_only_exe(), rt.cpu(), engine="native")
+
+
+_TIMES = ("Duration (us)", "Percent")
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_profiler_reports_the_same_rows_on_both_engines(artifacts, case):
+    """The C VM's profile record gives the rows the Python interpreter's hooks give (names,
+    devices, shapes, hashes, layouts, in order; TVM's own rows are test_vm_api's), with
+    times of its own that fit inside the run's total."""
+    folder = artifacts / "relayvm" / case
+    exe = vm_rt.Executable(rt.load_module(str(folder / "vm.so")))
+    run = golden_runs(folder, exe.get_function_params("main"))[0]
+    rows, reports = {}, {}
+    for engine in ("native", "python"):
+        prof = VirtualMachineProfiler(exe, rt.cpu(), engine=engine)
+        assert prof.engine == engine, prof.engine_reason
+        reports[engine] = report = prof.profile(*run.inputs.values())
+        got = [o.numpy() for o in prof.get_outputs()]
+        assert len(got) == len(run.outputs)
+        assert all(map(same_bits, got, run.outputs))
+        rows[engine] = [{k: str(v) for k, v in c.items() if k not in _TIMES} for c in report.calls]
+    assert rows["native"] == rows["python"]
+    assert any(not r["Name"].startswith("VM::") for r in rows["native"])
+    times = [c["Duration (us)"].microseconds for c in reports["native"].calls]
+    total = reports["native"].device_metrics["cpu0"]["Duration (us)"].microseconds
+    assert all(t >= 0 for t in times)
+    assert 0 < sum(times) <= total
+
+
+def test_the_c_vms_profile_record_is_bounded(artifacts):
+    """An invoke that would record more than a profile holds fails with the limit's words
+    (a loop of KillRegister instructions: one event each), and the record so far is read."""
+    loop = VMFunction("main", 1, [], [], [(op.KILL_REGISTER, 0), (op.GOTO, -1)])
+    data = ExecutableData("0.16.dev0", [(1, 0, "")], 0, ["main"], [], [], [], {}, [loop])
+    lib = rt.load_module(str(artifacts / "relayvm" / "cnn-static" / "lib.so"))
+    vm = vm_rt.VirtualMachine(vm_rt.Executable.load_exec(write_executable(data), lib), rt.cpu())
+    assert vm.engine == "native", vm.engine_reason
+    vm.module.profile_start()
+    with pytest.raises(InvalidArgumentError, match=r"more than 1048576 timed calls"):
+        vm.invoke("main")
+    record = bytes(vm.module.profile_stop())
+    assert struct.unpack_from("<Q", record)[0] == 1 << 20
+    with pytest.raises(TVMError, match=r"profile_stop: no profile_start\(\) before it"):
+        vm.module.profile_stop()
 
 
 def test_constants_changed_in_python_keep_the_python_engine(artifacts, tmp_path):

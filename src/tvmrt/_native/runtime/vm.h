@@ -8,6 +8,7 @@
  *                 and decoded into vm_ins once
  *   vm_value.c    the values registers hold besides arrays: ADTs, closures, storages; the
  *                 pooled allocator and the live-bytes budget
+ *   vm_profile.c  the profiler's record of an invoke: kernel calls and timed instructions
  *   vm_step.c     one instruction that neither calls, returns nor jumps
  *   vm_interp.c   the run loop (TVM's VirtualMachine::RunLoop): calls, returns, jumps
  *   vm_machine.c  the `VirtualMachine` module and its packed functions
@@ -184,6 +185,44 @@ void tvmrt_vm_uncharge(vm_pool* pool, size_t charged);
 int tvmrt_vm_charge_array(vm_pool* p, tvmrt_object* array, const char* what);
 #define VM_CELL_BYTES(head, fields) ((head) + (fields) * sizeof(void*) + 64)
 
+/* vm_profile.c ---------------------------------------------------------------------- */
+/* What TVM's VM profiler (VirtualMachineDebug) times, recorded in C during an invoke and read
+   once after it: one event per kernel call and per AllocStorage, AllocTensor, AllocTensorReg,
+   ReshapeTensor, DeviceCopy and KillRegister, in the order they ran, at most
+   VM_TRACE_MAX_EVENTS events and VM_TRACE_MAX_TEXT bytes of shapes (an invoke past either
+   fails with InvalidArgumentError) */
+#define VM_TRACE_MAX_EVENTS (1u << 20)
+#define VM_TRACE_MAX_TEXT (64u << 20)
+typedef struct {
+  /* kind 0: a kernel call (index: its primitive; dev_type, dev_id: its last tensor's device,
+     -1 if it has none); 1: an instruction (index: its opcode; dev_type: the virtual device
+     it names, -1 for the host; dev_id 0) */
+  int32_t kind, index, dev_type, dev_id;
+  uint64_t t0, t1;             /* CLOCK_MONOTONIC ns around the work alone */
+  uint32_t text_off, text_len; /* its "dtype[shape], ..." in the text */
+} vm_event;
+typedef struct {
+  vm_event* events;
+  size_t count, cap;
+  char* text;
+  size_t used, text_cap;
+  uint8_t* blob; /* the last profile_stop's bytes */
+  TVMByteArray blob_ref;
+} vm_trace;
+
+uint64_t tvmrt_vm_now_ns(void);
+void tvmrt_vm_trace_clear(vm_trace* t);
+void tvmrt_vm_trace_free(vm_trace* t);
+/* a kernel call's event (its tensors, DLTensor handles): its index, or -1 with an error */
+int tvmrt_vm_trace_kernel(vm_trace* t, int64_t prim, const TVMValue* vals, int n);
+/* an instruction's event, read from the registers before it runs: its index, -2 for an
+   instruction TVM does not time, -1 with an error */
+int tvmrt_vm_trace_instruction(vm_trace* t, const vm_ins* ins, tvmrt_object* const* regs);
+void tvmrt_vm_trace_times(vm_trace* t, int event, uint64_t t0, uint64_t t1);
+/* the events as bytes: a little-endian u64 count, `count` events as vm_event lays them out
+   (40 bytes each: four i32, two u64, two u32), then the text */
+int tvmrt_vm_trace_blob(vm_trace* t, TVMValue* ret, int* rc);
+
 /* vm_interp.c ---------------------------------------------------------------------- */
 typedef struct {
   const vm_exe* exe;
@@ -192,6 +231,7 @@ typedef struct {
   vm_pool* pool;
   vm_limits limits;
   int regs_charged; /* this invoke's register files are charged to the live-bytes budget */
+  vm_trace* trace;  /* the profiler's record while it records, else NULL (vm_profile.c) */
 } vm_state;
 
 /* vm_step.c: one instruction that neither calls, returns nor jumps (0, or -1 with an error

@@ -25,6 +25,7 @@ typedef struct {
   int ready;
   int running; /* one invoke at a time (atomic): a second thread's call is refused */
   vm_state st;
+  vm_trace trace;         /* the profiler's record (st.trace points here while it records) */
   tvmrt_object*** inputs; /* per function, NULL until set */
   tvmrt_object* result;
 } vm_machine;
@@ -58,6 +59,7 @@ static void machine_finalize(tvmrt_module* mod) {
   for (i = 0; i < m->exe->num_funcs; ++i) objs_free(m->inputs[i], m->exe->funcs[i].num_params);
   free(m->inputs);
   tvmrt_release(m->result);
+  tvmrt_vm_trace_free(&m->trace);
   machine_reset(m);
   free(m);
 }
@@ -400,6 +402,28 @@ static int f_set_limits(void* self, TVMValue* args, int* codes, int n, TVMValue*
   return leave(m, 0);
 }
 
+/* tvmrt's profile_start(): record the kernel calls and the instructions TVM's profiler
+   times in the invokes until profile_stop() (vm_profile.c) */
+static int f_profile_start(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  vm_machine* m = (vm_machine*)self;
+  if (tvmrt_arity("profile_start", n, 0, 0) != 0 || enter(m, "profile_start") != 0) return -1;
+  tvmrt_vm_trace_clear(&m->trace);
+  m->st.trace = &m->trace;
+  return leave(m, 0);
+}
+
+/* tvmrt's profile_stop(): the events recorded since profile_start, as bytes (vm_profile.c
+   says their layout; valid until the next profile_stop), and recording ends */
+static int f_profile_stop(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  vm_machine* m = (vm_machine*)self;
+  if (tvmrt_arity("profile_stop", n, 0, 0) != 0 || enter(m, "profile_stop") != 0) return -1;
+  if (m->st.trace == NULL) {
+    return leave(m, tvmrt_fail("TVMError", "profile_stop: no profile_start() before it"));
+  }
+  m->st.trace = NULL;
+  return leave(m, tvmrt_vm_trace_blob(&m->trace, ret, rc));
+}
+
 static const struct {
   const char* name;
   tvmrt_fn fn;
@@ -414,6 +438,8 @@ static const struct {
     {"get_num_outputs", f_get_num_outputs},
     {"get_input_index", f_get_input_index},
     {"set_limits", f_set_limits},
+    {"profile_start", f_profile_start},
+    {"profile_stop", f_profile_stop},
 };
 
 static tvmrt_func* machine_lookup(tvmrt_module* mod, const char* name) {

@@ -156,7 +156,8 @@ static tvmrt_object* alloc_tensor(tvmrt_object* sv, int32_t sr, int64_t offset, 
 
 static int call_kernel(vm_state* vm, const vm_ins* ins, tvmrt_object** regs) {
   TVMValue vals[MAX_KERNEL_ARGS], ret;
-  int codes[MAX_KERNEL_ARGS], n = 0, i, ret_code = kTVMNullptr, rc;
+  int codes[MAX_KERNEL_ARGS], n = 0, i, ret_code = kTVMNullptr, rc, event = -1;
+  uint64_t t0;
   tvmrt_func* f = vm->kernels[ins->imm];
   tvmrt_ndarray* last = NULL;
   for (i = 0; i < ins->nargs; ++i) {
@@ -197,12 +198,16 @@ static int call_kernel(vm_state* vm, const vm_ins* ins, tvmrt_object** regs) {
       if (last->dl.shape[i] == 0) return 0;
     }
   }
+  if (vm->trace != NULL && (event = tvmrt_vm_trace_kernel(vm->trace, ins->imm, vals, n)) < 0)
+    return -1;
+  t0 = vm->trace != NULL ? tvmrt_vm_now_ns() : 0;
   tvmrt_clear_last_error();
   if (f->kind == RT_FN_BACKEND) {
     rc = f->backend(vals, codes, n, &ret, &ret_code, NULL);
   } else {
     rc = tvmrt_func_call(f, vals, codes, n, &ret, &ret_code);
   }
+  if (vm->trace != NULL) tvmrt_vm_trace_times(vm->trace, event, t0, tvmrt_vm_now_ns());
   if (rc != 0) {
     char msg[1024];
     const char* err = tvmrt_peek_last_error();
@@ -213,7 +218,7 @@ static int call_kernel(vm_state* vm, const vm_ins* ins, tvmrt_object** regs) {
 }
 
 /* one instruction that neither calls nor returns nor jumps: 0, or -1 with an error set */
-int tvmrt_vm_step(vm_state* vm, const vm_ins* ins, tvmrt_object** regs) {
+static int step(vm_state* vm, const vm_ins* ins, tvmrt_object** regs) {
   tvmrt_object* v = NULL;
   int64_t a;
   switch (ins->op) {
@@ -353,5 +358,18 @@ int tvmrt_vm_step(vm_state* vm, const vm_ins* ins, tvmrt_object** regs) {
     return -1;
   }
   tvmrt_vm_set_reg(regs, ins->dst, v);
+  return 0;
+}
+
+int tvmrt_vm_step(vm_state* vm, const vm_ins* ins, tvmrt_object** regs) {
+  int event;
+  uint64_t t0;
+  if (vm->trace == NULL || ins->op == VM_INVOKE_PACKED) return step(vm, ins, regs);
+  /* an instruction TVM's profiler times: its event (its shape read before it runs) */
+  if ((event = tvmrt_vm_trace_instruction(vm->trace, ins, regs)) == -1) return -1;
+  if (event < 0) return step(vm, ins, regs);
+  t0 = tvmrt_vm_now_ns();
+  if (step(vm, ins, regs) != 0) return -1;
+  tvmrt_vm_trace_times(vm->trace, event, t0, tvmrt_vm_now_ns());
   return 0;
 }

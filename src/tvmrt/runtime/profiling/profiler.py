@@ -106,6 +106,10 @@ class Profiler:
         """Whether :meth:`start` was called and :meth:`stop` not yet."""
         return self._running
 
+    def now_ns(self) -> int:
+        """tvmrt: the profiler's clock now (for :meth:`stop`'s ``at_ns``)."""
+        return self._clock()
+
     def start(self) -> None:
         """Start profiling: open a ``Total`` frame on each device, in order.
 
@@ -144,15 +148,39 @@ class Profiler:
             raise TVMError("stop_call() has no matching start_call()")
         self._stop_frame(extra_metrics)
 
-    def stop(self) -> None:
-        """Stop profiling: close the ``Total`` frames, last device first."""
+    def record_call(
+        self,
+        name: str,
+        device: Device,
+        start_ns: int,
+        stop_ns: int,
+        extra_metrics: Mapping[str, Metric] | None = None,
+    ) -> None:
+        """tvmrt: add a finished call that its runner timed itself (the C VM times each
+        kernel call without Python between them and hands the times over afterwards);
+        its row is as :meth:`start_call` and :meth:`stop_call` around it would make, with
+        its duration ``stop_ns - start_ns``."""
+        if not self._running:
+            raise TVMError("record_call() needs a running profiler; call start() first")
+        frame = _Frame(
+            name, device, check_metrics(extra_metrics or {}, f"extra_metrics of {name!r}"), start_ns
+        )
+        frame.stop_ns = stop_ns
+        self._done.append(frame)
+
+    def stop(self, *, at_ns: int | None = None) -> None:
+        """Stop profiling: close the ``Total`` frames, last device first.
+
+        ``at_ns`` (tvmrt): when the profiled work ended, on the profiler's clock (after it,
+        calls timed elsewhere were added with :meth:`record_call`); default now.
+        """
         if not self._running:
             raise TVMError("profiler is not running; call start() first")
         if len(self._in_flight) > len(self._devices):
             open_calls = [f.name for f in self._in_flight[len(self._devices) :]]
             raise TVMError(f"calls {open_calls!r} are still open; call stop_call() first")
         while self._in_flight:
-            self._stop_frame(None)
+            self._stop_frame(None, at_ns)
         self._running = False
 
     def report(self) -> Report:
@@ -182,10 +210,12 @@ class Profiler:
             row["Percent"] = Percent(_ratio(duration_of(row), overall) * 100)
         return Report(rows, device_metrics, self._configuration)
 
-    def _stop_frame(self, extra_metrics: Mapping[str, Metric] | None) -> None:
+    def _stop_frame(
+        self, extra_metrics: Mapping[str, Metric] | None, at_ns: int | None = None
+    ) -> None:
         frame = self._in_flight[-1]
         self._sync(frame.device)
-        frame.stop_ns = self._clock()
+        frame.stop_ns = self._clock() if at_ns is None else at_ns
         frame.metrics.update(check_metrics(extra_metrics or {}, f"extra_metrics of {frame.name!r}"))
         self._in_flight.pop()
         self._done.append(frame)

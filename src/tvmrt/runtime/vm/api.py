@@ -66,10 +66,6 @@ class VirtualMachine:
     NAIVE_ALLOCATOR = 1
     POOLED_ALLOCATOR = 2
 
-    #: why this class never runs on the C VM ("" when it may); a subclass that needs the
-    #: Python interpreter (the profiler's per-kernel hook) says why here
-    python_only = ""
-
     def __new__(
         cls,
         exe: Executable | Module,
@@ -142,8 +138,6 @@ class VirtualMachine:
         """Why the C VM cannot run this VM ("" if it can); ``engine`` as given."""
         if engine == "python":
             return "the Python engine was asked for"
-        if self.python_only:
-            return self.python_only
         if any(t != cpu().device_type for t in init_args[0::3]):
             return "a device other than the CPU is given (the C runtime runs CPU kernels only)"
         if getattr(mod, "changed", ""):

@@ -77,6 +77,7 @@ class NativeVM(PyModule):
         self._vm_set_input, self._vm_set_one = vm["set_input"], vm["set_one_input"]
         self._vm_invoke_to = vm["invoke_return_to_device"]
         self._vm_set_limits = vm["set_limits"]
+        self.profile_start, self.profile_stop = vm["profile_start"], vm["profile_stop"]
         self.add_function("set_input", self.set_input)
         self.add_function("set_one_input", self.set_one_input)
         self.add_function("invoke_return_to_device", self.invoke_return_to_device)
