@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from support.cli import tvmrt
+from support.opencl import opencl_unusable
 from support.paths import REPO
 from tvmrt import runtime
 from tvmrt.artifact import find_artifact, load_artifact
@@ -30,8 +31,8 @@ def test_a_cpu_build_is_refused_on_another_device(path: Path, device: object) ->
 
 
 def test_cli_refuses_before_running() -> None:
-    if not runtime.opencl(0).exist:
-        pytest.skip("no OpenCL device (install pocl-binary-distribution)")
+    if opencl_unusable():
+        pytest.skip(str(opencl_unusable()))
     for verb in ("run", "bench", "profile"):
         done = tvmrt(verb, DIGITS / "model", "--device", "opencl")
         assert done.returncode == 2, done.stderr

@@ -26,6 +26,7 @@ import pytest
 from tests.native.conftest import NativeBuild
 
 from support.fixtures import artifact_folder, built_fixtures
+from support.opencl import opencl_unusable
 from tvmrt import runtime
 from tvmrt.error import ArrayError
 
@@ -48,8 +49,8 @@ def pocl() -> dict[str, str]:
     loaders = sorted((home / ".libs").glob("libOpenCL*.so*"))
     if not loaders:
         pytest.skip(f"pyopencl's wheel holds no OpenCL ICD loader ({home / '.libs'})")
-    if not runtime.opencl(0).exist:
-        pytest.skip("no OpenCL device (install pocl-binary-distribution)")
+    if opencl_unusable():
+        pytest.skip(str(opencl_unusable()))
     return {
         "TVMRT_LIBOPENCL": str(loaders[0]),
         "PYOPENCL_HOME": str(home),
@@ -147,8 +148,12 @@ def test_c_runtime_refuses_opencl_without_a_driver_or_a_device(
         f"failed: DeviceUnavailableError: OpenCL: cannot load the OpenCL library '{missing}' ("
         in proc.stderr
     ), proc.stderr
-    # the loader without pocl's library beside it finds no platform: no device 0
+    # the loader without pocl's library beside it, and no system vendors (OCL_ICD_VENDORS
+    # names an empty folder instead of /etc/OpenCL/vendors), finds no platform: no device 0
+    vendors = tmp_path / "no-vendors"
+    vendors.mkdir()
     no_pocl = {k: v for k, v in pocl.items() if k != "LD_LIBRARY_PATH"}
+    no_pocl["OCL_ICD_VENDORS"] = str(vendors)
     proc = _run_model(native, exe, tmp_path, no_pocl, model)
     assert proc.returncode == 1
     assert proc.stderr.rstrip().endswith(

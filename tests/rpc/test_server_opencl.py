@@ -15,14 +15,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from support.opencl import opencl_unusable
 from support.peers import tvm016_python
 from support.rpc_server import run_peer, tvmrt_rpc
 from tvmrt import nd, rpc, runtime
 from tvmrt.contrib import graph_executor
 
 pytest.importorskip("pyopencl")
-if not runtime.opencl(0).exist:
-    pytest.skip("no OpenCL device (install pocl-binary-distribution)", allow_module_level=True)
+if opencl_unusable():
+    pytest.skip(str(opencl_unusable()), allow_module_level=True)
 
 TOL = {"rtol": 1e-5, "atol": 1e-5}
 

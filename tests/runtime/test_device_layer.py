@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from support.opencl import opencl_unusable
 from tvmrt import runtime
 from tvmrt.contrib import graph_executor
 from tvmrt.error import ArrayError, DeviceUnavailableError
@@ -23,11 +24,7 @@ EXT = runtime.ext_dev().device_type
 
 
 def _opencl_present() -> bool:
-    try:
-        import pyopencl  # noqa: F401
-    except ImportError:
-        return False
-    return runtime.opencl(0).exist
+    return opencl_unusable() is None
 
 
 @pytest.fixture(params=["null", "opencl"])

@@ -12,14 +12,15 @@ import numpy as np
 import pytest
 
 from support.fixtures import artifact_folder, built_fixtures
+from support.opencl import opencl_unusable
 from tvmrt import runtime
 from tvmrt.contrib import graph_executor
 from tvmrt.error import ArrayError
 from tvmrt.runtime.device_api import get_device_api
 
 cl = pytest.importorskip("pyopencl")
-if not runtime.opencl(0).exist:
-    pytest.skip("no OpenCL device (install pocl-binary-distribution)", allow_module_level=True)
+if opencl_unusable():
+    pytest.skip(str(opencl_unusable()), allow_module_level=True)
 
 TOL = {"rtol": 1e-5, "atol": 1e-5}
 

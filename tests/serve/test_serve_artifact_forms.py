@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from support.opencl import opencl_unusable
 from support.serve import Served, tvmrt_serve
 
 pytest.importorskip("uvicorn")
@@ -76,11 +77,8 @@ def test_serves_an_aot_build(artifacts, tmp_path, workers):
 
 
 def test_serves_a_cpu_and_opencl_graph_on_two_workers(artifacts, tmp_path):
-    pytest.importorskip("pyopencl")
-    from tvmrt import runtime
-
-    if not runtime.opencl(0).exist:
-        pytest.skip("no OpenCL device (install pocl-binary-distribution)")
+    if opencl_unusable():
+        pytest.skip(str(opencl_unusable()))
     folder = artifacts / "relay016" / "hetero-opencl-cpu"
     golden = _golden(folder)
     args = (str(folder), "--name", "hetero", "--device", "opencl", "--workers", "2")
