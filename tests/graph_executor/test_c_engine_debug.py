@@ -188,6 +188,8 @@ def test_profile_rows_are_the_python_engines(
     assert reports[0].configuration == reports[1].configuration
     assert all(call["Duration (us)"].microseconds > 0 for call in reports[0].calls)
     assert list(reports[0].device_metrics) == ["cpu0"]
+    total = reports[0].device_metrics["cpu0"]["Duration (us)"].microseconds
+    assert sum(call["Duration (us)"].microseconds for call in reports[0].calls) <= total
     with pytest.raises(NotImplementedError, match="collectors"):
         c_face.profile(collectors=[object()])
     # profile leaves node execution after the last node, as the Python engine

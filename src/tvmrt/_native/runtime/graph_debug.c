@@ -106,6 +106,19 @@ static int call_node(void* ctx) {
   return 0;
 }
 
+/* how op node `nid` is timed: its op, and the device synchronized after its call */
+static void node_timing(graph_executor* ge, int64_t nid, timed_node* t) {
+  DLDevice host = ge->devs[0];
+  t->ge = ge;
+  t->op = (size_t)ge->op_of[nid];
+  t->node_dev = num_node_outputs(ge, nid) == 0
+                    ? host
+                    : ge->entries[tvmrt_graph_eid(&ge->g, (uint32_t)nid, 0)].device;
+  t->sync_node =
+      t->node_dev.device_type != kDLCPU &&
+      (t->node_dev.device_type != host.device_type || t->node_dev.device_id != host.device_id);
+}
+
 /* seconds per call of node `nid` for each repeat, into results (zeros: it is not an op) */
 static int time_node(graph_executor* ge, int64_t nid, const tvmrt_timing* timing, double* results) {
   timed_node t;
@@ -116,13 +129,7 @@ static int time_node(graph_executor* ge, int64_t nid, const tvmrt_timing* timing
     for (r = 0; r < timing->repeat; ++r) results[r] = 0.0;
     return 0;
   }
-  t.ge = ge;
-  t.op = (size_t)op;
-  t.node_dev = num_node_outputs(ge, nid) == 0
-                   ? host
-                   : ge->entries[tvmrt_graph_eid(&ge->g, (uint32_t)nid, 0)].device;
-  t.sync_node = t.node_dev.device_type != kDLCPU && (t.node_dev.device_type != host.device_type ||
-                                                     t.node_dev.device_id != host.device_id);
+  node_timing(ge, nid, &t);
   return tvmrt_time_evaluate(call_node, &t, host, timing, results);
 }
 
@@ -240,6 +247,49 @@ static int f_get_node_output(void* self, TVMValue* args, int* codes, int n, TVMV
   return give_copy(self, t, ret, rc);
 }
 
+/* tvmrt's profile_nodes(): run the graph once, op node by op node, each call timed (TVM's
+   profile: the Python face makes its report). Bytes: an int64 count, then per timed node its
+   index (int64) and the CLOCK_MONOTONIC ns before and after its call (two uint64: the call,
+   and a device synchronisation when the node is on another device than the host) */
+static int f_profile_nodes(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  graph_executor* ge = GE(self);
+  unsigned char* blob;
+  int64_t count;
+  size_t i;
+  (void)args, (void)codes;
+  if (tvmrt_arity("profile_nodes", n, 0, 0) != 0 || op_table(ge) != 0) return -1;
+  blob = (unsigned char*)malloc(sizeof(int64_t) + ge->num_ops * 3 * sizeof(int64_t) + 1);
+  if (blob == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate the profile");
+  if (tvmrt_ge_enter(ge) != 0) {
+    free(blob);
+    return -1;
+  }
+  count = (int64_t)ge->num_ops;
+  memcpy(blob, &count, sizeof(count));
+  for (i = 0; i < ge->num_ops; ++i) {
+    timed_node t;
+    int64_t nid = (int64_t)ge->ops[i].nid, row[3];
+    uint64_t t0, t1;
+    node_timing(ge, nid, &t);
+    t0 = tvmrt_now_ns();
+    if (call_node(&t) != 0) {
+      free(blob);
+      return tvmrt_ge_leave(ge, -1);
+    }
+    t1 = tvmrt_now_ns();
+    row[0] = nid, row[1] = (int64_t)t0, row[2] = (int64_t)t1;
+    memcpy(blob + sizeof(int64_t) + i * sizeof(row), row, sizeof(row));
+  }
+  ge->last_executed = (int64_t)ge->g.num_nodes - 1;
+  free(ge->blob);
+  ge->blob = blob;
+  ge->blob_ref.data = (const char*)blob;
+  ge->blob_ref.size = sizeof(int64_t) + ge->num_ops * 3 * sizeof(int64_t);
+  ret->v_handle = &ge->blob_ref;
+  *rc = kTVMBytes;
+  return tvmrt_ge_leave(ge, 0);
+}
+
 static int64_t node_of_name(graph_executor* ge, const char* name) {
   size_t i;
   for (i = 0; i < ge->g.num_nodes; ++i) {
@@ -294,7 +344,7 @@ static const struct {
 } k_debug_functions[] = {
     {"run_individual", f_run_individual},     {"run_individual_node", f_run_individual_node},
     {"execute_node", f_execute_node},         {"get_node_output", f_get_node_output},
-    {"debug_get_output", f_debug_get_output},
+    {"debug_get_output", f_debug_get_output}, {"profile_nodes", f_profile_nodes},
 };
 
 /* the debug functions first, then the executor's */

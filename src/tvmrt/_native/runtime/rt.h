@@ -529,6 +529,9 @@ typedef struct {
    cooldown_interval_ms, repeats_to_cooldown; the first `n` given, the rest TVM's defaults),
    checked with the Python runtime's words */
 int tvmrt_timing_args(const TVMValue* args, const int* codes, int n, tvmrt_timing* out);
+/* CLOCK_MONOTONIC in nanoseconds: the clock of the time evaluator and of the profilers'
+   records (Python's perf_counter on Linux) */
+uint64_t tvmrt_now_ns(void);
 /* seconds per call of `call(ctx)` (0: it ran) for each of t->repeat measurements, into
    `results`; `dev` is synchronized around each measurement */
 int tvmrt_time_evaluate(int (*call)(void* ctx), void* ctx, DLDevice dev, const tvmrt_timing* t,

@@ -17,7 +17,7 @@
 
 static const tvmrt_timing k_defaults = {10, 1, 0.0, 100, 0.0, 1}; /* TimingConfig's */
 
-static uint64_t now_ns(void) {
+uint64_t tvmrt_now_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
@@ -106,12 +106,12 @@ int tvmrt_time_evaluate(int (*call)(void* ctx), void* ctx, DLDevice dev, const t
         number = (int64_t)(grown > golden ? grown : golden);
       }
       if (sync(dev) != 0) return -1;
-      start = now_ns();
+      start = tvmrt_now_ns();
       for (k = 0; k < number; ++k) {
         if (call(ctx) != 0) return -1;
       }
       if (sync(dev) != 0) return -1;
-      elapsed = now_ns() - start;
+      elapsed = tvmrt_now_ns() - start;
       if (elapsed == 0) ++zero_times;
       duration_ms = (double)elapsed / 1e6;
       if (!(duration_ms < t->min_repeat_ms && zero_times < t->limit_zero_time_iterations)) break;

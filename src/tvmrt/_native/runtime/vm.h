@@ -210,7 +210,6 @@ typedef struct {
   TVMByteArray blob_ref;
 } vm_trace;
 
-uint64_t tvmrt_vm_now_ns(void);
 void tvmrt_vm_trace_clear(vm_trace* t);
 void tvmrt_vm_trace_free(vm_trace* t);
 /* a kernel call's event (its tensors, DLTensor handles): its index, or -1 with an error */

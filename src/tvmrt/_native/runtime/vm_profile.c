@@ -9,18 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "vm.h"
 
 #define TEXT_MAX 4096 /* one event's shapes; longer ones are cut */
 #define EVENT_BYTES 40
-
-uint64_t tvmrt_vm_now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
-}
 
 void tvmrt_vm_trace_clear(vm_trace* t) { t->count = t->used = 0; }
 

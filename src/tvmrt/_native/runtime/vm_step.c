@@ -200,14 +200,14 @@ static int call_kernel(vm_state* vm, const vm_ins* ins, tvmrt_object** regs) {
   }
   if (vm->trace != NULL && (event = tvmrt_vm_trace_kernel(vm->trace, ins->imm, vals, n)) < 0)
     return -1;
-  t0 = vm->trace != NULL ? tvmrt_vm_now_ns() : 0;
+  t0 = vm->trace != NULL ? tvmrt_now_ns() : 0;
   tvmrt_clear_last_error();
   if (f->kind == RT_FN_BACKEND) {
     rc = f->backend(vals, codes, n, &ret, &ret_code, NULL);
   } else {
     rc = tvmrt_func_call(f, vals, codes, n, &ret, &ret_code);
   }
-  if (vm->trace != NULL) tvmrt_vm_trace_times(vm->trace, event, t0, tvmrt_vm_now_ns());
+  if (vm->trace != NULL) tvmrt_vm_trace_times(vm->trace, event, t0, tvmrt_now_ns());
   if (rc != 0) {
     char msg[1024];
     const char* err = tvmrt_peek_last_error();
@@ -368,8 +368,8 @@ int tvmrt_vm_step(vm_state* vm, const vm_ins* ins, tvmrt_object** regs) {
   /* an instruction TVM's profiler times: its event (its shape read before it runs) */
   if ((event = tvmrt_vm_trace_instruction(vm->trace, ins, regs)) == -1) return -1;
   if (event < 0) return step(vm, ins, regs);
-  t0 = tvmrt_vm_now_ns();
+  t0 = tvmrt_now_ns();
   if (step(vm, ins, regs) != 0) return -1;
-  tvmrt_vm_trace_times(vm->trace, event, t0, tvmrt_vm_now_ns());
+  tvmrt_vm_trace_times(vm->trace, event, t0, tvmrt_now_ns());
   return 0;
 }

@@ -66,6 +66,7 @@ __all__ = [
     "check_no_collectors",
     "create_debug_executor",
     "profile_graph",
+    "profile_recorded",
     "shape_string",
 ]
 
@@ -100,19 +101,16 @@ def profile_graph(
     timed: Sequence[int],
     node_device: Callable[[int], Device],
 ) -> Report:
-    """TVM's ``Profile`` of a graph on either engine: ``run`` the graph 3 times, then once
-    node by node, ``run_node`` of each of ``timed`` (the nodes with a call, in order) a
+    """TVM's ``Profile`` of a graph on the Python engine: ``run`` the graph 3 times, then
+    once node by node, ``run_node`` of each of ``timed`` (the nodes with a call, in order) a
     report row; on a CUDA graph the calls' kernels are timed with CUDA events.
 
-    ``node_device(nid)``: where node ``nid`` runs. The Python engine passes its own calls,
-    the C engine's face (``GraphModuleDebug``) the C executor's ``execute_node``.
+    ``node_device(nid)``: where node ``nid`` runs. (The C engine times its nodes itself:
+    :func:`profile_recorded`.)
     """
     for _ in range(_WARMUP_RUNS):
         run()
-    configuration: dict[str, Metric] = {
-        "Executor": "Graph",
-        "Number of threads": Count(num_threads()),
-    }
+    configuration = _configuration()
     if all_on_cuda([node_device(n) for n in timed]):
         with kernel_timer() as timer:  # each call's time: its kernels' own, from events
             prof = Profiler(devices, configuration, clock=timer.clock_ns)
@@ -120,6 +118,46 @@ def profile_graph(
     return _profile_nodes(
         graph, Profiler(devices, configuration), run_node, timed, node_device, False
     )
+
+
+def profile_recorded(
+    graph: Graph,
+    devices: Sequence[Device],
+    run: Callable[[], None],
+    record: Callable[[], Sequence[tuple[int, int, int]]],
+    node_device: Callable[[int], Device],
+) -> Report:
+    """TVM's ``Profile`` of a graph on an engine that times its nodes itself (the C
+    executor's ``profile_nodes``): ``run`` the graph 3 times, then ``record()`` runs it once
+    node by node and gives each call's node and its start and stop in ns; the rows are made
+    from those afterwards, so no Python runs between the calls."""
+    for _ in range(_WARMUP_RUNS):
+        run()
+    prof = Profiler(devices, _configuration())
+    prof.start()
+    calls = record()
+    end = prof.now_ns()
+    for nid, start_ns, stop_ns in calls:
+        name = graph.nodes[nid].func_name
+        prof.record_call(name, node_device(nid), start_ns, stop_ns, _node_metrics(graph, nid))
+    prof.stop(at_ns=end)
+    return prof.report()
+
+
+def _configuration() -> dict[str, Metric]:
+    return {"Executor": "Graph", "Number of threads": Count(num_threads())}
+
+
+def _node_metrics(graph: Graph, nid: int) -> dict[str, Metric]:
+    """A node's row metrics: its layout attributes, hash and ``Argument Shapes``."""
+    node = graph.nodes[nid]
+    metrics: dict[str, Metric] = {k: v for k, v in node.attrs.items() if "layout" in k}
+    if "hash" in node.attrs:
+        metrics["Hash"] = node.attrs["hash"]
+    eids = [graph.entry_id(r.node_id, r.index) for r in node.inputs]
+    eids += [graph.entry_id(nid, k) for k in range(node.num_outputs)]
+    metrics["Argument Shapes"] = shape_string(graph, eids)
+    return metrics
 
 
 def _profile_nodes(
@@ -134,15 +172,8 @@ def _profile_nodes(
     a held stream (event_timing.held), so their events time the GPU alone."""
     prof.start()
     for nid in timed:
-        node = graph.nodes[nid]
-        metrics: dict[str, Metric] = {k: v for k, v in node.attrs.items() if "layout" in k}
-        if "hash" in node.attrs:
-            metrics["Hash"] = node.attrs["hash"]
-        eids = [graph.entry_id(r.node_id, r.index) for r in node.inputs]
-        eids += [graph.entry_id(nid, k) for k in range(node.num_outputs)]
-        metrics["Argument Shapes"] = shape_string(graph, eids)
         dev = node_device(nid)
-        prof.start_call(node.func_name, dev, metrics)
+        prof.start_call(graph.nodes[nid].func_name, dev, _node_metrics(graph, nid))
         with held(dev) if on_cuda else contextlib.nullcontext():
             run_node(nid)
         prof.stop_call()

@@ -1,8 +1,8 @@
 """The C runtime's debug executor with TVM's ``profile`` and ``profile_rpc`` (issue 43).
 
 ``graph_debug.c`` gives the debug executor's timing and node functions; the two that return
-TVM's ``Report`` are made here, over its ``execute_node`` (the report is Python's:
-:func:`~tvmrt.runtime.graph_executor.debug.profile_graph`, the Python engine's too). So
+TVM's ``Report`` are made here, from its ``profile_nodes`` (one run, each node's call timed
+in C; the report is Python's: :func:`~tvmrt.runtime.graph_executor.debug.profile_recorded`). So
 every function of TVM's debug executor is on the module itself, for
 :class:`~tvmrt.contrib.debugger.debug_executor.GraphModuleDebug`, for a caller of
 ``factory["debug_create"]`` and for an RPC client of a server that made it.
@@ -10,10 +10,11 @@ every function of TVM's debug executor is on the module itself, for
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 
 from tvmrt.runtime.device import Device
-from tvmrt.runtime.graph_executor.debug import check_no_collectors, profile_graph
+from tvmrt.runtime.graph_executor.debug import check_no_collectors, profile_recorded
 from tvmrt.runtime.graph_executor.graph import parse_graph
 from tvmrt.runtime.native_module import NativeModule
 from tvmrt.runtime.packed_func import PackedFunc
@@ -24,7 +25,7 @@ __all__ = ["DebugExecutor"]
 
 class DebugExecutor(NativeModule):
     """A C-runtime debug executor module (``GraphExecutor``) whose ``profile`` and
-    ``profile_rpc`` time each kernel call through its ``execute_node``.
+    ``profile_rpc`` report each kernel call its ``profile_nodes`` timed.
 
     Parameters
     ----------
@@ -43,15 +44,19 @@ class DebugExecutor(NativeModule):
         self._devices = list(devices)
 
     def profile(self, collectors: Sequence[object] | None = None) -> Report:
-        """TVM's ``profile``: 3 runs, then one run timing every kernel call."""
+        """TVM's ``profile``: 3 runs, then one run timing every kernel call (in C:
+        ``profile_nodes``; the last node is then the last executed, as TVM)."""
         check_no_collectors(collectors)
-        execute, host = self["execute_node"], self._devices[0]
-        timed = [nid for nid, node in enumerate(self._graph.nodes) if node.is_op]
-        report = profile_graph(
-            self._graph, self._devices, self["run"], execute, timed, lambda _: host
-        )
-        execute(len(self._graph.nodes) - 1)  # the last node is the last executed, as TVM
-        return report
+        record, host = self["profile_nodes"], self._devices[0]
+
+        def calls() -> list[tuple[int, int, int]]:
+            blob = bytes(record())
+            (count,) = struct.unpack_from("<q", blob)
+            return [
+                (n, t0, t1) for n, t0, t1 in struct.iter_unpack("<qQQ", blob[8 : 8 + 24 * count])
+            ]
+
+        return profile_recorded(self._graph, self._devices, self["run"], calls, lambda _: host)
 
     def _get_function(self, name: str) -> PackedFunc | None:
         if name == "profile":
