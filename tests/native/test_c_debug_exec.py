@@ -4,6 +4,7 @@ engine's, and a misused call in the Python engine's words."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -53,4 +54,7 @@ def test_debug_executor_from_c(
     with pytest.raises(TVMError) as err:
         mod["execute_node"](count)
     assert lines[1] == f"{type(err.value).__name__}: {err.value}"
+    graph = json.loads(runtime.load_module(str(folder / "deploy_lib.so"))["get_graph_json"]())
+    ops = sum(node["op"] != "null" for node in graph["nodes"])
+    assert lines[2] == f"profiled {ops}"
     assert os.path.getsize(tmp_path / "out.bin") > 0

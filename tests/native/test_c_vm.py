@@ -20,6 +20,8 @@ import tvmrt.runtime as rt
 from support.peers import tvm016_python
 from support.relayvm_cases import CASES, GoldenRun, golden_runs, same_bits
 from tvmrt.runtime import vm as vm_rt
+from tvmrt.runtime.profiler_vm import VirtualMachineProfiler
+from tvmrt.runtime.vm import opcodes as op
 
 _CODES = {"i": 0, "u": 1, "b": 1, "f": 2}
 
@@ -95,6 +97,49 @@ def test_every_case_matches_golden_from_c(
         assert len(got) == len(run.outputs), f"{case} {run.name}"
         for i, (g, want) in enumerate(zip(got, run.outputs, strict=True)):
             assert same_bits(g, want), f"{case} {run.name} output {i}"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_profile_record_from_c_is_the_profilers_rows(
+    artifacts: Path,
+    native: NativeBuild,
+    compile_c: Callable[[NativeBuild, str, bool], Path],
+    tmp_path: Path,
+    case: str,
+) -> None:
+    """profile_start / invoke / profile_stop from C (plain and under the sanitizers): one
+    event per row the Python interpreter's profiler reports for the same run, in order, with
+    the same kernel or instruction and the same shapes."""
+    folder = artifacts / "relayvm" / case
+    runs = golden_runs(folder, _params(folder))[:1]
+    exe = compile_c(native, "run_vm", False)
+    proc = native.run_env(
+        exe, {**native.env, "PROFILE": "1"}, "so", folder, write_spec(runs, tmp_path), tmp_path
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    prefix = f"{runs[0].name}: event "
+    events = [
+        line[len(prefix) :].split(" ", 2)
+        for line in proc.stdout.splitlines()
+        if line.startswith(prefix)
+    ]
+    vm_exe = vm_rt.Executable(rt.load_module(str(folder / "vm.so")))
+    prof = VirtualMachineProfiler(vm_exe, rt.cpu(), engine="python")
+    report = prof.profile(*runs[0].inputs.values())
+    names = {op.ALLOC_STORAGE: "VM::AllocStorage", op.ALLOC_TENSOR: "VM::AllocTensor"}
+    names.update({op.ALLOC_TENSOR_REG: "VM::AllocTensorReg", op.KILL_REGISTER: "VM::UnknownOp"})
+    names.update({op.RESHAPE_TENSOR: "VM::ReshapeTensor", op.DEVICE_COPY: "VM::DeviceCopy"})
+    primitives = vm_exe.primitive_ops
+    got = [
+        (primitives[int(i)] if kind == "0" else names[int(i)], text)
+        for kind, i, *rest in events
+        for text in [rest[0] if rest else ""]
+    ]
+    want = [
+        (c["Name"], str(c.get("Argument Shapes", c.get("VM::Argument Shapes", ""))))
+        for c in report.calls
+    ]
+    assert got == want
 
 
 TVM_BATCH = textwrap.dedent(

@@ -7,7 +7,8 @@
  * INPUT into input "x", times every node (run_individual: TVM's bytes), then runs the graph
  * node by node (execute_node, get_node_output) and writes each node's first output, then
  * debug_get_output of the last node, to OUT. It prints the node count, then the words of a
- * misused call (a node past the end), and "ok".
+ * misused call (a node past the end), then "profiled N": the calls of profile_nodes (each an
+ * op node, in order, its stop at or after its start), and "ok".
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -111,6 +112,20 @@ int main(int argc, char** argv) {
   EXPECT(TVMFuncCall(f, args, codes, 1, &ret, &code) != 0);
   printf("%s\n", TVMGetLastError());
   CHECK(TVMFuncFree(f));
+
+  /* profile_nodes(): an int64 count, then (node, start ns, stop ns) per call */
+  call_named(gmod, "profile_nodes", args, codes, 0, &ret, &code);
+  EXPECT(code == kTVMBytes);
+  blob = (const TVMByteArray*)ret.v_handle;
+  memcpy(&count, blob->data, sizeof(count));
+  EXPECT(blob->size == sizeof(int64_t) + (size_t)count * 3 * sizeof(int64_t));
+  for (i = 0, nid = -1; i < count; ++i) {
+    int64_t row[3];
+    memcpy(row, blob->data + sizeof(int64_t) + (size_t)i * sizeof(row), sizeof(row));
+    EXPECT(row[0] > nid && (uint64_t)row[2] >= (uint64_t)row[1] && row[1] != 0);
+    nid = row[0];
+  }
+  printf("profiled %lld\n", (long long)count);
 
   CHECK(TVMModFree(gmod));
   CHECK(TVMModFree(lib));

@@ -15,7 +15,9 @@
  * that init refuses before load_late_bound_consts(PATH) and works after; BAD_INPUT=1 checks
  * that set_input refuses DLTensors without a shape or data first. With REPEAT=N in the
  * environment each run also times N invokes and prints "NAME: MEDIAN_NS ns per invoke" (the median
- * of 5 batches).
+ * of 5 batches). With PROFILE=1 each run also records one invoke (profile_start,
+ * invoke_stateful, profile_stop), checks the record's layout and prints one line per event,
+ * "NAME: event KIND INDEX TEXT".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,6 +161,41 @@ static int cmp_double(const void* a, const void* b) {
   return x < y ? -1 : x > y;
 }
 
+static uint64_t u64_at(const unsigned char* p, int bytes) {
+  uint64_t v = 0;
+  int i;
+  for (i = bytes - 1; i >= 0; --i) v = v << 8 | p[i];
+  return v;
+}
+
+/* one invoke recorded by the VM's profiler: every event's text inside the record, each
+   stop at or after its start */
+static void print_profile(TVMModuleHandle vm, const char* name, TVMValue* args, int* codes) {
+  TVMValue ret;
+  int code;
+  const TVMByteArray* rec;
+  uint64_t count, i, text_at;
+  call_named(vm, "profile_start", args, codes, 0, &ret, &code);
+  call_named(vm, "invoke_stateful", args, codes, 1, &ret, &code);
+  call_named(vm, "profile_stop", args, codes, 0, &ret, &code);
+  rec = (const TVMByteArray*)ret.v_handle;
+  if (code != kTVMBytes || rec->size < 8) exit(9);
+  count = u64_at((const unsigned char*)rec->data, 8);
+  text_at = 8 + count * 40;
+  if (count > (rec->size - 8) / 40) exit(9);
+  for (i = 0; i < count; ++i) {
+    const unsigned char* e = (const unsigned char*)rec->data + 8 + i * 40;
+    uint64_t t0 = u64_at(e + 16, 8), t1 = u64_at(e + 24, 8);
+    uint64_t off = u64_at(e + 32, 4), len = u64_at(e + 36, 4);
+    if (t1 < t0 || t0 == 0 || text_at + off + len > rec->size) {
+      fprintf(stderr, "%s: event %llu is out of its record\n", name, (unsigned long long)i);
+      exit(9);
+    }
+    printf("%s: event %u %u %.*s\n", name, (unsigned)u64_at(e, 4), (unsigned)u64_at(e + 4, 4),
+           (int)len, rec->data + text_at + off);
+  }
+}
+
 static void do_run(TVMModuleHandle vm, const char* name, TVMValue* in, int* in_codes, int nin,
                    const char* dir, TVMFunctionHandle size_f, TVMFunctionHandle field_f) {
   TVMValue args[MAX_PARAMS + 1], ret;
@@ -215,6 +252,7 @@ static void do_run(TVMModuleHandle vm, const char* name, TVMValue* in, int* in_c
     CHECK(TVMArrayFree((TVMArrayHandle)r.v_handle));
   }
   for (k = 0; k < o.n; ++k) CHECK(TVMArrayFree((TVMArrayHandle)o.t[k]));
+  if (getenv("PROFILE") != NULL) print_profile(vm, name, args, codes);
   if (repeat != NULL && atoi(repeat) > 0) {
     int n = atoi(repeat), b;
     double per[5];

@@ -113,7 +113,7 @@ static int add_event(vm_trace* t, int32_t kind, int64_t index, int64_t dev_type,
     }
     t->text = grown, t->text_cap = cap;
   }
-  memcpy(t->text + t->used, text->buf, text->used);
+  if (text->used) memcpy(t->text + t->used, text->buf, text->used);
   e = &t->events[t->count];
   e->kind = kind;
   e->index = (int32_t)index;
@@ -196,6 +196,10 @@ int tvmrt_vm_trace_blob(vm_trace* t, TVMValue* ret, int* rc) {
     put_u32(p + 36, e->text_len);
   }
   if (t->used) memcpy(blob + 8 + t->count * EVENT_BYTES, t->text, t->used);
+  free(t->events); /* the bytes hold them now: a long record is not kept twice */
+  free(t->text);
+  t->events = NULL, t->text = NULL;
+  t->count = t->cap = t->used = t->text_cap = 0;
   free(t->blob);
   t->blob = blob;
   t->blob_ref.data = (const char*)blob;

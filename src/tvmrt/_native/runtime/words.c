@@ -1,8 +1,8 @@
 /*
  * The words the C runtime's packed functions use for a caller's bad argument, once for every
- * face: how many arguments a function takes, and a value as Python would name it
- * (`type(value).__name__` and `repr(value)`), since the Python faces say
- * "got float 3.5" or "got NoneType" for the same mistake.
+ * face: how many arguments a function takes, a value as Python would name it
+ * (`type(value).__name__` and `repr(value)`, since the Python faces say "got float 3.5" or
+ * "got NoneType" for the same mistake), and a dtype as TVM writes it.
  */
 #include <math.h>
 #include <stdio.h>
