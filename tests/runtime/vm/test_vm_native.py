@@ -162,6 +162,39 @@ def test_constants_changed_in_python_keep_the_python_engine(artifacts, tmp_path)
     assert "changed after loading" in vm.engine_reason
 
 
+def test_late_bound_constants_loaded_from_a_file_run_on_the_c_vm(artifacts, tmp_path):
+    """TVM's deploy flow for late-bound constants: the build moves the large constants into
+    a params file and saves code.ro; the deployment loads code.ro and lib.so, then the
+    constants from their file. The C executable reads the same file and the C VM runs it,
+    bitwise as TVM's golden; a map loaded in Python keeps the interpreter."""
+    folder = artifacts / "relayvm" / "cnn-static"
+    built = vm_rt.Executable(rt.load_module(str(folder / "vm.so")))
+    built.move_late_bound_consts(str(tmp_path / "consts.params"), byte_limit=256)
+    code, _lib = built.save()
+    (run,) = golden_runs(folder, built.get_function_params("main"))
+
+    def deployed():
+        lib = rt.load_module(str(folder / "lib.so"))
+        return vm_rt.Executable.load_exec(bytearray(code), lib)
+
+    exe = deployed()
+    with pytest.raises(TVMError, match="Need to load late-bound-constants"):
+        vm_rt.VirtualMachine(exe, rt.cpu())
+    exe.load_late_bound_consts(str(tmp_path / "consts.params"))
+    vm = vm_rt.VirtualMachine(exe, rt.cpu())
+    assert vm.engine == "native", vm.engine_reason
+    assert same_bits(vm.invoke("main", *run.inputs.values()).numpy(), run.outputs[0])
+
+    mapped = deployed()
+    mapped.load_late_bound_consts_from_map(
+        rt.load_param_dict((tmp_path / "consts.params").read_bytes())
+    )
+    vm = vm_rt.VirtualMachine(mapped, rt.cpu())
+    assert vm.engine == "python"
+    assert "loaded from a map" in vm.engine_reason
+    assert same_bits(vm.invoke("main", *run.inputs.values()).numpy(), run.outputs[0])
+
+
 def test_the_c_pool_follows_set_num_threads(artifacts):
     vm_rt.VirtualMachine(
         rt.load_module(str(artifacts / "relayvm" / "cnn-static" / "vm.so")), rt.cpu()

@@ -107,7 +107,8 @@ class VirtualMachine:
         self.engine, self.engine_reason = "python", self._native_refusal(mod, init_args, engine)
         if not self.engine_reason:
             try:
-                self.module = native_module(native_source(mod), init_args)
+                late = getattr(mod, "late_bound_files", ())
+                self.module = native_module(native_source(mod), init_args, late)
                 self.engine, self.engine_reason = "native", "CPU executable loaded from its file"
             except TVMError as exc:
                 if engine == "native":

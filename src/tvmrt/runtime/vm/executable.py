@@ -52,6 +52,9 @@ class VMExecutable(Module):
         self.global_map = {name: i for i, name in enumerate(data.globals)}
         self.code_bytes: bytes | None = None  # code.ro as given to load_executable
         self.changed = ""  # what changed the constants after loading, if anything did
+        # the files load_late_bound_consts read, in order: what the C VM reads too (the
+        # executable is still its file's, the late-bound constants those files')
+        self.late_bound_files: list[str] = []
 
     @property
     def type_key(self) -> str:
@@ -143,10 +146,15 @@ class VMExecutable(Module):
         data = read_regular(
             path, "late-bound constants file", MAX_PARAMS_BYTES, ModuleLoadError, PARAMS_MAGIC
         )
-        self.load_late_bound_consts_from_map(load_param_dict(data))
+        self._set_late_bound(load_param_dict(data))
+        self.late_bound_files.append(os.path.abspath(os.fspath(path)))
 
     def load_late_bound_consts_from_map(self, consts: Mapping[str, object]) -> None:
         """Set the late-bound constants from ``consts`` (name -> array); all must match."""
+        self._set_late_bound(consts)
+        self.changed = "its late-bound constants were loaded from a map in Python"
+
+    def _set_late_bound(self, consts: Mapping[str, object]) -> None:
         if not isinstance(consts, Mapping):
             raise ArgumentTypeError(f"expected a map of name to array, got {type(consts).__name__}")
         wanted = {c: k for k, c in enumerate(self.data.constants) if isinstance(c, str)}
@@ -157,7 +165,6 @@ class VMExecutable(Module):
                 f"late-bound constants do not match the executable: missing {missing}, "
                 f"not used {unused}"
             )
-        self.changed = "its late-bound constants were loaded in Python"
         for name, k in wanted.items():
             value = consts[name]
             self.data.constants[k] = value if isinstance(value, NDArray) else array(value)

@@ -62,13 +62,17 @@ class NativeVM(PyModule):
         ``init``'s (device type, device id, allocator) triples.
     """
 
-    def __init__(self, source: tuple[Any, ...], init_args: Sequence[int]) -> None:
+    def __init__(
+        self, source: tuple[Any, ...], init_args: Sequence[int], late_bound: Sequence[str] = ()
+    ) -> None:
         if source[0] == "so":
             self.executable = load_fresh(source[1])
         else:
             self.executable = c_global("runtime.Load_Executable")(
                 bytes(source[1]), load_fresh(source[2])
             )
+        for path in late_bound:  # what the Python executable loaded, read by the C one
+            self.executable["load_late_bound_consts"](path)
         vm: NativeModule = self.executable["vm_load_executable"]()
         super().__init__({}, vm.type_key)
         for name in ("init", "invoke", "invoke_stateful", "get_output", "get_num_outputs"):
@@ -130,11 +134,14 @@ class NativeVM(PyModule):
         )
 
 
-def native_module(source: tuple[Any, ...] | None, init_args: Sequence[int]) -> NativeVM:
-    """A ``VirtualMachine`` module (TVM's packed functions) running on the C VM."""
+def native_module(
+    source: tuple[Any, ...] | None, init_args: Sequence[int], late_bound: Sequence[str] = ()
+) -> NativeVM:
+    """A ``VirtualMachine`` module (TVM's packed functions) running on the C VM; the C
+    executable loads the late-bound constants of the files in ``late_bound``, in order."""
     if source is None:
         raise UnsupportedError("the executable was not loaded from a file")
-    return NativeVM(source, init_args)
+    return NativeVM(source, init_args, late_bound)
 
 
 class _Limits(VMLimits):
