@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tvmrt.error import (
     ArgumentTypeError,
@@ -28,6 +28,9 @@ from tvmrt.runtime.device import Device
 from tvmrt.runtime.module_info import ModulePropertyMask, enabled, find_include_path, num_threads
 from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.registry import get_global_func
+
+if TYPE_CHECKING:
+    from tvmrt.binfmt.abi import TvmSymbols
 
 __all__ = [
     "Module",
@@ -58,6 +61,9 @@ class Module:
     _native_changed = False  # imports changed after load_module (the C engine refuses it)
     _native_kernels: Module | None = None  # the C runtime's load of source_file's kernels
     _native_refusal: str | None = None  # why the C engine must not run them ("" if it may)
+    # what the loader read from the dynamic symbols of the library file it loaded this
+    # module's kernels from: the file's identity then, and the facts (loaders/needs.py)
+    _file_symbols: tuple[tuple[int, int, int, int], TvmSymbols] | None = None
 
     def __init__(self) -> None:
         self._imports: list[Module] = []

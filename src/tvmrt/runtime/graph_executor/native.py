@@ -67,11 +67,11 @@ def refusal(
     if path is None or loaded._native_changed:
         return "the library was not loaded from a file, or changed after loading"
     if loaded._native_refusal is None:  # what the file holds: read once per loaded module
-        loaded._native_refusal = _library_refusal(lib, path)
+        loaded._native_refusal = _library_refusal(lib, path, loaded)
     return loaded._native_refusal
 
 
-def _library_refusal(lib: Module, path: str) -> str:
+def _library_refusal(lib: Module, path: str, loaded: Module) -> str:
     from tvmrt.runtime.loaders.needs import c_runtime_refusal
 
     if lib.find_function(LOOKUP_FUNCTION, True) is not None:
@@ -82,7 +82,7 @@ def _library_refusal(lib: Module, path: str) -> str:
     devices_code = [m.type_key for m in host.imported_modules]
     if devices_code:
         return f"its kernels launch on device code ({', '.join(devices_code)} modules)"
-    return c_runtime_refusal(path)
+    return c_runtime_refusal(path, loaded)
 
 
 def kernels(lib: Module, root: Module | None) -> Module:

@@ -18,6 +18,7 @@ its code runs:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 from collections.abc import Sequence
 from typing import Any
@@ -281,7 +282,8 @@ def load_shared_library(facts: LibraryFacts) -> Module:
     if elf is not None:  # every function a kernel looks up by name exists (loaders/needs.py)
         needs.check_functions(module, elf, shown)
     if symbols is not None:
-        needs.remember_symbols(path, symbols)
+        with contextlib.suppress(OSError):  # gone already: a refusal reads it and says so
+            root._file_symbols = (needs.file_identity(path), symbols)
     # TVM 0.7/0.8 link-params weights: the blob's factory reads them when the library
     # becomes its import (graph_executor/factory.py, over graph_executor/linked.py)
     return root

@@ -24,13 +24,12 @@ not checked for functions: tvmrt gives their lookups no functions at all
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from pathlib import Path
 from typing import Any
 
-from tvmrt.binfmt.abi import TvmSymbols, scan_tvm_symbols
+from tvmrt.binfmt.abi import scan_tvm_symbols
 from tvmrt.binfmt.binary import ElfFile
 from tvmrt.error import ModuleLoadError, TVMError
 from tvmrt.runtime.contrib.catalog import unsupported_reason
@@ -43,7 +42,7 @@ __all__ = [
     "check_cpu",
     "check_functions",
     "c_runtime_refusal",
-    "remember_symbols",
+    "file_identity",
     "describe",
     "functions_text",
 ]
@@ -79,9 +78,10 @@ def _why_missing(name: str) -> str:
     return f"{name!r} (not in the library, its imports or the global registry)"
 
 
-def c_runtime_refusal(path: str) -> str:
+def c_runtime_refusal(path: str, loaded: Module | None = None) -> str:
     """Why the C runtime must not run the kernels of the library at ``path`` from Python
-    ("" if it may).
+    ("" if it may). ``loaded``: the module the Python loader made of that file, whose
+    dynamic symbols are not read again while the file is the one it loaded.
 
     * A library that imports ``TVM*`` functions by name (C-target kernels, a system
       library's registration) binds them in the process's global scope (the C runtime opens
@@ -99,9 +99,11 @@ def c_runtime_refusal(path: str) -> str:
     """
     from tvmrt.runtime.kernel_services import binds_globally
 
+    known = loaded._file_symbols if loaded is not None else None
     try:
-        symbols = _loaded_symbols.get(_file_key(path))
-        if symbols is None:
+        if known is not None and known[0] == file_identity(path):
+            symbols = known[1]
+        else:
             elf = ElfFile(Path(path).read_bytes(), path)
             symbols = scan_tvm_symbols(elf.symbols(dynamic=True))
     except (OSError, TVMError) as exc:
@@ -121,22 +123,12 @@ def c_runtime_refusal(path: str) -> str:
 
 SYSTEM_LIB_REGISTER = "TVMBackendRegisterSystemLibSymbol"
 
-# what the Python loader read from the dynamic symbols of a library file it loaded, by the
-# file's identity (device, inode, size, mtime): the C engines' first refusal reads it here
-# instead of parsing the file again; a file rewritten since has another key
-_loaded_symbols: dict[tuple[int, int, int, int], TvmSymbols] = {}
 
-
-def _file_key(path: str) -> tuple[int, int, int, int]:
+def file_identity(path: str) -> tuple[int, int, int, int]:
+    """The file at ``path`` as the loader saw it: device, inode, size and mtime (a file
+    rewritten since has another identity)."""
     st = os.stat(path)
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-def remember_symbols(path: str, symbols: TvmSymbols) -> None:
-    """Keep what the dynamic symbols of the library at ``path`` say (the Python loader read
-    them to load it) for :func:`c_runtime_refusal`."""
-    with contextlib.suppress(OSError):  # gone already: the refusal reads it and says so
-        _loaded_symbols[_file_key(path)] = symbols
 
 
 def check_cpu(elf: ElfFile, shown: str) -> None:

@@ -146,7 +146,7 @@ class VirtualMachine:
         source = native_source(mod)
         if source is None:
             return "the executable was not loaded from a file (vm.so, or code.ro and a lib.so)"
-        return library_refusal(source)
+        return library_refusal(source, mod if source[0] == "so" else mod.imported_modules[0])
 
     def _init_args(self, dev: Device | Sequence[Device], memory_cfg: object) -> list[int]:
         """``init``'s (device type, device id, allocator) triples; a CPU is added."""

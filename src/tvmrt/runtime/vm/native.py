@@ -42,10 +42,11 @@ def native_source(mod: Module) -> tuple[Any, ...] | None:
     return None
 
 
-def library_refusal(source: tuple[Any, ...]) -> str:
+def library_refusal(source: tuple[Any, ...], loaded: Module | None = None) -> str:
     """Why the C runtime must not run the kernel library of ``source`` from Python ("" if
-    it may): :func:`tvmrt.runtime.loaders.needs.c_runtime_refusal` of its path."""
-    return c_runtime_refusal(source[1] if source[0] == "so" else source[2])
+    it may): :func:`tvmrt.runtime.loaders.needs.c_runtime_refusal` of its path, ``loaded``
+    the module the Python loader made of that file."""
+    return c_runtime_refusal(source[1] if source[0] == "so" else source[2], loaded)
 
 
 class NativeVM(PyModule):
