@@ -133,6 +133,20 @@ static int time_node(graph_executor* ge, int64_t nid, const tvmrt_timing* timing
   return tvmrt_time_evaluate(call_node, &t, host, timing, results);
 }
 
+/* `size` bytes that become the call's result (the executor's blob, valid until its next
+   bytes result), or NULL (no error set) when out of memory */
+static unsigned char* give_blob(graph_executor* ge, size_t size, TVMValue* ret, int* rc) {
+  unsigned char* blob = (unsigned char*)malloc(size + 1);
+  if (blob == NULL) return NULL;
+  free(ge->blob);
+  ge->blob = blob;
+  ge->blob_ref.data = (const char*)blob;
+  ge->blob_ref.size = size;
+  ret->v_handle = &ge->blob_ref;
+  *rc = kTVMBytes;
+  return blob;
+}
+
 /* `count` doubles (after an int64 node count when `with_count`) as the call's bytes */
 static int give_bytes(graph_executor* ge, size_t count, int with_count, double** slots,
                       TVMValue* ret, int* rc) {
@@ -141,17 +155,10 @@ static int give_bytes(graph_executor* ge, size_t count, int with_count, double**
   if (count > ((size_t)1 << 40) / sizeof(double)) {
     return tvmrt_fail("InvalidArgumentError", "%zu timing results are too many", count);
   }
-  blob = (unsigned char*)malloc(head + count * sizeof(double) + 1);
-  if (blob == NULL) {
+  if ((blob = give_blob(ge, head + count * sizeof(double), ret, rc)) == NULL) {
     return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate %zu timing results", count);
   }
-  free(ge->blob);
-  ge->blob = blob;
-  ge->blob_ref.data = (const char*)blob;
-  ge->blob_ref.size = head + count * sizeof(double);
   *slots = (double*)(void*)(blob + head);
-  ret->v_handle = &ge->blob_ref;
-  *rc = kTVMBytes;
   return 0;
 }
 
@@ -254,17 +261,14 @@ static int f_get_node_output(void* self, TVMValue* args, int* codes, int n, TVMV
 static int f_profile_nodes(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
   graph_executor* ge = GE(self);
   unsigned char* blob;
-  int64_t count;
+  int64_t count = (int64_t)ge->num_ops;
   size_t i;
   (void)args, (void)codes;
   if (tvmrt_arity("profile_nodes", n, 0, 0) != 0 || op_table(ge) != 0) return -1;
-  blob = (unsigned char*)malloc(sizeof(int64_t) + ge->num_ops * 3 * sizeof(int64_t) + 1);
-  if (blob == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate the profile");
-  if (tvmrt_ge_enter(ge) != 0) {
-    free(blob);
-    return -1;
+  if (tvmrt_ge_enter(ge) != 0) return -1;
+  if ((blob = give_blob(ge, sizeof(int64_t) * (1 + 3 * ge->num_ops), ret, rc)) == NULL) {
+    return tvmrt_ge_leave(ge, tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate the profile"));
   }
-  count = (int64_t)ge->num_ops;
   memcpy(blob, &count, sizeof(count));
   for (i = 0; i < ge->num_ops; ++i) {
     timed_node t;
@@ -273,7 +277,7 @@ static int f_profile_nodes(void* self, TVMValue* args, int* codes, int n, TVMVal
     node_timing(ge, nid, &t);
     t0 = tvmrt_now_ns();
     if (call_node(&t) != 0) {
-      free(blob);
+      *rc = kTVMNullptr;
       return tvmrt_ge_leave(ge, -1);
     }
     t1 = tvmrt_now_ns();
@@ -281,12 +285,6 @@ static int f_profile_nodes(void* self, TVMValue* args, int* codes, int n, TVMVal
     memcpy(blob + sizeof(int64_t) + i * sizeof(row), row, sizeof(row));
   }
   ge->last_executed = (int64_t)ge->g.num_nodes - 1;
-  free(ge->blob);
-  ge->blob = blob;
-  ge->blob_ref.data = (const char*)blob;
-  ge->blob_ref.size = sizeof(int64_t) + ge->num_ops * 3 * sizeof(int64_t);
-  ret->v_handle = &ge->blob_ref;
-  *rc = kTVMBytes;
   return tvmrt_ge_leave(ge, 0);
 }
 

@@ -346,9 +346,7 @@ static int name_arg(const char* fn, const char* what, int n, const int* codes) {
   if (tvmrt_arity(fn, n, 1, 1) != 0) return -1;
   if (codes[0] == kTVMStr) return 0;
   return tvmrt_fail("ArgumentTypeError", "%s key must be a str, got %s", what,
-                    codes[0] == kTVMArgInt     ? "int"
-                    : codes[0] == kTVMArgFloat ? "float"
-                                               : "object");
+                    tvmrt_py_type_name(codes[0]));
 }
 
 static int f_get_input_index(void* self, TVMValue* args, int* codes, int n, TVMValue* ret,
