@@ -34,7 +34,7 @@ from tvmrt.runtime.profiling import Metric, Profiler, Report
 from tvmrt.runtime.vm import opcodes as op
 from tvmrt.runtime.vm.api import Executable, VirtualMachine
 from tvmrt.runtime.vm.executable import VMExecutable
-from tvmrt.runtime.vm.machine import VirtualMachineModule
+from tvmrt.runtime.vm.machine import VirtualMachineModule, bound_index
 from tvmrt.runtime.vm.native import NativeVM
 
 _WARMUP_RUNS = 3  # VirtualMachineDebug's "profile" invokes the function 3 times first
@@ -134,12 +134,12 @@ class VirtualMachineProfiler(VirtualMachine):
         exe = self._exec.mod
         assert isinstance(exe, VMExecutable)
         data = exe.data
-        init = self._init_args(self._device, self._memory_cfg)
-        given = [Device(init[i], init[i + 1]) for i in range(0, len(init), 3)]
-        devices = [  # each virtual device bound as the VM binds it: the first of its type
-            next(d for d in given if d.device_type == dev_type)
-            for dev_type, _id, _scope in data.virtual_devices
-        ]
+        given = self._given_devices(self._device)
+        devices = []  # by virtual device: the C VM's init bound every one (the C VM runs)
+        for dev_type, _id, _scope in data.virtual_devices:
+            at = bound_index(given, dev_type)
+            assert at is not None
+            devices.append(given[at])
         host = _host_device(devices, data.host_device_index)
         prof = Profiler(list(dict.fromkeys(devices)), {"Executor": "VM"})
         machine.profile_start()

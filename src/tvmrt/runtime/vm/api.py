@@ -148,13 +148,19 @@ class VirtualMachine:
             return "the executable was not loaded from a file (vm.so, or code.ro and a lib.so)"
         return library_refusal(source, mod if source[0] == "so" else mod.imported_modules[0])
 
-    def _init_args(self, dev: Device | Sequence[Device], memory_cfg: object) -> list[int]:
-        """``init``'s (device type, device id, allocator) triples; a CPU is added."""
+    @staticmethod
+    def _given_devices(dev: Device | Sequence[Device]) -> list[Device]:
+        """The devices ``init`` is given: ``dev``, and a CPU if it has none."""
         devs = [dev] if isinstance(dev, Device) else list(dev)
         if not devs or not all(isinstance(d, Device) for d in devs):
             raise ArgumentTypeError("device is expected to be a Device or a list of Devices")
         if not any(d.device_type == cpu().device_type for d in devs):
             devs.append(cpu())
+        return devs
+
+    def _init_args(self, dev: Device | Sequence[Device], memory_cfg: object) -> list[int]:
+        """``init``'s (device type, device id, allocator) triples; a CPU is added."""
+        devs = self._given_devices(dev)
         default = self.POOLED_ALLOCATOR
         cfg: Mapping[Any, Any] = {}
         if memory_cfg is None or memory_cfg == "pooled":

@@ -35,7 +35,7 @@ from tvmrt.runtime.vm.decode import DecodedFunction
 from tvmrt.runtime.vm.format import ExecutableData
 from tvmrt.runtime.vm.interpreter import Interpreter, VMClosure, VMLimits
 
-__all__ = ["VirtualMachineModule", "NAIVE_ALLOCATOR", "POOLED_ALLOCATOR"]
+__all__ = ["VirtualMachineModule", "NAIVE_ALLOCATOR", "POOLED_ALLOCATOR", "bound_index"]
 
 NAIVE_ALLOCATOR = 1
 POOLED_ALLOCATOR = 2
@@ -53,6 +53,12 @@ class LoadedExecutable(Protocol):
     def late_bound_names(self) -> list[str]: ...
 
     def function(self, name: str) -> DecodedFunction: ...
+
+
+def bound_index(given: Sequence[Device], dev_type: int) -> int | None:
+    """Which of the ``given`` devices a virtual device of ``dev_type`` runs on, as TVM's VM
+    binds it: the first of its type (None: no device of that type is given)."""
+    return next((k for k, d in enumerate(given) if d.device_type == dev_type), None)
 
 
 class VirtualMachineModule(Module):
@@ -144,7 +150,7 @@ class VirtualMachineModule(Module):
         devices = []
         pooled = []
         for i, (dev_type, _dev_id, _scope) in enumerate(data.virtual_devices):
-            at = next((k for k, d in enumerate(given) if d.device_type == dev_type), None)
+            at = bound_index(given, dev_type)
             match = None if at is None else given[at]
             pooled.append(at is None or at >= len(allocators) or allocators[at] == POOLED_ALLOCATOR)
             if match is None:
