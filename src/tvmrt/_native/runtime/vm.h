@@ -160,6 +160,8 @@ vm_closure* tvmrt_vm_closure_new(vm_pool* pool, int64_t func, tvmrt_object* cons
 /* an array's object from its handle, and back */
 tvmrt_object* tvmrt_vm_array_obj(tvmrt_ndarray* a);
 tvmrt_ndarray* tvmrt_vm_as_array(tvmrt_object* obj); /* NULL if obj is no array */
+/* element i of a dense integer tensor (int or uint of 1, 8, 16, 32 or 64 bits) as an int64 */
+int64_t tvmrt_vm_int_at(const tvmrt_ndarray* a, size_t i);
 const char* tvmrt_vm_kind(const tvmrt_object* obj);
 /* a packed argument as a VM input (a new reference): an NDArray; a DLTensor, viewed in place
    when 64-byte aligned and dense (TVM's NDArray::FromExternalDLTensor), else copied; an ADT */

@@ -62,30 +62,21 @@ static void shape_text(text_out* o, DLDataType t, const int64_t* dims, int ndim)
 static int register_ints(tvmrt_object* v, int64_t* out) {
   tvmrt_ndarray* a = tvmrt_vm_as_array(v);
   size_t nbytes, count, i, item;
-  const char* p;
-  int s;
   if (a == NULL || (a->dl.dtype.code != kDLInt && a->dl.dtype.code != kDLUInt) ||
       a->dl.dtype.lanes != 1 || !tvmrt_is_compact(&a->dl) ||
       tvmrt_tensor_nbytes(&a->dl, &nbytes) != 0) {
     return 0;
   }
-  item = (a->dl.dtype.bits + 7u) / 8u;
-  if (item != 1 && item != 2 && item != 4 && item != 8) return 0;
-  count = nbytes / item < RT_MAX_NDIM ? nbytes / item : RT_MAX_NDIM;
-  p = (const char*)a->dl.data + a->dl.byte_offset;
-  s = a->dl.dtype.code == kDLInt;
-  for (i = 0; i < count; ++i) {
-    switch (item) {
-      case 1: out[i] = s ? (int64_t)((const int8_t*)p)[i] : (int64_t)((const uint8_t*)p)[i]; break;
-      case 2:
-        out[i] = s ? (int64_t)((const int16_t*)p)[i] : (int64_t)((const uint16_t*)p)[i];
-        break;
-      case 4:
-        out[i] = s ? (int64_t)((const int32_t*)p)[i] : (int64_t)((const uint32_t*)p)[i];
-        break;
-      default: out[i] = ((const int64_t*)p)[i];
-    }
+  switch (a->dl.dtype.bits) { /* the widths tvmrt_vm_int_at reads */
+    case 1:
+    case 8: item = 1; break;
+    case 16: item = 2; break;
+    case 32: item = 4; break;
+    case 64: item = 8; break;
+    default: return 0;
   }
+  count = nbytes / item < RT_MAX_NDIM ? nbytes / item : RT_MAX_NDIM;
+  for (i = 0; i < count; ++i) out[i] = tvmrt_vm_int_at(a, i);
   return (int)count;
 }
 

@@ -32,31 +32,18 @@ static tvmrt_ndarray* tensor(tvmrt_object* v, const char* role, int32_t r) {
 /* TVM's LoadScalarInt: element 0 of a tensor, read as a signed integer */
 int tvmrt_vm_scalar_int(tvmrt_object* v, const char* role, int32_t r, int64_t* out) {
   tvmrt_ndarray* a = tensor(v, role, r);
-  const uint8_t* p;
   size_t nbytes;
   if (a == NULL) return -1;
   if (tvmrt_tensor_nbytes(&a->dl, &nbytes) != 0 || nbytes == 0) {
     return tvmrt_fail("ArrayError", "%s register %d is an empty tensor, expected a scalar", role,
                       r);
   }
-  p = (const uint8_t*)a->dl.data + a->dl.byte_offset;
   if (a->dl.dtype.code != kDLInt && a->dl.dtype.code != kDLUInt) {
     return tvmrt_fail("ArgumentTypeError", "%s register %d has dtype code %d, expected an integer",
                       role, r, a->dl.dtype.code);
   }
-  switch (a->dl.dtype.bits) {
-    case 1:
-    case 8: *out = a->dl.dtype.code == kDLInt ? (int64_t)*(const int8_t*)p : (int64_t)*p; return 0;
-    case 16:
-      *out =
-          a->dl.dtype.code == kDLInt ? (int64_t)*(const int16_t*)p : (int64_t)*(const uint16_t*)p;
-      return 0;
-    case 32:
-      *out =
-          a->dl.dtype.code == kDLInt ? (int64_t)*(const int32_t*)p : (int64_t)*(const uint32_t*)p;
-      return 0;
-    default: *out = *(const int64_t*)p; return 0;
-  }
+  *out = tvmrt_vm_int_at(a, 0);
+  return 0;
 }
 
 static tvmrt_object* host_ints(const int64_t* v, int64_t n, int bits, int ndim) {
@@ -84,8 +71,7 @@ static int shape_from(tvmrt_object* v, int32_t r, int64_t* dims, int* ndim) {
   if (n > RT_MAX_NDIM)
     return tvmrt_fail("ArrayError", "shape register %d has %lld dims", r, (long long)n);
   for (i = 0; i < n; ++i) {
-    const char* p = (const char*)a->dl.data + a->dl.byte_offset;
-    dims[i] = a->dl.dtype.bits == 32 ? ((const int32_t*)p)[i] : ((const int64_t*)p)[i];
+    dims[i] = tvmrt_vm_int_at(a, (size_t)i);
     if (dims[i] < 0)
       return tvmrt_fail("ArrayError", "shape register %d holds a negative dimension", r);
   }

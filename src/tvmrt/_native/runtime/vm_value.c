@@ -184,6 +184,18 @@ tvmrt_ndarray* tvmrt_vm_as_array(tvmrt_object* obj) {
   return (tvmrt_ndarray*)((char*)obj - offsetof(tvmrt_ndarray, hdr));
 }
 
+int64_t tvmrt_vm_int_at(const tvmrt_ndarray* a, size_t i) {
+  const char* p = (const char*)a->dl.data + a->dl.byte_offset;
+  int s = a->dl.dtype.code == kDLInt;
+  switch (a->dl.dtype.bits) {
+    case 1:
+    case 8: return s ? (int64_t)((const int8_t*)p)[i] : (int64_t)((const uint8_t*)p)[i];
+    case 16: return s ? (int64_t)((const int16_t*)p)[i] : (int64_t)((const uint16_t*)p)[i];
+    case 32: return s ? (int64_t)((const int32_t*)p)[i] : (int64_t)((const uint32_t*)p)[i];
+    default: return ((const int64_t*)p)[i];
+  }
+}
+
 const char* tvmrt_vm_kind(const tvmrt_object* obj) {
   if (obj == NULL) return "nothing";
   switch (obj->magic) {
