@@ -27,8 +27,9 @@ def opencl_unusable() -> str | None:
 
     if not runtime.opencl(0).exist:
         return "no OpenCL device (install pocl-binary-distribution or Debian's pocl-opencl-icd)"
-    found = [d for p in cl.get_platforms() for d in p.get_devices()]
-    device = ([d for d in found if d.type & cl.device_type.GPU] or found)[0]  # tvmrt's opencl(0)
+    from tvmrt.runtime.device_api import get_device_api
+
+    device = get_device_api(runtime.opencl(0)).cl_devices()[0]  # tvmrt's opencl(0)
     try:
         cl.Program(cl.Context([device]), _PROBE).build()
     except cl.Error as exc:
