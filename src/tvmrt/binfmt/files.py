@@ -32,6 +32,7 @@ __all__ = [
     "VM_CODE_MAGIC",
     "Magic",
     "check_regular",
+    "file_identity",
     "open_regular",
     "read_code",
     "read_graph",
@@ -181,3 +182,10 @@ def read_graph(path: str | os.PathLike[str], error: type[TVMError] = GraphFormat
 def read_code(path: str | os.PathLike[str], error: type[TVMError] = ModuleLoadError) -> bytes:
     """A Relay VM ``code.ro`` (at most :data:`MAX_CODE_BYTES`, its magic checked first)."""
     return read_regular(path, "Relay VM code", MAX_CODE_BYTES, error, VM_CODE_MAGIC)
+
+
+def file_identity(path: str) -> tuple[int, int, int, int]:
+    """The file at ``path`` as it is now: device, inode, size and mtime (a file rewritten
+    or replaced since an earlier look has another identity)."""
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)

@@ -184,6 +184,13 @@ def test_late_bound_constants_loaded_from_a_file_run_on_the_c_vm(artifacts, tmp_
     vm = vm_rt.VirtualMachine(exe, rt.cpu())
     assert vm.engine == "native", vm.engine_reason
     assert same_bits(vm.invoke("main", *run.inputs.values()).numpy(), run.outputs[0])
+    # a file rewritten since the Python executable read it is not what the C one would read
+    stat = (tmp_path / "consts.params").stat()
+    os.utime(tmp_path / "consts.params", ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    vm = vm_rt.VirtualMachine(exe, rt.cpu())
+    assert vm.engine == "python"
+    assert "consts.params' changed after it was loaded" in vm.engine_reason
+    assert same_bits(vm.invoke("main", *run.inputs.values()).numpy(), run.outputs[0])
 
     mapped = deployed()
     mapped.load_late_bound_consts_from_map(

@@ -25,6 +25,7 @@ from typing import Any
 
 from tvmrt.binfmt.abi import LibraryFacts, TvmSymbols
 from tvmrt.binfmt.binary import ElfFile, ElfSymbol
+from tvmrt.binfmt.files import file_identity
 from tvmrt.error import ArgumentTypeError, KernelError, ModuleLoadError
 from tvmrt.runtime import kernel_callbacks, kernel_services, packed_values
 from tvmrt.runtime._ctypes_api import ArgTypeCode, TVMValue
@@ -283,7 +284,7 @@ def load_shared_library(facts: LibraryFacts) -> Module:
         needs.check_functions(module, elf, shown)
     if symbols is not None:
         with contextlib.suppress(OSError):  # gone already: a refusal reads it and says so
-            root._file_symbols = (needs.file_identity(path), symbols)
+            root._file_symbols = (file_identity(path), symbols)
     # TVM 0.7/0.8 link-params weights: the blob's factory reads them when the library
     # becomes its import (graph_executor/factory.py, over graph_executor/linked.py)
     return root

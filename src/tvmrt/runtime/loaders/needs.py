@@ -24,13 +24,13 @@ not checked for functions: tvmrt gives their lookups no functions at all
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any
 
 from tvmrt.binfmt.abi import scan_tvm_symbols
 from tvmrt.binfmt.binary import ElfFile
+from tvmrt.binfmt.files import file_identity
 from tvmrt.error import ModuleLoadError, TVMError
 from tvmrt.runtime.contrib.catalog import unsupported_reason
 from tvmrt.runtime.loaders import isa
@@ -42,7 +42,6 @@ __all__ = [
     "check_cpu",
     "check_functions",
     "c_runtime_refusal",
-    "file_identity",
     "describe",
     "functions_text",
 ]
@@ -122,13 +121,6 @@ def c_runtime_refusal(path: str, loaded: Module | None = None) -> str:
 
 
 SYSTEM_LIB_REGISTER = "TVMBackendRegisterSystemLibSymbol"
-
-
-def file_identity(path: str) -> tuple[int, int, int, int]:
-    """The file at ``path`` as the loader saw it: device, inode, size and mtime (a file
-    rewritten since has another identity)."""
-    st = os.stat(path)
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def check_cpu(elf: ElfFile, shown: str) -> None:

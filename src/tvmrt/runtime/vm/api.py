@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from tvmrt.binfmt.files import file_identity
 from tvmrt.error import ArgumentTypeError, InputNotFoundError, TVMError, UnsupportedError
 from tvmrt.runtime.benchmark import BenchmarkResult
 from tvmrt.runtime.device import Device, cpu
@@ -42,6 +43,14 @@ __all__ = ["DYNAMIC_DTYPE", "Executable", "VirtualMachine", "Module", "Object", 
 DYNAMIC_DTYPE = ""  # TensorInfo.dtype of an input whose shape and dtype the data gives
 _KDLCPU = 1  # the CPU's device type: the C VM runs there
 _FIELD = re.compile(r"^(?P<param>.+)\.(?P<index>\d+)$")
+
+
+def _identity(path: str) -> tuple[int, int, int, int] | None:
+    """``file_identity`` of ``path``, None when it is gone."""
+    try:
+        return file_identity(path)
+    except OSError:
+        return None
 
 
 class VirtualMachine:
@@ -107,7 +116,7 @@ class VirtualMachine:
         self.engine, self.engine_reason = "python", self._native_refusal(mod, init_args, engine)
         if not self.engine_reason:
             try:
-                late = getattr(mod, "late_bound_files", ())
+                late = [path for path, _ in getattr(mod, "late_bound_files", ())]
                 self.module = native_module(native_source(mod), init_args, late)
                 self.engine, self.engine_reason = "native", "CPU executable loaded from its file"
             except TVMError as exc:
@@ -143,6 +152,9 @@ class VirtualMachine:
             return "a device other than the CPU is given (the C runtime runs CPU kernels only)"
         if getattr(mod, "changed", ""):
             return f"the executable changed after loading: {getattr(mod, 'changed', '')}"
+        for path, seen in getattr(mod, "late_bound_files", ()):
+            if _identity(path) != seen:
+                return f"the late-bound constants file {path!r} changed after it was loaded"
         source = native_source(mod)
         if source is None:
             return "the executable was not loaded from a file (vm.so, or code.ro and a lib.so)"

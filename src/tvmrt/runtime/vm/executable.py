@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tvmrt.binfmt.files import MAX_PARAMS_BYTES, PARAMS_MAGIC, read_regular
+from tvmrt.binfmt.files import MAX_PARAMS_BYTES, PARAMS_MAGIC, file_identity, read_regular
 from tvmrt.binfmt.stream import ByteReader
 from tvmrt.error import (
     ArgumentTypeError,
@@ -52,9 +52,10 @@ class VMExecutable(Module):
         self.global_map = {name: i for i, name in enumerate(data.globals)}
         self.code_bytes: bytes | None = None  # code.ro as given to load_executable
         self.changed = ""  # what changed the constants after loading, if anything did
-        # the files load_late_bound_consts read, in order: what the C VM reads too (the
-        # executable is still its file's, the late-bound constants those files')
-        self.late_bound_files: list[str] = []
+        # the files load_late_bound_consts read, in order, each with its identity then
+        # (binfmt/files.py's file_identity): what the C VM reads too while they are the
+        # same files (the executable is still its file's, the late-bound constants theirs)
+        self.late_bound_files: list[tuple[str, tuple[int, int, int, int]]] = []
 
     @property
     def type_key(self) -> str:
@@ -147,7 +148,8 @@ class VMExecutable(Module):
             path, "late-bound constants file", MAX_PARAMS_BYTES, ModuleLoadError, PARAMS_MAGIC
         )
         self._set_late_bound(load_param_dict(data))
-        self.late_bound_files.append(os.path.abspath(os.fspath(path)))
+        full = os.path.abspath(os.fspath(path))
+        self.late_bound_files.append((full, file_identity(full)))
 
     def load_late_bound_consts_from_map(self, consts: Mapping[str, object]) -> None:
         """Set the late-bound constants from ``consts`` (name -> array); all must match."""
