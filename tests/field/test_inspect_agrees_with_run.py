@@ -30,6 +30,7 @@ import pytest
 from support.built import built
 from support.cuda_fixtures import cuda_fixtures
 from support.mlf_aot_cases import fixture_root
+from support.opencl import opencl_unusable
 from support.paths import REPO
 from tvmrt.artifact import find_artifact, inspect_artifact, load_artifact
 from tvmrt.cli import main as cli_main
@@ -99,8 +100,8 @@ def disagreements(paths: list[Path], tmp: Path) -> list[str]:
     out = []
     for path in paths:
         says, problem, device = _inspect(path)
-        if device == "opencl":
-            pytest.importorskip("pyopencl")
+        if device == "opencl" and opencl_unusable():
+            pytest.skip(str(opencl_unusable()))
         ran, error = _run(path, device, tmp)
         if says != ran:
             out.append(

@@ -199,7 +199,8 @@ def test_a_kernel_table_is_refused_as_the_modules(
     assert python_words in python
 
 
-# (id, blob entry, C's line after "error: ModuleLoadError: ", what Python's message holds)
+# (id, blob entry, C's line after "error: ModuleLoadError: ", what Python's message holds: Python
+# reads an opencl module with the C loader, runtime/loaders/opencl.py)
 _OPENCL = [
     ("spirv", _str("opencl") + _str("spirv") + struct.pack("<Q", 0) + _str("x"),
      "module blob: OpenCL module format 'spirv' is not one tvmrt loads: expected 'cl' (OpenCL "
@@ -208,8 +209,7 @@ _OPENCL = [
      "a device binary (aocx, awsxclbin, xclbin)"),
     ("source-not-text", _str("opencl") + _str("cl") + struct.pack("<Q", 0) + struct.pack("<Q", 2) + b"a\xe9",
      "OpenCL module: format 'cl' but the source is not text: byte 1 is not UTF-8",
-     "OpenCL module: format 'cl' but the source is not text: 'utf-8' codec can't decode byte "
-     "0xe9 in position 1"),
+     "OpenCL module: format 'cl' but the source is not text: byte 1 is not UTF-8"),
     ("2000-args", _str("opencl") + _str("cl") + _kernel(2000, []) + _str("__kernel void k() {}"),
      "kernel 'k' has 2000 arguments (at most 1024)",
      "kernel 'k' has 2000 arguments (at most 1024)"),
@@ -219,7 +219,7 @@ _OPENCL = [
 @pytest.mark.parametrize(
     ("entry", "c_words", "python_words"), [c[1:] for c in _OPENCL], ids=[c[0] for c in _OPENCL]
 )
-def test_an_opencl_module_is_refused_as_the_python_loader_refuses_it(
+def test_an_opencl_module_is_refused_from_c_and_from_python(
     native: NativeBuild,
     compile_c: Compile,
     tmp_path: Path,

@@ -1,7 +1,7 @@
 """The device layer on opaque device memory: the null backend, and OpenCL where present.
 
-Every test runs on ``null`` (no driver needed) and again on ``opencl`` when pyopencl and
-an OpenCL device (pocl) are installed; the OpenCL run is skipped otherwise.
+Every test runs on ``null`` (no driver needed) and again on ``opencl`` where an OpenCL
+driver runs a kernel (pocl); the OpenCL run is skipped otherwise, saying why.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def dev(request: pytest.FixtureRequest) -> Iterator[runtime.Device]:
             yield runtime.ext_dev(0)
     else:
         if not _opencl_present():
-            pytest.skip("no OpenCL: pip install pyopencl pocl-binary-distribution")
+            pytest.skip(str(opencl_unusable()))
         yield runtime.opencl(0)
 
 

@@ -132,6 +132,8 @@ RUNTIME_FLOORS: dict[str, str] = {
     "tvmrt.runtime.launch": "kernel host",
     # TVM's Python faces of the C runtime's modules, functions and values (its engines)
     "tvmrt.runtime.native_module": "kernel host",
+    # the OpenCL device backend is the C runtime's (its calls go through the one library)
+    "tvmrt.runtime.backends.opencl": "kernel host",
     "tvmrt.runtime.contrib": "kernel host",
     "tvmrt.runtime.contrib.*": "kernel host",
     # loaders: files -> modules (one leaf per form of library)

@@ -17,7 +17,7 @@ import pytest
 from tvmrt.runtime.builtins import BUILTIN_FUNCTIONS
 
 # imported on first use only: a driver's backend, the debug executor, the loaders (the
-# tar and package loaders and the link step, OpenCL device code) and pyopencl itself
+# tar and package loaders and the link step, OpenCL device code)
 LAZY_MODULES = (
     "tvmrt.runtime.backends.opencl",
     "tvmrt.runtime.graph_executor.debug",
@@ -28,7 +28,6 @@ LAZY_MODULES = (
     "tvmrt.runtime.loaders.packages",
     "tvmrt.runtime.loaders.opencl",
     "tvmrt.runtime.vm",
-    "pyopencl",
 )
 
 

@@ -52,7 +52,7 @@ def register(subparsers: Any) -> None:
         "server",
         help="serve RPC sessions (python -m tvm.exec.rpc_server)",
         description="TVM's RPC server: clients upload libraries and run them on this "
-        "machine's cpu (and opencl, where pyopencl finds a device). It runs whatever code a "
+        "machine's cpu (and opencl, where an OpenCL driver is installed). It runs whatever code a "
         "client uploads: it binds 127.0.0.1 unless --host says otherwise.",
         epilog=SERVER_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -34,7 +34,7 @@ from tvmrt.error import (
 )
 from tvmrt.rpc.codec import Kind, WireDevice, WireDType, WireTensor
 from tvmrt.runtime.benchmark import BenchmarkResult
-from tvmrt.runtime.device import RPC_SESS_MASK, STR2MASK, Device
+from tvmrt.runtime.device import DEVICE_ATTR_KINDS, RPC_SESS_MASK, STR2MASK, Device
 from tvmrt.runtime.device_api import DeviceAPI, DeviceStorage, Storage
 from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.module import Module
@@ -43,18 +43,9 @@ from tvmrt.runtime.packed_func import PackedFunc
 
 __all__ = ["RemoteDeviceAPI", "RemoteFunc", "RPCModule", "RemoteObject", "SessionFiles"]
 
-# TVM's DeviceAttrKind numbers, for kDevGetAttr
-_ATTR_KINDS = {
-    "exist": 0,
-    "max_threads_per_block": 1,
-    "warp_size": 2,
-    "max_shared_memory_per_block": 3,
-    "compute_version": 4,
-    "device_name": 5,
-    "max_clock_rate": 6,
-    "multi_processor_count": 7,
-    "max_thread_dimensions": 8,
-}
+# the properties a remote device is asked for (kDevGetAttr), by TVM's DeviceAttrKind number:
+# those up to kMaxThreadDimensions, which every TVM server answers
+_ATTR_KINDS = {name: kind for name, kind in DEVICE_ATTR_KINDS.items() if kind <= 8}
 
 
 class ClientEndpoint(Protocol):

@@ -23,7 +23,7 @@ from tvmrt.rpc import codec, replies, wire
 from tvmrt.rpc.codec import Dialect, Handle, Kind, Reader, Value, WireDevice, WireDType, WireTensor
 from tvmrt.rpc.memory import RemoteMemory
 from tvmrt.rpc.server_env import ServerEnv
-from tvmrt.runtime.device import Device
+from tvmrt.runtime.device import DEVICE_ATTR_KINDS, Device
 from tvmrt.runtime.device_api import get_device_api
 from tvmrt.runtime.dtype import DataType
 from tvmrt.runtime.module import Module
@@ -32,23 +32,8 @@ from tvmrt.runtime.ndarray import NDArray, numpy_shape
 __all__ = ["ServerSession", "serve_connection"]
 
 C = wire.RPCCode
-# TVM's DeviceAttrKind numbers -> tvmrt's attribute names
-_ATTRS = {
-    0: "exist",
-    1: "max_threads_per_block",
-    2: "warp_size",
-    3: "max_shared_memory_per_block",
-    4: "compute_version",
-    5: "device_name",
-    6: "max_clock_rate",
-    7: "multi_processor_count",
-    8: "max_thread_dimensions",
-    11: "api_version",
-    12: "driver_version",
-    13: "l2_cache_size_bytes",
-    14: "total_global_memory",
-    15: "available_global_memory",
-}
+# TVM's DeviceAttrKind numbers -> tvmrt's attribute names (what kDevGetAttr asks for)
+_ATTRS = {kind: name for name, kind in DEVICE_ATTR_KINDS.items()}
 
 
 class ServerSession:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # device_api imports this module: the table names the class, 
     from tvmrt.runtime.device_api import DeviceAPI
 
 __all__ = [
+    "DEVICE_ATTR_KINDS",
     "DLDeviceType",
     "MASK2STR",
     "STR2MASK",
@@ -60,6 +61,28 @@ __all__ = [
     "webgpu",
 ]
 
+
+# TVM's DeviceAttrKind (include/tvm/runtime/device_api.h): a device property's name, as
+# Device and DeviceAPI.attribute spell it, -> the number runtime.GetDeviceAttr and RPC's
+# kDevGetAttr take
+DEVICE_ATTR_KINDS: dict[str, int] = {
+    "exist": 0,
+    "max_threads_per_block": 1,
+    "warp_size": 2,
+    "max_shared_memory_per_block": 3,
+    "compute_version": 4,
+    "device_name": 5,
+    "max_clock_rate": 6,
+    "multi_processor_count": 7,
+    "max_thread_dimensions": 8,
+    "max_registers_per_block": 9,
+    "gcn_arch": 10,
+    "api_version": 11,
+    "driver_version": 12,
+    "l2_cache_size_bytes": 13,
+    "total_global_memory": 14,
+    "available_global_memory": 15,
+}
 
 _backends: dict[int, DeviceAPI] = {}
 # The backends tvmrt ships, imported on first use: device type -> "module:function", where
@@ -117,15 +140,9 @@ def get_device_api(dev: Device) -> DeviceAPI:
             find_device_api(device_type)
         usable = [t for t, a in _backends.items() if getattr(a, "reason", None) is None]
         have = ", ".join(MASK2STR.get(t, str(t)) for t in sorted(usable)) or "no device"
-        hint = ""
-        if dev.device_type == DLDeviceType.kDLOpenCL:
-            hint = (
-                "; OpenCL needs pyopencl and a driver: pip install 'tvmrt[opencl]' "
-                "(from a checkout of tvmrt: pip install -e '.[opencl]')"
-            )
         raise DeviceUnavailableError(
             f"no backend for device {dev}: here tvmrt runs compiled kernels on {have} "
-            f"(it ships backends for {shipped}){hint}"
+            f"(it ships backends for {shipped})"
         )
     return api
 

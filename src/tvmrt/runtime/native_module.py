@@ -538,6 +538,12 @@ class NativeFunction(PackedFunc):
         self.is_object = is_object
         self._fast: Any = None
 
+    @property
+    def native_handle(self) -> int | None:
+        """The C function's handle (None for a closure): compiled code that looks this
+        function up (``TVMBackendGetFuncFromEnv``) calls it with ``TVMFuncCall`` directly."""
+        return None if self.is_object else int(self.handle.value)
+
     def _call(self, *args: tuple[int, Any]) -> tuple[int, int]:
         """A raw call: (type code, value) arguments, the raw (code, 64 bits) result."""
         n = len(args)

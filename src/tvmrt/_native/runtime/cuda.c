@@ -264,6 +264,19 @@ int tvmrt_cuda_set_stream(int device_id, void* stream) {
   return 0;
 }
 
+/* runtime.GetDeviceAttr: kExist only (no context is made); the rest is not answered here */
+static int cuda_attribute(int device_id, int kind, TVMValue* out, int* code) {
+  if (kind != 0) return 0;
+  if (tvmrt_cuda_driver() == NULL) {
+    tvmrt_clear_last_error(); /* no driver: no GPU, not an error */
+    out->v_int64 = 0;
+  } else {
+    out->v_int64 = device_id < g_count && device_id < MAX_GPUS;
+  }
+  *code = kTVMArgInt;
+  return 0;
+}
+
 const tvmrt_device_backend tvmrt_cuda_backend = {
     .device_type = kDLCUDA,
     .name = "cuda",
@@ -276,4 +289,5 @@ const tvmrt_device_backend tvmrt_cuda_backend = {
     .stream_free = tvmrt_cuda_stream_free,
     .set_stream = tvmrt_cuda_set_stream,
     .handles_are_addresses = 1,
+    .attribute = cuda_attribute,
 };

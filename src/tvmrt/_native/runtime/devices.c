@@ -237,3 +237,41 @@ int tvmrt_device_list(TVMValue* args, int* codes, int first, int n, DLDevice* ou
   } while (first < n);
   return 0;
 }
+
+/* ---------------------------------------------------------------------------------- */
+/* runtime.GetDeviceAttr(device_type, device_id, kind): a device's properties by TVM's   */
+/* DeviceAttrKind number (0 kExist, 1 kMaxThreadsPerBlock, ...); None where it does not say */
+
+int tvmrt_get_device_attr(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc) {
+  const tvmrt_device_backend* backend;
+  int64_t type, id, kind;
+  (void)self;
+  if (n != 3 || codes[0] != kTVMArgInt || codes[1] != kTVMArgInt || codes[2] != kTVMArgInt) {
+    return tvmrt_fail("InvalidArgumentError",
+                      "runtime.GetDeviceAttr takes (device_type, device_id, kind) integers, got %d "
+                      "values",
+                      n);
+  }
+  type = args[0].v_int64;
+  id = args[1].v_int64;
+  kind = args[2].v_int64;
+  *rc = kTVMNullptr;
+  ret->v_handle = NULL;
+  if (type == kDLCPU) { /* the host: it exists (TVM's CPU device answers kExist only) */
+    if (kind == 0) {
+      ret->v_int64 = 1;
+      *rc = kTVMArgInt;
+    }
+    return 0;
+  }
+  backend = type > 0 && type <= INT32_MAX ? tvmrt_device_backend_of((int)type) : NULL;
+  if (backend == NULL || backend->attribute == NULL || id < 0 || id >= TVMRT_MAX_DEVICES ||
+      kind < 0 || kind > INT32_MAX) {
+    if (kind == 0) { /* no backend, or one that cannot tell: TVM answers kExist with 0 */
+      ret->v_int64 = 0;
+      *rc = kTVMArgInt;
+    }
+    return 0;
+  }
+  return backend->attribute((int)id, (int)kind, ret, rc);
+}

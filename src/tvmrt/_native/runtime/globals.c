@@ -141,6 +141,7 @@ static const struct {
     {"runtime.ModuleLoadFromFile", f_load_from_file},
     {"tvm.aot_executor.create", tvmrt_aot_global_create},
     {"__tvm_set_device", tvmrt_set_device},
+    {"runtime.GetDeviceAttr", tvmrt_get_device_attr},
     {"runtime.ModuleGetTypeKey", f_module_info},
     {"runtime.ModuleImportsSize", f_module_info},
     {"runtime.ModuleGetImport", f_module_info},

@@ -194,7 +194,10 @@ int tvmrt_kernel_call_args(const tvmrt_kernel_info* k, const TVMValue* args, con
   }
   for (i = 0; i < k->num_args; ++i) {
     int kind = k->kinds[i];
-    if (tvmrt_cuda_pack_arg(kind, args[i], codes[i], &holder[i]) != 0) {
+    /* a handle given as an integer (from Python, where a data handle is an int) is the
+       same address, as TVM's launchers read every handle argument's bits */
+    code = kind == TVMRT_ARG_HANDLE && codes[i] == kDLInt ? kTVMOpaqueHandle : codes[i];
+    if (tvmrt_cuda_pack_arg(kind, args[i], code, &holder[i]) != 0) {
       return tvmrt_fail("KernelError",
                         "kernel '%.200s': argument %d must be a %s value, got type code %d", k->key,
                         i,

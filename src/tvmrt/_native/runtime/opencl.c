@@ -226,6 +226,8 @@ typedef struct tvmrt_cl_buffer {
   int device_id;
 } tvmrt_cl_buffer;
 
+#define DESCRIPTOR_BYTES ((sizeof(tvmrt_cl_buffer) + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN)
+
 static void buffer_destroy(tvmrt_object* obj) {
   tvmrt_cl_buffer* b = (tvmrt_cl_buffer*)((char*)obj - offsetof(tvmrt_cl_buffer, hdr));
   g_api.release_mem_object(b->buffer);
@@ -252,8 +254,11 @@ static int opencl_alloc(int device_id, size_t nbytes, void** out) {
   int32_t status = 0;
   *out = NULL;
   if (activate(device_id) != 0) return -1;
-  b = (tvmrt_cl_buffer*)calloc(1, sizeof(tvmrt_cl_buffer));
+  /* the handle is the descriptor's address: 64-byte aligned, as every data pointer TVM
+     hands compiled code is (host code may check DLTensor.data's alignment) */
+  b = (tvmrt_cl_buffer*)aligned_alloc(RT_ALIGN, DESCRIPTOR_BYTES);
   if (b == NULL) return tvmrt_fail("DeviceOutOfMemoryError", "cannot allocate a buffer record");
+  memset(b, 0, sizeof(*b));
   /* OpenCL has no empty buffers: one byte stands in for zero */
   b->buffer = g_api.create_buffer(g_state[device_id].context, CL_MEM_READ_WRITE,
                                   nbytes ? nbytes : 1, NULL, &status);
@@ -341,28 +346,85 @@ static int opencl_copy(void* to, size_t to_offset, DLDevice to_dev, const void* 
 /* ---------------------------------------------------------------------------------- */
 /* streams: command queues of the device's context                                      */
 
+/* the queues TVMStreamCreate made (and not yet freed), by device: a stream handle is
+   checked here before the driver is given it (a stale or made-up one would be followed) */
+#define MAX_CL_STREAMS 256
+static struct {
+  cl_handle queue;
+  int device_id;
+} g_streams[MAX_CL_STREAMS];
+
+static int stream_slot(int device_id, const void* stream) { /* index, or -1; under g_mu */
+  int i;
+  for (i = 0; i < MAX_CL_STREAMS; ++i) {
+    if (g_streams[i].queue == stream && g_streams[i].device_id == device_id) return i;
+  }
+  return -1;
+}
+
+static int known_stream(int device_id, const void* stream) {
+  int found;
+  if (stream == NULL) return 1; /* the device's current queue */
+  pthread_mutex_lock(&g_mu);
+  found = stream_slot(device_id, stream) >= 0;
+  pthread_mutex_unlock(&g_mu);
+  if (!found) {
+    tvmrt_fail("InvalidArgumentError",
+               "stream %p is not a command queue TVMStreamCreate made on opencl(%d)", stream,
+               device_id);
+  }
+  return found;
+}
+
 static int opencl_sync(int device_id, void* stream) {
   int32_t status;
-  if (activate(device_id) != 0) return -1;
+  if (activate(device_id) != 0 || !known_stream(device_id, stream)) return -1;
   status = g_api.finish(stream != NULL ? stream : queue_of(device_id));
   return status != 0 ? tvmrt_opencl_error("clFinish", status) : 0;
 }
 
 static int opencl_stream_create(int device_id, void** out) {
   int32_t status = 0;
+  int slot;
   if (activate(device_id) != 0) return -1;
+  pthread_mutex_lock(&g_mu);
+  for (slot = 0; /* a free entry */ slot < MAX_CL_STREAMS && g_streams[slot].queue != NULL;
+       ++slot) {
+  }
+  if (slot == MAX_CL_STREAMS) {
+    pthread_mutex_unlock(&g_mu);
+    return tvmrt_fail("DeviceOutOfMemoryError",
+                      "opencl(%d): %d streams are live already; free one with TVMStreamFree",
+                      device_id, MAX_CL_STREAMS);
+  }
   *out = g_api.create_command_queue(g_state[device_id].context, g_devices[device_id], 0, &status);
-  if (*out == NULL) return tvmrt_opencl_error("clCreateCommandQueue", status != 0 ? status : -36);
+  if (*out == NULL) {
+    pthread_mutex_unlock(&g_mu);
+    return tvmrt_opencl_error("clCreateCommandQueue", status != 0 ? status : -36);
+  }
+  g_streams[slot].queue = *out;
+  g_streams[slot].device_id = device_id;
+  pthread_mutex_unlock(&g_mu);
   return 0;
 }
 
 static int opencl_stream_free(int device_id, void* stream) {
   int32_t status;
+  int slot;
   if (stream == NULL) {
     return tvmrt_fail("InvalidArgumentError",
                       "stream 0 of opencl(%d) is the default queue: it is not freed", device_id);
   }
   if (activate(device_id) != 0) return -1;
+  pthread_mutex_lock(&g_mu);
+  slot = stream_slot(device_id, stream);
+  if (slot >= 0) g_streams[slot].queue = NULL;
+  pthread_mutex_unlock(&g_mu);
+  if (slot < 0) {
+    return tvmrt_fail("InvalidArgumentError",
+                      "stream %p was not made on opencl(%d) by TVMStreamCreate (or is freed)",
+                      stream, device_id);
+  }
   if (t_queue == stream && t_queue_dev == device_id) t_queue = NULL;
   g_api.finish(stream);
   status = g_api.release_command_queue(stream);
@@ -370,10 +432,114 @@ static int opencl_stream_free(int device_id, void* stream) {
 }
 
 static int opencl_set_stream(int device_id, void* stream) {
-  if (activate(device_id) != 0) return -1;
+  if (activate(device_id) != 0 || !known_stream(device_id, stream)) return -1;
   t_queue = stream;
   t_queue_dev = device_id;
   return 0;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* properties (runtime.GetDeviceAttr), read with clGetDeviceInfo: no context is made     */
+
+#define CL_DEVICE_MAX_COMPUTE_UNITS 0x1002u
+#define CL_DEVICE_MAX_WORK_GROUP_SIZE 0x1004u
+#define CL_DEVICE_MAX_WORK_ITEM_SIZES 0x1005u
+#define CL_DEVICE_MAX_CLOCK_FREQUENCY 0x100Cu
+#define CL_DEVICE_GLOBAL_MEM_CACHE_SIZE 0x101Eu
+#define CL_DEVICE_GLOBAL_MEM_SIZE 0x101Fu
+#define CL_DEVICE_LOCAL_MEM_SIZE 0x1023u
+#define CL_DEVICE_NAME 0x102Bu
+#define CL_DRIVER_VERSION 0x102Du
+#define CL_DEVICE_VERSION 0x102Fu
+
+static _Thread_local char t_attr_text[1024];
+
+/* a clGetDeviceInfo value of `size` bytes (an unsigned integer of 4 or 8 bytes, or text) */
+static int device_info(cl_handle device, uint32_t what, size_t size, void* out) {
+  memset(out, 0, size);
+  return g_api.get_device_info(device, what, size, out, NULL);
+}
+
+static int number(cl_handle device, uint32_t what, size_t size, uint64_t scale, TVMValue* out,
+                  int* code) {
+  uint64_t value = 0; /* little-endian: a 4-byte cl_uint fills the low half */
+  uint32_t narrow = 0;
+  int32_t status = size == 4 ? device_info(device, what, 4, &narrow)
+                             : device_info(device, what, sizeof(value), &value);
+  if (status != 0) return 0; /* the driver does not say: None */
+  if (size == 4) value = narrow;
+  out->v_int64 = (int64_t)(value * scale);
+  *code = kTVMArgInt;
+  return 0;
+}
+
+static int text(cl_handle device, uint32_t what, TVMValue* out, int* code) {
+  if (device_info(device, what, sizeof(t_attr_text) - 1, t_attr_text) != 0) return 0;
+  t_attr_text[sizeof(t_attr_text) - 1] = '\0';
+  out->v_str = t_attr_text;
+  *code = kTVMStr;
+  return 0;
+}
+
+static int opencl_attribute(int device_id, int kind, TVMValue* out, int* code) {
+  cl_handle d;
+  int major = 0, minor = 0;
+  if (tvmrt_opencl_driver() == NULL) tvmrt_clear_last_error(); /* no driver: no devices */
+  if (g_load_error[0] != '\0' || device_id >= g_count) {
+    if (kind == 0) {
+      out->v_int64 = 0;
+      *code = kTVMArgInt;
+    }
+    return 0;
+  }
+  d = g_devices[device_id];
+  switch (kind) {
+    case 0: /* kExist */
+      out->v_int64 = 1;
+      *code = kTVMArgInt;
+      return 0;
+    case 1: /* kMaxThreadsPerBlock */
+      return number(d, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof(size_t), 1, out, code);
+    case 2: /* kWarpSize: TVM answers 1 for every OpenCL device */
+      out->v_int64 = 1;
+      *code = kTVMArgInt;
+      return 0;
+    case 3: /* kMaxSharedMemoryPerBlock */
+      return number(d, CL_DEVICE_LOCAL_MEM_SIZE, 8, 1, out, code);
+    case 4:  /* kComputeVersion: "major.minor" of the device's OpenCL version */
+    case 11: /* kApiVersion: major * 100 + minor * 10 */
+      if (device_info(d, CL_DEVICE_VERSION, sizeof(t_attr_text) - 1, t_attr_text) != 0 ||
+          sscanf(t_attr_text, "OpenCL %d.%d", &major, &minor) != 2)
+        return 0;
+      if (kind == 11) {
+        out->v_int64 = (int64_t)major * 100 + (int64_t)minor * 10;
+        *code = kTVMArgInt;
+        return 0;
+      }
+      snprintf(t_attr_text, sizeof(t_attr_text), "%d.%d", major, minor);
+      out->v_str = t_attr_text;
+      *code = kTVMStr;
+      return 0;
+    case 5: /* kDeviceName */ return text(d, CL_DEVICE_NAME, out, code);
+    case 6: /* kMaxClockRate: MHz -> kHz */
+      return number(d, CL_DEVICE_MAX_CLOCK_FREQUENCY, 4, 1000, out, code);
+    case 7: /* kMultiProcessorCount */
+      return number(d, CL_DEVICE_MAX_COMPUTE_UNITS, 4, 1, out, code);
+    case 8: { /* kMaxThreadDimensions: "[x, y, z]", as TVM writes it */
+      size_t dims[3] = {0, 0, 0};
+      if (g_api.get_device_info(d, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof(dims), dims, NULL) != 0)
+        return 0;
+      snprintf(t_attr_text, sizeof(t_attr_text), "[%zu, %zu, %zu]", dims[0], dims[1], dims[2]);
+      out->v_str = t_attr_text;
+      *code = kTVMStr;
+      return 0;
+    }
+    case 12: /* kDriverVersion */ return text(d, CL_DRIVER_VERSION, out, code);
+    case 13: /* kL2CacheSizeBytes */
+      return number(d, CL_DEVICE_GLOBAL_MEM_CACHE_SIZE, 8, 1, out, code);
+    case 14: /* kTotalGlobalMemory */ return number(d, CL_DEVICE_GLOBAL_MEM_SIZE, 8, 1, out, code);
+    default: return 0;
+  }
 }
 
 const tvmrt_device_backend tvmrt_opencl_backend = {
@@ -388,4 +554,5 @@ const tvmrt_device_backend tvmrt_opencl_backend = {
     .stream_free = opencl_stream_free,
     .set_stream = opencl_set_stream,
     .handles_are_addresses = 0,
+    .attribute = opencl_attribute,
 };

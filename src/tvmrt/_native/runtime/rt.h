@@ -389,6 +389,11 @@ typedef struct tvmrt_device_backend {
   /* whether a memory handle is the device address of its first byte (CUDA's), so that
      handle + offset is the address of a byte in it; 0 where handles are objects (OpenCL's) */
   int handles_are_addresses;
+  /* TVM's DeviceAttrKind `kind` of a device (runtime.GetDeviceAttr): an integer (kTVMArgInt)
+     or a string (kTVMStr, in a per-thread buffer kept until the thread's next query) in *out,
+     kTVMNullptr where the device does not say; a device that does not exist answers kExist
+     with 0 and every other kind with kTVMNullptr. NULL: the backend answers nothing */
+  int (*attribute)(int device_id, int kind, TVMValue* out, int* code);
 } tvmrt_device_backend;
 
 /* the backend of device_type (NULL for the CPU and for a type no backend serves) */
@@ -405,6 +410,8 @@ int tvmrt_device_workspace_free(int device_type, int device_id, void* ptr);
    on this thread for device_type (0 if none): where a device module launches */
 int tvmrt_set_device(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc);
 int tvmrt_current_device(int device_type);
+/* the global function runtime.GetDeviceAttr(device_type, device_id, kind), TVM's */
+int tvmrt_get_device_attr(void* self, TVMValue* args, int* codes, int n, TVMValue* ret, int* rc);
 int tvmrt_dtype_bytes(DLDataType t, int64_t count, size_t* out); /* 0, or -1 on overflow */
 int tvmrt_tensor_nbytes(const DLTensor* t, size_t* out);
 /* whether t is dense row-major (no strides, or the compact ones; TVM's IsContiguous) */

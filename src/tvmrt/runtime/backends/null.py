@@ -3,7 +3,7 @@
 It behaves like a real accelerator from the outside: its storage has no host address
 (``DLTensor.data`` is a token), arrays on it have no numpy view, every transfer goes
 through the copy hooks, and streams are counted. Tests of the device layer run on it
-without any driver installed; the same tests run on OpenCL where pyopencl is present.
+without any driver installed; the same tests run on OpenCL where a driver is installed.
 """
 
 from __future__ import annotations

@@ -36,6 +36,9 @@ __all__ = ["ENGINE_VARIABLE", "create", "engine_wanted", "kernels", "refusal"]
 
 ENGINE_VARIABLE = "TVMRT_GRAPH_ENGINE"
 _CPU = 1
+# the devices the C graph executor runs on from Python: the CPU, and OpenCL, whose arrays are
+# the C runtime's (backends/opencl.py); CUDA's from Python are the Python backend's
+_GRAPH_DEVICES = (_CPU, 4)
 # the modules over a kernel library (its first import): factories, AOT's metadata module
 _WRAPPERS = ("GraphExecutorFactory", "AotExecutorFactory", "metadata_module")
 
@@ -60,8 +63,9 @@ def refusal(
     ``load_module`` returned (the factory), if not ``lib``."""
     if engine_wanted(variable) == "python":
         return f"{variable}=python"
-    if any(dev.device_type != _CPU for dev in devices):
-        return "a device other than the CPU is given"
+    served = _GRAPH_DEVICES if variable == ENGINE_VARIABLE else (_CPU,)
+    if any(dev.device_type not in served for dev in devices):
+        return f"a device other than the {'CPU or OpenCL' if len(served) > 1 else 'CPU'} is given"
     loaded = root if root is not None else lib
     path = loaded.source_file
     if path is None or loaded._native_changed:
@@ -79,7 +83,8 @@ def _library_refusal(lib: Module, path: str, loaded: Module) -> str:
     host = lib
     while host.type_key in _WRAPPERS and host.imported_modules:  # down to the kernels
         host = host.imported_modules[0]
-    devices_code = [m.type_key for m in host.imported_modules]
+    # OpenCL kernels are the C runtime's whichever engine runs (loaders/opencl.py)
+    devices_code = [m.type_key for m in host.imported_modules if m.type_key != "opencl"]
     if devices_code:
         return f"its kernels launch on device code ({', '.join(devices_code)} modules)"
     return c_runtime_refusal(path, loaded)

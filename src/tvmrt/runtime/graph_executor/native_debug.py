@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from tvmrt.runtime.device import Device
 from tvmrt.runtime.graph_executor.debug import check_no_collectors, profile_recorded
 from tvmrt.runtime.graph_executor.graph import parse_graph
+from tvmrt.runtime.graph_executor.memory import device_for_type
 from tvmrt.runtime.native_module import NativeModule
 from tvmrt.runtime.packed_func import PackedFunc
 from tvmrt.runtime.profiling import Report
@@ -56,7 +57,15 @@ class DebugExecutor(NativeModule):
                 (n, t0, t1) for n, t0, t1 in struct.iter_unpack("<qQQ", blob[8 : 8 + 24 * count])
             ]
 
-        return profile_recorded(self._graph, self._devices, self["run"], calls, lambda _: host)
+        graph, devices = self._graph, self._devices
+
+        def node_device(nid: int) -> Device:  # its first output's device (the host if none)
+            node, types = graph.nodes[nid], graph.device_types
+            if types is None or not node.is_op or node.num_outputs == 0:
+                return host
+            return device_for_type(devices, types[graph.entry_id(nid, 0)])
+
+        return profile_recorded(graph, devices, self["run"], calls, node_device)
 
     def _get_function(self, name: str) -> PackedFunc | None:
         if name == "profile":
