@@ -330,3 +330,34 @@ def test_a_stream_handle_the_runtime_did_not_make_is_refused() -> None:
             api.free_stream(dev, bogus)
     with pytest.raises(InvalidArgumentError, match="default queue"):
         api.free_stream(dev, 0)
+
+
+@pytest.mark.parametrize(
+    ("case", "so", "golden", "name", "devices"),
+    [
+        ("opencl-factory", "deploy.so", "golden.npz", "data", ("opencl",)),
+        ("opencl-factory", "dense.so", "dense_golden.npz", "x", ("opencl",)),
+        ("hetero-opencl-cpu", "deploy.so", "golden.npz", "data", ("cpu", "opencl")),
+    ],
+)
+def test_both_graph_engines_give_the_same_bits_on_opencl(
+    monkeypatch: pytest.MonkeyPatch, case: str, so: str, golden: str, name: str, devices: tuple
+) -> None:
+    """The Python engine (a library changed in Python, TVMRT_GRAPH_ENGINE=python) runs the
+    same C kernels on the same C arrays as the C engine: outputs equal bit for bit."""
+    from tvmrt.runtime.native_module import NativeModule
+
+    ref = np.load(_relay016() / case / golden)
+    devs = [runtime.cpu(0) if d == "cpu" else runtime.opencl(0) for d in devices]
+    outputs = {}
+    for engine in ("native", "python"):
+        monkeypatch.setenv("TVMRT_GRAPH_ENGINE", engine)
+        lib = runtime.load_module(str(_relay016() / case / so))
+        m = graph_executor.GraphModule(lib["default"](*devs))
+        assert isinstance(m.module, NativeModule) == (engine == "native")
+        m.set_input(name, ref[name])
+        m.run()
+        outputs[engine] = [m.get_output(i).numpy() for i in range(m.get_num_outputs())]
+    for c_out, py_out in zip(outputs["native"], outputs["python"], strict=True):
+        np.testing.assert_array_equal(c_out, py_out)
+    np.testing.assert_allclose(outputs["native"][0], ref["output_0"], **TOL)

@@ -192,6 +192,36 @@ TVM_DLL int TVMFuncListGlobalNames(int* out_size, const char*** out_array) {
 /* ---------------------------------------------------------------------------------- */
 /* entry points that hand out modules and functions                                    */
 
+/* The module of one blob entry of type `key`, read from the start of data[0, size): how a
+   module tree read elsewhere (Python's blob reader, runtime/loaders/opencl.py) gets the C
+   runtime's device module. *consumed is the entry's length (a blob does not store it);
+   `what` names the bytes in messages. */
+TVM_DLL int tvmrt_module_load_binary(const char* key, const void* data, size_t size,
+                                     const char* what, size_t* consumed, TVMModuleHandle* out) {
+  tvmrt_reader r;
+  tvmrt_blob_loader_fn load;
+  tvmrt_module* mod;
+  tvmrt_init();
+  if (key == NULL || (data == NULL && size != 0) || consumed == NULL || out == NULL) {
+    return tvmrt_fail("InvalidArgumentError",
+                      "tvmrt_module_load_binary: key, data, consumed and out are required");
+  }
+  *out = NULL;
+  *consumed = 0;
+  if ((load = tvmrt_blob_loader(key)) == NULL) {
+    return tvmrt_fail("ModuleLoadError", "libtvmrt_runtime has no loader of '%.100s' modules", key);
+  }
+  memset(&r, 0, sizeof(r));
+  r.data = (const uint8_t*)data;
+  r.size = size;
+  r.what = what != NULL ? what : key;
+  r.error = "ModuleLoadError";
+  if ((mod = load(&r)) == NULL) return -1;
+  *consumed = r.off;
+  *out = mod;
+  return 0;
+}
+
 TVM_DLL int TVMFuncCreateFromCFunc(TVMPackedCFunc func, void* resource_handle,
                                    TVMPackedCFuncFinalizer fin, TVMFunctionHandle* out) {
   tvmrt_func* f;
