@@ -79,8 +79,7 @@ def test_errors_use_the_python_runtime_words(
     for case, want in _python_messages(artifacts).items():
         if case == "alloc_vulkan":
             # the same words up to the list of backends, which is the C runtime's own (cpu,
-            # cuda and opencl) where Python's depends on what is installed (opencl with
-            # pyopencl)
+            # cuda and opencl) where Python's depends on what this machine has (a driver)
             head = want.split(" on ", 1)[0] + " on "
             assert got[case].startswith(head), (got[case], want)
             assert got[case].endswith(

@@ -143,6 +143,14 @@ class OpenCLDeviceAPI(DeviceAPI):
         self._check(self._lib().TVMSetStream(_OPENCL, dev.device_id, stream or None))
 
     # -- properties ------------------------------------------------------------------------
+    @property
+    def reason(self) -> str | None:
+        """Why OpenCL cannot be used here (None where opencl(0) exists): what the device
+        table's messages read to list the devices that work."""
+        if self.attribute(Device(_OPENCL, 0), "exist"):
+            return None
+        return "this machine has no OpenCL device (or no ICD loader, libOpenCL.so.1)"
+
     def attribute(self, dev: Device, name: str) -> Any:
         if name == "exist":
             exist = self._exist.get(dev.device_id)
