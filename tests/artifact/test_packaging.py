@@ -25,7 +25,7 @@ from tvmrt import runtime
 from tvmrt.artifact import find_artifact, load_artifact
 from tvmrt.binfmt import abi, binary
 from tvmrt.contrib import graph_executor
-from tvmrt.error import FunctionNotFoundError, KernelError, ModuleLoadError, UnsupportedError
+from tvmrt.error import FunctionNotFoundError, KernelError, ModuleLoadError
 from tvmrt.runtime import native_module
 from tvmrt.runtime.graph_executor.factory import GraphExecutorFactory, save_factory_binary
 from tvmrt.runtime.graph_executor.graph import parse_graph
@@ -218,16 +218,35 @@ def test_linked_params_08_through_create_as_tvm_did(tmp_path):
     np.testing.assert_array_equal(m.get_output(0).numpy(), x + np.array(WEIGHTS, "float32"))
 
 
-def test_the_c_runtime_refuses_linked_params_it_does_not_read(tmp_path):
-    """The C graph executor reads no TVM 0.7/0.8 linked params: it refuses such a library
-    instead of running its weights uninitialised, and from Python the face keeps it on the
-    Python engine, which reads them (above)."""
+def test_the_c_runtime_reads_linked_params(tmp_path):
+    """The C graph executor asks the library for its TVM 0.7/0.8 linked params, as TVM 0.8's
+    did: the weights are params (get_input_info leaves them out), and from Python the face
+    runs such a library on the C engine, with the Python engine's results."""
     path = _build(tmp_path, with_blob=False)
     lib = native_module.load_file(str(path))
-    with pytest.raises(UnsupportedError, match=r"linked params \(_lookup_linked_param\)"):
-        native_module.c_global("tvm.graph_executor.create")(_graph(1), lib, 1, 0)
+    c_module = native_module.c_global("tvm.graph_executor.create")(_graph(1), lib, 1, 0)
+    x = np.array([0.5, 1.5, 2.5, 3.5], dtype="float32")
+    c_module["set_input"]("x", runtime.array(x))
+    c_module["run"]()
+    want = x + np.array(WEIGHTS, "float32")
+    np.testing.assert_array_equal(c_module["get_output"](0).numpy(), want)
     m = graph_executor.create(_graph(1), runtime.load_module(path), runtime.cpu(0))
-    assert not isinstance(m.module, native_module.NativeModule)
+    assert isinstance(m.module, native_module.NativeModule)
+    shapes, _ = m.get_input_info()
+    assert list(shapes) == ["x"]
+    m.run(x=x)
+    np.testing.assert_array_equal(m.get_output(0).numpy(), want)
+
+
+def test_the_c_runtime_looks_linked_params_up_by_storage_id(tmp_path):
+    """As in Python (above): a library that answers for storage 7 links nothing into a graph
+    whose p0 lives in storage 1, and links p0 where it lives in storage 7."""
+    lib = native_module.load_file(str(_build(tmp_path, sid=7, with_blob=False)))
+    create = native_module.c_global("tvm.graph_executor.create")
+    shapes = create(_graph(1), lib, 1, 0)["get_input_info"]()["shape"]
+    assert sorted(shapes) == ["p0", "x"]  # p0 is an input to give: nothing was linked
+    shapes = create(_graph(7), lib, 1, 0)["get_input_info"]()["shape"]
+    assert list(shapes) == ["x"]
 
 
 def test_c_source_export_compiles_against_tvmrts_headers(tmp_path):

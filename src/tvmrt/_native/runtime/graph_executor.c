@@ -213,6 +213,39 @@ static int setup_op(graph_executor* ge, uint32_t nid, tvmrt_ge_op* op) {
   return 0;
 }
 
+/* TVM 0.7/0.8 link-params: the library holds the weights, and `lookup`
+   (_lookup_linked_param(storage_id)) gives the address of the constant data of a storage
+   entry (NULL where it holds none). TVM 0.8's executor asked it for every storage id before
+   allocating; the inputs it answers for are copied from there here, as params (TVM's
+   get_input_info leaves them out), so a factory's or load_params' params still override. */
+static int bind_linked_params(graph_executor* ge, tvmrt_func* lookup) {
+  size_t i;
+  for (i = 0; i < ge->g.num_args; ++i) {
+    uint32_t eid = tvmrt_ge_input_eid(ge, i);
+    TVMValue arg, ret;
+    int code = kTVMArgInt, ret_code = kTVMNullptr;
+    DLTensor src;
+    arg.v_int64 = ge->g.storage_ids[eid];
+    ret.v_handle = NULL;
+    if (tvmrt_func_call(lookup, &arg, &code, 1, &ret, &ret_code) != 0) return -1;
+    if (ret_code == kTVMNullptr || (ret_code == kTVMOpaqueHandle && ret.v_handle == NULL)) continue;
+    if (ret_code != kTVMOpaqueHandle) {
+      return tvmrt_fail("KernelError",
+                        "_lookup_linked_param(%lld) returned a value of type code %d, expected "
+                        "the address of the entry's data (a handle) or nothing",
+                        (long long)arg.v_int64, ret_code);
+    }
+    src = ge->entries[eid];
+    src.data = ret.v_handle;
+    src.byte_offset = 0;
+    src.device.device_type = kDLCPU; /* the library's own memory */
+    src.device.device_id = 0;
+    if (tvmrt_copy_tensor(&src, &ge->entries[eid]) != 0) return -1;
+    ge->is_param[i] = 1;
+  }
+  return 0;
+}
+
 graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib,
                                 const DLDevice* devs, size_t num_devs) {
   graph_executor* ge;
@@ -245,16 +278,6 @@ graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib,
   ge->num_devs = num_devs;
   ge->lib = lib;
   tvmrt_retain(&lib->hdr);
-  if ((linked = tvmrt_module_get(lib, "_lookup_linked_param", 1)) != NULL) {
-    /* TVM 0.7/0.8 link-params: weights the executor would have to ask the library for */
-    tvmrt_release(&linked->hdr);
-    tvmrt_fail("UnsupportedError",
-               "graph executor: the library holds TVM 0.7/0.8 linked params "
-               "(_lookup_linked_param), which this runtime does not read (their inputs would "
-               "run uninitialised); rebuild without link-params, or run it with the Python "
-               "runtime");
-    goto fail;
-  }
   if (tvmrt_graph_parse(json, len, &ge->g) != 0 || tvmrt_graph_check_plan(&ge->g) != 0) {
     goto fail;
   }
@@ -266,6 +289,11 @@ graph_executor* tvmrt_ge_create(const char* json, size_t len, tvmrt_module* lib,
     goto fail;
   }
   if (setup_storage(ge) != 0) goto fail;
+  if ((linked = tvmrt_module_get(lib, "_lookup_linked_param", 1)) != NULL) {
+    int rc = bind_linked_params(ge, linked);
+    tvmrt_release(&linked->hdr);
+    if (rc != 0) goto fail;
+  }
   for (nid = 0; nid < ge->g.num_nodes; ++nid) ge->num_ops += ge->g.nodes[nid].is_op;
   ge->ops = (tvmrt_ge_op*)calloc(ge->num_ops ? ge->num_ops : 1, sizeof(tvmrt_ge_op));
   if (ge->ops == NULL) {

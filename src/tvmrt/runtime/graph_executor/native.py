@@ -13,12 +13,12 @@ factory's arrays), so weights are held once, as the Python engine holds them.
 
 The Python engine runs the rest, and :func:`refusal` says why (``""``: the C engine may):
 ``TVMRT_GRAPH_ENGINE=python`` (``native`` makes a refusal an error instead), a device other
-than the CPU, a library that was not loaded from a file or changed after loading
-(``import_module``, ``remove_params``), kernels of Python (``PyModule``), device code (a
-CUDA or OpenCL module), kernels that import ``TVM*`` functions by name or call a runtime
-function only the Python registry has, TVM 0.7/0.8 linked params (what the file holds is
-read once per loaded module). A graph the C runtime refuses is handed to the Python engine
-too, whose errors are the words users know.
+than the CPU and OpenCL, a library that was not loaded from a file or changed after loading
+(``import_module``, ``remove_params``), kernels of Python (``PyModule``), CUDA device code,
+kernels that import ``TVM*`` functions by name or call a runtime function only the Python
+registry has (what the file holds is read once per loaded module). TVM 0.7/0.8 linked
+params (``_lookup_linked_param``) are read by both engines. A graph the C runtime refuses
+is handed to the Python engine too, whose errors are the words users know.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from collections.abc import Mapping, Sequence
 
 from tvmrt.error import ArgumentTypeError, ArrayError, TVMError, UnsupportedError
 from tvmrt.runtime.device import Device
-from tvmrt.runtime.graph_executor.linked import LOOKUP_FUNCTION
 from tvmrt.runtime.module import Module
 from tvmrt.runtime.ndarray import NDArray
 
@@ -78,8 +77,6 @@ def refusal(
 def _library_refusal(lib: Module, path: str, loaded: Module) -> str:
     from tvmrt.runtime.loaders.needs import c_runtime_refusal
 
-    if lib.find_function(LOOKUP_FUNCTION, True) is not None:
-        return "its weights are TVM 0.7/0.8 linked params, which only the Python engine reads"
     host = lib
     while host.type_key in _WRAPPERS and host.imported_modules:  # down to the kernels
         host = host.imported_modules[0]
