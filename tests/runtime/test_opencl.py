@@ -380,3 +380,9 @@ def test_relax_vm_models_of_every_era_run_on_opencl(era: str) -> None:
     np.testing.assert_allclose(first.numpy(), want, **TOL)
     again = vm["main"](runtime.array(x, dev), runtime.array(w, dev))
     np.testing.assert_array_equal(again.numpy(), first.numpy())
+    profiled = relax.VirtualMachine(
+        runtime.load_module(str(folder / "model.so")), dev, profile=True
+    )
+    report = profiled.profile("main", runtime.array(x, dev), runtime.array(w, dev))
+    kernels = [c for c in report.calls if not str(c["Name"]).startswith("vm.builtin.")]
+    assert kernels and all(str(c["Device"]) == "opencl0" for c in kernels)

@@ -733,7 +733,14 @@ typedef struct {
   size_t n, cap;
   struct timespec start;
   int64_t pending; /* the callee of the call being timed (-1: none) */
+  DLDevice dev;    /* the VM's device: synchronized around each call when not the CPU, so a
+                      call's time holds its kernels' device work, as TVM's timer's does */
 } profiler;
+
+static int profiler_sync(const profiler* p) {
+  return p->dev.device_type == kDLCPU ? 0
+                                      : TVMSynchronize(p->dev.device_type, p->dev.device_id, NULL);
+}
 
 static double now_us(void) {
   struct timespec t;
@@ -775,6 +782,7 @@ static int f_profile_hook(void* self, TVMValue* args, int* codes, int n, TVMValu
   if (n < 4 || codes[1] != kTVMStr) return tvmrt_fail("InternalError", "profile hook arguments");
   *rc = kDLInt;
   ret->v_int64 = 0;
+  if (profiler_sync(p) != 0) return -1; /* work queued before the call is not its time */
   if (args[2].v_int64) {
     clock_gettime(CLOCK_MONOTONIC, &p->start);
     return 0;
@@ -850,6 +858,7 @@ static int f_profile(void* self, TVMValue* args, int* codes, int n, TVMValue* re
     if (!use_inputs) args_free(in, count);
     return tvmrt_fail("DeviceOutOfMemoryError", "profile: no memory");
   }
+  p->dev = vm->devices[0];
   hook = tvmrt_func_new(f_profile_hook, p, &p->hdr);
   tvmrt_release(&p->hdr);
   if (hook == NULL || enter(vm, &previous) != 0) {
@@ -861,8 +870,10 @@ static int f_profile(void* self, TVMValue* args, int* codes, int n, TVMValue* re
   tvmrt_rx_release(&out);
   saved = vm->instrument;
   vm->instrument = hook;
+  if (status == 0) status = profiler_sync(p);
   total = now_us();
   if (status == 0) status = tvmrt_rx_call_value(vm, callee, in, count, &out);
+  if (status == 0) status = profiler_sync(p);
   total = now_us() - total;
   vm->instrument = saved;
   tvmrt_rx_release(&out);
