@@ -20,6 +20,8 @@ import ctypes
 import threading
 from typing import Any
 
+import numpy as np
+
 from tvmrt.binfmt.stream import ByteReader
 from tvmrt.error import ModuleLoadError
 from tvmrt.runtime import kernel_services
@@ -84,11 +86,13 @@ SET_DEVICE = _SetDevice()
 class OpenCLModule(NativeModule):
     """An ``opencl`` module of the C runtime: its kernels, and what it was read from."""
 
-    def __init__(self, handle: Any, fmt: str, data: bytes) -> None:
+    def __init__(self, handle: Any, data: bytes) -> None:
         super().__init__(handle)
-        self.fmt = fmt
-        self._data = data  # the module's bytes as saved: its kernel table, for inspection
-        self._table: dict[str, FunctionInfo] | None = None
+        # the module's bytes as saved (checked by the C loader), read here for inspection
+        reader = ByteReader(data, "OpenCL module", ModuleLoadError)
+        self.fmt = reader.string("OpenCL module format")
+        self._rest = reader
+        self._contents: tuple[dict[str, FunctionInfo], bytes] | None = None
 
     @property
     def type_key(self) -> str:
@@ -99,23 +103,23 @@ class OpenCLModule(NativeModule):
         """How the program is saved: ``cl`` (OpenCL C source) or a device binary's format."""
         return self.fmt
 
+    def _read(self) -> tuple[dict[str, FunctionInfo], bytes]:
+        """The kernel table and the program, read once, when first asked for."""
+        if self._contents is None:
+            table, _ = read_kernel_table(self._rest, f"OpenCL module ({self.fmt})")
+            self._contents = table, bytes(self._rest.blob("OpenCL program"))
+        return self._contents
+
     @property
     def table(self) -> dict[str, FunctionInfo]:
         """The kernel table: each kernel's argument types and launch tags, by name."""
-        if self._table is None:
-            reader = ByteReader(self._data, "OpenCL module", ModuleLoadError)
-            reader.string("OpenCL module format")
-            self._table = read_kernel_table(reader, f"OpenCL module ({self.fmt})")[0]
-        return self._table
+        return self._read()[0]
 
     def get_source(self, fmt: str = "") -> str:
         """The OpenCL C source (modules saved in format ``cl``; ``""`` for binaries)."""
         if self.fmt != "cl":
             return ""
-        reader = ByteReader(self._data, "OpenCL module", ModuleLoadError)
-        reader.string("OpenCL module format")
-        read_kernel_table(reader, "OpenCL module")
-        return bytes(reader.blob("OpenCL program")).decode("utf-8", errors="replace")
+        return self._read()[1].decode("utf-8", errors="replace")
 
 
 _loader: list[Any] = []
@@ -138,14 +142,16 @@ def load_opencl_binary(reader: ByteReader) -> OpenCLModule:
     reader's position (its checks and words) and the reader moves past it."""
     from tvmrt.runtime.native_module import _handle
 
-    view = reader._view[reader.offset :]
-    data = bytes(view)
+    start = reader.offset
+    rest = reader.raw(reader.remaining, "OpenCL module")  # a view: nothing is copied
+    address = np.frombuffer(rest, np.uint8).ctypes.data if len(rest) else None
     consumed, out = ctypes.c_size_t(), ctypes.c_void_p()
     if _load_binary()(
-        b"opencl", data, len(data), reader.what.encode(), ctypes.byref(consumed), ctypes.byref(out)
-    ):
+        b"opencl", address, len(rest), reader.what.encode(), ctypes.byref(consumed),
+        ctypes.byref(out),
+    ):  # fmt: skip
+        reader.offset = start
         raise fail()
-    reader.offset += consumed.value
-    entry = data[: consumed.value]
-    fmt = ByteReader(entry, "OpenCL module", ModuleLoadError).string("OpenCL module format")
-    return OpenCLModule(_handle(int(out.value or 0), "TVMModFree"), fmt, entry)
+    reader.offset = start + consumed.value
+    module = _handle(int(out.value or 0), "TVMModFree")
+    return OpenCLModule(module, bytes(rest[: consumed.value]))
