@@ -12,7 +12,12 @@ import numpy as np
 import pytest
 
 from support.fixtures import artifact_folder, built_fixtures
-from support.opencl import driver_device_info, driver_program_binary, opencl_unusable
+from support.opencl import (
+    driver_device_info,
+    driver_program_binary,
+    one_kernel_module,
+    opencl_unusable,
+)
 from tvmrt import runtime
 from tvmrt.contrib import graph_executor
 from tvmrt.error import ArrayError
@@ -92,24 +97,8 @@ def test_heterogeneous_cpu_opencl_graph() -> None:
 
 def test_program_binary_format(tmp_path: Path) -> None:
     """A module saved as a device binary (TVM's xclbin/aocx formats) loads with the binary."""
-    from tvmrt.binfmt.stream import ByteReader, ByteWriter
-    from tvmrt.error import ModuleLoadError
-    from tvmrt.runtime.loaders.opencl import load_opencl_binary
-
     src = "__kernel void twice(__global float* a, __global float* b) { int i = get_global_id(0); b[i] = 2.0f * a[i]; }"
-    w = ByteWriter()
-    w.string("xclbin")
-    w.u64(1)
-    w.string("twice")
-    w.string("")
-    w.u64(2)
-    for _ in range(2):
-        w.u8(3)
-        w.u8(64)
-        w.u16(1)
-    w.strings(["blockIdx.x", "threadIdx.x"])
-    w.string(driver_program_binary(src))
-    mod = load_opencl_binary(ByteReader(bytes(w.buffer), "blob", ModuleLoadError))
+    mod = one_kernel_module("twice", driver_program_binary(src), fmt="xclbin", handles=2)
     a = runtime.array(np.arange(8, dtype="float32"), runtime.opencl(0))
     b = runtime.empty((8,), "float32", runtime.opencl(0))
     mod["twice"](a.data_ptr, b.data_ptr, 2, 4)  # host code passes handles + grid, block
@@ -218,40 +207,21 @@ def test_zero_copy_device_input() -> None:
         m.set_input_zero_copy("x", runtime.array(golden["x"]))
 
 
-def _one_kernel_module(source: str, name: str = "k") -> object:
-    from tvmrt.binfmt.stream import ByteReader, ByteWriter
-    from tvmrt.error import ModuleLoadError
-    from tvmrt.runtime.loaders.opencl import load_opencl_binary
-
-    w = ByteWriter()
-    w.string("cl")
-    w.u64(1)
-    w.string(name)
-    w.string("")
-    w.u64(1)
-    w.u8(3)
-    w.u8(64)
-    w.u16(1)
-    w.strings(["blockIdx.x", "threadIdx.x"])
-    w.string(source)
-    return load_opencl_binary(ByteReader(bytes(w.buffer), "blob", ModuleLoadError))
-
-
 def test_bad_programs_and_launches_fail_cleanly() -> None:
     from tvmrt.error import KernelError, ModuleLoadError
 
     a = runtime.empty((4,), "float32", runtime.opencl(0))
-    broken = _one_kernel_module("__kernel void k(__global float* a) { this is not C; }")
+    broken = one_kernel_module("k", "__kernel void k(__global float* a) { this is not C; }")
     with pytest.raises(ModuleLoadError, match="building the OpenCL program"):
-        broken["k"](a.data_ptr, 1, 4)  # type: ignore[index]
-    missing = _one_kernel_module("__kernel void other(__global float* a) { }")
+        broken["k"](a.data_ptr, 1, 4)
+    missing = one_kernel_module("k", "__kernel void other(__global float* a) { }")
     with pytest.raises(ModuleLoadError, match="has no kernel 'k'"):
-        missing["k"](a.data_ptr, 1, 4)  # type: ignore[index]
-    ok = _one_kernel_module("__kernel void k(__global float* a) { a[get_global_id(0)] = 1; }")
+        missing["k"](a.data_ptr, 1, 4)
+    ok = one_kernel_module("k", "__kernel void k(__global float* a) { a[get_global_id(0)] = 1; }")
     too_big = runtime.opencl(0).max_threads_per_block * 2
     with pytest.raises(KernelError, match="launching OpenCL kernel 'k'"):
-        ok["k"](a.data_ptr, 1, too_big)  # type: ignore[index]
-    ok["k"](a.data_ptr, 1, 4)  # type: ignore[index]
+        ok["k"](a.data_ptr, 1, too_big)
+    ok["k"](a.data_ptr, 1, 4)
     np.testing.assert_array_equal(a.numpy(), [1, 1, 1, 1])
 
 

@@ -12,45 +12,49 @@ from __future__ import annotations
 import ctypes
 import os
 from functools import cache
+from typing import Any
 
 import numpy as np
 
-__all__ = ["opencl_unusable", "driver_device_info", "driver_program_binary", "probe_module"]
+__all__ = ["opencl_unusable", "driver_device_info", "driver_program_binary", "one_kernel_module"]
 
 _PROBE = "__kernel void probe(__global float* a) { a[get_global_id(0)] = 1.0f; }"
 
 
-def probe_module() -> bytes:
-    """An ``opencl`` blob entry of one kernel, ``probe(a)``, with its grid and block tags."""
-    from tvmrt.binfmt.stream import ByteWriter
+def one_kernel_module(name: str, program: str | bytes, fmt: str = "cl", handles: int = 1) -> Any:
+    """An ``opencl`` module of one kernel ``name`` taking ``handles`` buffer arguments and a
+    grid and block extent, its program OpenCL C source (``fmt="cl"``) or a device binary,
+    written as TVM saves it and loaded by tvmrt's OpenCL loader."""
+    from tvmrt.binfmt.stream import ByteReader, ByteWriter
+    from tvmrt.error import ModuleLoadError
+    from tvmrt.runtime.loaders.opencl import load_opencl_binary
 
     w = ByteWriter()
-    w.string("cl")
+    w.string(fmt)
     w.u64(1)
-    w.string("probe")
+    w.string(name)
     w.string("")
-    w.u64(1)
-    w.u8(3)  # a handle
-    w.u8(64)
-    w.u16(1)
+    w.u64(handles)
+    for _ in range(handles):
+        w.u8(3)  # a handle
+        w.u8(64)
+        w.u16(1)
     w.strings(["blockIdx.x", "threadIdx.x"])
-    w.string(_PROBE)
-    return bytes(w.buffer)
+    w.string(program)
+    return load_opencl_binary(ByteReader(bytes(w.buffer), "blob", ModuleLoadError))
 
 
 @cache
 def opencl_unusable() -> str | None:
     """Why the OpenCL tests must skip here, or None when tvmrt's opencl(0) runs a kernel."""
     from tvmrt import runtime
-    from tvmrt.binfmt.stream import ByteReader
-    from tvmrt.error import ModuleLoadError, TVMError
-    from tvmrt.runtime.loaders.opencl import load_opencl_binary
+    from tvmrt.error import TVMError
 
     dev = runtime.opencl(0)
     try:
         if not dev.exist:
             runtime.empty((1,), "float32", dev)  # raises what the C runtime found missing
-        mod = load_opencl_binary(ByteReader(probe_module(), "probe", ModuleLoadError))
+        mod = one_kernel_module("probe", _PROBE)
         out = runtime.array(np.zeros(4, "float32"), dev)
         mod["probe"](out.data_ptr, 1, 4)
         dev.sync()
